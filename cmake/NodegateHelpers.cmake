@@ -1,0 +1,71 @@
+# Declarative helpers so each folder's CMakeLists.txt reads like a BUILD file.
+#
+#   ng_library(NAME foo SRCS a.cc b.cc DEPS ng::base PUBLIC_DEPS ...)   -> target foo, alias ng::foo
+#   ng_executable(NAME portmap SRCS main.cc DEPS ng::portmap)          -> build/bin/portmap
+#   ng_test(NAME foo_test SRCS foo_test.cc DEPS ng::foo LABELS unit)   -> gtest binary + ctest entry
+
+set(NG_WARNINGS -Wall -Wextra -Wpedantic -Wno-missing-field-initializers)
+if(NODEGATE_WERROR)
+  list(APPEND NG_WARNINGS -Werror)
+endif()
+
+set(NG_SANITIZE_FLAGS "")
+if(NODEGATE_SANITIZE)
+  set(NG_SANITIZE_FLAGS -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+endif()
+
+function(_ng_common target)
+  target_compile_options(${target} PRIVATE ${NG_WARNINGS} ${NG_SANITIZE_FLAGS})
+  target_link_options(${target} PRIVATE ${NG_SANITIZE_FLAGS})
+  target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
+endfunction()
+
+function(ng_library)
+  cmake_parse_arguments(NG "" "NAME" "SRCS;DEPS" ${ARGN})
+  add_library(${NG_NAME} STATIC ${NG_SRCS})
+  add_library(ng::${NG_NAME} ALIAS ${NG_NAME})
+  _ng_common(${NG_NAME})
+  target_link_libraries(${NG_NAME} PUBLIC ${NG_DEPS})
+  if(NODEGATE_SANITIZE)
+    target_link_options(${NG_NAME} INTERFACE ${NG_SANITIZE_FLAGS})
+  endif()
+endfunction()
+
+function(ng_executable)
+  cmake_parse_arguments(NG "" "NAME" "SRCS;DEPS" ${ARGN})
+  add_executable(${NG_NAME} ${NG_SRCS})
+  _ng_common(${NG_NAME})
+  target_link_libraries(${NG_NAME} PRIVATE ${NG_DEPS})
+endfunction()
+
+# LABELS: unit | netns | e2e. netns and e2e tests run serially (they share the kernel).
+function(ng_test)
+  cmake_parse_arguments(NG "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
+  add_executable(${NG_NAME} ${NG_SRCS})
+  _ng_common(${NG_NAME})
+  target_link_libraries(${NG_NAME} PRIVATE ${NG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  set_target_properties(${NG_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  if(NOT NG_LABELS)
+    set(NG_LABELS unit)
+  endif()
+  if(NOT NG_TIMEOUT)
+    set(NG_TIMEOUT 600)
+  endif()
+  add_test(NAME ${NG_NAME} COMMAND ${NG_NAME})
+  set_tests_properties(${NG_NAME} PROPERTIES LABELS "${NG_LABELS}" TIMEOUT ${NG_TIMEOUT}
+    ENVIRONMENT "NODEGATE_BIN_DIR=${CMAKE_BINARY_DIR}/bin;NODEGATE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+  if(NOT "unit" IN_LIST NG_LABELS)
+    set_tests_properties(${NG_NAME} PROPERTIES RUN_SERIAL TRUE)
+  endif()
+endfunction()
+
+# A test written as a shell script (e2e tier, differential tests).
+function(ng_script_test)
+  cmake_parse_arguments(NG "" "NAME;SCRIPT;TIMEOUT" "LABELS" ${ARGN})
+  if(NOT NG_TIMEOUT)
+    set(NG_TIMEOUT 900)
+  endif()
+  add_test(NAME ${NG_NAME} COMMAND bash ${NG_SCRIPT})
+  set_tests_properties(${NG_NAME} PROPERTIES LABELS "${NG_LABELS}" TIMEOUT ${NG_TIMEOUT} RUN_SERIAL TRUE
+    ENVIRONMENT "NODEGATE_BIN_DIR=${CMAKE_BINARY_DIR}/bin;NODEGATE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+endfunction()

@@ -1,0 +1,44 @@
+// nodegate: node-side tools. Each subcommand lives in its own library; this file only
+// dispatches on the first argument.
+#include <cstring>
+#include <iostream>
+#include <string_view>
+
+#include "admit/cli/cli.h"
+#include "runtime/cli/cli.h"
+
+namespace {
+
+constexpr std::string_view kUsage =
+    "usage: nodegate <command> [args]\n"
+    "\n"
+    "commands:\n"
+    "  admit     check pods against this node as the scheduler and kubelet would\n"
+    "  guard     install a static-pod manifest only when the node admits it\n"
+    "  cni       run a CNI network (.conflist) as a container runtime does\n"
+    "  conf      validate CNI configuration files (conf validate [DIR|FILE]...)\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0) {
+    std::cerr << kUsage;
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string_view command = argv[1];
+  // Subcommands receive argv starting at their own name.
+  if (command == "admit") {
+    return nodegate::admit::RunAdmitCli(argc - 1, argv + 1);
+  }
+  if (command == "guard") {
+    return nodegate::admit::RunGuardCli(argc - 1, argv + 1);
+  }
+  if (command == "cni") {
+    return nodegate::runtime::RunCniCli(argc - 1, argv + 1);
+  }
+  if (command == "conf") {
+    return nodegate::runtime::RunConfCli(argc - 1, argv + 1);
+  }
+  std::cerr << "nodegate: unknown command '" << command << "'\n" << kUsage;
+  return 2;
+}

@@ -1,0 +1,321 @@
+#include "lib/cni/skel.h"
+
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <cstdlib>
+#include <exception>
+#include <iostream>
+#include <iterator>
+#include <algorithm>
+#include <cctype>
+
+#include "lib/cni/args.h"
+#include "lib/cni/logging.h"
+#include "lib/cni/version.h"
+
+namespace nodegate::cni {
+namespace {
+
+// Which environment variables each command requires (spec 1.1.0, "Parameters").
+struct EnvRequirement {
+  const char* name;
+  std::array<bool, 6> required;  // indexed by Command: ADD DEL CHECK GC STATUS VERSION
+};
+constexpr std::array<EnvRequirement, 6> kEnvTable = {{
+    {"CNI_COMMAND", {true, true, true, true, true, true}},
+    {"CNI_CONTAINERID", {true, true, true, false, false, false}},
+    {"CNI_NETNS", {true, false, true, false, false, false}},
+    {"CNI_IFNAME", {true, true, true, false, false, false}},
+    {"CNI_ARGS", {false, false, false, false, false, false}},
+    {"CNI_PATH", {false, false, false, true, false, false}},
+}};
+
+bool IsAddDelCheck(Command c) {
+  return c == Command::kAdd || c == Command::kDel || c == Command::kCheck;
+}
+
+int Fail(const ProcessIo& io, const Error& error) {
+  *io.out << FormatError(error);
+  io.out->flush();
+  return 1;
+}
+
+std::string VersionsCsv(const std::vector<std::string>& versions) {
+  std::string out;
+  for (size_t i = 0; i < versions.size(); ++i) {
+    out += (i ? ", " : "") + versions[i];
+  }
+  return out;
+}
+
+Status CheckVersion(const Plugin& plugin, Command command, const std::string& version) {
+  if (!ParseVersion(version).ok()) {
+    return Error(kErrDecode, "invalid cniVersion \"" + version + "\"");
+  }
+  if (command == Command::kCheck && !VersionAtLeast(version, "0.4.0")) {
+    return Error(kErrIncompatibleVersion, "config version does not allow CHECK");
+  }
+  if ((command == Command::kGc || command == Command::kStatus) &&
+      !VersionAtLeast(version, "1.1.0")) {
+    return Error(kErrIncompatibleVersion,
+                 std::string("config version does not allow ") +
+                     std::string(CommandName(command)));
+  }
+  const auto& supported = plugin.supported_versions;
+  if (std::find(supported.begin(), supported.end(), version) == supported.end()) {
+    return Error(kErrIncompatibleVersion, "incompatible CNI versions",
+                 "config is \"" + version + "\", plugin supports " + QuoteVersionList(supported));
+  }
+  return OkStatus();
+}
+
+int Dispatch(const Plugin& plugin, const ProcessIo& io) {
+  auto env = [&](const char* name) { return io.getenv(name).value_or(""); };
+  const std::string command_text = env("CNI_COMMAND");
+  if (command_text.empty()) {
+    *io.err << plugin.about << "\n"
+            << "CNI protocol versions supported: " << VersionsCsv(plugin.supported_versions)
+            << "\n";
+    return 0;
+  }
+  const std::optional<Command> command = ParseCommand(command_text);
+  if (!command) {
+    return Fail(io, Error(kErrInvalidEnvironment, "unknown CNI_COMMAND: " + command_text));
+  }
+  std::vector<std::string> missing;
+  for (const auto& row : kEnvTable) {
+    if (row.required[static_cast<size_t>(*command)] && env(row.name).empty()) {
+      missing.push_back(row.name);
+    }
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (size_t i = 0; i < missing.size(); ++i) {
+      list += (i ? "," : "") + missing[i];
+    }
+    return Fail(io, Error(kErrInvalidEnvironment, "required env variables [" + list + "] missing"));
+  }
+  if (*command == Command::kVersion) {
+    OrderedJson j;
+    j["cniVersion"] = std::string(kSpecVersion);
+    j["supportedVersions"] = plugin.supported_versions;
+    *io.out << j.dump() << "\n";
+    return 0;
+  }
+
+  CmdArgs args;
+  args.command = *command;
+  args.container_id = env("CNI_CONTAINERID");
+  args.netns = env("CNI_NETNS");
+  args.ifname = env("CNI_IFNAME");
+  args.args = env("CNI_ARGS");
+  args.path = env("CNI_PATH");
+  args.stdin_data.assign(std::istreambuf_iterator<char>(*io.in), std::istreambuf_iterator<char>());
+  if (io.in->bad()) {
+    return Fail(io, Error(kErrIo, "error reading from stdin"));
+  }
+
+  auto conf = ParseNetConf(args.stdin_data);
+  if (!conf.ok()) {
+    return Fail(io, conf.error());
+  }
+  args.conf = std::move(conf).value();
+  ConfigureFileLogging(plugin.name, args.conf.log_file, args.conf.log_level);
+
+  if (Status s = ValidateNetworkName(args.conf.name); !s.ok()) {
+    return Fail(io, s.error());
+  }
+  if (IsAddDelCheck(*command) || !args.container_id.empty()) {
+    if (Status s = ValidateContainerId(args.container_id); !s.ok()) {
+      return Fail(io, s.error());
+    }
+  }
+  if (IsAddDelCheck(*command) || !args.ifname.empty()) {
+    if (Status s = ValidateInterfaceName(args.ifname); !s.ok()) {
+      return Fail(io, s.error());
+    }
+  }
+  if (Status s = CniArgs::CheckSyntax(args.args); !s.ok()) {
+    return Fail(io, s.error());
+  }
+  if (Status s = CheckVersion(plugin, *command, args.conf.cni_version); !s.ok()) {
+    return Fail(io, s.error());
+  }
+
+  spdlog::debug("{} {} container={} ifname={} netns={} network={}", plugin.name,
+                CommandName(*command), args.container_id, args.ifname, args.netns,
+                args.conf.name);
+
+  if (*command == Command::kAdd) {
+    if (!plugin.add) {
+      return Fail(io, NotImplemented(args).error());
+    }
+    Result<CniResult> result = plugin.add(args);
+    if (!result.ok()) {
+      spdlog::warn("{} ADD {} failed: {}", plugin.name, args.container_id, result.error().msg);
+      return Fail(io, result.error());
+    }
+    // Encode fully before printing anything, so a failure never leaves half a result.
+    auto encoded = EncodeResult(*result, args.conf.cni_version);
+    if (!encoded.ok()) {
+      return Fail(io, encoded.error());
+    }
+    *io.out << FormatJson(*encoded);
+    io.out->flush();
+    return 0;
+  }
+
+  const std::function<Status(const CmdArgs&)>* handler = nullptr;
+  switch (*command) {
+    case Command::kDel:
+      handler = &plugin.del;
+      break;
+    case Command::kCheck:
+      handler = &plugin.check;
+      break;
+    case Command::kGc:
+      handler = &plugin.gc;
+      break;
+    case Command::kStatus:
+      handler = &plugin.status;
+      break;
+    default:
+      break;
+  }
+  if (handler == nullptr || !*handler) {
+    return Fail(io, NotImplemented(args).error());
+  }
+  Status status = (*handler)(args);
+  if (!status.ok()) {
+    spdlog::warn("{} {} {} failed: {}", plugin.name, CommandName(*command), args.container_id,
+                 status.error().msg);
+    return Fail(io, status.error());
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::optional<Command> ParseCommand(std::string_view text) {
+  if (text == "ADD") return Command::kAdd;
+  if (text == "DEL") return Command::kDel;
+  if (text == "CHECK") return Command::kCheck;
+  if (text == "GC") return Command::kGc;
+  if (text == "STATUS") return Command::kStatus;
+  if (text == "VERSION") return Command::kVersion;
+  return std::nullopt;
+}
+
+std::string_view CommandName(Command command) {
+  switch (command) {
+    case Command::kAdd:
+      return "ADD";
+    case Command::kDel:
+      return "DEL";
+    case Command::kCheck:
+      return "CHECK";
+    case Command::kGc:
+      return "GC";
+    case Command::kStatus:
+      return "STATUS";
+    case Command::kVersion:
+      return "VERSION";
+  }
+  return "?";
+}
+
+ProcessIo ProcessIo::Real() {
+  ProcessIo io;
+  io.getenv = [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) {
+      return std::nullopt;
+    }
+    return std::string(v);
+  };
+  io.in = &std::cin;
+  io.out = &std::cout;
+  io.err = &std::cerr;
+  return io;
+}
+
+int PluginMain(const Plugin& plugin, const ProcessIo& io) {
+  // No exception may escape: anything unexpected becomes the spec's error JSON (code 999).
+  try {
+    return Dispatch(plugin, io);
+  } catch (const std::exception& e) {
+    return Fail(io, Error(kErrInternal, std::string("internal error: ") + e.what()));
+  } catch (...) {
+    return Fail(io, Error(kErrInternal, "internal error"));
+  }
+}
+
+int PluginMain(const Plugin& plugin) {
+  InitLogging(plugin.name);
+  std::ios::sync_with_stdio(false);
+  return PluginMain(plugin, ProcessIo::Real());
+}
+
+Status NotImplemented(const CmdArgs& args) {
+  return Error(kErrNotImplemented,
+               std::string(CommandName(args.command)) + " is not implemented by this plugin yet");
+}
+
+namespace {
+bool MatchesIdRegex(const std::string& s) {
+  // ^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$ without std::regex's cost.
+  if (s.empty() || !std::isalnum(static_cast<unsigned char>(s[0]))) {
+    return false;
+  }
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (!(std::isalnum(u) || c == '_' || c == '.' || c == '-')) {
+      return false;
+    }
+  }
+  return true;
+}
+}  // namespace
+
+Status ValidateContainerId(const std::string& id) {
+  if (id.empty()) {
+    return Error(kErrUnknownContainer, "missing containerID");
+  }
+  if (!MatchesIdRegex(id)) {
+    return Error(kErrInvalidEnvironment, "invalid characters in containerID", id);
+  }
+  return OkStatus();
+}
+
+Status ValidateInterfaceName(const std::string& name) {
+  if (name.empty()) {
+    return Error(kErrInvalidEnvironment, "interface name is empty");
+  }
+  if (name.size() > 15) {
+    return Error(kErrInvalidEnvironment, "interface name is too long",
+                 "interface name should be less than 16 characters");
+  }
+  if (name == "." || name == "..") {
+    return Error(kErrInvalidEnvironment, "interface name is . or ..");
+  }
+  for (char c : name) {
+    if (c == '/' || c == ':' || std::isspace(static_cast<unsigned char>(c))) {
+      return Error(kErrInvalidEnvironment,
+                   "interface name contains / or : or whitespace characters");
+    }
+  }
+  return OkStatus();
+}
+
+Status ValidateNetworkName(const std::string& name) {
+  if (name.empty()) {
+    return Error(kErrInvalidConfig, "missing network name");
+  }
+  if (!MatchesIdRegex(name)) {
+    return Error(kErrInvalidConfig, "invalid characters found in network name", name);
+  }
+  return OkStatus();
+}
+
+}  // namespace nodegate::cni

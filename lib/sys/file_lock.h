@@ -1,0 +1,29 @@
+#pragma once
+// File: lib/sys/file_lock.h
+//
+// An exclusive flock() on a file, held for the lifetime of the object. Used for the host-local
+// data directory lock (same file and lock kind as the reference, so both can share a node)
+// and the xtables lock (/run/xtables.lock, as the iptables tools take it).
+
+#include <string>
+
+#include "lib/base/result.h"
+#include "lib/sys/fd.h"
+
+namespace nodegate::sys {
+
+class FileLock {
+ public:
+  // Opens (creating if needed, mode 0600) and locks `path`, waiting for other holders.
+  static Result<FileLock> Acquire(const std::string& path);
+  // Locks an already open directory or file (host-local locks its directory's "lock" file).
+  FileLock(FileLock&&) = default;
+  FileLock& operator=(FileLock&&) = default;
+  ~FileLock() = default;  // closing the fd releases the lock
+
+ private:
+  explicit FileLock(UniqueFd fd) : fd_(std::move(fd)) {}
+  UniqueFd fd_;
+};
+
+}  // namespace nodegate::sys

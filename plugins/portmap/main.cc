@@ -1,0 +1,11 @@
+// Placeholder: answers every verb with "not implemented" until the plugin lands.
+#include "lib/cni/skel.h"
+#include "lib/cni/version.h"
+
+int main() {
+  nodegate::cni::Plugin plugin;
+  plugin.name = "portmap";
+  plugin.about = "CNI portmap plugin (nodegate)";
+  plugin.supported_versions = nodegate::cni::AllVersions();
+  return nodegate::cni::PluginMain(plugin);
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs every Debian package nodegate needs to build, test, demo and benchmark.
+# Idempotent: when everything is present it does nothing (no apt-get update).
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  cmake g++ make pkg-config git
+  nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libnl-3-dev libnl-route-3-dev libnl-nf-3-dev
+  libiptc-dev libip4tc-dev libip6tc-dev libxtables-dev
+  libnftables-dev libyaml-cpp-dev libcli11-dev libssl-dev
+  # kernel tools used by tests and the demo (inside private namespaces only)
+  iproute2 iptables nftables conntrack iperf3 util-linux procps
+  # the reference plugins (oracle and main plugin in chains) and a real runtime
+  containernetworking-plugins podman runc busybox-static
+  # benchmarks
+  hyperfine
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages (${missing[*]}); run as root" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

@@ -1,0 +1,119 @@
+#include "tests/support/plugin_runner.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace nodegate::testing {
+
+PluginOutput RunPlugin(const PluginCall& call) {
+  PluginOutput result;
+  // A plugin that exits before reading stdin must not kill the test with SIGPIPE.
+  ::signal(SIGPIPE, SIG_IGN);
+  int in_pipe[2], out_pipe[2], err_pipe[2];
+  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0 ||
+      ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    result.err = "pipe failed";
+    return result;
+  }
+  std::vector<std::string> env_strings;
+  auto set = [&](const std::string& k, const std::string& v) {
+    if (!v.empty()) {
+      env_strings.push_back(k + "=" + v);
+    }
+  };
+  set("CNI_COMMAND", call.command);
+  set("CNI_CONTAINERID", call.container_id);
+  set("CNI_NETNS", call.netns);
+  set("CNI_IFNAME", call.ifname);
+  set("CNI_ARGS", call.args);
+  set("CNI_PATH", call.path);
+  set("PATH", std::getenv("PATH") ? std::getenv("PATH") : "/usr/sbin:/usr/bin:/sbin:/bin");
+  for (const auto& [k, v] : call.extra_env) {
+    env_strings.push_back(k + "=" + v);
+  }
+  std::vector<char*> envp;
+  for (auto& s : env_strings) {
+    envp.push_back(s.data());
+  }
+  envp.push_back(nullptr);
+
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(in_pipe[0], 0);
+    ::dup2(out_pipe[1], 1);
+    ::dup2(err_pipe[1], 2);
+    if (!call.run_in_netns.empty()) {
+      const int fd = ::open(call.run_in_netns.c_str(), O_RDONLY);
+      if (fd < 0 || ::setns(fd, CLONE_NEWNET) != 0) {
+        ::_exit(126);
+      }
+    }
+    char* argv[] = {const_cast<char*>(call.binary.c_str()), nullptr};
+    ::execve(call.binary.c_str(), argv, envp.data());
+    ::_exit(127);
+  }
+  ::close(in_pipe[0]);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  // Write stdin then close; configs are small, but poll anyway to avoid a pipe deadlock.
+  size_t written = 0;
+  bool in_open = true;
+  if (call.stdin_data.empty()) {
+    ::close(in_pipe[1]);
+    in_open = false;
+  }
+  bool out_open = true, err_open = true;
+  while (out_open || err_open || in_open) {
+    std::vector<pollfd> fds;
+    if (in_open) fds.push_back({in_pipe[1], POLLOUT, 0});
+    if (out_open) fds.push_back({out_pipe[0], POLLIN, 0});
+    if (err_open) fds.push_back({err_pipe[0], POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (const auto& p : fds) {
+      if (p.revents == 0) continue;
+      if (p.fd == in_pipe[1]) {
+        const ssize_t n =
+            ::write(in_pipe[1], call.stdin_data.data() + written, call.stdin_data.size() - written);
+        if (n > 0) written += static_cast<size_t>(n);
+        if (n < 0 || written == call.stdin_data.size()) {
+          ::close(in_pipe[1]);
+          in_open = false;
+        }
+        continue;
+      }
+      char buf[4096];
+      const ssize_t n = ::read(p.fd, buf, sizeof(buf));
+      if (n <= 0) {
+        ::close(p.fd);
+        (p.fd == out_pipe[0] ? out_open : err_open) = false;
+      } else {
+        (p.fd == out_pipe[0] ? result.out : result.err).append(buf, static_cast<size_t>(n));
+      }
+    }
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::string BinPath(const std::string& name) {
+  const char* dir = std::getenv("NODEGATE_BIN_DIR");
+  return std::string(dir ? dir : "build/bin") + "/" + name;
+}
+
+std::string ReferencePath(const std::string& name) { return "/usr/lib/cni/" + name; }
+
+}  // namespace nodegate::testing

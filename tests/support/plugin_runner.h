@@ -1,0 +1,44 @@
+#pragma once
+// File: tests/support/plugin_runner.h
+//
+// Executes a built plugin binary the way a runtime does: CNI_* variables in the environment,
+// the config on stdin, stdout and stderr captured apart.
+//
+//   PluginCall call{.binary = BinPath("portmap"), .command = "ADD", .container_id = "c1",
+//                   .netns = topo.container.path(), .ifname = "eth0", .stdin_data = conf};
+//   PluginOutput out = RunPlugin(call);
+
+#include <map>
+#include <string>
+
+namespace nodegate::testing {
+
+struct PluginCall {
+  std::string binary;
+  std::string command;
+  std::string container_id;
+  std::string netns;
+  std::string ifname;
+  std::string args;
+  std::string path = "/usr/lib/cni";
+  std::string stdin_data;
+  std::map<std::string, std::string> extra_env;
+  // When set, the plugin runs inside this netns (the "node"), as a runtime on that node would.
+  std::string run_in_netns;
+};
+
+struct PluginOutput {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+PluginOutput RunPlugin(const PluginCall& call);
+
+// $NODEGATE_BIN_DIR/<name> (set by CTest), else build/bin/<name>.
+std::string BinPath(const std::string& name);
+
+// Debian's reference plugin: /usr/lib/cni/<name>.
+std::string ReferencePath(const std::string& name);
+
+}  // namespace nodegate::testing

@@ -1,0 +1,135 @@
+// Unit tests of lib/base, lib/net and lib/sys pieces that need no privileges.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "lib/base/hash.h"
+#include "lib/base/result.h"
+#include "lib/base/scope_guard.h"
+#include "lib/net/ip.h"
+#include "lib/sys/atomic_file.h"
+#include "lib/sys/file_lock.h"
+
+namespace nodegate {
+namespace {
+
+TEST(HashedName, MatchesReferenceChainAndIfbNames) {
+  // Values observed from the Debian reference plugins (docs/cni-reference.md 2.4 and 3.3).
+  EXPECT_EQ(HashedName("CNI-DN-", "rnet", "ctr1", 28), "CNI-DN-6ef8579d92ac413d65a3e");
+  EXPECT_EQ(HashedName("bwp", "rnet", "ctr1", 15), "bwp6ef8579d92ac");
+}
+
+TEST(Sha512Hex, KnownVector) {
+  EXPECT_EQ(Sha512Hex("abc").substr(0, 32), "ddaf35a193617abacc417349ae204131");
+  EXPECT_EQ(Sha512Hex("").size(), 128u);
+}
+
+Result<int> Half(int x) {
+  if (x % 2 != 0) {
+    return Error(kErrInvalidConfig, "odd");
+  }
+  return x / 2;
+}
+
+Result<int> Quarter(int x) {
+  NG_ASSIGN_OR_RETURN(int h, Half(x));
+  NG_ASSIGN_OR_RETURN(int q, Half(h));
+  return q;
+}
+
+TEST(Result, PropagatesFirstError) {
+  ASSERT_TRUE(Quarter(8).ok());
+  EXPECT_EQ(*Quarter(8), 2);
+  auto bad = Quarter(6);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, kErrInvalidConfig);
+  EXPECT_EQ(bad.error().WithContext("ctx").msg, "ctx: odd");
+}
+
+TEST(ScopeGuard, RunsUnlessDismissed) {
+  int runs = 0;
+  {
+    ScopeGuard g([&] { ++runs; });
+  }
+  {
+    ScopeGuard g([&] { ++runs; });
+    g.Dismiss();
+  }
+  EXPECT_EQ(runs, 1);
+}
+
+TEST(IpAddress, ParseFormatAndArithmetic) {
+  auto v4 = net::IpAddress::Parse("10.0.0.255");
+  ASSERT_TRUE(v4);
+  EXPECT_EQ(v4->Next().ToString(), "10.0.1.0");
+  EXPECT_EQ(v4->Prev().ToString(), "10.0.0.254");
+  auto v6 = net::IpAddress::Parse("2001:0db8:0000:0000:0000:0000:0000:00ff");
+  ASSERT_TRUE(v6);
+  EXPECT_EQ(v6->ToString(), "2001:db8::ff");  // RFC 5952
+  EXPECT_EQ(v6->Next().ToString(), "2001:db8::100");
+  EXPECT_FALSE(net::IpAddress::Parse("10.0.0.256"));
+  EXPECT_FALSE(net::IpAddress::Parse(""));
+  EXPECT_FALSE(net::IpAddress::Parse("1.2.3"));
+  EXPECT_LT(*net::IpAddress::Parse("10.0.0.9"), *net::IpAddress::Parse("10.0.0.10"));
+}
+
+TEST(IpPrefix, KeepsHostBitsAndMasks) {
+  auto p = net::IpPrefix::Parse("10.88.0.2/16");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->ToString(), "10.88.0.2/16");
+  EXPECT_EQ(p->Network().ToString(), "10.88.0.0");
+  EXPECT_EQ(p->LastAddress().ToString(), "10.88.255.255");
+  EXPECT_TRUE(p->Contains(*net::IpAddress::Parse("10.88.7.7")));
+  EXPECT_FALSE(p->Contains(*net::IpAddress::Parse("10.89.0.1")));
+  EXPECT_FALSE(p->Contains(*net::IpAddress::Parse("::1")));
+  auto v6 = net::IpPrefix::Parse("2001:db8::1/125");
+  ASSERT_TRUE(v6);
+  EXPECT_EQ(v6->LastAddress().ToString(), "2001:db8::7");
+  EXPECT_TRUE(net::IpPrefix::Parse("10.0.0.0/8")->Overlaps(*net::IpPrefix::Parse("10.1.0.0/16")));
+  EXPECT_FALSE(net::IpPrefix::Parse("10.0.0.0/33"));
+  EXPECT_FALSE(net::IpPrefix::Parse("10.0.0.0/"));
+  EXPECT_FALSE(net::IpPrefix::Parse("10.0.0.1"));
+  EXPECT_EQ(net::IpPrefix::Parse("10.0.0.1", true)->length(), 32);
+}
+
+class TempDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ng-base-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(TempDir, AtomicWriteReplacesWholeFileAndLeavesNoTemp) {
+  const std::string path = dir_ + "/f";
+  ASSERT_TRUE(sys::WriteFileAtomic(path, "one").ok());
+  ASSERT_TRUE(sys::WriteFileAtomic(path, "two").ok());
+  auto content = sys::ReadFile(path);
+  ASSERT_TRUE(content.ok());
+  EXPECT_EQ(*content, "two");
+  int entries = 0;
+  for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator(dir_)) {
+    ++entries;
+  }
+  EXPECT_EQ(entries, 1);
+  auto missing = sys::ReadFile(dir_ + "/nope");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, kErrIo);
+}
+
+TEST_F(TempDir, FileLockIsReentrantAcrossObjectsAfterRelease) {
+  const std::string path = dir_ + "/lock";
+  {
+    auto lock = sys::FileLock::Acquire(path);
+    ASSERT_TRUE(lock.ok());
+  }
+  auto again = sys::FileLock::Acquire(path);
+  EXPECT_TRUE(again.ok());
+  EXPECT_TRUE(std::filesystem::exists(path));
+}
+
+}  // namespace
+}  // namespace nodegate
