@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# make bench: every area's benchmark, ours beside the reference, in one run.
+# Each area keeps its benchmark in bench/<area>/bench.sh, called with the build directory.
+set -uo pipefail
+BUILD_DIR="$(cd "${1:-build}" && pwd)"
+HERE="$(cd "$(dirname "$0")" && pwd)"
+status=0
+for area in ipam portmap bandwidth admit; do
+  script="$HERE/$area/bench.sh"
+  [ -f "$script" ] || continue
+  echo
+  echo "=== $area ==="
+  if ! bash "$script" "$BUILD_DIR"; then
+    echo "bench $area: FAILED" >&2
+    status=1
+  fi
+done
+exit $status
