@@ -11,7 +11,7 @@ PACKAGES=(
   libiptc-dev libip4tc-dev libip6tc-dev libxtables-dev
   libnftables-dev libyaml-cpp-dev libcli11-dev libssl-dev
   # kernel tools used by tests and the demo (inside private namespaces only)
-  iproute2 iptables nftables conntrack iperf3 util-linux procps
+  iproute2 iptables nftables conntrack iperf3 util-linux procps iputils-ping socat
   # the reference plugins (oracle and main plugin in chains) and a real runtime
   containernetworking-plugins podman runc busybox-static
   # benchmarks
