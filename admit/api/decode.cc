@@ -123,8 +123,8 @@ std::optional<int64_t> IntField(const json& object, std::string_view key, const 
     WrongType(Join(path, key), "integer", *j);
   }
   if (value < min || value > max) {
-    Fail(Join(path, key), "must be between " + std::to_string(min) + " and " +
-                              std::to_string(max) + ", got " + std::to_string(value));
+    Fail(Join(path, key), "must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                              ", got " + std::to_string(value));
   }
   return value;
 }
@@ -303,14 +303,13 @@ Toleration DecodeToleration(const json& j, const std::string& path) {
   t.op = StringField(j, "operator", path);
   t.value = StringField(j, "value", path);
   t.effect = StringField(j, "effect", path);
-  t.toleration_seconds =
-      IntField(j, "tolerationSeconds", path, std::numeric_limits<int64_t>::min(),
-               std::numeric_limits<int64_t>::max());
+  t.toleration_seconds = IntField(j, "tolerationSeconds", path, std::numeric_limits<int64_t>::min(),
+                                  std::numeric_limits<int64_t>::max());
   // Lt and Gt exist behind TaintTolerationComparisonOperators; the matcher checks the gate.
   CheckEnum(t.op, std::array<std::string_view, 5>{"", "Equal", "Exists", "Lt", "Gt"},
             Join(path, "operator"));
-  CheckEnum(t.effect, std::array<std::string_view, 4>{"", "NoSchedule", "PreferNoSchedule",
-                                                       "NoExecute"},
+  CheckEnum(t.effect,
+            std::array<std::string_view, 4>{"", "NoSchedule", "PreferNoSchedule", "NoExecute"},
             Join(path, "effect"));
   if (t.op == "Exists" && !t.value.empty()) {
     Fail(Join(path, "value"), "must be empty when operator is Exists");
@@ -404,7 +403,8 @@ void DecodeStatuses(const json& status, std::string_view key, const std::string&
     }
     if (const json* res = ObjectField(j, "resources", spath)) {
       if (Field(*res, "requests") != nullptr) {
-        cs.resources_requests = ResourceListField(*res, "requests", Join(spath, "resources"), false);
+        cs.resources_requests =
+            ResourceListField(*res, "requests", Join(spath, "resources"), false);
       }
     }
     out.push_back(std::move(cs));

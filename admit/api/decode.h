@@ -5,10 +5,9 @@
 // allocatable defaulted from capacity; enum fields (operators, effects, protocols) and
 // quantities validated. Every error names the field path ("spec.containers[0].ports[1].hostPort").
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "admit/api/result.h"
 #include "admit/api/types.h"

@@ -195,8 +195,8 @@ VoidResult CollectPods(const json& value, const std::string& where, bool allow_w
                        bool inside_list, std::vector<Pod>& out) {
   if (value.is_array()) {
     for (size_t i = 0; i < value.size(); ++i) {
-      auto r = CollectPods(value[i], where + "[" + std::to_string(i) + "]", allow_workloads,
-                           true, out);
+      auto r =
+          CollectPods(value[i], where + "[" + std::to_string(i) + "]", allow_workloads, true, out);
       if (!r.ok()) {
         return r;
       }
@@ -399,11 +399,38 @@ void ApplyStaticPodDefaults(Pod& pod, const std::string& node_name) {
   pod.tolerations.push_back(Toleration{"", "Exists", "", "NoExecute", std::nullopt});
 }
 
-bool IsManifestFile(std::string_view filename) {
-  return !filename.empty() && filename[0] != '.';
+bool IsManifestFile(std::string_view filename) { return !filename.empty() && filename[0] != '.'; }
+
+Result<Pod> DecodeManifest(std::string_view text, const std::string& name,
+                           const std::string& node_name) {
+  auto docs = ParseDocuments(text, name);
+  if (!docs.ok()) {
+    return docs.error();
+  }
+  // The kubelet reads exactly one pod per manifest file.
+  if (docs->size() != 1) {
+    return Error{name + ": a static-pod manifest holds one Pod, got " +
+                 std::to_string(docs->size()) + " documents"};
+  }
+  const nlohmann::json& value = docs->front().value;
+  if (value.is_object()) {
+    auto kind = value.find("kind");
+    if (kind != value.end() && kind->is_string() && kind->get<std::string>() != "Pod") {
+      return Error{name + ": kind: a static-pod manifest must be a Pod, got \"" +
+                   kind->get<std::string>() + "\""};
+    }
+  }
+  auto pod = DecodePod(value, docs->front().where);
+  if (!pod.ok()) {
+    return pod.error();
+  }
+  pod->source = name;
+  ApplyStaticPodDefaults(*pod, node_name);
+  return pod;
 }
 
-Result<std::vector<Pod>> LoadManifestDir(const std::string& dir, const std::string& node_name) {
+Result<std::vector<Pod>> LoadManifestDir(const std::string& dir, const std::string& node_name,
+                                         const std::string& skip_filename) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
     return Error{dir + ": not a directory"};
@@ -411,7 +438,8 @@ Result<std::vector<Pod>> LoadManifestDir(const std::string& dir, const std::stri
   std::vector<std::filesystem::path> files;
   for (auto it = std::filesystem::directory_iterator(dir, ec);
        !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
-    if (it->is_regular_file(ec) && IsManifestFile(it->path().filename().string())) {
+    const std::string filename = it->path().filename().string();
+    if (it->is_regular_file(ec) && IsManifestFile(filename) && filename != skip_filename) {
       files.push_back(it->path());
     }
   }
@@ -425,21 +453,10 @@ Result<std::vector<Pod>> LoadManifestDir(const std::string& dir, const std::stri
     if (!text.ok()) {
       return text.error();
     }
-    auto docs = ParseDocuments(*text, file.string());
-    if (!docs.ok()) {
-      return docs.error();
-    }
-    // The kubelet reads exactly one pod per manifest file.
-    if (docs->size() != 1) {
-      return Error{file.string() + ": a static-pod manifest holds one Pod, got " +
-                   std::to_string(docs->size()) + " documents"};
-    }
-    auto pod = DecodePod(docs->front().value, docs->front().where);
+    auto pod = DecodeManifest(*text, file.string(), node_name);
     if (!pod.ok()) {
       return pod.error();
     }
-    pod->source = file.string();
-    ApplyStaticPodDefaults(*pod, node_name);
     pods.push_back(std::move(pod).value());
   }
   return pods;

@@ -4,11 +4,10 @@
 // static-pod manifest folders. Untrusted input is bounded: file size, nesting depth and (for
 // YAML aliases) the expanded size, so a YAML bomb fails with an error instead of eating memory.
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "admit/api/result.h"
 #include "admit/api/types.h"
@@ -49,7 +48,13 @@ void ApplyStaticPodDefaults(Pod& pod, const std::string& node_name);
 bool IsManifestFile(std::string_view filename);
 
 // LoadManifestDir: every manifest in a static-pod folder (sorted by file name), as static pods
-// on `node_name`. Hidden files are skipped, as the kubelet does.
-Result<std::vector<Pod>> LoadManifestDir(const std::string& dir, const std::string& node_name);
+// on `node_name`. Hidden files are skipped, as the kubelet does; so is `skip_filename` (the file
+// a guarded install is about to replace).
+Result<std::vector<Pod>> LoadManifestDir(const std::string& dir, const std::string& node_name,
+                                         const std::string& skip_filename = "");
+
+// DecodeManifest: one static-pod manifest's text (exactly one Pod), with static-pod defaults.
+Result<Pod> DecodeManifest(std::string_view text, const std::string& name,
+                           const std::string& node_name);
 
 }  // namespace nodegate::admit

@@ -5,9 +5,6 @@
 namespace nodegate::admit {
 namespace {
 
-using Int128 = __int128;
-using UInt128 = unsigned __int128;
-
 constexpr int64_t kNanoPerUnit = 1'000'000'000;
 constexpr int64_t kNanoPerMilli = 1'000'000;
 // Magnitudes are capped here: 2^63 units, beyond anything a predicate compares.
@@ -25,10 +22,9 @@ bool LookupSuffix(std::string_view s, Suffix* out) {
     int exponent;
   };
   static constexpr Entry kTable[] = {
-      {"", 10, 0},   {"n", 10, -9}, {"u", 10, -6},  {"m", 10, -3},  {"k", 10, 3},
-      {"M", 10, 6},  {"G", 10, 9},  {"T", 10, 12},  {"P", 10, 15},  {"E", 10, 18},
-      {"Ki", 2, 10}, {"Mi", 2, 20}, {"Gi", 2, 30},  {"Ti", 2, 40},  {"Pi", 2, 50},
-      {"Ei", 2, 60},
+      {"", 10, 0},   {"n", 10, -9}, {"u", 10, -6}, {"m", 10, -3}, {"k", 10, 3},  {"M", 10, 6},
+      {"G", 10, 9},  {"T", 10, 12}, {"P", 10, 15}, {"E", 10, 18}, {"Ki", 2, 10}, {"Mi", 2, 20},
+      {"Gi", 2, 30}, {"Ti", 2, 40}, {"Pi", 2, 50}, {"Ei", 2, 60},
   };
   for (const Entry& e : kTable) {
     if (e.name == s) {

@@ -15,6 +15,10 @@
 
 namespace nodegate::admit {
 
+// 128-bit integers (a GCC/Clang extension) hold nano-units without overflow.
+__extension__ typedef __int128 Int128;
+__extension__ typedef unsigned __int128 UInt128;
+
 class Quantity {
  public:
   // The parse errors of apimachinery, verbatim.
@@ -49,9 +53,9 @@ class Quantity {
   friend bool operator<(const Quantity& a, const Quantity& b) { return a.nano_ < b.nano_; }
 
  private:
-  explicit Quantity(__int128 nano) : nano_(nano) {}
+  explicit Quantity(Int128 nano) : nano_(nano) {}
 
-  __int128 nano_ = 0;
+  Int128 nano_ = 0;
 };
 
 // FormatMilliCpu: "250m" or "2" (whole cores).

@@ -16,8 +16,8 @@ Result<FeatureGates> FeatureGates::Parse(std::string_view list) {
   size_t start = 0;
   while (start <= list.size()) {
     size_t comma = list.find(',', start);
-    std::string_view item =
-        list.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    std::string_view item = list.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     // Trim blanks around items ("A=true, B=false").
     while (!item.empty() && item.front() == ' ') {
       item.remove_prefix(1);

@@ -38,8 +38,8 @@ struct Resource {
 };
 
 struct PodRequestOptions {
-  bool pod_level_resources = true;  // PodLevelResources gate
-  bool sidecars = true;             // SidecarContainers gate
+  bool pod_level_resources = true;    // PodLevelResources gate
+  bool sidecars = true;               // SidecarContainers gate
   bool use_status_resources = false;  // InPlacePodVerticalScaling, for pods already on a node
 
   static PodRequestOptions FromGates(const FeatureGates& gates, bool already_on_node);

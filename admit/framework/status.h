@@ -56,8 +56,7 @@ class Status {
   }
 
  private:
-  Status(Code code, std::vector<Failure> failures)
-      : code_(code), failures_(std::move(failures)) {}
+  Status(Code code, std::vector<Failure> failures) : code_(code), failures_(std::move(failures)) {}
 
   Code code_ = Code::kSuccess;
   std::vector<Failure> failures_;

@@ -8,7 +8,8 @@
 //
 //   HostPortSet used;
 //   used.Add(HostPort::Normalized("", "", 8080), {"kube-system/web", "web", "web.yaml"});
-//   const HostPortSet::Entry* e = used.FindConflict(HostPort::Normalized("127.0.0.1", "TCP", 8080));
+//   const HostPortSet::Entry* e = used.FindConflict(HostPort::Normalized("127.0.0.1", "TCP",
+//   8080));
 
 #include <cstdint>
 #include <map>

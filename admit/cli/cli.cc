@@ -1,0 +1,249 @@
+// `nodegate admit` and `nodegate guard`: flags, inputs, exit codes. Everything else is in the
+// library (admit/check, admit/predicates, admit/kubelet).
+
+#include "admit/cli/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+
+#include "admit/api/host_node.h"
+#include "admit/api/load.h"
+#include "admit/check/checker.h"
+#include "admit/cli/install.h"
+#include "admit/cli/report.h"
+
+namespace nodegate::admit {
+namespace {
+
+constexpr int kExitAdmitted = 0;
+constexpr int kExitRejected = 1;
+constexpr int kExitBadInput = 2;
+
+// CommonFlags: the flags admit and guard share.
+struct CommonFlags {
+  std::string profile = "scheduler";
+  std::string host_os = "linux";
+  std::string feature_gates;
+  std::string node_file;
+  std::vector<std::string> pods_files;
+  std::string manifests_dir;
+  std::string output = "text";
+};
+
+void AddCommonFlags(CLI::App& app, CommonFlags& f) {
+  app.add_option("--profile", f.profile, "scheduler (kube-scheduler Filters) or kubelet")
+      ->check(CLI::IsMember({"scheduler", "kubelet"}))
+      ->capture_default_str();
+  app.add_option("--host-os", f.host_os, "the kubelet's OS (kubelet profile)")
+      ->capture_default_str();
+  app.add_option("--feature-gates", f.feature_gates,
+                 "Name=true|false,... (PodLevelResources, SidecarContainers, "
+                 "SupplementalGroupsPolicy, TaintTolerationComparisonOperators, "
+                 "InPlacePodVerticalScaling)");
+  app.add_option("--node", f.node_file, "a v1 Node (JSON or YAML); default: this machine");
+  app.add_option("--pods", f.pods_files,
+                 "pods already on the node: Pod, PodList, List, JSON array or multi-document "
+                 "YAML (repeatable)")
+      ->take_last();
+  app.add_option("-o,--output", f.output, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+}
+
+// Environment: the node and the pods on it, as the flags describe them.
+struct Environment {
+  std::optional<Checker> checker;
+  Report report;
+};
+
+Result<Environment> BuildEnvironment(const CommonFlags& f, const std::string& skip_manifest) {
+  auto gates = FeatureGates::Parse(f.feature_gates);
+  if (!gates.ok()) {
+    return gates.error();
+  }
+  Environment env;
+  Node node;
+  if (f.node_file.empty()) {
+    node = HostNode();
+    env.report.host_summary = HostSummary(node);
+  } else {
+    auto loaded = LoadNode(f.node_file);
+    if (!loaded.ok()) {
+      return loaded.error();
+    }
+    node = std::move(loaded).value();
+    env.report.node_source = f.node_file;
+  }
+  std::vector<Pod> existing;
+  for (const std::string& file : f.pods_files) {
+    auto pods = LoadPods(file, /*allow_workloads=*/false);
+    if (!pods.ok()) {
+      return pods.error();
+    }
+    for (Pod& p : *pods) {
+      existing.push_back(std::move(p));
+    }
+  }
+  if (!f.manifests_dir.empty()) {
+    auto pods = LoadManifestDir(f.manifests_dir, node.name, skip_manifest);
+    if (!pods.ok()) {
+      return pods.error();
+    }
+    for (Pod& p : *pods) {
+      existing.push_back(std::move(p));
+    }
+  }
+  CheckOptions options;
+  options.profile = f.profile == "kubelet" ? Profile::kKubelet : Profile::kScheduler;
+  options.gates = *gates;
+  options.host_os = f.host_os;
+  env.report.node = node.name;
+  env.report.profile = options.profile;
+  env.checker.emplace(std::move(node), std::move(options));
+  env.report.existing = env.checker->AddExistingPods(std::move(existing));
+  env.report.pods_on_node = env.checker->node_info().pods().size();
+  return env;
+}
+
+void Print(const Report& report, const std::string& output) {
+  if (output == "json") {
+    std::cout << ReportToJson(report).dump(2) << "\n";
+  } else {
+    std::cout << ReportToText(report);
+  }
+}
+
+// ParseFlags: CLI11 parsing with the project's exit codes (help is 0, misuse is 2).
+std::optional<int> ParseFlags(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return kExitAdmitted;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << app.get_name() << ": " << e.what() << "\n"
+              << "run '" << app.get_name() << " --help' for usage\n";
+    return kExitBadInput;
+  }
+  return std::nullopt;
+}
+
+int Fail(const std::string& command, const Error& error) {
+  std::cerr << command << ": " << error.message << "\n";
+  return kExitBadInput;
+}
+
+}  // namespace
+
+int RunAdmitCli(int argc, char** argv) {
+  CLI::App app{
+      "Checks pods against one node as the kube-scheduler's Filter plugins (profile scheduler) "
+      "or the kubelet's admission (profile kubelet) decide, and explains every rejection.\n"
+      "Exit status: 0 all admitted, 1 some rejected, 2 unusable input.",
+      "nodegate admit"};
+  CommonFlags flags;
+  std::vector<std::string> pod_files;
+  AddCommonFlags(app, flags);
+  app.add_option("--manifests", flags.manifests_dir,
+                 "a static-pod folder: every manifest counts as a pod on the node");
+  app.add_option("POD_FILE", pod_files, "candidate pods, checked in order ('-' reads stdin)")
+      ->required();
+  if (auto code = ParseFlags(app, argc, argv)) {
+    return *code;
+  }
+  if (std::count(pod_files.begin(), pod_files.end(), "-") > 1) {
+    return Fail("nodegate admit", Error{"'-' (stdin) may be given once"});
+  }
+  auto env = BuildEnvironment(flags, "");
+  if (!env.ok()) {
+    return Fail("nodegate admit", env.error());
+  }
+  std::vector<Pod> candidates;
+  for (const std::string& file : pod_files) {
+    auto pods = LoadPods(file, /*allow_workloads=*/true);
+    if (!pods.ok()) {
+      return Fail("nodegate admit", pods.error());
+    }
+    for (Pod& p : *pods) {
+      candidates.push_back(std::move(p));
+    }
+  }
+  Report& report = env->report;
+  for (const Pod& candidate : candidates) {
+    report.pods.push_back(env->checker->CheckAndAdmit(candidate));
+  }
+  Print(report, flags.output);
+  return report.Admitted() ? kExitAdmitted : kExitRejected;
+}
+
+int RunGuardCli(int argc, char** argv) {
+  CLI::App app{
+      "Checks a static-pod manifest against the node and the other manifests in DIR and, only "
+      "when it is admitted, installs it into DIR atomically (temporary file + rename). When it "
+      "is rejected DIR is left untouched.\n"
+      "Exit status: 0 installed, 1 rejected, 2 unusable input or install failure.",
+      "nodegate guard"};
+  CommonFlags flags;
+  flags.profile = "kubelet";  // static pods are admitted by the kubelet
+  std::string file;
+  AddCommonFlags(app, flags);
+  app.add_option("--manifests", flags.manifests_dir, "the static-pod folder")->required();
+  app.add_option("FILE", file, "the manifest to install")->required();
+  if (auto code = ParseFlags(app, argc, argv)) {
+    return *code;
+  }
+  const std::string command = "nodegate guard";
+  if (file == "-") {
+    return Fail(command, Error{"FILE must be a file: its name is the manifest's name in DIR"});
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_directory(flags.manifests_dir, ec)) {
+    return Fail(command, Error{flags.manifests_dir + ": not a directory"});
+  }
+  const std::string filename = std::filesystem::path(file).filename().string();
+  if (!IsManifestFile(filename)) {
+    return Fail(command, Error{file + ": hidden files are ignored by the kubelet"});
+  }
+  // The file with the same name in DIR is the previous version: it is replaced, not counted.
+  auto env = BuildEnvironment(flags, filename);
+  if (!env.ok()) {
+    return Fail(command, env.error());
+  }
+  auto text = ReadInput(file);
+  if (!text.ok()) {
+    return Fail(command, text.error());
+  }
+  auto pod = DecodeManifest(*text, file, env->report.node);
+  if (!pod.ok()) {
+    return Fail(command, pod.error());
+  }
+  Report& report = env->report;
+  report.pods.push_back(env->checker->Check(*pod));
+  const bool admitted = report.Admitted();
+  if (admitted) {
+    const std::filesystem::path target = std::filesystem::path(flags.manifests_dir) / filename;
+    const bool same_file =
+        std::filesystem::exists(target, ec) && std::filesystem::equivalent(target, file, ec);
+    if (!same_file) {
+      auto installed = InstallFileAtomically(flags.manifests_dir, filename, *text);
+      if (!installed.ok()) {
+        Print(report, flags.output);
+        return Fail(command, installed.error());
+      }
+    }
+    Print(report, flags.output);
+    if (flags.output == "text") {
+      std::cout << (same_file ? "already in place: " : "installed ") << target.string() << "\n";
+    }
+    return kExitAdmitted;
+  }
+  Print(report, flags.output);
+  if (flags.output == "text") {
+    std::cout << "not installed: " << flags.manifests_dir << " is unchanged\n";
+  }
+  return kExitRejected;
+}
+
+}  // namespace nodegate::admit

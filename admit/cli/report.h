@@ -1,0 +1,33 @@
+#pragma once
+// Report rendering for `nodegate admit`: a short text report for people and one JSON object for
+// tools (the contract of issue 6):
+//   {"node": NAME, "profile": P, "admitted": BOOL,
+//    "pods": [{"pod": "NS/NAME", "admitted": BOOL,
+//              "failures": [{"plugin": PLUGIN, "reason": REASON, "detail": TEXT}],
+//              "admitReason": R, "admitMessage": M}]}          (admitReason/Message: kubelet only)
+// plus "nodeSource" ("host" or the --node file) and "existingPods".
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "admit/check/checker.h"
+
+namespace nodegate::admit {
+
+struct Report {
+  std::string node;
+  std::string node_source;   // "" when the node is this machine
+  std::string host_summary;  // "2 CPUs, 7.8Gi memory, 110 pods" when the node is this machine
+  Profile profile = Profile::kScheduler;
+  ExistingPodsSummary existing;
+  size_t pods_on_node = 0;
+  std::vector<PodVerdict> pods;
+
+  bool Admitted() const;
+};
+
+nlohmann::json ReportToJson(const Report& report);
+std::string ReportToText(const Report& report);
+
+}  // namespace nodegate::admit

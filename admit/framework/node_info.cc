@@ -1,0 +1,60 @@
+#include "admit/framework/node_info.h"
+
+#include <utility>
+
+namespace nodegate::admit {
+
+PodInfo MakePodInfo(Pod pod, const FeatureGates& gates, bool already_on_node) {
+  ResourceList requests =
+      ComputePodRequests(pod, PodRequestOptions::FromGates(gates, already_on_node));
+  return MakePodInfoWithRequests(std::move(pod), requests, gates);
+}
+
+PodInfo MakePodInfoWithRequests(Pod pod, const ResourceList& requests, const FeatureGates& gates) {
+  PodInfo info;
+  info.requests = Resource::FromPodRequests(requests);
+  info.ports = GetHostPorts(pod, gates.Enabled(kGateSidecarContainers));
+  info.pod = std::move(pod);
+  return info;
+}
+
+NodeInfo::NodeInfo(Node node)
+    : node_(std::move(node)), allocatable_(Resource::FromResourceList(node_.allocatable)) {}
+
+void NodeInfo::AddPod(PodInfo pod) {
+  const std::string key = pod.pod.Key();
+  RemovePod(key);  // a pod is on a node once
+  requested_.Add(pod.requests);
+  for (const WantedPort& p : pod.ports) {
+    used_ports_.Add(p.port, PortHolder{key, p.container, pod.pod.source});
+  }
+  index_[key] = pods_.size();
+  pods_.push_back(std::move(pod));
+}
+
+bool NodeInfo::RemovePod(std::string_view key) {
+  auto it = index_.find(std::string(key));
+  if (it == index_.end()) {
+    return false;
+  }
+  const size_t pos = it->second;
+  requested_.Subtract(pods_[pos].requests);
+  if (!pods_[pos].ports.empty()) {
+    used_ports_.RemovePod(key);
+  }
+  index_.erase(it);
+  pods_.erase(pods_.begin() + static_cast<std::ptrdiff_t>(pos));
+  for (auto& [k, p] : index_) {
+    if (p > pos) {
+      --p;
+    }
+  }
+  return true;
+}
+
+const PodInfo* NodeInfo::FindPod(std::string_view key) const {
+  auto it = index_.find(std::string(key));
+  return it == index_.end() ? nullptr : &pods_[it->second];
+}
+
+}  // namespace nodegate::admit

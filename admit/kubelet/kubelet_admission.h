@@ -1,0 +1,78 @@
+#pragma once
+// The kubelet's pod admission (pkg/kubelet/lifecycle/predicate.go predicateAdmitHandler.Admit),
+// in the kubelet's order:
+//   1. the pod LABEL kubernetes.io/os against the kubelet's OS  ->
+//   PodOSSelectorNodeLabelDoesNotMatch
+//   2. spec.os.name against the kubelet's OS                    -> PodOSNotSupported
+//   3. supplementalGroupsPolicy: Strict on a node without it    ->
+//   SupplementalGroupsPolicyNotSupported
+//   4. extended resources unknown to the node are dropped from the requests
+//   5. AdmissionCheck: resources (all), node affinity, node name, node ports
+//   6. NoExecute taints, except for static pods
+// Only the first failure becomes the rejection reason and message; all are kept for the report.
+// Not modelled: critical-pod preemption (a static or critical pod short only of resources makes
+// the kubelet evict lower-priority pods), device-plugin allocation, the eviction manager.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "admit/api/types.h"
+#include "admit/framework/feature_gates.h"
+#include "admit/framework/node_info.h"
+#include "admit/framework/status.h"
+
+namespace nodegate::admit::kubelet {
+
+inline constexpr std::string_view kReasonOsSelectorMismatch = "PodOSSelectorNodeLabelDoesNotMatch";
+inline constexpr std::string_view kMessageOsSelectorMismatch =
+    "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label";
+inline constexpr std::string_view kReasonOsNotSupported = "PodOSNotSupported";
+inline constexpr std::string_view kMessageOsNotSupported =
+    "Failed to admit pod as the OS field doesn't match node OS";
+inline constexpr std::string_view kReasonSupplementalGroupsPolicyNotSupported =
+    "SupplementalGroupsPolicyNotSupported";
+inline constexpr std::string_view kMessageSupplementalGroupsPolicyNotSupported =
+    "SupplementalGroupsPolicy=Strict is not supported in this node";
+
+struct KubeletOptions {
+  std::string host_os = "linux";  // the kubelet's runtime.GOOS
+  FeatureGates gates;
+};
+
+// KubeletFailure: one failed check. `plugin` is the scheduler plugin name where the check is the
+// scheduler's code (NodeResourcesFit, NodeAffinity, NodeName, NodePorts, TaintToleration), or
+// the kubelet's own check (PodOS, SupplementalGroupsPolicy).
+struct KubeletFailure {
+  std::string plugin;
+  std::string reason;  // upstream reason string ("Insufficient cpu", ...)
+  std::string detail;
+  std::string admit_reason;   // the rejection Reason this failure would produce ("OutOfcpu")
+  std::string admit_message;  // and its Message
+};
+
+struct KubeletVerdict {
+  bool admitted = true;
+  std::vector<KubeletFailure> failures;  // in the kubelet's order
+  // The rejection (first failure): Reason and Message as the kubelet sets them.
+  std::string reason;
+  std::string message;
+};
+
+// PreparedNode: the node as the kubelet sees it: its kubernetes.io/os label is the kubelet's OS
+// (the kubelet overrides a wrong or missing label in its cached node).
+Node PrepareNode(Node node, std::string_view host_os);
+
+// RemoveMissingExtendedResources: requests of regular and init containers for extended
+// resources that the node's allocatable does not list at all are dropped.
+Pod RemoveMissingExtendedResources(const Pod& pod, const Node& node);
+
+// Admit: the candidate against the node whose NodeInfo holds the other active pods (the
+// candidate's previous version must not be in it).
+KubeletVerdict Admit(const Pod& candidate, const NodeInfo& node, const KubeletOptions& options);
+
+// InsufficientResourceMessage: "Node didn't have enough resource: cpu, requested: 500, used: 0,
+// capacity: 400".
+std::string InsufficientResourceMessage(const InsufficientResource& r);
+
+}  // namespace nodegate::admit::kubelet
