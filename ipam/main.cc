@@ -1,11 +1,4 @@
-// Placeholder: answers every verb with "not implemented" until the plugin lands.
-#include "lib/cni/skel.h"
-#include "lib/cni/version.h"
+// host-local: IPAM plugin, a drop-in for the reference host-local (see ipam/README.md).
+#include "ipam/plugin.h"
 
-int main() {
-  nodegate::cni::Plugin plugin;
-  plugin.name = "host-local";
-  plugin.about = "CNI host-local plugin (nodegate)";
-  plugin.supported_versions = nodegate::cni::AllVersions();
-  return nodegate::cni::PluginMain(plugin);
-}
+int main() { return nodegate::cni::PluginMain(nodegate::ipam::MakePlugin()); }

@@ -1,0 +1,312 @@
+#include "ipam/config.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "lib/cni/args.h"
+#include "lib/cni/skel.h"
+#include "lib/cni/version.h"
+
+namespace nodegate::ipam {
+namespace {
+
+using cni::Json;
+
+Error TypeError(const std::string& path, const char* want) {
+  return Error(kErrDecode, "error decoding ipam config: " + path + " must be " + want);
+}
+
+Error ConfigError(std::string msg) { return Error(kErrInvalidConfig, std::move(msg)); }
+
+// A JSON object member, or nullptr when absent or null (Go's decoder treats null as absent).
+const Json* Member(const Json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) {
+    return nullptr;
+  }
+  return &*it;
+}
+
+Result<std::string> OptString(const Json& obj, const char* key, const std::string& path) {
+  const Json* v = Member(obj, key);
+  if (v == nullptr) {
+    return std::string();
+  }
+  if (!v->is_string()) {
+    return TypeError(path + key, "a string");
+  }
+  return v->get<std::string>();
+}
+
+Result<std::optional<net::IpAddress>> OptIp(const Json& obj, const char* key,
+                                            const std::string& path) {
+  NG_ASSIGN_OR_RETURN(std::string text, OptString(obj, key, path));
+  if (text.empty()) {
+    return std::optional<net::IpAddress>();
+  }
+  auto ip = net::IpAddress::Parse(text);
+  if (!ip) {
+    return ConfigError("invalid IP address: " + text);
+  }
+  return std::optional<net::IpAddress>(CanonicalIp(*ip));
+}
+
+Result<std::optional<net::IpPrefix>> OptCidr(const Json& obj, const char* key,
+                                             const std::string& path) {
+  NG_ASSIGN_OR_RETURN(std::string text, OptString(obj, key, path));
+  if (text.empty()) {
+    return std::optional<net::IpPrefix>();
+  }
+  auto prefix = net::IpPrefix::Parse(text);
+  if (!prefix) {
+    return ConfigError("invalid CIDR address: " + text);
+  }
+  return std::optional<net::IpPrefix>(*prefix);
+}
+
+Result<RangeSpec> ParseRangeSpec(const Json& obj, const std::string& path) {
+  if (!obj.is_object()) {
+    return TypeError(path, "an object");
+  }
+  RangeSpec spec;
+  NG_ASSIGN_OR_RETURN(spec.subnet, OptCidr(obj, "subnet", path));
+  NG_ASSIGN_OR_RETURN(spec.range_start, OptIp(obj, "rangeStart", path));
+  NG_ASSIGN_OR_RETURN(spec.range_end, OptIp(obj, "rangeEnd", path));
+  NG_ASSIGN_OR_RETURN(spec.gateway, OptIp(obj, "gateway", path));
+  return spec;
+}
+
+// [[Range, ...], ...] as in "ranges" and the ipRanges capability.
+Result<std::vector<std::vector<RangeSpec>>> ParseRangeSets(const Json* value,
+                                                           const std::string& path) {
+  std::vector<std::vector<RangeSpec>> out;
+  if (value == nullptr) {
+    return out;
+  }
+  if (!value->is_array()) {
+    return TypeError(path, "a list of range sets");
+  }
+  for (size_t i = 0; i < value->size(); ++i) {
+    const Json& set = (*value)[i];
+    const std::string set_path = path + "[" + std::to_string(i) + "]";
+    if (set.is_null()) {
+      out.emplace_back();
+      continue;
+    }
+    if (!set.is_array()) {
+      return TypeError(set_path, "a list of ranges");
+    }
+    std::vector<RangeSpec> specs;
+    for (size_t j = 0; j < set.size(); ++j) {
+      NG_ASSIGN_OR_RETURN(RangeSpec spec,
+                          ParseRangeSpec(set[j], set_path + "[" + std::to_string(j) + "]."));
+      specs.push_back(spec);
+    }
+    out.push_back(std::move(specs));
+  }
+  return out;
+}
+
+Result<std::optional<int>> OptInt(const Json& obj, const char* key, const std::string& path) {
+  const Json* v = Member(obj, key);
+  if (v == nullptr) {
+    return std::optional<int>();
+  }
+  if (!v->is_number_integer()) {
+    return TypeError(path + key, "an integer");
+  }
+  return std::optional<int>(v->get<int>());
+}
+
+Result<std::vector<cni::Route>> ParseRoutes(const Json& ipam) {
+  std::vector<cni::Route> routes;
+  const Json* value = Member(ipam, "routes");
+  if (value == nullptr) {
+    return routes;
+  }
+  if (!value->is_array()) {
+    return TypeError("ipam.routes", "a list");
+  }
+  for (size_t i = 0; i < value->size(); ++i) {
+    const Json& obj = (*value)[i];
+    const std::string path = "ipam.routes[" + std::to_string(i) + "].";
+    if (!obj.is_object()) {
+      return TypeError(path.substr(0, path.size() - 1), "an object");
+    }
+    cni::Route route;
+    NG_ASSIGN_OR_RETURN(auto dst, OptCidr(obj, "dst", path));
+    if (!dst) {
+      return ConfigError("route " + std::to_string(i) + " has no dst");
+    }
+    route.dst = *dst;
+    NG_ASSIGN_OR_RETURN(route.gw, OptIp(obj, "gw", path));
+    NG_ASSIGN_OR_RETURN(route.mtu, OptInt(obj, "mtu", path));
+    NG_ASSIGN_OR_RETURN(route.advmss, OptInt(obj, "advmss", path));
+    NG_ASSIGN_OR_RETURN(route.priority, OptInt(obj, "priority", path));
+    NG_ASSIGN_OR_RETURN(route.table, OptInt(obj, "table", path));
+    NG_ASSIGN_OR_RETURN(route.scope, OptInt(obj, "scope", path));
+    routes.push_back(route);
+  }
+  return routes;
+}
+
+// "ip" or "ip/prefix" (the prefix is ignored, as the reference does).
+Result<net::IpAddress> ParseRequestedIp(const std::string& text) {
+  const std::string bare = text.substr(0, text.find('/'));
+  auto ip = net::IpAddress::Parse(bare);
+  if (!ip) {
+    return ConfigError("cannot understand ip: invalid IP address: " + text);
+  }
+  return CanonicalIp(*ip);
+}
+
+Status AppendIpList(const Json* value, const std::string& path, std::vector<net::IpAddress>& out) {
+  if (value == nullptr) {
+    return OkStatus();
+  }
+  if (!value->is_array()) {
+    return TypeError(path, "a list of strings");
+  }
+  for (const Json& item : *value) {
+    if (!item.is_string()) {
+      return TypeError(path, "a list of strings");
+    }
+    NG_ASSIGN_OR_RETURN(net::IpAddress ip, ParseRequestedIp(item.get<std::string>()));
+    out.push_back(ip);
+  }
+  return OkStatus();
+}
+
+Result<std::vector<net::IpAddress>> RequestedIps(const cni::NetConf& conf,
+                                                 std::string_view cni_args) {
+  std::vector<net::IpAddress> all;
+  NG_ASSIGN_OR_RETURN(cni::CniArgs env_args, cni::CniArgs::Parse(cni_args, {"IP"}));
+  if (auto ip = env_args.Get("IP"); ip && !ip->empty()) {
+    auto parsed = ParseRequestedIp(*ip);
+    if (!parsed.ok()) {
+      return Error(kErrInvalidEnvironment,
+                   "ARGS: error parsing value of \"IP\": " + parsed.error().msg);
+    }
+    all.push_back(*parsed);
+  }
+  if (const Json* cni = Member(conf.args, "cni")) {
+    if (!cni->is_object()) {
+      return TypeError("args.cni", "an object");
+    }
+    NG_RETURN_IF_ERROR(AppendIpList(Member(*cni, "ips"), "args.cni.ips", all));
+  }
+  NG_RETURN_IF_ERROR(AppendIpList(Member(conf.runtime_config, "ips"), "runtimeConfig.ips", all));
+  // The reference keeps them in a map: duplicates collapse.
+  std::vector<net::IpAddress> unique;
+  for (const auto& ip : all) {
+    if (std::find(unique.begin(), unique.end(), ip) == unique.end()) {
+      unique.push_back(ip);
+    }
+  }
+  return unique;
+}
+
+}  // namespace
+
+Status ValidateStorePath(const std::string& data_dir, const std::string& network_name) {
+  NG_RETURN_IF_ERROR(cni::ValidateNetworkName(network_name));
+  if (network_name == "." || network_name == ".." || network_name.find('/') != std::string::npos) {
+    return ConfigError("invalid network name \"" + network_name +
+                       "\": not a single path component");
+  }
+  if (data_dir.find('\0') != std::string::npos) {
+    return ConfigError("invalid dataDir: contains a NUL byte");
+  }
+  size_t start = 0;
+  while (start <= data_dir.size()) {
+    size_t end = data_dir.find('/', start);
+    if (end == std::string::npos) {
+      end = data_dir.size();
+    }
+    if (data_dir.compare(start, end - start, "..") == 0 && end - start == 2) {
+      return ConfigError("invalid dataDir \"" + data_dir + "\": \"..\" is not allowed");
+    }
+    start = end + 1;
+  }
+  return OkStatus();
+}
+
+Result<IpamConfig> LoadIpamConfig(const cni::NetConf& conf, std::string_view cni_args, Verb verb) {
+  if (!conf.raw.contains("ipam") || !conf.raw["ipam"].is_object()) {
+    if (conf.raw.contains("ipam") && !conf.raw["ipam"].is_null()) {
+      return TypeError("ipam", "an object");
+    }
+    return ConfigError("IPAM config missing 'ipam' key");
+  }
+  const Json& ipam = conf.ipam;
+  IpamConfig cfg;
+  cfg.cni_version = conf.cni_version;
+  cfg.network_name = conf.name;
+  NG_ASSIGN_OR_RETURN(cfg.data_dir, OptString(ipam, "dataDir", "ipam."));
+  if (cfg.data_dir.empty()) {
+    cfg.data_dir = std::string(kDefaultDataDir);
+  }
+  while (cfg.data_dir.size() > 1 && cfg.data_dir.back() == '/') {
+    cfg.data_dir.pop_back();
+  }
+  NG_RETURN_IF_ERROR(ValidateStorePath(cfg.data_dir, cfg.network_name));
+  if (verb == Verb::kGc) {
+    return cfg;  // GC releases by owner only; ranges do not matter
+  }
+  NG_ASSIGN_OR_RETURN(cfg.resolv_conf, OptString(ipam, "resolvConf", "ipam."));
+  NG_ASSIGN_OR_RETURN(cfg.routes, ParseRoutes(ipam));
+
+  // Range sets: ipRanges capability, legacy top-level range, then "ranges".
+  std::vector<std::vector<RangeSpec>> specs;
+  if (verb != Verb::kStatus) {
+    NG_ASSIGN_OR_RETURN(
+        specs, ParseRangeSets(Member(conf.runtime_config, "ipRanges"), "runtimeConfig.ipRanges"));
+  }
+  NG_ASSIGN_OR_RETURN(RangeSpec legacy, ParseRangeSpec(ipam, "ipam."));
+  if (legacy.subnet) {
+    specs.push_back({legacy});
+  }
+  NG_ASSIGN_OR_RETURN(auto ranges, ParseRangeSets(Member(ipam, "ranges"), "ipam.ranges"));
+  specs.insert(specs.end(), ranges.begin(), ranges.end());
+
+  if (verb != Verb::kStatus) {
+    NG_ASSIGN_OR_RETURN(cfg.requested_ips, RequestedIps(conf, cni_args));
+  }
+  if (specs.empty()) {
+    if (verb == Verb::kStatus) {
+      return cfg;  // ranges come only from the runtime; nothing to judge
+    }
+    return ConfigError("no IP ranges specified");
+  }
+  int v4 = 0, v6 = 0;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    auto set = CanonicalizeRangeSet(specs[i]);
+    if (!set.ok()) {
+      return set.error().WithContext("invalid range set " + std::to_string(i));
+    }
+    (set->family() == net::Family::kV4 ? v4 : v6)++;
+    cfg.range_sets.push_back(std::move(set).value());
+  }
+  if ((v4 > 1 || v6 > 1) && !cni::VersionAtLeast(conf.cni_version, "0.3.0")) {
+    return ConfigError("CNI version " + conf.cni_version +
+                       " does not support more than 1 address per family");
+  }
+  for (size_t i = 0; i + 1 < cfg.range_sets.size(); ++i) {
+    for (size_t j = i + 1; j < cfg.range_sets.size(); ++j) {
+      if (cfg.range_sets[i].Overlaps(cfg.range_sets[j])) {
+        return ConfigError("range set " + std::to_string(i) + " overlaps with " +
+                           std::to_string(j));
+      }
+    }
+  }
+  return cfg;
+}
+
+Status ValidateConfig(const cni::NetConf& conf) {
+  NG_RETURN_IF_ERROR(cni::ValidateNetworkName(conf.name));
+  NG_ASSIGN_OR_RETURN(IpamConfig cfg, LoadIpamConfig(conf, "", Verb::kAdd));
+  (void)cfg;
+  return OkStatus();
+}
+
+}  // namespace nodegate::ipam

@@ -1,0 +1,697 @@
+#include "ipam/disk_store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include "lib/sys/atomic_file.h"
+
+namespace nodegate::ipam {
+namespace {
+
+constexpr char kLockName[] = "lock";
+constexpr char kLastReservedPrefix[] = "last_reserved_ip.";
+constexpr char kIndexDir[] = ".nodegate";
+constexpr char kOwnersDir[] = "owners";
+constexpr char kMetaName[] = "meta";
+constexpr char kMetaHeader[] = "nodegate-ipam-index 1";
+constexpr char kOwnerHeader[] = "nodegate-ipam-owner 1";
+constexpr int kFileMode = 0600;  // reservation files (the reference uses 0600 since v1.4.0)
+constexpr size_t kMaxPlainKey = 200;
+
+Error IoError(const std::string& what, const std::string& path, int err = errno) {
+  return Error(kErrIo, what + " " + path + ": " + std::strerror(err));
+}
+
+bool StartsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+// mkdir -p with mode for the components it creates, like Go's os.MkdirAll.
+Status MkdirAll(const std::string& path, mode_t mode) {
+  if (::mkdir(path.c_str(), mode) == 0 || errno == EEXIST) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return Error(kErrIo, "mkdir " + path + ": not a directory");
+    }
+    return OkStatus();
+  }
+  if (errno != ENOENT) {
+    return IoError("mkdir", path);
+  }
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos || slash == 0) {
+    return IoError("mkdir", path, ENOENT);
+  }
+  NG_RETURN_IF_ERROR(MkdirAll(path.substr(0, slash), mode));
+  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) {
+    return IoError("mkdir", path);
+  }
+  return OkStatus();
+}
+
+// Reads a whole file relative to a directory fd. ENOENT is reported as nullopt.
+Result<std::optional<std::string>> ReadAt(int dir_fd, const std::string& name,
+                                          const std::string& dir) {
+  sys::UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) {
+    if (errno == ENOENT) {
+      return std::optional<std::string>();
+    }
+    return IoError("open", dir + "/" + name);
+  }
+  std::string out;
+  char buf[4096];
+  while (true) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return IoError("read", dir + "/" + name);
+    }
+    if (n == 0) {
+      break;
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return std::optional<std::string>(std::move(out));
+}
+
+Status WriteAll(int fd, std::string_view content, const std::string& path) {
+  size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return IoError("write", path);
+    }
+    done += static_cast<size_t>(n);
+  }
+  return OkStatus();
+}
+
+uint64_t RandomU64() {
+  uint64_t v = 0;
+  if (::getrandom(&v, sizeof(v), GRND_NONBLOCK) != static_cast<ssize_t>(sizeof(v))) {
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    v = static_cast<uint64_t>(ts.tv_nsec) * 0x9E3779B97F4A7C15ull ^
+        static_cast<uint64_t>(::getpid());
+  }
+  return v;
+}
+
+// Crash-safe replacement of dir/name: temporary file, then rename. No fsync: this protects
+// against a killed process (the page cache survives); after a power loss the boot id check
+// makes the index untrusted anyway, and the reference never syncs its files either.
+Status ReplaceAt(int dir_fd, const std::string& name, std::string_view content,
+                 const std::string& dir) {
+  const std::string tmp =
+      std::string(sys::kTempPrefix) + name + "." + std::to_string(RandomU64() % 1000000007);
+  sys::UniqueFd fd(
+      ::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, kFileMode));
+  if (!fd.valid()) {
+    return IoError("create", dir + "/" + tmp);
+  }
+  Status written = WriteAll(fd.get(), content, dir + "/" + tmp);
+  fd.Reset();
+  if (written.ok() && ::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0) {
+    written = IoError("rename", dir + "/" + name);
+  }
+  if (!written.ok()) {
+    ::unlinkat(dir_fd, tmp.c_str(), 0);
+  }
+  return written;
+}
+
+std::string ReadBootId() {
+  sys::UniqueFd fd(::open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    return "unknown";
+  }
+  char buf[64];
+  const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+  if (n <= 0) {
+    return "unknown";
+  }
+  std::string id(buf, static_cast<size_t>(n));
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) {
+    id.pop_back();
+  }
+  return id;
+}
+
+// 128 bits of two FNV-1a variants: enough to name an owner file uniquely (the key itself is
+// stored inside and checked). Not a security boundary; kept local so the plugin does not
+// load libcrypto at start-up, which costs more than a whole ADD.
+std::string HashHex(std::string_view data) {
+  uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+  for (unsigned char c : data) {
+    a = (a ^ c) * 0x100000001b3ull;
+    b = (b ^ (c + 0x5bu)) * 0x100000001b3ull;
+    b ^= b >> 29;
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (uint64_t v : {a, b}) {
+    for (int shift = 60; shift >= 0; shift -= 4) {
+      out += kHex[(v >> shift) & 0xf];
+    }
+  }
+  return out;
+}
+
+std::string OwnerFileName(const std::string& key) {
+  if (key.size() <= kMaxPlainKey) {
+    return key;
+  }
+  return "#" + HashHex(key);
+}
+
+// Lists a directory (names only), skipping "." and "..".
+Result<std::vector<std::pair<std::string, unsigned char>>> ListDir(int dir_fd,
+                                                                   const std::string& path) {
+  const int dup_fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dup_fd < 0) {
+    return IoError("open", path);
+  }
+  DIR* d = ::fdopendir(dup_fd);
+  if (d == nullptr) {
+    ::close(dup_fd);
+    return IoError("opendir", path);
+  }
+  std::vector<std::pair<std::string, unsigned char>> out;
+  errno = 0;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != "..") {
+      out.emplace_back(name, e->d_type);
+    }
+  }
+  const int err = errno;
+  ::closedir(d);
+  if (err != 0) {
+    return IoError("readdir", path, err);
+  }
+  return out;
+}
+
+struct OwnerFile {
+  std::string key;
+  std::vector<std::string> names;
+};
+
+std::string EncodeOwnerFile(const std::string& key, const std::vector<std::string>& names) {
+  std::string out = std::string(kOwnerHeader) + "\n" + key + "\n";
+  for (const auto& n : names) {
+    out += n + "\n";
+  }
+  return out;
+}
+
+std::optional<OwnerFile> DecodeOwnerFile(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t nl = text.find('\n', start);
+    if (nl == std::string::npos) {
+      return std::nullopt;  // every line ends with '\n'; anything else is torn
+    }
+    lines.push_back(text.substr(start, nl - start));
+    start = nl + 1;
+  }
+  if (lines.size() < 2 || lines[0] != kOwnerHeader) {
+    return std::nullopt;
+  }
+  OwnerFile f;
+  f.key = lines[1];
+  f.names.assign(lines.begin() + 2, lines.end());
+  return f;
+}
+
+}  // namespace
+
+std::string OwnerKey(const Owner& owner) { return owner.container_id + ":" + owner.ifname; }
+
+Result<std::unique_ptr<DiskStore>> DiskStore::Open(const std::string& data_dir,
+                                                   const std::string& network) {
+  std::unique_ptr<DiskStore> store(new DiskStore(data_dir + "/" + network));
+  NG_RETURN_IF_ERROR(store->OpenAndLock());
+  if (!store->IndexIsValid()) {
+    NG_RETURN_IF_ERROR(store->Rebuild());
+    NG_RETURN_IF_ERROR(store->Commit());
+  }
+  return store;
+}
+
+DiskStore::~DiskStore() = default;  // closing lock_fd_ releases the flock
+
+Status DiskStore::OpenAndLock() {
+  NG_RETURN_IF_ERROR(MkdirAll(dir_, 0755));
+  dir_fd_.Reset(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_fd_.valid()) {
+    return IoError("open", dir_);
+  }
+  // Same file, mode and lock kind as the reference, so both can share a directory.
+  lock_fd_.Reset(::openat(dir_fd_.get(), kLockName, O_CREAT | O_RDONLY | O_CLOEXEC, 0750));
+  if (!lock_fd_.valid()) {
+    return IoError("open", dir_ + "/" + kLockName);
+  }
+  while (::flock(lock_fd_.get(), LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      return IoError("flock", dir_ + "/" + kLockName);
+    }
+  }
+  boot_id_ = ReadBootId();
+  return OkStatus();
+}
+
+bool DiskStore::IndexIsValid() {
+  index_fd_.Reset(::openat(dir_fd_.get(), kIndexDir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!index_fd_.valid()) {
+    return false;
+  }
+  owners_fd_.Reset(::openat(index_fd_.get(), kOwnersDir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!owners_fd_.valid()) {
+    return false;
+  }
+  auto meta = ReadAt(index_fd_.get(), kMetaName, dir_);
+  if (!meta.ok() || !meta->has_value()) {
+    return false;
+  }
+  struct stat st;
+  if (::fstat(dir_fd_.get(), &st) != 0) {
+    return false;
+  }
+  const std::string expected = std::string(kMetaHeader) + "\nboot " + boot_id_ + "\nmtime " +
+                               std::to_string(st.st_mtim.tv_sec) + " " +
+                               std::to_string(st.st_mtim.tv_nsec) + "\n";
+  return **meta == expected;
+}
+
+Status DiskStore::BeginMutation() {
+  if (mutating_) {
+    return OkStatus();
+  }
+  if (index_fd_.valid() && ::unlinkat(index_fd_.get(), kMetaName, 0) != 0 && errno != ENOENT) {
+    return IoError("unlink", dir_ + "/" + kIndexDir + "/" + kMetaName);
+  }
+  mutating_ = true;
+  return OkStatus();
+}
+
+Status DiskStore::EnsureIndexDirs() {
+  if (!index_fd_.valid()) {
+    if (::mkdirat(dir_fd_.get(), kIndexDir, 0700) != 0 && errno != EEXIST) {
+      return IoError("mkdir", dir_ + "/" + kIndexDir);
+    }
+    index_fd_.Reset(::openat(dir_fd_.get(), kIndexDir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!index_fd_.valid()) {
+      return IoError("open", dir_ + "/" + kIndexDir);
+    }
+  }
+  if (!owners_fd_.valid()) {
+    if (::mkdirat(index_fd_.get(), kOwnersDir, 0700) != 0 && errno != EEXIST) {
+      return IoError("mkdir", dir_ + "/" + kIndexDir + "/" + kOwnersDir);
+    }
+    owners_fd_.Reset(::openat(index_fd_.get(), kOwnersDir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!owners_fd_.valid()) {
+      return IoError("open", dir_ + "/" + kIndexDir + "/" + kOwnersDir);
+    }
+  }
+  return OkStatus();
+}
+
+Result<std::vector<DiskStore::ScannedFile>> DiskStore::Scan() {
+  NG_ASSIGN_OR_RETURN(auto entries, ListDir(dir_fd_.get(), dir_));
+  std::vector<ScannedFile> files;
+  for (const auto& [name, type] : entries) {
+    if (name == kLockName || name == kIndexDir || StartsWith(name, kLastReservedPrefix)) {
+      continue;
+    }
+    if (StartsWith(name, sys::kTempPrefix)) {
+      // Our own temporary file from a killed call: only ever created under the lock we hold.
+      NG_RETURN_IF_ERROR(BeginMutation());
+      ::unlinkat(dir_fd_.get(), name.c_str(), 0);
+      continue;
+    }
+    if (type == DT_DIR) {
+      continue;
+    }
+    if (type != DT_REG) {
+      struct stat st;
+      if (::fstatat(dir_fd_.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+          !S_ISREG(st.st_mode)) {
+        continue;
+      }
+    }
+    auto content = ReadAt(dir_fd_.get(), name, dir_);
+    if (!content.ok() || !content->has_value()) {
+      continue;  // vanished or unreadable: the reference skips it too
+    }
+    ++stats_.files_scanned;
+    ScannedFile f;
+    f.name = name;
+    if (auto ip = net::IpAddress::Parse(name); ip && ip->ToString() == name) {
+      f.ip = *ip;
+    }
+    f.owner = DecodeOwner(**content);
+    if (f.ip && (*content)->find_first_not_of(" \t\r\n\v\f") == std::string::npos) {
+      // An empty reservation is a writer killed between create and write (the reference
+      // writes after O_EXCL; we never do). Writers hold the lock, so it is dead: drop it.
+      NG_RETURN_IF_ERROR(BeginMutation());
+      ::unlinkat(dir_fd_.get(), name.c_str(), 0);
+      continue;
+    }
+    if (name.find('\n') != std::string::npos) {
+      continue;  // cannot be listed in a line-based owner file; never created by a plugin
+    }
+    files.push_back(std::move(f));
+  }
+  return files;
+}
+
+Status DiskStore::SyncIndex(const std::map<std::string, std::vector<std::string>>& owners) {
+  NG_RETURN_IF_ERROR(BeginMutation());
+  NG_RETURN_IF_ERROR(EnsureIndexDirs());
+  const std::string owners_path = dir_ + "/" + kIndexDir + "/" + kOwnersDir;
+  NG_ASSIGN_OR_RETURN(auto existing, ListDir(owners_fd_.get(), owners_path));
+  std::set<std::string> wanted_files;
+  for (const auto& [key, names] : owners) {
+    wanted_files.insert(OwnerFileName(key));
+  }
+  std::set<std::string> up_to_date;
+  for (const auto& [file, type] : existing) {
+    (void)type;
+    if (!wanted_files.count(file)) {
+      ::unlinkat(owners_fd_.get(), file.c_str(), 0);
+      continue;
+    }
+    auto content = ReadAt(owners_fd_.get(), file, owners_path);
+    if (!content.ok() || !content->has_value()) {
+      continue;
+    }
+    auto decoded = DecodeOwnerFile(**content);
+    if (decoded) {
+      auto it = owners.find(decoded->key);
+      if (it != owners.end() && it->second == decoded->names) {
+        up_to_date.insert(file);
+      }
+    }
+  }
+  for (const auto& [key, names] : owners) {
+    if (!up_to_date.count(OwnerFileName(key))) {
+      NG_RETURN_IF_ERROR(WriteOwnerFile(key, names));
+    }
+  }
+  return OkStatus();
+}
+
+Status DiskStore::Rebuild() {
+  NG_RETURN_IF_ERROR(BeginMutation());
+  ++stats_.rebuilds;
+  NG_ASSIGN_OR_RETURN(std::vector<ScannedFile> files, Scan());
+  std::map<std::string, std::vector<std::string>> owners;
+  for (const auto& f : files) {
+    if (f.owner) {
+      owners[OwnerKey(*f.owner)].push_back(f.name);
+    }
+  }
+  NG_RETURN_IF_ERROR(SyncIndex(owners));
+  owners_ = std::move(owners);
+  full_ = true;
+  dirty_.clear();
+  resync_ = false;
+  dir_names_.reset();
+  return OkStatus();
+}
+
+Status DiskStore::WriteOwnerFile(const std::string& key, const std::vector<std::string>& names) {
+  NG_RETURN_IF_ERROR(EnsureIndexDirs());
+  const std::string file = OwnerFileName(key);
+  if (names.empty()) {
+    if (::unlinkat(owners_fd_.get(), file.c_str(), 0) != 0 && errno != ENOENT) {
+      return IoError("unlink", dir_ + "/" + kIndexDir + "/" + kOwnersDir + "/" + file);
+    }
+    return OkStatus();
+  }
+  return ReplaceAt(owners_fd_.get(), file, EncodeOwnerFile(key, names),
+                   dir_ + "/" + kIndexDir + "/" + kOwnersDir);
+}
+
+Result<std::vector<std::string>*> DiskStore::Names(const std::string& key) {
+  auto it = owners_.find(key);
+  if (it != owners_.end()) {
+    return &it->second;
+  }
+  std::vector<std::string> names;
+  if (!full_ && owners_fd_.valid()) {
+    const std::string path = dir_ + "/" + kIndexDir + "/" + kOwnersDir;
+    NG_ASSIGN_OR_RETURN(auto content, ReadAt(owners_fd_.get(), OwnerFileName(key), path));
+    if (content) {
+      auto decoded = DecodeOwnerFile(*content);
+      if (!decoded || decoded->key != key) {
+        // Torn or foreign: distrust the whole index.
+        NG_RETURN_IF_ERROR(Rebuild());
+        return &owners_[key];
+      }
+      names = std::move(decoded->names);
+    }
+  }
+  return &owners_.emplace(key, std::move(names)).first->second;
+}
+
+Result<std::vector<std::string>> DiskStore::VerifiedNames(const Owner& owner) {
+  const std::string key = OwnerKey(owner);
+  NG_ASSIGN_OR_RETURN(std::vector<std::string> * names, Names(key));
+  if (full_) {
+    return *names;  // just rebuilt from the files themselves
+  }
+  const std::string expected = EncodeOwner(owner);
+  for (const auto& name : *names) {
+    NG_ASSIGN_OR_RETURN(auto content, ReadAt(dir_fd_.get(), name, dir_));
+    auto decoded = content ? DecodeOwner(*content) : std::nullopt;
+    if (!decoded || *decoded != owner) {
+      NG_RETURN_IF_ERROR(Rebuild());
+      NG_ASSIGN_OR_RETURN(names, Names(key));
+      return *names;
+    }
+  }
+  return *names;
+}
+
+Result<std::vector<net::IpAddress>> DiskStore::FindByOwner(const Owner& owner) {
+  NG_ASSIGN_OR_RETURN(std::vector<std::string> names, VerifiedNames(owner));
+  std::vector<net::IpAddress> ips;
+  for (const auto& name : names) {
+    if (auto ip = net::IpAddress::Parse(name); ip && ip->ToString() == name) {
+      ips.push_back(*ip);
+    }
+  }
+  return ips;
+}
+
+Result<bool> DiskStore::LinkReservation(const Owner& owner, const std::string& name) {
+  const std::string content = EncodeOwner(owner);
+  if (tmpfile_ok_) {
+    // An unnamed file with the full content, then linked under its name: the reservation
+    // appears complete or not at all, and a crash leaves nothing behind.
+    sys::UniqueFd fd(::openat(dir_fd_.get(), ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, kFileMode));
+    if (fd.valid()) {
+      NG_RETURN_IF_ERROR(WriteAll(fd.get(), content, dir_ + "/" + name));
+      const std::string proc = "/proc/self/fd/" + std::to_string(fd.get());
+      if (::linkat(AT_FDCWD, proc.c_str(), dir_fd_.get(), name.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+        return true;
+      }
+      if (errno == EEXIST) {
+        return false;
+      }
+    }
+    tmpfile_ok_ = false;  // no O_TMPFILE support or no /proc: use a named temporary
+  }
+  const std::string tmp =
+      std::string(sys::kTempPrefix) + name + "." + std::to_string(RandomU64() % 1000000007);
+  sys::UniqueFd fd(
+      ::openat(dir_fd_.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, kFileMode));
+  if (!fd.valid()) {
+    return IoError("create", dir_ + "/" + tmp);
+  }
+  Status written = WriteAll(fd.get(), content, dir_ + "/" + tmp);
+  fd.Reset();
+  Result<bool> linked = written.ok() ? Result<bool>(true) : Result<bool>(written.error());
+  if (written.ok() && ::linkat(dir_fd_.get(), tmp.c_str(), dir_fd_.get(), name.c_str(), 0) != 0) {
+    linked =
+        errno == EEXIST ? Result<bool>(false) : Result<bool>(IoError("link", dir_ + "/" + name));
+  }
+  ::unlinkat(dir_fd_.get(), tmp.c_str(), 0);
+  return linked;
+}
+
+Result<bool> DiskStore::Reserve(const Owner& owner, const net::IpAddress& ip, int range_set) {
+  const std::string name = ip.ToString();
+  const std::string key = OwnerKey(owner);
+  NG_ASSIGN_OR_RETURN(std::vector<std::string> * names, Names(key));
+  NG_RETURN_IF_ERROR(BeginMutation());
+  NG_ASSIGN_OR_RETURN(bool reserved, LinkReservation(owner, name));
+  if (!reserved) {
+    return false;
+  }
+  names->push_back(name);
+  dirty_.insert(key);
+  if (dir_names_) {
+    dir_names_->insert(name);
+  }
+  NG_RETURN_IF_ERROR(
+      ReplaceAt(dir_fd_.get(), kLastReservedPrefix + std::to_string(range_set), name, dir_));
+  return true;
+}
+
+Result<std::optional<net::IpAddress>> DiskStore::LastReserved(int range_set) {
+  auto content = ReadAt(dir_fd_.get(), kLastReservedPrefix + std::to_string(range_set), dir_);
+  if (!content.ok() || !content->has_value()) {
+    return std::optional<net::IpAddress>();  // the reference only logs a read error
+  }
+  std::string text = **content;
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+    text.pop_back();
+  }
+  return net::IpAddress::Parse(text);
+}
+
+Status DiskStore::Release(const Owner& owner, const net::IpAddress& ip) {
+  const std::string name = ip.ToString();
+  NG_ASSIGN_OR_RETURN(auto content, ReadAt(dir_fd_.get(), name, dir_));
+  if (!content || DecodeOwner(*content) != std::optional<Owner>(owner)) {
+    return OkStatus();  // not ours (any more)
+  }
+  NG_RETURN_IF_ERROR(BeginMutation());
+  if (::unlinkat(dir_fd_.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
+    return IoError("remove", dir_ + "/" + name);
+  }
+  const std::string key = OwnerKey(owner);
+  NG_ASSIGN_OR_RETURN(std::vector<std::string> * names, Names(key));
+  std::erase(*names, name);
+  dirty_.insert(key);
+  if (dir_names_) {
+    dir_names_->erase(name);
+  }
+  return OkStatus();
+}
+
+Result<int> DiskStore::ReleaseByOwner(const Owner& owner) {
+  NG_ASSIGN_OR_RETURN(std::vector<std::string> names, VerifiedNames(owner));
+  if (names.empty()) {
+    return 0;
+  }
+  NG_RETURN_IF_ERROR(BeginMutation());
+  int released = 0;
+  std::string errors;
+  std::vector<std::string> kept;
+  for (const auto& name : names) {
+    if (::unlinkat(dir_fd_.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
+      errors += (errors.empty() ? "" : "; ") + dir_ + "/" + name + ": " + std::strerror(errno);
+      kept.push_back(name);
+      continue;
+    }
+    ++released;
+    if (dir_names_) {
+      dir_names_->erase(name);
+    }
+  }
+  const std::string key = OwnerKey(owner);
+  NG_ASSIGN_OR_RETURN(std::vector<std::string> * cached, Names(key));
+  *cached = kept;
+  dirty_.insert(key);
+  if (!errors.empty()) {
+    return Error(kErrIo, "release: " + errors);
+  }
+  return released;
+}
+
+Result<bool> DiskStore::IsReserved(const net::IpAddress& ip) {
+  if (!dir_names_) {
+    // Names only, no file reads: under a valid index every address-named file has an owner
+    // (empty leftovers are removed by the rebuild that a foreign write triggers).
+    NG_ASSIGN_OR_RETURN(auto entries, ListDir(dir_fd_.get(), dir_));
+    dir_names_.emplace();
+    for (const auto& [name, type] : entries) {
+      (void)type;
+      dir_names_->insert(name);
+    }
+  }
+  return dir_names_->count(ip.ToString()) > 0;
+}
+
+Result<std::vector<Store::Entry>> DiskStore::List() {
+  NG_ASSIGN_OR_RETURN(std::vector<ScannedFile> files, Scan());
+  std::vector<Entry> out;
+  for (const auto& f : files) {
+    if (f.ip) {
+      out.push_back({*f.ip, f.owner});
+    }
+  }
+  return out;
+}
+
+Status DiskStore::Remove(const net::IpAddress& ip) {
+  NG_RETURN_IF_ERROR(BeginMutation());
+  const std::string name = ip.ToString();
+  if (::unlinkat(dir_fd_.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
+    return IoError("remove", dir_ + "/" + name);
+  }
+  resync_ = true;
+  dir_names_.reset();
+  return OkStatus();
+}
+
+Status DiskStore::WriteMarker() {
+  NG_RETURN_IF_ERROR(EnsureIndexDirs());
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  // One second in the past: whatever changes the directory later stamps "now", which can
+  // never equal this value (even on filesystems that keep whole seconds only).
+  const timespec times[2] = {
+      {0, UTIME_OMIT},
+      {now.tv_sec - 1, static_cast<long>(RandomU64() % 1000000000ull)},
+  };
+  if (::futimens(dir_fd_.get(), times) != 0) {
+    return IoError("set mtime of", dir_);
+  }
+  struct stat st;
+  if (::fstat(dir_fd_.get(), &st) != 0) {
+    return IoError("stat", dir_);
+  }
+  const std::string meta = std::string(kMetaHeader) + "\nboot " + boot_id_ + "\nmtime " +
+                           std::to_string(st.st_mtim.tv_sec) + " " +
+                           std::to_string(st.st_mtim.tv_nsec) + "\n";
+  return ReplaceAt(index_fd_.get(), kMetaName, meta, dir_ + "/" + kIndexDir);
+}
+
+Status DiskStore::Commit() {
+  if (resync_) {
+    NG_RETURN_IF_ERROR(Rebuild());
+  }
+  if (!mutating_) {
+    return OkStatus();
+  }
+  for (const auto& key : dirty_) {
+    NG_RETURN_IF_ERROR(WriteOwnerFile(key, owners_[key]));
+  }
+  dirty_.clear();
+  NG_RETURN_IF_ERROR(WriteMarker());
+  mutating_ = false;
+  return OkStatus();
+}
+
+}  // namespace nodegate::ipam

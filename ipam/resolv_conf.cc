@@ -1,0 +1,44 @@
+#include "ipam/resolv_conf.h"
+
+#include <sstream>
+#include <vector>
+
+#include "lib/sys/atomic_file.h"
+
+namespace nodegate::ipam {
+
+cni::Dns ParseResolvConfText(std::string_view text) {
+  cni::Dns dns;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields_in(line);
+    std::vector<std::string> fields;
+    for (std::string f; fields_in >> f;) {
+      fields.push_back(f);
+    }
+    if (fields.size() < 2 || fields[0][0] == '#' || fields[0][0] == ';') {
+      continue;
+    }
+    if (fields[0] == "nameserver") {
+      dns.nameservers.push_back(fields[1]);
+    } else if (fields[0] == "domain") {
+      dns.domain = fields[1];
+    } else if (fields[0] == "search") {
+      dns.search.insert(dns.search.end(), fields.begin() + 1, fields.end());
+    } else if (fields[0] == "options") {
+      dns.options.insert(dns.options.end(), fields.begin() + 1, fields.end());
+    }
+  }
+  return dns;
+}
+
+Result<cni::Dns> ReadResolvConf(const std::string& path) {
+  auto text = sys::ReadFile(path);
+  if (!text.ok()) {
+    return Error(kErrIo, "open " + path + ": " + text.error().msg);
+  }
+  return ParseResolvConfText(*text);
+}
+
+}  // namespace nodegate::ipam
