@@ -1,11 +1,5 @@
-// Placeholder: answers every verb with "not implemented" until the plugin lands.
+// The bandwidth plugin binary: all behaviour lives in bandwidth_lib (plugins/bandwidth/plugin.h).
 #include "lib/cni/skel.h"
-#include "lib/cni/version.h"
+#include "plugins/bandwidth/plugin.h"
 
-int main() {
-  nodegate::cni::Plugin plugin;
-  plugin.name = "bandwidth";
-  plugin.about = "CNI bandwidth plugin (nodegate)";
-  plugin.supported_versions = nodegate::cni::AllVersions();
-  return nodegate::cni::PluginMain(plugin);
-}
+int main() { return nodegate::cni::PluginMain(nodegate::bandwidth::MakePlugin()); }

@@ -1,0 +1,225 @@
+#include "lib/netlink/link.h"
+
+#include <linux/ethtool.h>
+#include <linux/if.h>
+#include <linux/sockios.h>
+#include <netlink/addr.h>
+#include <netlink/cache.h>
+#include <netlink/errno.h>
+#include <netlink/route/link.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "lib/sys/fd.h"
+
+namespace nodegate::netlink {
+namespace {
+
+struct LinkDeleter {
+  void operator()(rtnl_link* link) const { rtnl_link_put(link); }
+};
+using LinkPtr = std::unique_ptr<rtnl_link, LinkDeleter>;
+
+struct CacheDeleter {
+  void operator()(nl_cache* cache) const { nl_cache_free(cache); }
+};
+
+LinkInfo ToInfo(rtnl_link* link) {
+  LinkInfo info;
+  info.index = rtnl_link_get_ifindex(link);
+  if (const char* name = rtnl_link_get_name(link)) {
+    info.name = name;
+  }
+  if (const char* kind = rtnl_link_get_type(link)) {
+    info.kind = kind;
+  }
+  info.mtu = rtnl_link_get_mtu(link);
+  info.txqlen = rtnl_link_get_txqlen(link);
+  info.up = (rtnl_link_get_flags(link) & IFF_UP) != 0;
+  if (const char* alias = rtnl_link_get_ifalias(link)) {
+    info.alias = alias;
+  }
+  info.link = rtnl_link_get_link(link);
+  if (nl_addr* addr = rtnl_link_get_addr(link); addr != nullptr && nl_addr_get_len(addr) > 0) {
+    char buf[64];
+    info.mac = nl_addr2str(addr, buf, sizeof(buf));
+  }
+  return info;
+}
+
+Result<std::optional<LinkInfo>> GetLink(Socket& sock, int index, const char* name,
+                                        const std::string& what) {
+  rtnl_link* raw = nullptr;
+  const int r = rtnl_link_get_kernel(sock.get(), index, name, &raw);
+  if (r == -NLE_OBJ_NOTFOUND || r == -NLE_NODEV) {
+    return std::optional<LinkInfo>();
+  }
+  if (r < 0) {
+    return LibnlError(r, what);
+  }
+  LinkPtr link(raw);
+  return std::optional<LinkInfo>(ToInfo(link.get()));
+}
+
+// ethtool's per-driver statistics: find "peer_ifindex" among the veth driver's stat names.
+Result<int> EthtoolPeerIndex(const std::string& name) {
+  sys::UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) {
+    return Error(kErrKernel, std::string("ethtool socket: ") + std::strerror(errno));
+  }
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, name.c_str(), IFNAMSIZ - 1);
+  auto ioctl_call = [&](void* data) {
+    ifr.ifr_data = static_cast<char*>(data);
+    return ::ioctl(fd.get(), SIOCETHTOOL, &ifr);
+  };
+  // ethtool_sset_info ends in a flexible array holding one count per requested set.
+  alignas(ethtool_sset_info) uint8_t sset_buf[sizeof(ethtool_sset_info) + sizeof(uint32_t)] = {};
+  auto* sset = reinterpret_cast<ethtool_sset_info*>(sset_buf);
+  sset->cmd = ETHTOOL_GSSET_INFO;
+  sset->sset_mask = 1ULL << ETH_SS_STATS;
+  if (ioctl_call(sset) != 0 || sset->sset_mask == 0) {
+    return Error(kErrKernel, "ethtool: no statistics on " + name);
+  }
+  uint32_t count = 0;
+  std::memcpy(&count, sset_buf + sizeof(ethtool_sset_info), sizeof(count));
+  std::vector<uint8_t> strings_buf(sizeof(ethtool_gstrings) + count * ETH_GSTRING_LEN);
+  auto* strings = reinterpret_cast<ethtool_gstrings*>(strings_buf.data());
+  strings->cmd = ETHTOOL_GSTRINGS;
+  strings->string_set = ETH_SS_STATS;
+  strings->len = count;
+  if (ioctl_call(strings) != 0) {
+    return Error(kErrKernel, "ethtool: cannot read statistic names of " + name);
+  }
+  std::vector<uint8_t> stats_buf(sizeof(ethtool_stats) + count * sizeof(uint64_t));
+  auto* stats = reinterpret_cast<ethtool_stats*>(stats_buf.data());
+  stats->cmd = ETHTOOL_GSTATS;
+  stats->n_stats = count;
+  if (ioctl_call(stats) != 0) {
+    return Error(kErrKernel, "ethtool: cannot read statistics of " + name);
+  }
+  for (uint32_t i = 0; i < count; ++i) {
+    const char* stat_name = reinterpret_cast<const char*>(strings->data) + i * ETH_GSTRING_LEN;
+    if (std::strncmp(stat_name, "peer_ifindex", ETH_GSTRING_LEN) == 0) {
+      return static_cast<int>(stats->data[i]);
+    }
+  }
+  return Error(kErrKernel, "ethtool: no peer_ifindex statistic on " + name);
+}
+
+}  // namespace
+
+Result<std::optional<LinkInfo>> GetLinkByName(Socket& sock, const std::string& name) {
+  return GetLink(sock, 0, name.c_str(), "get link " + name);
+}
+
+Result<std::optional<LinkInfo>> GetLinkByIndex(Socket& sock, int index) {
+  return GetLink(sock, index, nullptr, "get link with index " + std::to_string(index));
+}
+
+Result<std::vector<LinkInfo>> ListLinks(Socket& sock) {
+  nl_cache* raw = nullptr;
+  if (int r = rtnl_link_alloc_cache(sock.get(), AF_UNSPEC, &raw); r < 0) {
+    return LibnlError(r, "list links");
+  }
+  std::unique_ptr<nl_cache, CacheDeleter> cache(raw);
+  std::vector<LinkInfo> out;
+  for (nl_object* obj = nl_cache_get_first(cache.get()); obj != nullptr;
+       obj = nl_cache_get_next(obj)) {
+    out.push_back(ToInfo(reinterpret_cast<rtnl_link*>(obj)));
+  }
+  return out;
+}
+
+Status CreateIfb(Socket& sock, const IfbSpec& spec) {
+  LinkPtr link(rtnl_link_alloc());
+  if (!link) {
+    return Error(kErrKernel, "create ifb " + spec.name + ": out of memory");
+  }
+  rtnl_link_set_name(link.get(), spec.name.c_str());
+  if (int r = rtnl_link_set_type(link.get(), "ifb"); r < 0) {
+    return LibnlError(r, "create ifb " + spec.name);
+  }
+  if (spec.mtu != 0) {
+    rtnl_link_set_mtu(link.get(), spec.mtu);
+  }
+  rtnl_link_set_txqlen(link.get(), spec.txqlen);
+  rtnl_link_set_flags(link.get(), IFF_UP);
+  if (int r = rtnl_link_add(sock.get(), link.get(), NLM_F_CREATE | NLM_F_EXCL); r < 0) {
+    return LibnlError(r, "create ifb " + spec.name);
+  }
+  if (spec.alias.empty()) {
+    return OkStatus();
+  }
+  // The kernel applies IFLA_IFALIAS only when changing a link, not when creating one.
+  NG_ASSIGN_OR_RETURN(std::optional<LinkInfo> created, GetLinkByName(sock, spec.name));
+  if (!created) {
+    return Error(kErrKernel, "create ifb " + spec.name + ": gone right after creation");
+  }
+  return UpdateLink(sock, *created, spec);
+}
+
+Status UpdateLink(Socket& sock, const LinkInfo& current, const IfbSpec& spec) {
+  LinkPtr orig(rtnl_link_alloc());
+  LinkPtr changes(rtnl_link_alloc());
+  if (!orig || !changes) {
+    return Error(kErrKernel, "update link " + current.name + ": out of memory");
+  }
+  rtnl_link_set_ifindex(orig.get(), current.index);
+  rtnl_link_set_name(orig.get(), current.name.c_str());
+  bool dirty = false;
+  if (spec.mtu != 0 && spec.mtu != current.mtu) {
+    rtnl_link_set_mtu(changes.get(), spec.mtu);
+    dirty = true;
+  }
+  if (!current.up) {
+    rtnl_link_set_flags(changes.get(), IFF_UP);
+    dirty = true;
+  }
+  if (spec.alias != current.alias) {
+    rtnl_link_set_ifalias(changes.get(), spec.alias.c_str());
+    dirty = true;
+  }
+  if (!dirty) {
+    return OkStatus();
+  }
+  if (int r = rtnl_link_change(sock.get(), orig.get(), changes.get(), 0); r < 0) {
+    return LibnlError(r, "update link " + current.name);
+  }
+  return OkStatus();
+}
+
+Status DeleteLink(Socket& sock, const std::string& name) {
+  LinkPtr link(rtnl_link_alloc());
+  if (!link) {
+    return Error(kErrKernel, "delete link " + name + ": out of memory");
+  }
+  rtnl_link_set_name(link.get(), name.c_str());
+  const int r = rtnl_link_delete(sock.get(), link.get());
+  if (r < 0 && r != -NLE_OBJ_NOTFOUND && r != -NLE_NODEV) {
+    return LibnlError(r, "delete link " + name);
+  }
+  return OkStatus();
+}
+
+Result<int> VethPeerIndex(Socket& sock, const std::string& name) {
+  NG_ASSIGN_OR_RETURN(std::optional<LinkInfo> link, GetLinkByName(sock, name));
+  if (!link) {
+    return Error(kErrKernel, "Link not found");
+  }
+  if (link->kind != "veth") {
+    return Error(kErrInvalidConfig, "interface \"" + name + "\" was not a veth interface");
+  }
+  if (link->link > 0 && link->link != link->index) {
+    return link->link;
+  }
+  return EthtoolPeerIndex(name);
+}
+
+}  // namespace nodegate::netlink

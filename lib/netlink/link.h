@@ -1,0 +1,58 @@
+#pragma once
+// File: lib/netlink/link.h
+//
+// Network links as values, read and changed through libnl-route (`rtnl_link`). Every call works
+// in the namespace the Socket was opened in.
+//
+//   NG_ASSIGN_OR_RETURN(std::optional<LinkInfo> ifb, GetLinkByName(sock, "bwp6ef8579d92ac"));
+//   if (!ifb) { NG_RETURN_IF_ERROR(CreateIfb(sock, {.name = ..., .mtu = 1500})); }
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/base/result.h"
+#include "lib/netlink/socket.h"
+
+namespace nodegate::netlink {
+
+struct LinkInfo {
+  int index = 0;
+  std::string name;
+  std::string kind;  // IFLA_INFO_KIND: "veth", "ifb", "" for devices without one
+  uint32_t mtu = 0;
+  uint32_t txqlen = 0;
+  bool up = false;    // IFF_UP
+  std::string alias;  // IFLA_IFALIAS
+  int link = 0;       // IFLA_LINK: for a veth, the peer's ifindex (in the peer's namespace)
+  std::string mac;    // "aa:bb:cc:dd:ee:ff"
+};
+
+// Not-found is a state: these return std::nullopt, not an error.
+Result<std::optional<LinkInfo>> GetLinkByName(Socket& sock, const std::string& name);
+Result<std::optional<LinkInfo>> GetLinkByIndex(Socket& sock, int index);
+Result<std::vector<LinkInfo>> ListLinks(Socket& sock);
+
+struct IfbSpec {
+  std::string name;
+  uint32_t mtu = 0;     // 0 keeps the kernel default
+  uint32_t txqlen = 0;  // the reference creates its ifbs with txqueuelen 0
+  std::string alias;    // empty: none
+};
+
+// Creates an ifb device, admin up. Errors (code 100) include EEXIST when the name is taken.
+Status CreateIfb(Socket& sock, const IfbSpec& spec);
+
+// Brings `index` to the spec's MTU, up state and alias, changing only what differs.
+Status UpdateLink(Socket& sock, const LinkInfo& current, const IfbSpec& spec);
+
+// Deletes a link; a link that is already gone is success.
+Status DeleteLink(Socket& sock, const std::string& name);
+
+// The veth peer's ifindex of `name`: IFLA_LINK, else ethtool's "peer_ifindex" statistic
+// (what the reference's ip.GetVethPeerIfindex does). Errors name what is wrong: no such
+// link, not a veth, no peer index.
+Result<int> VethPeerIndex(Socket& sock, const std::string& name);
+
+}  // namespace nodegate::netlink

@@ -1,0 +1,148 @@
+#include "lib/netlink/socket.h"
+
+#include <linux/rtnetlink.h>
+#include <netlink/attr.h>
+#include <netlink/errno.h>
+#include <netlink/handlers.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace nodegate::netlink {
+namespace {
+
+// What the receive callbacks learn about one transaction.
+struct Exchange {
+  const std::function<void(const nlmsghdr*)>* on_message = nullptr;
+  bool done = false;
+  int error = 0;  // positive errno from an NLMSG_ERROR
+  std::string ext_ack;
+};
+
+int OnValid(nl_msg* msg, void* arg) {
+  auto* ex = static_cast<Exchange*>(arg);
+  if (ex->on_message != nullptr && *ex->on_message) {
+    (*ex->on_message)(nlmsg_hdr(msg));
+  }
+  return NL_OK;
+}
+
+int OnDone(nl_msg* /*msg*/, void* arg) {
+  static_cast<Exchange*>(arg)->done = true;
+  return NL_STOP;
+}
+
+// The extended ack (NLMSGERR_ATTR_MSG) follows the error header and, unless capped, the
+// echoed request.
+std::string ExtAckMessage(const nlmsgerr* err) {
+  const auto* outer =
+      reinterpret_cast<const nlmsghdr*>(reinterpret_cast<const char*>(err) - NLMSG_HDRLEN);
+  if ((outer->nlmsg_flags & NLM_F_ACK_TLVS) == 0) {
+    return {};
+  }
+  size_t offset = NLMSG_HDRLEN + sizeof(nlmsgerr);
+  if ((outer->nlmsg_flags & NLM_F_CAPPED) == 0) {
+    offset += err->msg.nlmsg_len - NLMSG_HDRLEN;
+  }
+  if (outer->nlmsg_len <= offset) {
+    return {};
+  }
+  auto* head = reinterpret_cast<nlattr*>(const_cast<char*>(reinterpret_cast<const char*>(outer)) +
+                                         NLMSG_ALIGN(offset));
+  const int len = static_cast<int>(outer->nlmsg_len - NLMSG_ALIGN(offset));
+  nlattr* tb[NLMSGERR_ATTR_MAX + 1] = {};
+  if (nla_parse(tb, NLMSGERR_ATTR_MAX, head, len, nullptr) < 0 || !tb[NLMSGERR_ATTR_MSG]) {
+    return {};
+  }
+  return nla_get_string(tb[NLMSGERR_ATTR_MSG]);
+}
+
+int OnError(sockaddr_nl* /*who*/, nlmsgerr* err, void* arg) {
+  auto* ex = static_cast<Exchange*>(arg);
+  ex->error = -err->error;
+  ex->ext_ack = ExtAckMessage(err);
+  ex->done = true;
+  return NL_STOP;
+}
+
+}  // namespace
+
+MsgPtr NewMessage(int type, int flags) { return MsgPtr(nlmsg_alloc_simple(type, flags)); }
+
+Error LibnlError(int nl_error, const std::string& what) {
+  return Error(kErrKernel, what + ": " + nl_geterror(nl_error));
+}
+
+Result<Socket> Socket::Open() {
+  nl_sock* raw = nl_socket_alloc();
+  if (raw == nullptr) {
+    return Error(kErrKernel, "netlink: cannot allocate a socket");
+  }
+  Socket sock(raw);
+  if (int r = nl_connect(raw, NETLINK_ROUTE); r < 0) {
+    return LibnlError(r, "netlink: connect");
+  }
+  // Extended acks carry the kernel's own explanation of a refused request; capped acks keep
+  // error replies small. Both are best effort (older kernels ignore them).
+  const int on = 1;
+  const int fd = nl_socket_get_fd(raw);
+  (void)setsockopt(fd, SOL_NETLINK, NETLINK_EXT_ACK, &on, sizeof(on));
+  (void)setsockopt(fd, SOL_NETLINK, NETLINK_CAP_ACK, &on, sizeof(on));
+  // A dump of a node with thousands of qdiscs must not overflow the receive buffer.
+  (void)nl_socket_set_buffer_size(raw, 1 << 20, 1 << 20);
+  return sock;
+}
+
+Status Socket::Transact(nl_msg* msg, const std::string& what,
+                        const std::function<void(const nlmsghdr*)>* on_message,
+                        std::initializer_list<int> ok_errnos) {
+  Exchange ex;
+  ex.on_message = on_message;
+  std::unique_ptr<nl_cb, void (*)(nl_cb*)> cb(nl_cb_alloc(NL_CB_DEFAULT), nl_cb_put);
+  if (!cb) {
+    return Error(kErrKernel, what + ": cannot allocate netlink callbacks");
+  }
+  nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, OnValid, &ex);
+  nl_cb_set(cb.get(), NL_CB_FINISH, NL_CB_CUSTOM, OnDone, &ex);
+  nl_cb_set(cb.get(), NL_CB_ACK, NL_CB_CUSTOM, OnDone, &ex);
+  nl_cb_err(cb.get(), NL_CB_CUSTOM, OnError, &ex);
+
+  if (int r = nl_send_auto(sock_.get(), msg); r < 0) {
+    return LibnlError(r, what);
+  }
+  while (!ex.done) {
+    const int r = nl_recvmsgs(sock_.get(), cb.get());
+    if (r < 0 && ex.error == 0) {
+      if (r == -NLE_DUMP_INTR) {
+        // The kernel's object set changed during the dump; the caller may retry.
+        return Error(kErrTryAgainLater, what + ": dump interrupted, try again");
+      }
+      return LibnlError(r, what);
+    }
+  }
+  if (ex.error != 0) {
+    if (std::find(ok_errnos.begin(), ok_errnos.end(), ex.error) != ok_errnos.end()) {
+      return OkStatus();
+    }
+    std::string text = what + ": " + std::strerror(ex.error);
+    if (!ex.ext_ack.empty()) {
+      text += " (" + ex.ext_ack + ")";
+    }
+    return Error(kErrKernel, text);
+  }
+  return OkStatus();
+}
+
+Status Socket::Request(nl_msg* msg, const std::string& what, std::initializer_list<int> ok_errnos) {
+  return Transact(msg, what, nullptr, ok_errnos);
+}
+
+Status Socket::Dump(nl_msg* msg, const std::string& what,
+                    const std::function<void(const nlmsghdr*)>& on_message,
+                    std::initializer_list<int> ok_errnos) {
+  return Transact(msg, what, &on_message, ok_errnos);
+}
+
+}  // namespace nodegate::netlink

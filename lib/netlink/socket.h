@@ -1,0 +1,77 @@
+#pragma once
+// File: lib/netlink/socket.h
+//
+// An rtnetlink socket (libnl `nl_sock`) bound to the network namespace of the thread that
+// opened it, with two primitives every kernel-facing library builds on:
+//
+//   NG_ASSIGN_OR_RETURN(auto sock, netlink::Socket::Open());
+//   MsgPtr msg = NewMessage(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_EXCL);
+//   ... nlmsg_append / nla_put ...
+//   NG_RETURN_IF_ERROR(sock.Request(msg.get(), "add tbf qdisc"));      // waits for the ACK
+//   NG_RETURN_IF_ERROR(sock.Dump(msg.get(), "list qdiscs", on_message)); // also plain GETs
+//
+// Kernel errors become nodegate::Error with code 100 (kErrKernel), the errno text and, when the
+// kernel sent one, its extended-ack message ("Exclusivity flag on, cannot modify"). Callers
+// that expect an errno as a state rather than a failure (ENOENT on delete, for instance) list
+// it in `ok_errnos`.
+
+#include <linux/netlink.h>
+#include <netlink/msg.h>
+#include <netlink/netlink.h>
+#include <netlink/socket.h>
+
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <string>
+
+#include "lib/base/result.h"
+
+namespace nodegate::netlink {
+
+struct MsgDeleter {
+  void operator()(nl_msg* msg) const { nlmsg_free(msg); }
+};
+using MsgPtr = std::unique_ptr<nl_msg, MsgDeleter>;
+
+// A new message of `type` with NLM_F_REQUEST | `flags` (NLM_F_ACK is added when sent).
+MsgPtr NewMessage(int type, int flags);
+
+class Socket {
+ public:
+  // Opens a NETLINK_ROUTE socket in the calling thread's current network namespace.
+  static Result<Socket> Open();
+
+  Socket(Socket&&) noexcept = default;
+  Socket& operator=(Socket&&) noexcept = default;
+  ~Socket() = default;
+
+  nl_sock* get() const { return sock_.get(); }
+
+  // Sends `msg` and waits for the kernel's ACK. `what` names the operation in errors; an
+  // errno in `ok_errnos` counts as success.
+  Status Request(nl_msg* msg, const std::string& what, std::initializer_list<int> ok_errnos = {});
+
+  // Sends a GET or dump request and calls `on_message` for each reply until the kernel says
+  // done. An errno in `ok_errnos` (say ENOENT for a GET of a missing object) ends the call
+  // successfully, with the messages received so far.
+  Status Dump(nl_msg* msg, const std::string& what,
+              const std::function<void(const nlmsghdr*)>& on_message,
+              std::initializer_list<int> ok_errnos = {});
+
+ private:
+  struct SockDeleter {
+    void operator()(nl_sock* sock) const { nl_socket_free(sock); }
+  };
+  explicit Socket(nl_sock* sock) : sock_(sock) {}
+  Status Transact(nl_msg* msg, const std::string& what,
+                  const std::function<void(const nlmsghdr*)>* on_message,
+                  std::initializer_list<int> ok_errnos);
+
+  std::unique_ptr<nl_sock, SockDeleter> sock_;
+};
+
+// Maps a negative libnl return code (from the rtnl_* object API) to an Error (code 100).
+Error LibnlError(int nl_error, const std::string& what);
+
+}  // namespace nodegate::netlink

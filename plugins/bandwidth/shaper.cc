@@ -1,0 +1,410 @@
+#include "plugins/bandwidth/shaper.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "lib/base/scope_guard.h"
+#include "lib/tc/kernel.h"
+
+namespace nodegate::bandwidth {
+namespace {
+
+// A device's root qdisc, its children (prio bands) and the filters attached to the root.
+// Empty qdiscs: the kernel's default root.
+struct RootState {
+  std::vector<tc::Qdisc> qdiscs;
+  std::vector<tc::Filter> filters;
+};
+
+// The host veth's ingress hook: the qdisc there (if any) and its filters, split into those at
+// the plugin's prefs and the rest.
+struct IngressState {
+  std::optional<tc::Qdisc> qdisc;
+  std::vector<tc::Filter> ours;
+  std::vector<tc::Filter> others;
+};
+
+bool IsPluginPref(uint16_t pref) { return pref >= kPrefIpv4 && pref <= kPrefCatchAll; }
+
+Result<RootState> ReadRoot(netlink::Socket& sock, int ifindex) {
+  RootState state;
+  NG_ASSIGN_OR_RETURN(std::optional<tc::Qdisc> root, tc::GetQdisc(sock, ifindex, tc::kRootParent));
+  if (!root || root->handle == 0) {
+    return state;
+  }
+  state.qdiscs.push_back(*root);
+  if (root->kind == "prio") {
+    for (int band = 1; band <= root->prio_bands; ++band) {
+      NG_ASSIGN_OR_RETURN(
+          std::optional<tc::Qdisc> child,
+          tc::GetQdisc(sock, ifindex,
+                       tc::MakeHandle(root->handle >> 16, static_cast<uint32_t>(band))));
+      if (child && child->handle != 0) {
+        state.qdiscs.push_back(*child);
+      }
+    }
+    NG_ASSIGN_OR_RETURN(state.filters, tc::ListFilters(sock, ifindex, root->handle));
+  }
+  return state;
+}
+
+Result<IngressState> ReadIngress(netlink::Socket& sock, int ifindex) {
+  IngressState state;
+  NG_ASSIGN_OR_RETURN(state.qdisc, tc::GetQdisc(sock, ifindex, tc::kIngressParent));
+  if (!state.qdisc || state.qdisc->kind != "ingress") {
+    return state;
+  }
+  NG_ASSIGN_OR_RETURN(std::vector<tc::Filter> filters,
+                      tc::ListFilters(sock, ifindex, tc::kIngressHandle));
+  for (tc::Filter& f : filters) {
+    (IsPluginPref(f.pref) ? state.ours : state.others).push_back(std::move(f));
+  }
+  return state;
+}
+
+bool FilterLess(const tc::Filter& a, const tc::Filter& b) {
+  return std::make_pair(a.pref, tc::Describe(a)) < std::make_pair(b.pref, tc::Describe(b));
+}
+
+bool SameFilters(std::vector<tc::Filter> want, std::vector<tc::Filter> have) {
+  if (want.size() != have.size()) {
+    return false;
+  }
+  std::sort(want.begin(), want.end(), FilterLess);
+  std::sort(have.begin(), have.end(), FilterLess);
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (!want[i].SameRule(have[i])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool SameQdiscs(const std::vector<tc::Qdisc>& want, const std::vector<tc::Qdisc>& have) {
+  if (want.size() != have.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (!tc::SameKernelState(want[i], have[i])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Every distinct (pref, protocol) of `filters`: the unit the kernel deletes filters in.
+std::set<std::pair<uint16_t, uint16_t>> FilterGroups(const std::vector<tc::Filter>& filters) {
+  std::set<std::pair<uint16_t, uint16_t>> groups;
+  for (const tc::Filter& f : filters) {
+    groups.insert({f.pref, f.protocol});
+  }
+  return groups;
+}
+
+// Brings a device's root to `want` (qdiscs parent-first, filters on the root).
+Status ApplyRoot(netlink::Socket& sock, int ifindex, const RootState& want, const RootState& have) {
+  if (SameQdiscs(want.qdiscs, have.qdiscs) && SameFilters(want.filters, have.filters)) {
+    return OkStatus();
+  }
+  // A lone TBF changes in place (no moment without shaping).
+  if (want.qdiscs.size() == 1 && have.qdiscs.size() == 1 && want.filters.empty() &&
+      have.filters.empty() && want.qdiscs[0].kind == "tbf" && have.qdiscs[0].kind == "tbf" &&
+      want.qdiscs[0].handle == have.qdiscs[0].handle) {
+    return tc::AddQdisc(sock, ifindex, want.qdiscs[0], /*replace=*/true);
+  }
+  if (!have.qdiscs.empty()) {
+    NG_RETURN_IF_ERROR(tc::DeleteQdisc(sock, ifindex, have.qdiscs[0]));
+  }
+  for (const tc::Qdisc& q : want.qdiscs) {
+    NG_RETURN_IF_ERROR(tc::AddQdisc(sock, ifindex, q, /*replace=*/false));
+  }
+  for (const tc::Filter& f : want.filters) {
+    NG_RETURN_IF_ERROR(tc::AddFilter(sock, ifindex, f));
+  }
+  return OkStatus();
+}
+
+// Brings the plugin's filters on the host veth's ingress hook to `want`.
+Status ApplyIngress(netlink::Socket& sock, int ifindex, const std::string& dev,
+                    const std::vector<tc::Filter>& want, const IngressState& have) {
+  if (have.qdisc && have.qdisc->kind != "ingress") {
+    return Error(kErrKernel, "host veth " + dev + " has a " + have.qdisc->kind +
+                                 " qdisc on its ingress hook; the bandwidth plugin needs the "
+                                 "ingress qdisc there and does not share it");
+  }
+  if (want.empty() && !have.qdisc) {
+    return OkStatus();
+  }
+  if (!want.empty() && have.qdisc && SameFilters(want, have.ours)) {
+    return OkStatus();
+  }
+  for (const auto& [pref, protocol] : FilterGroups(have.ours)) {
+    NG_RETURN_IF_ERROR(tc::DeleteFilters(sock, ifindex, tc::kIngressHandle, pref, protocol));
+  }
+  if (want.empty()) {
+    if (have.others.empty()) {
+      NG_RETURN_IF_ERROR(tc::DeleteQdisc(sock, ifindex, *have.qdisc));
+    }
+    return OkStatus();
+  }
+  if (!have.qdisc) {
+    tc::Qdisc ingress;
+    ingress.kind = "ingress";
+    ingress.handle = tc::kIngressHandle;
+    ingress.parent = tc::kIngressParent;
+    NG_RETURN_IF_ERROR(tc::AddQdisc(sock, ifindex, ingress, /*replace=*/false));
+  }
+  for (const tc::Filter& f : want) {
+    NG_RETURN_IF_ERROR(tc::AddFilter(sock, ifindex, f));
+  }
+  return OkStatus();
+}
+
+// Puts back an ingress hook as read before a failed ADD (best effort).
+void RestoreIngress(netlink::Socket& sock, int ifindex, const IngressState& before) {
+  auto now = ReadIngress(sock, ifindex);
+  if (!now.ok()) {
+    return;
+  }
+  if (!before.qdisc) {
+    if (now->qdisc && now->qdisc->kind == "ingress" && now->others.empty()) {
+      (void)tc::DeleteQdisc(sock, ifindex, *now->qdisc);
+    }
+    return;
+  }
+  (void)ApplyIngress(sock, ifindex, "", before.ours, *now);
+}
+
+void RestoreRoot(netlink::Socket& sock, int ifindex, const RootState& before) {
+  auto now = ReadRoot(sock, ifindex);
+  if (!now.ok()) {
+    return;
+  }
+  if (before.qdiscs.empty()) {
+    if (!now->qdiscs.empty()) {
+      (void)tc::DeleteQdisc(sock, ifindex, now->qdiscs[0]);
+    }
+    return;
+  }
+  (void)ApplyRoot(sock, ifindex, before, *now);
+}
+
+// The reference installs the redirect twice (stolen, then an unreachable pass): for CHECK,
+// treat that pair as the single redirect we install.
+tc::Filter WithoutReferenceDuplicate(tc::Filter f) {
+  if (f.actions.size() == 2 && f.actions[0].kind == tc::ActionKind::kMirredEgressRedirect &&
+      f.actions[1].kind == tc::ActionKind::kMirredEgressRedirect &&
+      f.actions[0].verdict == tc::kActStolen && f.actions[1].ifindex == f.actions[0].ifindex) {
+    f.actions.resize(1);
+  }
+  return f;
+}
+
+Error CheckFailed(const std::string& msg) { return Error(kErrCheckFailed, msg); }
+
+Status CheckQdiscs(const std::vector<tc::Qdisc>& want, const std::vector<tc::Qdisc>& have,
+                   const std::string& dev) {
+  for (size_t i = 0; i < want.size(); ++i) {
+    const tc::Qdisc& w = want[i];
+    const std::string where = " on " + dev + " (" + w.kind + " " + tc::HandleString(w.handle) + ")";
+    if (i >= have.size()) {
+      return CheckFailed("Failed to find qdisc" + where);
+    }
+    const tc::Qdisc& h = have[i];
+    if (w.kind != h.kind || w.handle != h.handle || w.parent != h.parent) {
+      return CheckFailed("qdisc differs" + where + ": have " + tc::Describe(h) + ", want " +
+                         tc::Describe(w));
+    }
+    if (w.kind == "tbf") {
+      if (w.tbf.rate_bytes != h.tbf.rate_bytes) {
+        return CheckFailed("Rate doesn't match" + where + ": have " +
+                           std::to_string(h.tbf.rate_bytes) + " B/s, want " +
+                           std::to_string(w.tbf.rate_bytes) + " B/s");
+      }
+      if (w.tbf.limit_bytes != h.tbf.limit_bytes) {
+        return CheckFailed("Limit doesn't match" + where + ": have " +
+                           std::to_string(h.tbf.limit_bytes) + " B, want " +
+                           std::to_string(w.tbf.limit_bytes) + " B");
+      }
+      if (w.tbf.buffer_ticks != h.tbf.buffer_ticks) {
+        return CheckFailed("Buffer doesn't match" + where + ": have " +
+                           std::to_string(h.tbf.buffer_ticks) + " ticks, want " +
+                           std::to_string(w.tbf.buffer_ticks) + " ticks");
+      }
+    } else if (!tc::SameKernelState(w, h)) {
+      return CheckFailed("qdisc parameters differ" + where + ": have " + tc::Describe(h) +
+                         ", want " + tc::Describe(w));
+    }
+  }
+  if (have.size() > want.size()) {
+    return CheckFailed("unexpected qdisc on " + dev + ": " + tc::Describe(have[want.size()]));
+  }
+  return OkStatus();
+}
+
+Status CheckFilters(const std::vector<tc::Filter>& want, std::vector<tc::Filter> have,
+                    const std::string& where) {
+  for (tc::Filter& f : have) {
+    f = WithoutReferenceDuplicate(std::move(f));
+  }
+  for (const tc::Filter& w : want) {
+    auto it =
+        std::find_if(have.begin(), have.end(), [&](const tc::Filter& h) { return h.SameRule(w); });
+    if (it == have.end()) {
+      std::string seen;
+      for (const tc::Filter& h : have) {
+        seen += (seen.empty() ? "" : "; ") + tc::Describe(h);
+      }
+      return CheckFailed("Failed to find filter on " + where + ": want " + tc::Describe(w) +
+                         (seen.empty() ? ", have none" : ", have " + seen));
+    }
+    have.erase(it);
+  }
+  if (!have.empty()) {
+    return CheckFailed("unexpected filter on " + where + ": " + tc::Describe(have.front()));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<std::optional<netlink::LinkInfo>> ApplyPlan(netlink::Socket& sock, const ShapingPlan& plan,
+                                                   const netlink::LinkInfo& veth) {
+  // What was there before, to put back if a later step fails.
+  NG_ASSIGN_OR_RETURN(RootState veth_root_before, ReadRoot(sock, veth.index));
+  NG_ASSIGN_OR_RETURN(IngressState ingress_before, ReadIngress(sock, veth.index));
+  bool failed = true;
+
+  std::optional<netlink::LinkInfo> ifb;
+  bool created_ifb = false;
+  RootState ifb_root_before;
+  ScopeGuard undo_ifb([&] {
+    if (!failed || !plan.ifb) {
+      return;
+    }
+    if (created_ifb) {
+      (void)RemoveIfb(sock, plan.ifb->name);
+    } else if (ifb) {
+      RestoreRoot(sock, ifb->index, ifb_root_before);
+    }
+  });
+
+  if (plan.ifb) {
+    NG_ASSIGN_OR_RETURN(ifb, netlink::GetLinkByName(sock, plan.ifb->name));
+    const netlink::IfbSpec spec{
+        .name = plan.ifb->name, .mtu = veth.mtu, .txqlen = 0, .alias = plan.ifb->alias};
+    if (ifb && ifb->kind != "ifb") {
+      return Error(kErrKernel, "device " + plan.ifb->name + " exists and is a " +
+                                   (ifb->kind.empty() ? "device without kind" : ifb->kind) +
+                                   ", not an ifb");
+    }
+    if (ifb) {
+      NG_RETURN_IF_ERROR(netlink::UpdateLink(sock, *ifb, spec));
+    } else {
+      NG_RETURN_IF_ERROR(netlink::CreateIfb(sock, spec));
+      created_ifb = true;
+    }
+    NG_ASSIGN_OR_RETURN(ifb, netlink::GetLinkByName(sock, plan.ifb->name));
+    if (!ifb) {
+      return Error(kErrKernel, "ifb " + plan.ifb->name + " vanished after creation");
+    }
+    NG_ASSIGN_OR_RETURN(ifb_root_before, ReadRoot(sock, ifb->index));
+    NG_RETURN_IF_ERROR(
+        ApplyRoot(sock, ifb->index, RootState{{plan.ifb->root}, {}}, ifb_root_before));
+  }
+
+  ScopeGuard undo_ingress([&] {
+    if (failed) {
+      RestoreIngress(sock, veth.index, ingress_before);
+    }
+  });
+  const std::vector<tc::Filter> ingress_filters =
+      ResolveRedirects(plan.host_ingress_filters, ifb ? ifb->index : 0);
+  NG_RETURN_IF_ERROR(ApplyIngress(sock, veth.index, veth.name, ingress_filters, ingress_before));
+
+  ScopeGuard undo_root([&] {
+    if (failed) {
+      RestoreRoot(sock, veth.index, veth_root_before);
+    }
+  });
+  const RootState want_root{plan.host_root, plan.host_root_filters};
+  if (!plan.host_root.empty()) {
+    NG_RETURN_IF_ERROR(ApplyRoot(sock, veth.index, want_root, veth_root_before));
+  } else if (!veth_root_before.qdiscs.empty()) {
+    // Ingress shaping turned off by a repeated ADD: drop our old root, leave others alone.
+    const tc::Qdisc& root = veth_root_before.qdiscs[0];
+    if ((root.kind == "tbf" || root.kind == "prio") && root.handle == tc::MakeHandle(1, 0)) {
+      NG_RETURN_IF_ERROR(tc::DeleteQdisc(sock, veth.index, root));
+    }
+  }
+
+  failed = false;
+  return ifb;
+}
+
+Status CheckPlan(netlink::Socket& sock, const ShapingPlan& plan, const netlink::LinkInfo& veth) {
+  if (!plan.host_root.empty()) {
+    NG_ASSIGN_OR_RETURN(RootState root, ReadRoot(sock, veth.index));
+    NG_RETURN_IF_ERROR(CheckQdiscs(plan.host_root, root.qdiscs, veth.name));
+    if (!plan.host_root_filters.empty() || !root.filters.empty()) {
+      NG_RETURN_IF_ERROR(
+          CheckFilters(plan.host_root_filters, root.filters, veth.name + " root qdisc"));
+    }
+  }
+  if (plan.ifb) {
+    const std::string& name = plan.ifb->name;
+    NG_ASSIGN_OR_RETURN(std::optional<netlink::LinkInfo> ifb, netlink::GetLinkByName(sock, name));
+    if (!ifb) {
+      return CheckFailed("get ifb device: Link not found (" + name + ")");
+    }
+    if (ifb->kind != "ifb") {
+      return CheckFailed("device " + name + " is not an ifb (kind \"" + ifb->kind + "\")");
+    }
+    if (!ifb->up) {
+      return CheckFailed("ifb " + name + " is down");
+    }
+    if (ifb->mtu != veth.mtu) {
+      return CheckFailed("ifb " + name + " has mtu " + std::to_string(ifb->mtu) + ", want " +
+                         std::to_string(veth.mtu) + " (the host veth's)");
+    }
+    // An ifb without alias was made by the reference plugin: accepted.
+    if (!ifb->alias.empty() && ifb->alias != plan.ifb->alias) {
+      return CheckFailed("ifb " + name + " belongs to another attachment (alias \"" + ifb->alias +
+                         "\", want \"" + plan.ifb->alias + "\")");
+    }
+    NG_ASSIGN_OR_RETURN(RootState ifb_root, ReadRoot(sock, ifb->index));
+    NG_RETURN_IF_ERROR(CheckQdiscs({plan.ifb->root}, ifb_root.qdiscs, name));
+
+    NG_ASSIGN_OR_RETURN(IngressState ingress, ReadIngress(sock, veth.index));
+    if (!ingress.qdisc || ingress.qdisc->kind != "ingress") {
+      return CheckFailed("Failed to find ingress qdisc on " + veth.name);
+    }
+    NG_RETURN_IF_ERROR(CheckFilters(ResolveRedirects(plan.host_ingress_filters, ifb->index),
+                                    ingress.ours, veth.name + " ingress"));
+  }
+  return OkStatus();
+}
+
+Status RemoveHostObjects(netlink::Socket& sock, int veth_index) {
+  NG_ASSIGN_OR_RETURN(RootState root, ReadRoot(sock, veth_index));
+  if (!root.qdiscs.empty()) {
+    const tc::Qdisc& q = root.qdiscs[0];
+    if ((q.kind == "tbf" || q.kind == "prio") && q.handle == tc::MakeHandle(1, 0)) {
+      NG_RETURN_IF_ERROR(tc::DeleteQdisc(sock, veth_index, q));
+    }
+  }
+  NG_ASSIGN_OR_RETURN(IngressState ingress, ReadIngress(sock, veth_index));
+  if (ingress.qdisc && ingress.qdisc->kind == "ingress") {
+    return ApplyIngress(sock, veth_index, "", {}, ingress);
+  }
+  return OkStatus();
+}
+
+Status RemoveIfb(netlink::Socket& sock, const std::string& name) {
+  return netlink::DeleteLink(sock, name);
+}
+
+}  // namespace nodegate::bandwidth

@@ -1,0 +1,36 @@
+#pragma once
+// File: plugins/bandwidth/shaper.h
+//
+// Applies, verifies and removes a ShapingPlan on the node (the namespace `sock` was opened
+// in). Apply converges: it reads what is there, leaves matching objects alone, replaces the
+// rest, and on failure puts back what it found. Check reports the first object or parameter
+// that differs from the plan. Remove deletes only objects of the shapes the plugin (or the
+// reference) creates.
+
+#include <optional>
+#include <string>
+
+#include "lib/base/result.h"
+#include "lib/netlink/link.h"
+#include "lib/netlink/socket.h"
+#include "plugins/bandwidth/plan.h"
+
+namespace nodegate::bandwidth {
+
+// Makes the node match `plan` for the host veth `veth`. Returns the ifb (for the ADD result)
+// when the plan has one.
+Result<std::optional<netlink::LinkInfo>> ApplyPlan(netlink::Socket& sock, const ShapingPlan& plan,
+                                                   const netlink::LinkInfo& veth);
+
+// Code 103 (kErrCheckFailed) naming the first difference.
+Status CheckPlan(netlink::Socket& sock, const ShapingPlan& plan, const netlink::LinkInfo& veth);
+
+// Removes the plugin's qdiscs and filters from the host veth (tbf/prio root with handle 1:,
+// filters at the plugin's prefs on the ingress qdisc, and the ingress qdisc once it holds
+// nothing else).
+Status RemoveHostObjects(netlink::Socket& sock, int veth_index);
+
+// Deletes the ifb; already gone is success.
+Status RemoveIfb(netlink::Socket& sock, const std::string& name);
+
+}  // namespace nodegate::bandwidth
