@@ -1,11 +1,5 @@
-// Placeholder: answers every verb with "not implemented" until the plugin lands.
+// portmap: host port mappings for containers (iptables or nftables), see README.md.
 #include "lib/cni/skel.h"
-#include "lib/cni/version.h"
+#include "plugins/portmap/plugin.h"
 
-int main() {
-  nodegate::cni::Plugin plugin;
-  plugin.name = "portmap";
-  plugin.about = "CNI portmap plugin (nodegate)";
-  plugin.supported_versions = nodegate::cni::AllVersions();
-  return nodegate::cni::PluginMain(plugin);
-}
+int main() { return nodegate::cni::PluginMain(nodegate::portmap::MakePlugin()); }

@@ -1,0 +1,347 @@
+#include "plugins/portmap/config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <tuple>
+
+#include "plugins/portmap/iptables_rules.h"
+#include "plugins/portmap/nftables_rules.h"
+
+namespace nodegate::portmap {
+namespace {
+
+Error Invalid(const std::string& msg) { return Error(kErrInvalidConfig, msg); }
+
+Result<bool> OptionalBool(const cni::Json& raw, const char* key, bool fallback) {
+  auto it = raw.find(key);
+  if (it == raw.end() || it->is_null()) {
+    return fallback;
+  }
+  if (!it->is_boolean()) {
+    return Invalid(std::string("\"") + key + "\" must be a boolean");
+  }
+  return it->get<bool>();
+}
+
+Result<std::vector<std::string>> OptionalStrings(const cni::Json& raw, const char* key) {
+  std::vector<std::string> out;
+  auto it = raw.find(key);
+  if (it == raw.end() || it->is_null()) {
+    return out;
+  }
+  if (!it->is_array()) {
+    return Invalid(std::string("\"") + key + "\" must be a list of strings");
+  }
+  for (const auto& item : *it) {
+    if (!item.is_string()) {
+      return Invalid(std::string("\"") + key + "\" must be a list of strings");
+    }
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+// JSON numbers that are whole (8080 or 8080.0); anything else is not a port.
+std::optional<int64_t> WholeNumber(const cni::Json& value) {
+  if (value.is_number_integer()) {
+    return value.get<int64_t>();
+  }
+  if (value.is_number_float()) {
+    const double d = value.get<double>();
+    if (d == static_cast<double>(static_cast<int64_t>(d))) {
+      return static_cast<int64_t>(d);
+    }
+  }
+  return std::nullopt;
+}
+
+Result<Protocol> ParseProtocol(const cni::Json& entry) {
+  auto it = entry.find("protocol");
+  if (it == entry.end() || !it->is_string()) {
+    return Invalid("port mapping needs a \"protocol\" (tcp, udp or sctp)");
+  }
+  std::string text = it->get<std::string>();
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (text == "tcp") return Protocol::kTcp;
+  if (text == "udp") return Protocol::kUdp;
+  if (text == "sctp") return Protocol::kSctp;
+  return Invalid("unknown protocol \"" + it->get<std::string>() +
+                 "\" in port mapping (want tcp, udp or sctp)");
+}
+
+Result<int> ParsePort(const cni::Json& entry, const char* key, const char* what) {
+  auto it = entry.find(key);
+  if (it == entry.end()) {
+    return Invalid(std::string("port mapping needs \"") + key + "\"");
+  }
+  const auto number = WholeNumber(*it);
+  if (!number) {
+    return Invalid(std::string("Invalid ") + what + " port number: " + it->dump());
+  }
+  if (*number <= 0 || *number > 65535) {
+    return Invalid(std::string("Invalid ") + what + " port number: " + std::to_string(*number));
+  }
+  return static_cast<int>(*number);
+}
+
+Result<std::vector<PortMapping>> ParseMappings(const cni::Json& runtime_config) {
+  std::vector<PortMapping> out;
+  auto it = runtime_config.find("portMappings");
+  if (it == runtime_config.end() || it->is_null()) {
+    return out;
+  }
+  if (!it->is_array()) {
+    return Invalid("runtimeConfig.portMappings must be a list");
+  }
+  for (const auto& entry : *it) {
+    if (!entry.is_object()) {
+      return Invalid("each port mapping must be an object");
+    }
+    PortMapping m;
+    NG_ASSIGN_OR_RETURN(m.host_port, ParsePort(entry, "hostPort", "host"));
+    NG_ASSIGN_OR_RETURN(m.container_port, ParsePort(entry, "containerPort", "container"));
+    NG_ASSIGN_OR_RETURN(m.protocol, ParseProtocol(entry));
+    if (auto ip = entry.find("hostIP"); ip != entry.end() && !ip->is_null()) {
+      if (!ip->is_string()) {
+        return Invalid("\"hostIP\" must be a string");
+      }
+      const std::string text = ip->get<std::string>();
+      if (!text.empty()) {
+        auto parsed = net::IpAddress::Parse(text);
+        if (!parsed) {
+          return Invalid("invalid hostIP \"" + text + "\"");
+        }
+        m.host_ip = *parsed;
+      }
+    }
+    out.push_back(m);
+  }
+  // Two mappings of one call for the same host address, protocol and port cannot both win.
+  for (const auto family : {net::Family::kV4, net::Family::kV6}) {
+    std::set<std::tuple<std::string, int, int>> seen;
+    for (const auto& m : out) {
+      if (m.host_ip && m.host_ip->family() != family) continue;
+      const auto key = std::make_tuple(m.has_specific_host_ip() ? m.host_ip->ToString() : "",
+                                       static_cast<int>(m.protocol), m.host_port);
+      if (!seen.insert(key).second) {
+        return Invalid("duplicate port mapping for " + std::string(ProtocolName(m.protocol)) +
+                       " host port " + std::to_string(m.host_port));
+      }
+    }
+  }
+  return out;
+}
+
+// The reference's rule (function parseConfig): first IPv4 and first IPv6 of prevResult,
+// skipping addresses that belong to another interface or to a host-side interface.
+void PickContainerAddresses(const cni::CniResult& prev, const std::string& ifname, Config& config) {
+  for (const auto& ip : prev.ips) {
+    if (!ifname.empty() && ip.interface && *ip.interface >= 0 &&
+        static_cast<size_t>(*ip.interface) < prev.interfaces.size()) {
+      const auto& iface = prev.interfaces[static_cast<size_t>(*ip.interface)];
+      if (iface.name != ifname || iface.sandbox.empty()) {
+        continue;
+      }
+    }
+    if (ip.address.family() == net::Family::kV4) {
+      if (!config.container_v4) config.container_v4 = ip.address;
+    } else if (!config.container_v6) {
+      config.container_v6 = ip.address;
+    }
+  }
+}
+
+Status SelectBackend(const cni::Json& raw, Config& config) {
+  std::vector<std::string> iptables_keys, nftables_keys;
+  if (!config.external_set_mark_chain.empty()) {
+    iptables_keys.push_back("externalSetMarkChain");
+  }
+  for (const auto& [key, list] : {std::pair<const char*, const std::vector<std::string>*>{
+                                      "conditionsV4", &config.conditions_v4},
+                                  {"conditionsV6", &config.conditions_v6}}) {
+    const auto implied = BackendOfConditions(*list);
+    if (implied == Backend::kIptables) iptables_keys.push_back(key);
+    if (implied == Backend::kNftables) nftables_keys.push_back(key);
+  }
+  auto join = [](const std::vector<std::string>& keys) {
+    std::string out = "[";
+    for (size_t i = 0; i < keys.size(); ++i) out += (i ? " " : "") + keys[i];
+    return out + "]";
+  };
+  auto it = raw.find("backend");
+  if (it != raw.end() && !it->is_null()) {
+    if (!it->is_string()) {
+      return Invalid("\"backend\" must be a string");
+    }
+    const std::string name = it->get<std::string>();
+    if (name == "iptables") {
+      config.backend = Backend::kIptables;
+    } else if (name == "nftables") {
+      config.backend = Backend::kNftables;
+    } else {
+      return Invalid("unrecognized backend \"" + name + "\"");
+    }
+  } else if (!iptables_keys.empty() && !nftables_keys.empty()) {
+    return Invalid("configuration mixes iptables-specific options " + join(iptables_keys) +
+                   " and nftables-specific options " + join(nftables_keys));
+  } else if (!iptables_keys.empty()) {
+    config.backend = Backend::kIptables;
+  } else if (!nftables_keys.empty()) {
+    config.backend = Backend::kNftables;
+  }
+  if (config.backend == Backend::kIptables && !nftables_keys.empty()) {
+    return Invalid(
+        "iptables backend was requested but configuration contains nftables-specific options " +
+        join(nftables_keys));
+  }
+  if (config.backend == Backend::kNftables && !iptables_keys.empty()) {
+    return Invalid(
+        "nftables backend was requested but configuration contains iptables-specific options " +
+        join(iptables_keys));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+std::string_view ProtocolName(Protocol protocol) {
+  switch (protocol) {
+    case Protocol::kTcp:
+      return "tcp";
+    case Protocol::kUdp:
+      return "udp";
+    case Protocol::kSctp:
+      return "sctp";
+  }
+  return "tcp";
+}
+
+int ProtocolNumber(Protocol protocol) {
+  switch (protocol) {
+    case Protocol::kTcp:
+      return 6;
+    case Protocol::kUdp:
+      return 17;
+    case Protocol::kSctp:
+      return 132;
+  }
+  return 6;
+}
+
+std::string_view BackendName(Backend backend) {
+  return backend == Backend::kIptables ? "iptables" : "nftables";
+}
+
+std::vector<PortMapping> Config::MappingsFor(net::Family family) const {
+  std::vector<PortMapping> out;
+  for (const auto& m : mappings) {
+    if (!m.host_ip || m.host_ip->family() == family) {
+      out.push_back(m);
+    }
+  }
+  return out;
+}
+
+std::optional<Backend> BackendOfConditions(const std::vector<std::string>& conditions) {
+  if (conditions.empty() || conditions.front().empty()) {
+    return std::nullopt;
+  }
+  const char first = conditions.front().front();
+  return (first == '-' || first == '!') ? Backend::kIptables : Backend::kNftables;
+}
+
+Result<Config> ParseConfig(const cni::NetConf& conf, const Invocation& invocation) {
+  const cni::Json& raw = conf.raw;
+  Config config;
+  config.network_name = conf.name;
+  config.container_id = invocation.container_id;
+  config.ifname = invocation.ifname;
+
+  NG_ASSIGN_OR_RETURN(config.snat, OptionalBool(raw, "snat", true));
+  NG_ASSIGN_OR_RETURN(config.masq_all, OptionalBool(raw, "masqAll", false));
+  const bool has_mark_bit = raw.contains("markMasqBit") && !raw["markMasqBit"].is_null();
+  if (has_mark_bit) {
+    const auto bit = WholeNumber(raw["markMasqBit"]);
+    if (!bit || *bit < 0 || *bit > 31) {
+      return Invalid("MasqMarkBit must be between 0 and 31");
+    }
+    config.mark_masq_bit = static_cast<int>(*bit);
+  }
+  if (auto it = raw.find("externalSetMarkChain"); it != raw.end() && !it->is_null()) {
+    if (!it->is_string() || it->get<std::string>().empty()) {
+      return Invalid("\"externalSetMarkChain\" must be a non-empty string");
+    }
+    config.external_set_mark_chain = it->get<std::string>();
+    if (config.external_set_mark_chain.size() >= 29) {
+      return Invalid("\"externalSetMarkChain\" is longer than an iptables chain name (28)");
+    }
+    if (has_mark_bit) {
+      return Invalid("Cannot specify externalSetMarkChain and markMasqBit");
+    }
+  }
+  NG_ASSIGN_OR_RETURN(config.conditions_v4, OptionalStrings(raw, "conditionsV4"));
+  NG_ASSIGN_OR_RETURN(config.conditions_v6, OptionalStrings(raw, "conditionsV6"));
+  NG_RETURN_IF_ERROR(SelectBackend(raw, config));
+
+  // The conditions must be usable by the backend they belong to; checked here so a bad token
+  // is a config error before any kernel call, not a half-applied rule set.
+  for (const auto family : {net::Family::kV4, net::Family::kV6}) {
+    const auto& conditions = config.conditions(family);
+    const auto implied = BackendOfConditions(conditions);
+    const char* key = family == net::Family::kV4 ? "conditionsV4" : "conditionsV6";
+    if (implied == Backend::kIptables) {
+      auto parsed = ipt::ParseIptablesConditions(conditions, family);
+      if (!parsed.ok()) {
+        return Invalid(std::string(key) + ": " + parsed.error().msg);
+      }
+    } else if (implied == Backend::kNftables) {
+      if (Status s = nft::CheckNftConditions(conditions); !s.ok()) {
+        return Invalid(std::string(key) + ": " + s.error().msg);
+      }
+    }
+  }
+
+  if (invocation.purpose == Purpose::kGc) {
+    return config;
+  }
+  NG_ASSIGN_OR_RETURN(config.mappings, ParseMappings(conf.runtime_config));
+
+  const bool needs_prev =
+      invocation.purpose == Purpose::kAdd || invocation.purpose == Purpose::kCheck;
+  if (conf.prev_result) {
+    PickContainerAddresses(*conf.prev_result, invocation.ifname, config);
+  } else if (needs_prev && !config.mappings.empty()) {
+    return Invalid(invocation.purpose == Purpose::kAdd ? "must be called as chained plugin"
+                                                       : "Required prevResult missing");
+  }
+  // A hostIP only makes sense when the container has an address of its family; the reference
+  // silently ignored such mappings, which hid configuration mistakes.
+  if (invocation.purpose != Purpose::kDel && conf.prev_result) {
+    for (const auto& m : config.mappings) {
+      if (m.host_ip && !config.container(m.host_ip->family())) {
+        return Invalid("hostIP " + m.host_ip->ToString() + " is IPv" +
+                       (m.host_ip->is_v4() ? "4" : "6") +
+                       " but the container has no address of that family");
+      }
+    }
+    if (!config.mappings.empty() && !config.container_v4 && !config.container_v6 &&
+        invocation.purpose != Purpose::kValidate) {
+      return Invalid("prevResult has no IP address for interface " + invocation.ifname);
+    }
+  }
+  return config;
+}
+
+Status ValidateConfig(const cni::NetConf& conf) {
+  Invocation invocation{.container_id = "validate", .ifname = "", .purpose = Purpose::kValidate};
+  // Without an ifname, every prevResult address counts (the interface is not known yet).
+  auto config = ParseConfig(conf, invocation);
+  if (!config.ok()) {
+    return config.error();
+  }
+  return OkStatus();
+}
+
+}  // namespace nodegate::portmap

@@ -1,0 +1,105 @@
+#pragma once
+// File: plugins/portmap/config.h
+//
+// The portmap plugin's configuration: every key of the reference plugin (snat, masqAll,
+// markMasqBit, externalSetMarkChain, conditionsV4/V6, backend) plus the `portMappings`
+// capability, parsed, defaulted and validated in one pure step before any kernel call.
+//
+//   NG_ASSIGN_OR_RETURN(Config config, ParseConfig(args.conf, {.container_id = id, ...}));
+//
+// ValidateConfig() runs the same checks for tools (`nodegate conf validate`).
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/base/result.h"
+#include "lib/cni/conf.h"
+#include "lib/net/ip.h"
+
+namespace nodegate::portmap {
+
+enum class Protocol { kTcp, kUdp, kSctp };
+
+// "tcp", "udp", "sctp": the spelling iptables saves and nft accepts.
+std::string_view ProtocolName(Protocol protocol);
+// IANA protocol number (6, 17, 132).
+int ProtocolNumber(Protocol protocol);
+
+struct PortMapping {
+  int host_port = 0;
+  int container_port = 0;
+  Protocol protocol = Protocol::kTcp;
+  // As given; nullopt when absent or "". "0.0.0.0" and "::" keep their family (they limit the
+  // mapping to that family, as in the reference) but match every local address.
+  std::optional<net::IpAddress> host_ip;
+  bool operator==(const PortMapping&) const = default;
+
+  // A specific destination address (not absent, not 0.0.0.0 or ::).
+  bool has_specific_host_ip() const { return host_ip && !host_ip->IsZero(); }
+};
+
+enum class Backend { kIptables, kNftables };
+std::string_view BackendName(Backend backend);
+
+struct Config {
+  std::string network_name;
+  std::string container_id;
+  std::string ifname;
+
+  bool snat = true;
+  bool masq_all = false;
+  int mark_masq_bit = 13;
+  std::string external_set_mark_chain;  // empty: our CNI-HOSTPORT-SETMARK chain
+  std::vector<std::string> conditions_v4;
+  std::vector<std::string> conditions_v6;
+  // Requested or implied by backend-specific options; nullopt: detect on the node.
+  std::optional<Backend> backend;
+
+  std::vector<PortMapping> mappings;
+
+  // The container's addresses from prevResult (first IPv4 and first IPv6 of CNI_IFNAME),
+  // with the prefix length as given (10.88.0.2/16).
+  std::optional<net::IpPrefix> container_v4;
+  std::optional<net::IpPrefix> container_v6;
+
+  uint32_t mark() const { return 1u << mark_masq_bit; }
+  const std::optional<net::IpPrefix>& container(net::Family family) const {
+    return family == net::Family::kV4 ? container_v4 : container_v6;
+  }
+  const std::vector<std::string>& conditions(net::Family family) const {
+    return family == net::Family::kV4 ? conditions_v4 : conditions_v6;
+  }
+  // Mappings that apply to `family`: no host IP, or a host IP of that family.
+  std::vector<PortMapping> MappingsFor(net::Family family) const;
+};
+
+// What the verb needs from the config.
+enum class Purpose {
+  kAdd,       // prevResult required; hostIP family must match a container address
+  kCheck,     // as ADD
+  kDel,       // prevResult optional (container addresses may be unknown)
+  kGc,        // no container; mappings ignored
+  kValidate,  // config only: prevResult used when present
+};
+
+struct Invocation {
+  std::string container_id;
+  std::string ifname;
+  Purpose purpose = Purpose::kValidate;
+};
+
+// Parses and validates everything. Errors are code 7 (invalid config) with a message naming
+// the key, except a missing prevResult on ADD/CHECK (also 7).
+Result<Config> ParseConfig(const cni::NetConf& conf, const Invocation& invocation);
+
+// The validation the plugin runs on ADD, as a pure function for tools: the network config,
+// its runtimeConfig.portMappings and (when present) prevResult.
+Status ValidateConfig(const cni::NetConf& conf);
+
+// Which backend a conditions list implies: "-x"/"!" tokens are iptables syntax, anything else
+// nft syntax; an empty list implies none (the reference's rule).
+std::optional<Backend> BackendOfConditions(const std::vector<std::string>& conditions);
+
+}  // namespace nodegate::portmap

@@ -1,0 +1,344 @@
+// The nftables backend: one libnftables transaction per change, layout in nftables_rules.h.
+// The fast paths add or delete a fixed number of map elements and never list anything (in
+// nft 1.0.x a listing fetches every element of the table); listing is used only on the rare
+// paths: re-ADD, DEL whose mappings differ from the ADD's, CHECK, GC and the reference's
+// leftovers.
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "lib/netfilter/nft.h"
+#include "plugins/portmap/nftables_rules.h"
+#include "plugins/portmap/port_mapper.h"
+
+namespace nodegate::portmap {
+namespace {
+
+using netfilter::Nft;
+using netfilter::NftRun;
+using nft::Element;
+using nft::Script;
+using Json = nlohmann::json;
+
+std::string Qualified(const std::string& object) {
+  return std::string(nft::kFamily) + " " + nft::kTable + " " + object;
+}
+
+std::string JsonScalar(const Json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_number_integer()) return std::to_string(value.get<int64_t>());
+  return value.dump();
+}
+
+std::string JsonKey(const Json& value) {
+  if (value.is_object() && value.contains("concat")) {
+    std::string out;
+    for (const auto& part : value["concat"]) {
+      out += (out.empty() ? "" : " . ") + JsonScalar(part);
+    }
+    return out;
+  }
+  return JsonScalar(value);
+}
+
+struct ListedElement {
+  Element element;
+  std::string comment;
+};
+
+// Every element of the network's maps of `family` (all when nullopt). A missing table or map
+// is an empty list.
+Result<std::vector<ListedElement>> ListNetworkElements(Nft& nft, const std::string& network,
+                                                       std::optional<net::Family> family) {
+  const nft::NetworkNames names = nft::NamesFor(network);
+  std::vector<ListedElement> out;
+  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+    if (family && *family != f) continue;
+    for (const auto& map : {names.DnatAny(f), names.DnatIp(f)}) {
+      NftRun run = nft.Run("list map " + Qualified(map), {.json_output = true});
+      if (!run.ok()) {
+        if (run.HasErrno(ENOENT)) continue;
+        return run.ToError("nftables: list map " + map);
+      }
+      const Json doc = Json::parse(run.output(), nullptr, false);
+      if (doc.is_discarded() || !doc.contains("nftables")) {
+        return Error(kErrKernel, "nftables: unreadable listing of map " + map);
+      }
+      for (const auto& object : doc["nftables"]) {
+        if (!object.contains("map") || !object["map"].contains("elem")) continue;
+        for (const auto& pair : object["map"]["elem"]) {
+          if (!pair.is_array() || pair.size() != 2) continue;
+          ListedElement listed;
+          listed.element.family = f;
+          listed.element.map = map;
+          const Json& key = pair[0];
+          if (key.is_object() && key.contains("elem")) {
+            listed.element.key = JsonKey(key["elem"]["val"]);
+            if (key["elem"].contains("comment")) {
+              listed.comment = key["elem"]["comment"].get<std::string>();
+            }
+          } else {
+            listed.element.key = JsonKey(key);
+          }
+          listed.element.value = JsonKey(pair[1]);
+          out.push_back(std::move(listed));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// Deletes elements whose existence is known from a listing, with their ownership records and
+// the owner's markers. Records are added before being deleted so the script succeeds whether
+// or not they exist.
+void AppendForget(const std::string& owner, const std::vector<Element>& elements,
+                  const std::vector<net::Family>& markers, Script& s) {
+  auto forget_record = [&](const std::string& tag) {
+    const std::string elem = "{ \"" + owner + "\" . \"" + tag + "\" }";
+    s.Add("add element " + Qualified(nft::kOwnedSet) + " " + elem);
+    s.Add("delete element " + Qualified(nft::kOwnedSet) + " " + elem);
+  };
+  for (const auto f : markers) forget_record(nft::FamilyMarker(f));
+  for (const auto& e : elements) {
+    forget_record(e.Tag());
+    s.Add("delete element " + Qualified(e.map) + " { " + e.key + " }");
+  }
+}
+
+// The container's elements as listed: comment equals its ID.
+Result<std::vector<Element>> OwnedByListing(Nft& nft, const Config& config,
+                                            std::optional<net::Family> family) {
+  NG_ASSIGN_OR_RETURN(auto listed, ListNetworkElements(nft, config.network_name, family));
+  std::vector<Element> out;
+  const std::string comment = nft::ElementComment(config.container_id);
+  for (auto& l : listed) {
+    if (l.comment == comment) out.push_back(std::move(l.element));
+  }
+  return out;
+}
+
+Error Conflict(const Config& config, const NftRun& run, const std::vector<int>& element_lines) {
+  // Element lines are in ContainerElements order, v4 first then v6.
+  std::vector<Element> all = nft::ContainerElements(config, net::Family::kV4);
+  if (!config.container_v4) all.clear();
+  if (config.container_v6) {
+    auto v6 = nft::ContainerElements(config, net::Family::kV6);
+    all.insert(all.end(), v6.begin(), v6.end());
+  }
+  std::string which;
+  for (size_t i = 0; i < element_lines.size() && i < all.size(); ++i) {
+    if (run.HasErrno(EEXIST, element_lines[i])) {
+      which = all[i].key;
+      break;
+    }
+  }
+  return Error(kErrAddressInUse,
+               "nftables: host port " + which + " is already mapped to another container");
+}
+
+bool AnyLineHas(const NftRun& run, int error, const std::vector<int>& lines) {
+  for (int line : lines) {
+    if (run.HasErrno(error, line)) return true;
+  }
+  return false;
+}
+
+// The reference nftables backend's rules for this container ID (tables ip/ip6 cni_hostport,
+// comment = the bare ID). Deleted by handle in one transaction per family.
+Status RemoveReferenceLeftovers(Nft& nft, const std::string& container_id) {
+  for (const char* family : {"ip", "ip6"}) {
+    const std::string table = std::string(family) + " " + nft::kTable;
+    NftRun listing = nft.Run("list table " + table, {.json_output = true});
+    if (!listing.ok()) continue;  // absent: nothing was left there
+    const Json doc = Json::parse(listing.output(), nullptr, false);
+    if (doc.is_discarded() || !doc.contains("nftables")) continue;
+    Script s;
+    for (const auto& object : doc["nftables"]) {
+      if (!object.contains("rule")) continue;
+      const Json& rule = object["rule"];
+      const std::string chain = rule.value("chain", "");
+      bool reference_chain = false;
+      for (const char* c : nft::kReferenceChains) reference_chain |= chain == c;
+      if (!reference_chain || rule.value("comment", "") != container_id) continue;
+      s.Add("delete rule " + table + " " + chain + " handle " +
+            std::to_string(rule.value("handle", 0)));
+    }
+    if (s.lines() == 0) continue;
+    spdlog::info("nftables: removing {} rules of the reference plugin for {}", s.lines(),
+                 container_id);
+    NftRun run = nft.Run(s.text());
+    if (!run.ok()) return run.ToError("nftables: remove reference rules in " + table);
+  }
+  return OkStatus();
+}
+
+class NftablesMapper : public PortMapper {
+ public:
+  Status Forward(const Config& config) override {
+    NG_ASSIGN_OR_RETURN(Nft nft, Nft::Open());
+    Script fast;
+    const nft::AddLines lines = nft::AppendAdd(config, true, true, fast);
+    NftRun run = nft.Run(fast.text());
+    if (run.ok()) return OkStatus();
+
+    const bool readd = AnyLineHas(run, EEXIST, lines.markers);
+    const bool need_setup = run.HasErrno(ENOENT);
+    const bool conflict = AnyLineHas(run, EEXIST, lines.elements);
+    if (conflict && !readd) return Conflict(config, run, lines.elements);
+    if (!readd && !need_setup) return run.ToError("nftables: add mappings");
+
+    Script slow;
+    if (need_setup) {
+      spdlog::info("nftables: writing chains of network {}", config.network_name);
+      nft::AppendSetup(config, slow);
+    }
+    if (readd) {
+      // Re-ADD replaces: forget everything this owner has, then add the new mappings.
+      NG_ASSIGN_OR_RETURN(auto old, OwnedByListing(nft, config, std::nullopt));
+      AppendForget(nft::OwnerTag(config.network_name, config.container_id), old, {}, slow);
+    }
+    const nft::AddLines slow_lines = nft::AppendAdd(config, false, !readd, slow);
+    NftRun second = nft.Run(slow.text());
+    if (second.ok()) return OkStatus();
+    if (AnyLineHas(second, EEXIST, slow_lines.elements)) {
+      return Conflict(config, second, slow_lines.elements);
+    }
+    return second.ToError("nftables: add mappings");
+  }
+
+  Status Check(const Config& config) override {
+    NG_ASSIGN_OR_RETURN(Nft nft, Nft::Open());
+    const nft::NetworkNames names = nft::NamesFor(config.network_name);
+    const std::string owner = nft::OwnerTag(config.network_name, config.container_id);
+    // 1. Everything ADD created exists (a dry run of deleting it succeeds).
+    Script exists;
+    std::vector<std::string> what;  // per line
+    auto add = [&](const std::string& line, const std::string& description) {
+      exists.Add(line);
+      what.push_back(description);
+    };
+    char hash[16];
+    std::snprintf(hash, sizeof(hash), "0x%08x", nft::ConfigHash(config));
+    add("delete element " + Qualified(nft::kNetcfgSet) + " { \"" + names.prefix + "\" . " + hash +
+            " }",
+        "the chains of network " + config.network_name + " for this configuration");
+    Script values;
+    for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+      if (!config.container(f)) continue;
+      add("delete element " + Qualified(nft::kOwnedSet) + " { \"" + owner + "\" . \"" +
+              nft::FamilyMarker(f) + "\" }",
+          "the ownership marker of the container");
+      for (const auto& e : nft::ContainerElements(config, f)) {
+        add("delete element " + Qualified(e.map) + " { " + e.key + " }",
+            "element " + e.key + " in map " + e.map);
+        add("delete element " + Qualified(nft::kOwnedSet) + " { \"" + owner + "\" . \"" + e.Tag() +
+                "\" }",
+            "the ownership record of " + e.key);
+        values.Add("add element " + Qualified(e.map) + " { " + e.key + " : " + e.value + " }");
+      }
+      if (config.snat && !config.masq_all) {
+        add("delete element " + Qualified(names.Hairpin(f)) + " { " +
+                config.container(f)->Masked().ToString() + " }",
+            "hairpin source " + config.container(f)->Masked().ToString());
+      }
+    }
+    NftRun run = nft.Run(exists.text(), {.dry_run = true});
+    if (!run.ok()) {
+      for (const auto& e : run.errors()) {
+        if (e.line >= 1 && static_cast<size_t>(e.line) <= what.size()) {
+          return Error(kErrCheckFailed, "nftables: missing " + what[e.line - 1]);
+        }
+      }
+      return Error(kErrCheckFailed, "nftables: " + run.ToError("check").msg);
+    }
+    // 2. Each element maps to this container (adding the same value again is a no-op).
+    if (values.lines() > 0) {
+      NftRun same = nft.Run(values.text(), {.dry_run = true});
+      if (!same.ok()) {
+        return Error(kErrCheckFailed,
+                     "nftables: a host port maps elsewhere: " + same.ToError("check").msg);
+      }
+    }
+    // 3. The network's chains hold their rules.
+    const std::vector<std::pair<std::string, size_t>> chains = {
+        {names.Prerouting(), 1},
+        {names.Output(), 1},
+        {names.Hostports(), nft::HostportsRules(config).size()},
+        {names.Masquerade(), config.snat ? 1 : 0}};
+    for (const auto& [chain, expected] : chains) {
+      NftRun listing = nft.Run("list chain " + Qualified(chain), {.json_output = true});
+      if (!listing.ok()) return Error(kErrCheckFailed, "nftables: chain " + chain + " not found");
+      const Json doc = Json::parse(listing.output(), nullptr, false);
+      size_t rules = 0;
+      if (!doc.is_discarded() && doc.contains("nftables")) {
+        for (const auto& object : doc["nftables"]) rules += object.contains("rule") ? 1 : 0;
+      }
+      if (rules != expected) {
+        return Error(kErrCheckFailed, "nftables: chain " + chain + " has " + std::to_string(rules) +
+                                          " rules, expected " + std::to_string(expected));
+      }
+    }
+    return OkStatus();
+  }
+
+  Status Unforward(const Config& config) override {
+    NG_ASSIGN_OR_RETURN(Nft nft, Nft::Open());
+    const std::string owner = nft::OwnerTag(config.network_name, config.container_id);
+    for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+      Script s;
+      const int marker = nft::AppendDelete(owner, nft::ContainerElements(config, f), f, s);
+      NftRun run = nft.Run(s.text());
+      if (run.ok() || run.HasErrno(ENOENT, marker)) continue;
+      // The owner has mappings, but not exactly these (DEL without the ADD's portMappings):
+      // find them by listing.
+      spdlog::info("nftables: DEL of {} falls back to listing", config.container_id);
+      NG_ASSIGN_OR_RETURN(auto owned, OwnedByListing(nft, config, f));
+      Script forget;
+      AppendForget(owner, owned, {f}, forget);
+      NftRun second = nft.Run(forget.text());
+      if (!second.ok()) return second.ToError("nftables: delete mappings");
+    }
+    return RemoveReferenceLeftovers(nft, config.container_id);
+  }
+
+  Status Gc(const std::string& network_name, const std::set<std::string>& valid) override {
+    NG_ASSIGN_OR_RETURN(Nft nft, Nft::Open());
+    NG_ASSIGN_OR_RETURN(auto listed, ListNetworkElements(nft, network_name, std::nullopt));
+    std::map<std::string, std::vector<Element>> stale;  // container ID -> elements
+    for (auto& l : listed) {
+      bool keep = false;
+      for (const auto& id : valid) keep |= nft::ElementComment(id) == l.comment;
+      if (!keep) stale[l.comment].push_back(std::move(l.element));
+    }
+    if (stale.empty()) return OkStatus();
+    Script s;
+    for (const auto& [id, elements] : stale) {
+      spdlog::info("gc: removing nftables mappings of container {}", id);
+      AppendForget(nft::OwnerTag(network_name, id), elements, {net::Family::kV4, net::Family::kV6},
+                   s);
+    }
+    NftRun run = nft.Run(s.text());
+    if (!run.ok()) return run.ToError("nftables: gc");
+    return OkStatus();
+  }
+
+  Status Usable() override {
+    auto nft = Nft::Open();
+    if (!nft.ok()) return Error(kErrPluginNotAvailable, nft.error().msg);
+    NftRun run =
+        nft->Run("add table " + std::string(nft::kFamily) + " " + nft::kTable, {.dry_run = true});
+    if (!run.ok()) {
+      return Error(kErrPluginNotAvailable, "nftables is not usable: " + run.ToError("probe").msg);
+    }
+    return OkStatus();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<PortMapper> MakeNftablesMapper() { return std::make_unique<NftablesMapper>(); }
+
+}  // namespace nodegate::portmap

@@ -1,0 +1,151 @@
+#include "plugins/portmap/plugin.h"
+
+#include <netinet/in.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+
+#include "lib/cni/version.h"
+#include "lib/conntrack/conntrack.h"
+#include "plugins/portmap/localnet.h"
+
+namespace nodegate::portmap {
+namespace {
+
+std::unique_ptr<PortMapper> Make(Backend backend) {
+  return backend == Backend::kIptables ? MakeIptablesMapper() : MakeNftablesMapper();
+}
+
+// Stale UDP conntrack entries would keep sending a host port's traffic to the old target.
+// Failures are logged, not fatal (as in the reference).
+void FlushUdpConntrack(const Config& config, bool only_known_families) {
+  for (const auto family : {net::Family::kV4, net::Family::kV6}) {
+    if (only_known_families && !config.container(family)) continue;
+    std::vector<uint16_t> ports;
+    for (const auto& m : config.MappingsFor(family)) {
+      if (m.protocol == Protocol::kUdp) ports.push_back(static_cast<uint16_t>(m.host_port));
+    }
+    if (ports.empty()) continue;
+    auto deleted = conntrack::DeleteByDestinationPort(
+        family == net::Family::kV4 ? AF_INET : AF_INET6, IPPROTO_UDP, ports);
+    if (!deleted.ok()) {
+      spdlog::warn("portmap: UDP conntrack flush failed: {}", deleted.error().msg);
+    } else if (*deleted > 0) {
+      spdlog::info("portmap: deleted {} UDP conntrack entries", *deleted);
+    }
+  }
+}
+
+// When an operation fails, say so plainly if the backend itself is the problem.
+Status Explain(Status status, PortMapper& mapper, const Config& config) {
+  if (status.ok() || status.error().code != kErrKernel) return status;
+  if (Status usable = mapper.Usable(); !usable.ok()) {
+    const std::string name(config.backend ? BackendName(*config.backend) : "auto-detected");
+    return Error(kErrKernel, name + " backend is not usable: " + usable.error().msg);
+  }
+  return status;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<PortMapper>> SelectMapper(const Config& config) {
+  if (config.backend) return Make(*config.backend);
+  auto iptables = MakeIptablesMapper();
+  Status ipt = iptables->Usable();
+  if (ipt.ok()) return iptables;
+  auto nftables = MakeNftablesMapper();
+  Status nft = nftables->Usable();
+  if (nft.ok()) return nftables;
+  return Error(kErrKernel, "neither iptables nor nftables is usable: " + ipt.error().msg + "; " +
+                               nft.error().msg);
+}
+
+Result<cni::CniResult> CmdAdd(const cni::CmdArgs& args) {
+  NG_ASSIGN_OR_RETURN(Config config, ParseConfig(args.conf, {.container_id = args.container_id,
+                                                             .ifname = args.ifname,
+                                                             .purpose = Purpose::kAdd}));
+  if (!args.conf.prev_result) {
+    return Error(kErrInvalidConfig, "must be called as chained plugin");
+  }
+  cni::CniResult result = *args.conf.prev_result;
+  if (config.mappings.empty()) return result;
+
+  NG_ASSIGN_OR_RETURN(auto mapper, SelectMapper(config));
+  NG_RETURN_IF_ERROR(Explain(mapper->Forward(config), *mapper, config));
+  FlushUdpConntrack(config, /*only_known_families=*/true);
+  if (config.snat && config.container_v4) {
+    if (Status s = EnableRouteLocalnet(config.container_v4->address()); !s.ok()) {
+      spdlog::warn("portmap: route_localnet not set: {}", s.error().msg);
+    }
+  }
+  return result;
+}
+
+Status CmdDel(const cni::CmdArgs& args) {
+  NG_ASSIGN_OR_RETURN(Config config, ParseConfig(args.conf, {.container_id = args.container_id,
+                                                             .ifname = args.ifname,
+                                                             .purpose = Purpose::kDel}));
+  NG_ASSIGN_OR_RETURN(auto mapper, SelectMapper(config));
+  NG_RETURN_IF_ERROR(Explain(mapper->Unforward(config), *mapper, config));
+  FlushUdpConntrack(config, /*only_known_families=*/false);
+  return OkStatus();
+}
+
+Status CmdCheck(const cni::CmdArgs& args) {
+  NG_ASSIGN_OR_RETURN(Config config, ParseConfig(args.conf, {.container_id = args.container_id,
+                                                             .ifname = args.ifname,
+                                                             .purpose = Purpose::kCheck}));
+  if (!args.conf.prev_result) {
+    return Error(kErrInvalidConfig, "Required prevResult missing");
+  }
+  if (config.mappings.empty()) return OkStatus();
+  NG_ASSIGN_OR_RETURN(auto mapper, SelectMapper(config));
+  return mapper->Check(config);
+}
+
+Status CmdGc(const cni::CmdArgs& args) {
+  NG_ASSIGN_OR_RETURN(
+      Config config,
+      ParseConfig(args.conf, {.container_id = "", .ifname = "", .purpose = Purpose::kGc}));
+  NG_ASSIGN_OR_RETURN(auto attachments, cni::ParseValidAttachments(args.conf.raw));
+  std::set<std::string> valid;
+  for (const auto& a : attachments) valid.insert(a.container_id);
+  // Mappings may have been made by either backend (the config can have changed since).
+  std::string errors;
+  for (const auto backend : {Backend::kIptables, Backend::kNftables}) {
+    if (config.backend && *config.backend != backend) continue;
+    auto mapper = Make(backend);
+    if (!mapper->Usable().ok()) continue;
+    if (Status s = mapper->Gc(config.network_name, valid); !s.ok()) {
+      errors += (errors.empty() ? "" : "; ") + s.error().msg;
+    }
+  }
+  if (!errors.empty()) return Error(kErrKernel, errors);
+  return OkStatus();
+}
+
+Status CmdStatus(const cni::CmdArgs& args) {
+  NG_ASSIGN_OR_RETURN(
+      Config config,
+      ParseConfig(args.conf, {.container_id = "", .ifname = "", .purpose = Purpose::kGc}));
+  if (config.backend) {
+    return Make(*config.backend)->Usable();
+  }
+  auto mapper = SelectMapper(config);
+  if (!mapper.ok()) return Error(kErrPluginNotAvailable, mapper.error().msg);
+  return OkStatus();
+}
+
+cni::Plugin MakePlugin() {
+  cni::Plugin plugin;
+  plugin.name = "portmap";
+  plugin.about = "CNI portmap plugin (nodegate)";
+  plugin.supported_versions = cni::AllVersions();
+  plugin.add = CmdAdd;
+  plugin.del = CmdDel;
+  plugin.check = CmdCheck;
+  plugin.gc = CmdGc;
+  plugin.status = CmdStatus;
+  return plugin;
+}
+
+}  // namespace nodegate::portmap
