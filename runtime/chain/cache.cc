@@ -1,0 +1,240 @@
+#include "runtime/chain/cache.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "lib/sys/atomic_file.h"
+
+namespace nodegate::runtime {
+namespace {
+
+constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+int DecodeChar(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+Status MakeDirs(const std::string& path, mode_t mode) {
+  std::string partial;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    partial = path.substr(0, pos);
+    if (partial.empty()) {
+      continue;
+    }
+    if (::mkdir(partial.c_str(), mode) != 0 && errno != EEXIST) {
+      return Error(kErrIo, "mkdir " + partial + ": " + std::strerror(errno));
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+std::string Base64Encode(std::string_view data) {
+  std::string out;
+  out.reserve((data.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < data.size(); i += 3) {
+    const uint32_t n = (static_cast<uint8_t>(data[i]) << 16) |
+                       (static_cast<uint8_t>(data[i + 1]) << 8) | static_cast<uint8_t>(data[i + 2]);
+    out += kAlphabet[(n >> 18) & 63];
+    out += kAlphabet[(n >> 12) & 63];
+    out += kAlphabet[(n >> 6) & 63];
+    out += kAlphabet[n & 63];
+  }
+  if (i + 1 == data.size()) {
+    const uint32_t n = static_cast<uint8_t>(data[i]) << 16;
+    out += kAlphabet[(n >> 18) & 63];
+    out += kAlphabet[(n >> 12) & 63];
+    out += "==";
+  } else if (i + 2 == data.size()) {
+    const uint32_t n =
+        (static_cast<uint8_t>(data[i]) << 16) | (static_cast<uint8_t>(data[i + 1]) << 8);
+    out += kAlphabet[(n >> 18) & 63];
+    out += kAlphabet[(n >> 12) & 63];
+    out += kAlphabet[(n >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+std::optional<std::string> Base64Decode(std::string_view text) {
+  if (text.size() % 4 != 0) {
+    return std::nullopt;
+  }
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  for (size_t i = 0; i < text.size(); i += 4) {
+    int v[4];
+    int pad = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char c = text[i + k];
+      if (c == '=' && i + 4 == text.size() && k >= 2) {
+        v[k] = 0;
+        ++pad;
+        continue;
+      }
+      if (pad > 0) {
+        return std::nullopt;  // data after padding
+      }
+      v[k] = DecodeChar(c);
+      if (v[k] < 0) {
+        return std::nullopt;
+      }
+    }
+    const uint32_t n = (v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3];
+    out += static_cast<char>((n >> 16) & 0xff);
+    if (pad < 2) out += static_cast<char>((n >> 8) & 0xff);
+    if (pad < 1) out += static_cast<char>(n & 0xff);
+  }
+  return out;
+}
+
+Result<std::string> CacheFilePath(const std::string& cache_dir, const std::string& network,
+                                  const std::string& container_id, const std::string& ifname) {
+  if (network.empty() || container_id.empty() || ifname.empty()) {
+    return Error(kErrInvalidConfig, "cache file path requires network name (\"" + network +
+                                        "\"), container ID (\"" + container_id +
+                                        "\"), and interface name (\"" + ifname + "\")");
+  }
+  return cache_dir + "/results/" + network + "-" + container_id + "-" + ifname;
+}
+
+std::string EncodeCacheEntry(const CachedAttachment& e) {
+  cni::OrderedJson j;
+  j["kind"] = kCacheKindV1;
+  j["containerId"] = e.container_id;
+  j["config"] = Base64Encode(e.config);
+  j["ifName"] = e.ifname;
+  j["networkName"] = e.network_name;
+  if (!e.netns.empty()) {
+    j["netns"] = e.netns;
+  }
+  if (!e.cni_args.empty()) {
+    cni::OrderedJson args = cni::OrderedJson::array();
+    for (const auto& [k, v] : e.cni_args) {
+      args.push_back({k, v});
+    }
+    j["cniArgs"] = std::move(args);
+  }
+  if (e.capability_args.is_object() && !e.capability_args.empty()) {
+    j["capabilityArgs"] = cni::OrderedJson::parse(e.capability_args.dump());
+  }
+  if (e.result.is_object() && !e.result.empty()) {
+    j["result"] = cni::OrderedJson::parse(e.result.dump());
+  }
+  return j.dump();
+}
+
+Result<CachedAttachment> DecodeCacheEntry(std::string_view bytes) {
+  cni::Json j = cni::Json::parse(bytes, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Error(kErrDecode, "cache entry is not a JSON object");
+  }
+  if (j.value("kind", "") != kCacheKindV1) {
+    return Error(kErrDecode, "cache entry has wrong kind: " + j.value("kind", std::string()));
+  }
+  CachedAttachment e;
+  auto str = [&](const char* key) -> std::string {
+    auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  e.container_id = str("containerId");
+  e.ifname = str("ifName");
+  e.network_name = str("networkName");
+  e.netns = str("netns");
+  if (auto config = Base64Decode(str("config"))) {
+    e.config = *config;
+  } else {
+    return Error(kErrDecode, "cache entry: \"config\" is not base64");
+  }
+  if (auto it = j.find("cniArgs"); it != j.end() && it->is_array()) {
+    for (const auto& pair : *it) {
+      if (pair.is_array() && pair.size() == 2 && pair[0].is_string() && pair[1].is_string()) {
+        e.cni_args.emplace_back(pair[0].get<std::string>(), pair[1].get<std::string>());
+      }
+    }
+  }
+  if (auto it = j.find("capabilityArgs"); it != j.end() && it->is_object()) {
+    e.capability_args = *it;
+  }
+  if (auto it = j.find("result"); it != j.end() && it->is_object()) {
+    e.result = *it;
+  }
+  return e;
+}
+
+Status WriteCacheEntry(const std::string& cache_dir, const CachedAttachment& entry) {
+  NG_ASSIGN_OR_RETURN(std::string path, CacheFilePath(cache_dir, entry.network_name,
+                                                      entry.container_id, entry.ifname));
+  NG_RETURN_IF_ERROR(MakeDirs(cache_dir + "/results", 0700));
+  return sys::WriteFileAtomic(path, EncodeCacheEntry(entry), 0600);
+}
+
+Result<std::optional<CachedAttachment>> ReadCacheEntry(const std::string& cache_dir,
+                                                       const std::string& network,
+                                                       const std::string& container_id,
+                                                       const std::string& ifname) {
+  NG_ASSIGN_OR_RETURN(std::string path, CacheFilePath(cache_dir, network, container_id, ifname));
+  if (::access(path.c_str(), F_OK) != 0) {
+    return std::optional<CachedAttachment>();
+  }
+  NG_ASSIGN_OR_RETURN(std::string bytes, sys::ReadFile(path));
+  auto entry = DecodeCacheEntry(bytes);
+  if (!entry.ok()) {
+    return entry.error().WithContext(path);
+  }
+  return std::optional<CachedAttachment>(std::move(entry).value());
+}
+
+Status DeleteCacheEntry(const std::string& cache_dir, const std::string& network,
+                        const std::string& container_id, const std::string& ifname) {
+  NG_ASSIGN_OR_RETURN(std::string path, CacheFilePath(cache_dir, network, container_id, ifname));
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return Error(kErrIo, "remove " + path + ": " + std::strerror(errno));
+  }
+  return OkStatus();
+}
+
+std::vector<CachedAttachment> ListCachedAttachments(const std::string& cache_dir) {
+  std::vector<CachedAttachment> out;
+  const std::string dir = cache_dir + "/results";
+  std::vector<std::string> names;
+  if (auto* d = ::opendir(dir.c_str())) {
+    while (const dirent* entry = ::readdir(d)) {
+      const std::string name = entry->d_name;
+      if (name == "." || name == ".." || name.rfind(sys::kTempPrefix, 0) == 0) {
+        continue;
+      }
+      names.push_back(name);
+    }
+    ::closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  for (const auto& name : names) {
+    auto bytes = sys::ReadFile(dir + "/" + name);
+    if (!bytes.ok()) {
+      continue;
+    }
+    auto entry = DecodeCacheEntry(*bytes);
+    if (!entry.ok() || entry->ifname.empty() || entry->network_name.empty()) {
+      continue;
+    }
+    out.push_back(std::move(entry).value());
+  }
+  return out;
+}
+
+}  // namespace nodegate::runtime

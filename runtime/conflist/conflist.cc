@@ -1,0 +1,255 @@
+#include "runtime/conflist/conflist.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "lib/cni/version.h"
+#include "lib/sys/atomic_file.h"
+
+namespace nodegate::runtime {
+namespace {
+
+Error ConfigError(const std::string& msg) { return Error(kErrInvalidConfig, msg); }
+
+// libcni accepts booleans and the strings "true"/"false" (any case) for list-level flags.
+Result<bool> ReadBool(const Json& list, const char* key) {
+  auto it = list.find(key);
+  if (it == list.end()) {
+    return false;
+  }
+  if (it->is_boolean()) {
+    return it->get<bool>();
+  }
+  if (it->is_string()) {
+    std::string s = it->get<std::string>();
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (s == "true") {
+      return true;
+    }
+    if (s == "false") {
+      return false;
+    }
+    return ConfigError("error parsing configuration list: invalid value \"" + s + "\" for " + key);
+  }
+  return ConfigError(std::string("error parsing configuration list: invalid type for ") + key);
+}
+
+// The highest entry of "cniVersions" (and "cniVersion") that is not above our spec version.
+Result<std::string> EffectiveVersion(const Json& list, std::string version) {
+  auto it = list.find("cniVersions");
+  if (it == list.end()) {
+    return version;
+  }
+  if (!it->is_array()) {
+    return ConfigError("error parsing configuration list: invalid type for cniVersions");
+  }
+  std::vector<std::string> candidates;
+  const auto current = *cni::ParseVersion(kRuntimeSpecVersion);
+  for (size_t i = 0; i < it->size(); ++i) {
+    const Json& v = (*it)[i];
+    if (!v.is_string()) {
+      return ConfigError("error parsing configuration list: invalid type for cniVersions index " +
+                         std::to_string(i));
+    }
+    auto parsed = cni::ParseVersion(v.get<std::string>());
+    if (!parsed.ok()) {
+      return ConfigError("error parsing configuration list: invalid cniVersions entry " +
+                         v.get<std::string>() + " at index " + std::to_string(i));
+    }
+    if (*parsed <= current) {
+      candidates.push_back(v.get<std::string>());
+    }
+  }
+  if (!version.empty()) {
+    auto parsed = cni::ParseVersion(version);
+    if (!parsed.ok()) {
+      return ConfigError("error parsing configuration list: invalid cniVersion " + version);
+    }
+    if (*parsed <= current) {
+      candidates.push_back(version);
+    }
+  }
+  // The highest candidate wins; with no candidate the "cniVersion" stays as written.
+  std::string best;
+  for (const auto& c : candidates) {
+    if (best.empty() || cni::VersionAtLeast(c, best)) {
+      best = c;
+    }
+  }
+  return best.empty() ? version : best;
+}
+
+Result<PluginConfig> ParsePlugin(const Json& raw, const std::string& where) {
+  if (!raw.is_object()) {
+    return ConfigError(where + ": must be a JSON object");
+  }
+  PluginConfig plugin;
+  plugin.raw = raw;
+  auto type = raw.find("type");
+  if (type == raw.end() || !type->is_string() || type->get<std::string>().empty()) {
+    return ConfigError(where + ": missing 'type'");
+  }
+  plugin.type = type->get<std::string>();
+  if (auto caps = raw.find("capabilities"); caps != raw.end() && !caps->is_null()) {
+    if (!caps->is_object()) {
+      return ConfigError(where + ": 'capabilities' must be an object of booleans");
+    }
+    for (const auto& [name, enabled] : caps->items()) {
+      if (!enabled.is_boolean()) {
+        return ConfigError(where + ": capability \"" + name + "\" must be true or false");
+      }
+      plugin.capabilities[name] = enabled.get<bool>();
+    }
+  }
+  return plugin;
+}
+
+Result<Json> ParseObject(std::string_view bytes, const char* what) {
+  Json raw = Json::parse(bytes, nullptr, false);
+  if (raw.is_discarded()) {
+    return ConfigError(std::string("error parsing ") + what + ": invalid JSON");
+  }
+  if (!raw.is_object()) {
+    return ConfigError(std::string("error parsing ") + what + ": expected a JSON object");
+  }
+  return raw;
+}
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+}  // namespace
+
+Result<NetworkConfigList> ParseConfList(std::string_view bytes) {
+  NG_ASSIGN_OR_RETURN(Json raw, ParseObject(bytes, "configuration list"));
+  NetworkConfigList list;
+  list.bytes = std::string(bytes);
+  auto name = raw.find("name");
+  if (name == raw.end()) {
+    return ConfigError("error parsing configuration list: no name");
+  }
+  if (!name->is_string()) {
+    return ConfigError("error parsing configuration list: invalid name type");
+  }
+  list.name = name->get<std::string>();
+  if (auto v = raw.find("cniVersion"); v != raw.end()) {
+    if (!v->is_string()) {
+      return ConfigError("error parsing configuration list: invalid cniVersion type");
+    }
+    list.cni_version = v->get<std::string>();
+  }
+  NG_ASSIGN_OR_RETURN(list.cni_version, EffectiveVersion(raw, list.cni_version));
+  NG_ASSIGN_OR_RETURN(list.disable_check, ReadBool(raw, "disableCheck"));
+  NG_ASSIGN_OR_RETURN(list.disable_gc, ReadBool(raw, "disableGC"));
+  auto plugins = raw.find("plugins");
+  if (plugins == raw.end()) {
+    return ConfigError("error parsing configuration list: no 'plugins' key");
+  }
+  if (!plugins->is_array()) {
+    return ConfigError("error parsing configuration list: invalid 'plugins' type");
+  }
+  if (plugins->empty()) {
+    return ConfigError("error parsing configuration list: no plugins in list");
+  }
+  for (size_t i = 0; i < plugins->size(); ++i) {
+    NG_ASSIGN_OR_RETURN(PluginConfig plugin,
+                        ParsePlugin((*plugins)[i], "plugin " + std::to_string(i)));
+    list.plugins.push_back(std::move(plugin));
+  }
+  return list;
+}
+
+Result<NetworkConfigList> ParseSingleConf(std::string_view bytes) {
+  NG_ASSIGN_OR_RETURN(Json raw, ParseObject(bytes, "configuration"));
+  NG_ASSIGN_OR_RETURN(PluginConfig plugin, ParsePlugin(raw, "error parsing configuration"));
+  std::string name, version;
+  if (auto it = raw.find("name"); it != raw.end() && it->is_string()) {
+    name = it->get<std::string>();
+  }
+  if (auto it = raw.find("cniVersion"); it != raw.end() && it->is_string()) {
+    version = it->get<std::string>();
+  }
+  // nlohmann::json keeps object keys sorted, which is also Go's map marshalling order.
+  Json upconverted = {{"cniVersion", version}, {"name", name}, {"plugins", Json::array({raw})}};
+  NG_ASSIGN_OR_RETURN(NetworkConfigList list, ParseConfList(upconverted.dump()));
+  list.upconverted = true;
+  return list;
+}
+
+Result<NetworkConfigList> LoadConfFile(const std::string& path) {
+  NG_ASSIGN_OR_RETURN(std::string bytes, sys::ReadFile(path));
+  auto list = EndsWith(path, ".conflist") ? ParseConfList(bytes) : ParseSingleConf(bytes);
+  if (!list.ok()) {
+    return list.error().WithContext(path);
+  }
+  list->source = path;
+  return list;
+}
+
+Result<std::vector<std::string>> ConfFiles(const std::string& dir,
+                                           const std::vector<std::string>& extensions) {
+  std::vector<std::string> files;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) {
+    if (errno == ENOENT) {
+      return files;
+    }
+    return Error(kErrIo, "cannot read folder " + dir + ": " + std::strerror(errno));
+  }
+  while (const dirent* entry = ::readdir(d)) {
+    const std::string name = entry->d_name;
+    const std::string full = dir + "/" + name;
+    struct stat st {};
+    if (::stat(full.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) {
+      continue;
+    }
+    const auto dot = name.rfind('.');
+    if (dot == std::string::npos) {
+      continue;
+    }
+    const std::string ext = name.substr(dot);
+    if (std::find(extensions.begin(), extensions.end(), ext) != extensions.end()) {
+      files.push_back(full);
+    }
+  }
+  ::closedir(d);
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+Result<std::vector<std::string>> ConfFilesInLoadOrder(const std::string& dir) {
+  NG_ASSIGN_OR_RETURN(auto lists, ConfFiles(dir, {".conflist"}));
+  NG_ASSIGN_OR_RETURN(auto singles, ConfFiles(dir, {".conf", ".json"}));
+  lists.insert(lists.end(), singles.begin(), singles.end());
+  return lists;
+}
+
+Result<NetworkConfigList> LoadNetwork(const std::string& dir, const std::string& name) {
+  NG_ASSIGN_OR_RETURN(auto files, ConfFilesInLoadOrder(dir));
+  if (files.empty()) {
+    return Error(kErrInvalidConfig, "no net configurations found in " + dir);
+  }
+  for (const auto& file : files) {
+    NG_ASSIGN_OR_RETURN(NetworkConfigList list, LoadConfFile(file));
+    if (list.name == name) {
+      return list;
+    }
+  }
+  return Error(kErrInvalidConfig, "no net configuration with name \"" + name + "\" in " + dir);
+}
+
+std::string PluginDescription(const PluginConfig& plugin) {
+  std::string out = "type=\"" + plugin.type + "\"";
+  if (auto it = plugin.raw.find("name");
+      it != plugin.raw.end() && it->is_string() && !it->get<std::string>().empty()) {
+    out += " name=\"" + it->get<std::string>() + "\"";
+  }
+  return out;
+}
+
+}  // namespace nodegate::runtime
