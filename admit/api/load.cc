@@ -1,5 +1,6 @@
 #include "admit/api/load.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -299,6 +300,8 @@ Result<std::vector<Document>> ParseDocuments(std::string_view text, std::string_
     }
   } catch (const YamlLimitExceeded& e) {
     return Error{label + ": " + e.message};
+  } catch (const YAML::DeepRecursion& e) {
+    return Error{label + ": YAML nesting too deep (line " + std::to_string(e.mark.line + 1) + ")"};
   } catch (const YAML::Exception& e) {
     return Error{label + ": invalid YAML: " + e.what()};
   } catch (const std::exception& e) {

@@ -46,7 +46,7 @@ void AddCommonFlags(CLI::App& app, CommonFlags& f) {
   app.add_option("--pods", f.pods_files,
                  "pods already on the node: Pod, PodList, List, JSON array or multi-document "
                  "YAML (repeatable)")
-      ->take_last();
+      ->allow_extra_args(false);  // one file per --pods, so POD_FILEs are never swallowed
   app.add_option("-o,--output", f.output, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
@@ -149,7 +149,8 @@ int RunAdmitCli(int argc, char** argv) {
   app.add_option("--manifests", flags.manifests_dir,
                  "a static-pod folder: every manifest counts as a pod on the node");
   app.add_option("POD_FILE", pod_files, "candidate pods, checked in order ('-' reads stdin)")
-      ->required();
+      ->required()
+      ->allow_extra_args(true);
   if (auto code = ParseFlags(app, argc, argv)) {
     return *code;
   }

@@ -1,1 +1,469 @@
+// CLI tests of `nodegate admit` and `nodegate guard`: they run the built binary
+// ($NODEGATE_BIN_DIR/nodegate) on the fixtures in tests/admit/testdata, conf/manifests and
+// conf/candidates, and check exit codes, the JSON contract and the explanations.
+
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? "" : v;
+}
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteFile(const fs::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    bin_ = Env("NODEGATE_BIN_DIR") + "/nodegate";
+    src_ = Env("NODEGATE_SOURCE_DIR");
+    ASSERT_FALSE(src_.empty()) << "NODEGATE_SOURCE_DIR is not set (run through ctest)";
+    ASSERT_TRUE(fs::exists(bin_)) << bin_;
+    tmp_ = fs::temp_directory_path() /
+           ("admit-cli-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(tmp_);
+    fs::create_directories(tmp_);
+  }
+  void TearDown() override { fs::remove_all(tmp_); }
+
+  std::string Data(const std::string& rel) const {
+    return (fs::path(src_) / "tests/admit/testdata" / rel).string();
+  }
+  std::string Src(const std::string& rel) const { return (fs::path(src_) / rel).string(); }
+
+  // Run: nodegate ARGS..., stdin from `input`, stdout and stderr captured through files.
+  RunResult Run(const std::vector<std::string>& args, const std::string& input = "") {
+    const fs::path in = tmp_ / ".stdin", out = tmp_ / ".stdout", err = tmp_ / ".stderr";
+    WriteFile(in, input);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      int fd_in = ::open(in.c_str(), O_RDONLY);
+      int fd_out = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      int fd_err = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      ::dup2(fd_in, 0);
+      ::dup2(fd_out, 1);
+      ::dup2(fd_err, 2);
+      std::vector<char*> argv;
+      argv.push_back(const_cast<char*>(bin_.c_str()));
+      for (const std::string& a : args) {
+        argv.push_back(const_cast<char*>(a.c_str()));
+      }
+      argv.push_back(nullptr);
+      ::execv(bin_.c_str(), argv.data());
+      ::_exit(127);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    RunResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = ReadFile(out);
+    r.err = ReadFile(err);
+    fs::remove(in);
+    fs::remove(out);
+    fs::remove(err);
+    return r;
+  }
+
+  // Json: run with -o json and parse stdout.
+  json RunJson(std::vector<std::string> args, int want_exit, const std::string& input = "") {
+    args.insert(args.begin() + 1, {"-o", "json"});
+    RunResult r = Run(args, input);
+    EXPECT_EQ(r.exit_code, want_exit) << r.out << r.err;
+    json j = json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.out;
+    return j;
+  }
+
+  // Snapshot: name -> contents of every file in a folder (hidden ones included).
+  static std::map<std::string, std::string> Snapshot(const fs::path& dir) {
+    std::map<std::string, std::string> out;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      out[e.path().filename().string()] = ReadFile(e.path());
+    }
+    return out;
+  }
+
+  fs::path CopyManifests() {
+    const fs::path dir = tmp_ / "manifests";
+    fs::create_directories(dir);
+    for (const auto& e : fs::directory_iterator(Src("conf/manifests"))) {
+      fs::copy_file(e.path(), dir / e.path().filename());
+    }
+    return dir;
+  }
+
+  std::string bin_;
+  std::string src_;
+  fs::path tmp_;
+};
+
+// The seed scenario: a hostNetwork DNS pod (53/udp, 53/tcp, 9153, 8080) is rejected on a node
+// where a static pod declares hostPort 8080, and the explanation names that pod, although
+// nothing listens on the port.
+TEST_F(CliTest, SeedScenarioSchedulerProfile) {
+  json j = RunJson({"admit", "--node", Data("node.yaml"), "--manifests", Src("conf/manifests"),
+                    Src("conf/candidates/coredns-hostnetwork.yaml")},
+                   1);
+  EXPECT_EQ(j["node"], "worker-1");
+  EXPECT_EQ(j["profile"], "scheduler");
+  EXPECT_EQ(j["admitted"], false);
+  ASSERT_EQ(j["pods"].size(), 1u);
+  const json& pod = j["pods"][0];
+  EXPECT_EQ(pod["pod"], "kube-system/node-local-dns-x7k2p");
+  EXPECT_EQ(pod["admitted"], false);
+  ASSERT_EQ(pod["failures"].size(), 1u);
+  EXPECT_EQ(pod["failures"][0]["plugin"], "NodePorts");
+  EXPECT_EQ(pod["failures"][0]["reason"],
+            "node(s) didn't have free ports for the requested pod ports");
+  const std::string detail = pod["failures"][0]["detail"];
+  EXPECT_NE(detail.find("hostPort 8080/TCP on 0.0.0.0"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("held by pod kube-system/hostport-web-worker-1, container \"web\""),
+            std::string::npos)
+      << detail;
+  EXPECT_NE(detail.find("conf/manifests/hostport-web.yaml"), std::string::npos) << detail;
+  // 53 and 9153 are free: only 8080 is reported.
+  EXPECT_EQ(detail.find("53/"), std::string::npos) << detail;
+  EXPECT_FALSE(pod.contains("admitReason"));
+}
+
+TEST_F(CliTest, SeedScenarioKubeletProfileAndTextReport) {
+  json j = RunJson({"admit", "--profile", "kubelet", "--node", Data("node.yaml"), "--manifests",
+                    Src("conf/manifests"), Src("conf/candidates/coredns-hostnetwork.yaml")},
+                   1);
+  const json& pod = j["pods"][0];
+  EXPECT_EQ(pod["admitReason"], "NodePorts");
+  EXPECT_EQ(pod["admitMessage"],
+            "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod "
+            "ports");
+  RunResult text = Run({"admit", "--profile", "kubelet", "--node", Data("node.yaml"), "--manifests",
+                        Src("conf/manifests"), Src("conf/candidates/coredns-hostnetwork.yaml")});
+  EXPECT_EQ(text.exit_code, 1);
+  EXPECT_NE(text.out.find("REJECTED kube-system/node-local-dns-x7k2p"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("kubelet: NodePorts: Predicate NodePorts failed"), std::string::npos);
+  EXPECT_NE(text.out.find("hostport-web-worker-1"), std::string::npos);
+}
+
+TEST_F(CliTest, SeedScenarioWithoutTheHostPortPodIsAdmitted) {
+  const fs::path dir = CopyManifests();
+  fs::remove(dir / "hostport-web.yaml");
+  json j = RunJson({"admit", "--node", Data("node.yaml"), "--manifests", dir.string(),
+                    Src("conf/candidates/coredns-hostnetwork.yaml")},
+                   0);
+  EXPECT_EQ(j["admitted"], true);
+  EXPECT_EQ(j["pods"][0]["failures"].size(), 0u);
+  EXPECT_EQ(j["existingPods"], 2);
+}
+
+TEST_F(CliTest, EveryPodsInputFormFindsTheHolder) {
+  for (const std::string file :
+       {"pods/holder-pod.yaml", "pods/holder-podlist.json", "pods/holder-list.json",
+        "pods/holder-array.json", "pods/holder-multidoc.yaml"}) {
+    SCOPED_TRACE(file);
+    json j = RunJson({"admit", "--node", Data("node.yaml"), "--pods", Data(file),
+                      Data("candidates/wants-9000.yaml")},
+                     1);
+    ASSERT_EQ(j["pods"][0]["failures"].size(), 1u);
+    const std::string detail = j["pods"][0]["failures"][0]["detail"];
+    EXPECT_NE(detail.find("held by pod monitoring/metrics-holder, container \"exporter\""),
+              std::string::npos)
+        << detail;
+  }
+}
+
+TEST_F(CliTest, RepeatedPodsFlagsAndSeveralCandidateFiles) {
+  // Each --pods takes one file; every later argument is a candidate, checked in order.
+  json j = RunJson({"admit", "--node", Data("node.yaml"), "--pods", Data("pods/holder-pod.yaml"),
+                    "--pods", Data("pods/holder-array.json"), Data("candidates/small.yaml"),
+                    Data("candidates/big-cpu.yaml")},
+                   1);
+  EXPECT_EQ(j["existingPods"], 2);  // metrics-holder is in both files: counted once
+  ASSERT_EQ(j["pods"].size(), 2u);
+  EXPECT_EQ(j["pods"][0]["pod"], "default/small");
+  EXPECT_EQ(j["pods"][0]["admitted"], true);
+  EXPECT_EQ(j["pods"][1]["pod"], "default/big");
+  // 900m (holder) + 100m (small, admitted first) are used: 1500m does not fit in 1900m.
+  EXPECT_NE(std::string(j["pods"][1]["failures"][0]["detail"]).find("1 already requested by 2"),
+            std::string::npos)
+      << j.dump();
+}
+
+TEST_F(CliTest, TerminatedPodsAndPodsOnOtherNodesDoNotCount) {
+  // holder-podlist.json also has a Succeeded pod requesting all the cpu and a pod on worker-2.
+  json j = RunJson({"admit", "--node", Data("node.yaml"), "--pods",
+                    Data("pods/holder-podlist.json"), Data("candidates/small.yaml")},
+                   0);
+  EXPECT_EQ(j["existingPods"], 1);
+  RunResult text = Run({"admit", "--node", Data("node.yaml"), "--pods",
+                        Data("pods/holder-podlist.json"), Data("candidates/small.yaml")});
+  EXPECT_NE(text.out.find("skipped 1 terminated, 1 bound to other nodes"), std::string::npos)
+      << text.out;
+}
+
+TEST_F(CliTest, StdinAndWorkloadCandidates) {
+  const std::string candidate = ReadFile(Data("candidates/wants-9000.yaml"));
+  json j =
+      RunJson({"admit", "--node", Data("node.yaml"), "--pods", Data("pods/holder-pod.yaml"), "-"},
+              1, candidate);
+  EXPECT_EQ(j["pods"][0]["pod"], "monitoring/node-exporter");
+  // A DaemonSet's pod template is checked as its pod; hostNetwork makes 9000 a host port.
+  j = RunJson({"admit", "--node", Data("node.yaml"), "--pods", Data("pods/holder-pod.yaml"),
+               Data("candidates/daemonset.yaml")},
+              1);
+  EXPECT_EQ(j["pods"][0]["failures"][0]["plugin"], "NodePorts");
+  // --pods - reads the existing pods from stdin.
+  j = RunJson(
+      {"admit", "--node", Data("node.yaml"), "--pods", "-", Data("candidates/wants-9000.yaml")}, 1,
+      ReadFile(Data("pods/holder-array.json")));
+  EXPECT_EQ(j["pods"][0]["failures"][0]["plugin"], "NodePorts");
+}
+
+TEST_F(CliTest, CandidatesAreCheckedInOrderAgainstEachOther) {
+  json j = RunJson({"admit", "--node", Data("node.yaml"), Data("candidates/pair.yaml")}, 1);
+  ASSERT_EQ(j["pods"].size(), 2u);
+  EXPECT_EQ(j["pods"][0]["admitted"], true);
+  EXPECT_EQ(j["pods"][1]["admitted"], false);
+  const std::string detail = j["pods"][1]["failures"][0]["detail"];
+  EXPECT_NE(detail.find("443/TCP on 10.0.0.5"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("held by pod ingress/ingress-a, container \"nginx\" (443/TCP on 0.0.0.0)"),
+            std::string::npos)
+      << detail;
+}
+
+TEST_F(CliTest, ResourcesAndTaintsInBothProfiles) {
+  json j = RunJson({"admit", "--node", Data("node.yaml"), "--pods", Data("pods/holder-pod.yaml"),
+                    Data("candidates/big-cpu.yaml")},
+                   1);
+  const json& f = j["pods"][0]["failures"][0];
+  EXPECT_EQ(f["plugin"], "NodeResourcesFit");
+  EXPECT_EQ(f["reason"], "Insufficient cpu");
+  EXPECT_EQ(f["detail"],
+            "cpu: the pod requests 1500m, the node has 1900m allocatable and 900m already "
+            "requested by 1 pod(s), leaving 1; top: monitoring/metrics-holder 900m");
+  j = RunJson({"admit", "--profile", "kubelet", "--node", Data("node.yaml"), "--pods",
+               Data("pods/holder-pod.yaml"), Data("candidates/big-cpu.yaml")},
+              1);
+  EXPECT_EQ(j["pods"][0]["admitReason"], "OutOfcpu");
+  EXPECT_EQ(j["pods"][0]["admitMessage"],
+            "Node didn't have enough resource: cpu, requested: 1500, used: 900, capacity: 1900");
+  // The NoSchedule taint stops the scheduler, not the kubelet.
+  j = RunJson({"admit", "--node", Data("node.yaml"), Data("candidates/no-toleration.yaml")}, 1);
+  EXPECT_EQ(j["pods"][0]["failures"][0]["plugin"], "TaintToleration");
+  EXPECT_EQ(j["pods"][0]["failures"][0]["reason"], "node(s) had untolerated taint(s)");
+  EXPECT_NE(std::string(j["pods"][0]["failures"][0]["detail"]).find("dedicated=infra:NoSchedule"),
+            std::string::npos);
+  j = RunJson({"admit", "--profile", "kubelet", "--node", Data("node.yaml"),
+               Data("candidates/no-toleration.yaml")},
+              0);
+  EXPECT_EQ(j["admitted"], true);
+}
+
+TEST_F(CliTest, FeatureGates) {
+  json j = RunJson({"admit", "--node", Data("node.yaml"), Data("candidates/sidecar.yaml")}, 0);
+  EXPECT_EQ(j["admitted"], true);
+  j = RunJson({"admit", "--feature-gates", "SidecarContainers=false", "--node", Data("node.yaml"),
+               Data("candidates/sidecar.yaml")},
+              1);
+  EXPECT_EQ(j["pods"][0]["failures"][0]["reason"],
+            "Pod has a restartable init container and the SidecarContainers feature is disabled");
+  RunResult bad = Run({"admit", "--feature-gates", "Bogus=true", "--node", Data("node.yaml"),
+                       Data("candidates/small.yaml")});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("unknown feature gate \"Bogus\""), std::string::npos) << bad.err;
+}
+
+TEST_F(CliTest, WithoutNodeTheNodeIsThisMachine) {
+  json j = RunJson({"admit", Data("candidates/small.yaml")}, 0);
+  EXPECT_EQ(j["nodeSource"], "host");
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
+  std::string name = host;
+  for (char& c : name) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  EXPECT_EQ(j["node"], name);
+  RunResult text = Run({"admit", Data("candidates/small.yaml")});
+  EXPECT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.out.find("this machine, no --node given"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("110 pods"), std::string::npos) << text.out;
+}
+
+TEST_F(CliTest, UnusableInputExitsTwoAndNamesFileAndField) {
+  struct Case {
+    std::string name;
+    std::vector<std::string> args;
+    std::string want;
+  };
+  const std::string node = Data("node.yaml");
+  // Deep nesting, generated here rather than checked in.
+  WriteFile(tmp_ / "deep.json", std::string(50000, '[') + std::string(50000, ']'));
+  WriteFile(tmp_ / "deep.yaml", "a: " + std::string(50000, '[') + std::string(50000, ']'));
+  const std::vector<Case> cases = {
+      {"invalid quantity",
+       {"admit", "--node", node, Data("bad/invalid-quantity.yaml")},
+       "invalid-quantity.yaml: spec.containers[0].resources.requests[memory]: invalid quantity "
+       "\"12 GB\""},
+      {"wrong type",
+       {"admit", "--node", node, Data("bad/wrong-type.yaml")},
+       "wrong-type.yaml: spec.containers[0].ports[0].containerPort: expected integer, got string"},
+      {"unknown operator",
+       {"admit", "--node", node, Data("bad/unknown-operator.yaml")},
+       "matchExpressions[0].operator: unsupported value \"Near\""},
+      {"empty candidate file",
+       {"admit", "--node", node, Data("bad/empty.yaml")},
+       "empty.yaml: empty: no objects"},
+      {"empty pods file",
+       {"admit", "--node", node, "--pods", Data("bad/empty.yaml"), Data("candidates/small.yaml")},
+       "empty.yaml: empty: no objects"},
+      {"YAML bomb", {"admit", "--node", node, Data("bad/bomb.yaml")}, "too many values"},
+      {"deep JSON", {"admit", "--node", node, (tmp_ / "deep.json").string()}, "nesting deeper"},
+      {"deep YAML",
+       {"admit", "--node", node, (tmp_ / "deep.yaml").string()},
+       "deep.yaml: YAML nesting too deep"},
+      {"node is not a Node",
+       {"admit", "--node", Data("bad/node-not-a-node.yaml"), Data("candidates/small.yaml")},
+       "node-not-a-node.yaml: kind: expected Node"},
+      {"missing file", {"admit", "--node", node, Data("no/such/file.yaml")}, "file.yaml"},
+      {"manifests folder missing",
+       {"admit", "--manifests", Data("nope"), Data("candidates/small.yaml")},
+       "not a directory"},
+      {"no candidate", {"admit", "--node", node}, "POD_FILE is required"},
+      {"unknown flag", {"admit", "--bogus", Data("candidates/small.yaml")}, "--bogus"},
+      {"bad profile",
+       {"admit", "--profile", "controller", Data("candidates/small.yaml")},
+       "controller"},
+      {"bad output", {"admit", "-o", "yaml", Data("candidates/small.yaml")}, "yaml"},
+      {"stdin twice", {"admit", "-", "-"}, "'-' (stdin) may be given once"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    RunResult r = Run(c.args);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find(c.want), std::string::npos) << "stderr: " << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
+TEST_F(CliTest, HelpExitsZero) {
+  RunResult r = Run({"admit", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--feature-gates"), std::string::npos);
+  r = Run({"guard", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--manifests"), std::string::npos);
+}
+
+TEST_F(CliTest, GuardLeavesTheFolderUntouchedOnRejection) {
+  const fs::path dir = CopyManifests();
+  const auto before = Snapshot(dir);
+  const auto mtime = fs::last_write_time(dir);
+  RunResult r = Run({"guard", "--node", Data("node.yaml"), "--manifests", dir.string(),
+                     Src("conf/candidates/coredns-hostnetwork.yaml")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("held by pod kube-system/hostport-web-worker-1"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("is unchanged"), std::string::npos);
+  EXPECT_EQ(Snapshot(dir), before);
+  EXPECT_EQ(fs::last_write_time(dir), mtime);
+}
+
+TEST_F(CliTest, GuardInstallsAnAdmittedManifestAtomically) {
+  const fs::path dir = CopyManifests();
+  fs::remove(dir / "hostport-web.yaml");
+  const std::string manifest = Src("conf/candidates/coredns-hostnetwork.yaml");
+  RunResult r = Run({"guard", "--node", Data("node.yaml"), "--manifests", dir.string(), manifest});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("installed " + (dir / "coredns-hostnetwork.yaml").string()),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(ReadFile(dir / "coredns-hostnetwork.yaml"), ReadFile(manifest));
+  for (const auto& [name, contents] : Snapshot(dir)) {
+    EXPECT_NE(name[0], '.') << "temporary file left behind: " << name;
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat((dir / "coredns-hostnetwork.yaml").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  // Installing it again is an update of itself: admitted, not a conflict with its old version.
+  r = Run({"guard", "--node", Data("node.yaml"), "--manifests", dir.string(), manifest});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  // Now the hostPort 8080 pod is the one that cannot come in.
+  const auto before = Snapshot(dir);
+  json j = RunJson({"guard", "--node", Data("node.yaml"), "--manifests", dir.string(),
+                    Src("conf/manifests/hostport-web.yaml")},
+                   1);
+  EXPECT_NE(std::string(j["pods"][0]["failures"][0]["detail"])
+                .find("held by pod kube-system/node-local-dns-x7k2p-worker-1"),
+            std::string::npos)
+      << j.dump();
+  EXPECT_EQ(Snapshot(dir), before);
+}
+
+TEST_F(CliTest, GuardReplacesTheFileOfTheSameName) {
+  const fs::path dir = CopyManifests();
+  // A new version of hostport-web.yaml that keeps hostPort 8080 and asks for more: it replaces
+  // the old file, so its port does not conflict with the old version.
+  std::string updated = ReadFile(dir / "hostport-web.yaml");
+  updated.replace(updated.find("cpu: 50m"), 8, "cpu: 60m");
+  const fs::path staged = tmp_ / "hostport-web.yaml";
+  WriteFile(staged, updated);
+  ::chmod((dir / "hostport-web.yaml").c_str(), 0640);
+  RunResult r =
+      Run({"guard", "--node", Data("node.yaml"), "--manifests", dir.string(), staged.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(ReadFile(dir / "hostport-web.yaml"), updated);
+  struct stat st {};
+  ASSERT_EQ(::stat((dir / "hostport-web.yaml").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u) << "the replaced file keeps its mode";
+}
+
+TEST_F(CliTest, GuardRejectsUnusableInputWithoutTouchingTheFolder) {
+  const fs::path dir = CopyManifests();
+  const auto before = Snapshot(dir);
+  for (const std::string bad :
+       {"bad/invalid-quantity.yaml", "bad/empty.yaml", "bad/bomb.yaml", "candidates/pair.yaml"}) {
+    SCOPED_TRACE(bad);
+    RunResult r =
+        Run({"guard", "--node", Data("node.yaml"), "--manifests", dir.string(), Data(bad)});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_FALSE(r.err.empty());
+    EXPECT_EQ(Snapshot(dir), before);
+  }
+  RunResult r = Run({"guard", "--node", Data("node.yaml"), Data("candidates/small.yaml")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--manifests is required"), std::string::npos) << r.err;
+}
+
+}  // namespace
