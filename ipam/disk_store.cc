@@ -112,27 +112,18 @@ uint64_t RandomU64() {
   return v;
 }
 
-// Crash-safe replacement of dir/name: temporary file, then rename. No fsync: this protects
-// against a killed process (the page cache survives); after a power loss the boot id check
-// makes the index untrusted anyway, and the reference never syncs its files either.
-Status ReplaceAt(int dir_fd, const std::string& name, std::string_view content,
-                 const std::string& dir) {
-  const std::string tmp =
-      std::string(sys::kTempPrefix) + name + "." + std::to_string(RandomU64() % 1000000007);
-  sys::UniqueFd fd(
-      ::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, kFileMode));
+// Writes dir/name in place (create or truncate). Used only for files whose torn state is
+// harmless: owner-index files and meta are written while meta is absent (so a torn file is
+// never trusted), and last_reserved_ip.N only steers where round robin starts (the reference
+// writes it the same way).
+Status WriteInPlaceAt(int dir_fd, const std::string& name, std::string_view content,
+                      const std::string& dir) {
+  sys::UniqueFd fd(::openat(dir_fd, name.c_str(),
+                            O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, kFileMode));
   if (!fd.valid()) {
-    return IoError("create", dir + "/" + tmp);
+    return IoError("open", dir + "/" + name);
   }
-  Status written = WriteAll(fd.get(), content, dir + "/" + tmp);
-  fd.Reset();
-  if (written.ok() && ::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0) {
-    written = IoError("rename", dir + "/" + name);
-  }
-  if (!written.ok()) {
-    ::unlinkat(dir_fd, tmp.c_str(), 0);
-  }
-  return written;
+  return WriteAll(fd.get(), content, dir + "/" + name);
 }
 
 std::string ReadBootId() {
@@ -446,8 +437,8 @@ Status DiskStore::WriteOwnerFile(const std::string& key, const std::vector<std::
     }
     return OkStatus();
   }
-  return ReplaceAt(owners_fd_.get(), file, EncodeOwnerFile(key, names),
-                   dir_ + "/" + kIndexDir + "/" + kOwnersDir);
+  return WriteInPlaceAt(owners_fd_.get(), file, EncodeOwnerFile(key, names),
+                        dir_ + "/" + kIndexDir + "/" + kOwnersDir);
 }
 
 Result<std::vector<std::string>*> DiskStore::Names(const std::string& key) {
@@ -553,7 +544,7 @@ Result<bool> DiskStore::Reserve(const Owner& owner, const net::IpAddress& ip, in
     dir_names_->insert(name);
   }
   NG_RETURN_IF_ERROR(
-      ReplaceAt(dir_fd_.get(), kLastReservedPrefix + std::to_string(range_set), name, dir_));
+      WriteInPlaceAt(dir_fd_.get(), kLastReservedPrefix + std::to_string(range_set), name, dir_));
   return true;
 }
 
@@ -675,7 +666,8 @@ Status DiskStore::WriteMarker() {
   const std::string meta = std::string(kMetaHeader) + "\nboot " + boot_id_ + "\nmtime " +
                            std::to_string(st.st_mtim.tv_sec) + " " +
                            std::to_string(st.st_mtim.tv_nsec) + "\n";
-  return ReplaceAt(index_fd_.get(), kMetaName, meta, dir_ + "/" + kIndexDir);
+  // meta is absent here (BeginMutation removed it): a torn write is simply not trusted.
+  return WriteInPlaceAt(index_fd_.get(), kMetaName, meta, dir_ + "/" + kIndexDir);
 }
 
 Status DiskStore::Commit() {

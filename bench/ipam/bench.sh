@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# host-local benchmark: ADD and DEL latency of ours (BUILD_DIR/bin/host-local) beside Debian's
+# reference (/usr/lib/cni/host-local), with 0, 1,000 and 5,000 existing reservations in a /16.
+#
+# The existing reservations are written directly as the reference's files (same bytes, same
+# last_reserved_ip.0) in a fresh temp dataDir per plugin, as if the plugin had made them. Each
+# measured iteration is one ADD then one DEL of a new container (steady state: the round-robin
+# cursor points at a free address). Median and p90 over IPAM_BENCH_REPS iterations (default
+# 150). Ours also reports its first call on the pre-populated directory, which rebuilds our
+# owner index from the files (the one-off cost after migration or a foreign change).
+#
+# Targets (issue 3): at 5,000 reservations ours >= 10x faster than the reference, and ours
+# within 2x of its own figure at 0 reservations. Everything runs in a private network
+# namespace (host-local never touches it, but no plugin runs in the root namespace).
+set -euo pipefail
+BUILD_DIR="$(cd "${1:-build}" && pwd)"
+OURS="$BUILD_DIR/bin/host-local"
+REF=/usr/lib/cni/host-local
+[ -x "$OURS" ] || { echo "missing $OURS (build first)" >&2; exit 1; }
+[ -x "$REF" ] || { echo "missing $REF (apt-get install containernetworking-plugins)" >&2; exit 1; }
+if [ -z "${NG_IPAM_BENCH_INNER:-}" ]; then
+  exec env NG_IPAM_BENCH_INNER=1 unshare -n bash "$0" "$BUILD_DIR"
+fi
+exec python3 - "$OURS" "$REF" "${IPAM_BENCH_REPS:-150}" <<'PY'
+import os, shutil, statistics, subprocess, sys, tempfile, time
+
+ours, ref, reps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+SIZES = [0, 1000, 5000]
+
+def conf(data_dir):
+    return ('{"cniVersion":"1.0.0","name":"bench","type":"host-local","ipam":{"type":"host-local",'
+            '"dataDir":"%s","ranges":[[{"subnet":"10.100.0.0/16"}]]}}' % data_dir).encode()
+
+def ip(i):  # i-th allocatable address of 10.100.0.0/16 (gateway .0.1 skipped): .0.2, .0.3, ...
+    n = i + 2
+    return "10.100.%d.%d" % (n // 256, n % 256)
+
+def populate(data_dir, count):
+    d = os.path.join(data_dir, "bench")
+    os.makedirs(d)
+    for i in range(count):
+        with open(os.path.join(d, ip(i)), "w", newline="") as f:
+            f.write("pre%d\r\neth0" % i)
+    if count:
+        with open(os.path.join(d, "last_reserved_ip.0"), "w") as f:
+            f.write(ip(count - 1))
+
+def call(binary, command, cid, stdin):
+    env = {"CNI_COMMAND": command, "CNI_CONTAINERID": cid, "CNI_NETNS": "/proc/self/ns/net",
+           "CNI_IFNAME": "eth0", "CNI_PATH": "/usr/lib/cni", "PATH": "/usr/bin:/bin"}
+    t0 = time.perf_counter_ns()
+    p = subprocess.run([binary], input=stdin, env=env, capture_output=True)
+    dt = (time.perf_counter_ns() - t0) / 1e6
+    if p.returncode != 0:
+        sys.exit("%s %s %s failed: %s" % (binary, command, cid, p.stdout.decode()))
+    return dt
+
+def measure(binary, count):
+    data_dir = tempfile.mkdtemp(prefix="ng-ipam-bench-")
+    try:
+        populate(data_dir, count)
+        stdin = conf(data_dir)
+        first = call(binary, "ADD", "first", stdin)
+        call(binary, "DEL", "first", stdin)
+        adds, dels = [], []
+        for i in range(reps):
+            adds.append(call(binary, "ADD", "b%d" % i, stdin))
+            dels.append(call(binary, "DEL", "b%d" % i, stdin))
+        left = len([n for n in os.listdir(os.path.join(data_dir, "bench")) if n.startswith("10.")])
+        assert left == count, "reservations leaked: %d != %d" % (left, count)
+        return first, adds, dels
+    finally:
+        shutil.rmtree(data_dir)
+
+def p(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+print("host-local ADD/DEL latency, ms per call (fork+exec included), %d iterations each" % reps)
+print("%-6s %-5s %9s %9s %9s %9s %12s" % ("resv", "impl", "ADD p50", "ADD p90", "DEL p50",
+                                           "DEL p90", "first call"))
+results = {}
+for count in SIZES:
+    for name, binary in (("ours", ours), ("ref", ref)):
+        first, adds, dels = measure(binary, count)
+        results[(name, count)] = (statistics.median(adds), statistics.median(dels))
+        print("%-6d %-5s %9.2f %9.2f %9.2f %9.2f %12.2f" % (count, name, statistics.median(adds),
+              p(adds, 0.9), statistics.median(dels), p(dels, 0.9), first))
+        sys.stdout.flush()
+
+print()
+print("ratios (p50): ref/ours = how much faster ours is; growth = figure / own figure at 0")
+print("%-6s %12s %12s %12s %12s %12s %12s" % ("resv", "ADD ref/ours", "DEL ref/ours",
+      "ours ADD x0", "ours DEL x0", "ref ADD x0", "ref DEL x0"))
+ok = True
+for count in SIZES:
+    oa, od = results[("ours", count)]
+    ra, rd = results[("ref", count)]
+    oa0, od0 = results[("ours", 0)]
+    ra0, rd0 = results[("ref", 0)]
+    print("%-6d %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f" % (count, ra / oa, rd / od, oa / oa0,
+          od / od0, ra / ra0, rd / rd0))
+oa, od = results[("ours", 5000)]
+ra, rd = results[("ref", 5000)]
+oa0, od0 = results[("ours", 0)]
+print()
+for label, cond in (("ours >= 10x faster than the reference at 5,000 (ADD)", ra / oa >= 10),
+                    ("ours >= 10x faster than the reference at 5,000 (DEL)", rd / od >= 10),
+                    ("ours at 5,000 within 2x of ours at 0 (ADD)", oa <= 2 * oa0),
+                    ("ours at 5,000 within 2x of ours at 0 (DEL)", od <= 2 * od0)):
+    print("target: %-55s %s" % (label, "MET" if cond else "NOT MET"))
+PY
