@@ -55,12 +55,19 @@ Status PutQdiscOptions(nl_msg* msg, const Qdisc& q) {
     if (nest != nullptr) {
       nla_nest_end(msg, nest);
     }
-  } else if (q.kind == "prio") {
-    tc_prio_qopt opt{};
-    opt.bands = q.prio_bands;
-    std::memcpy(opt.priomap, q.prio_map.data(), sizeof(opt.priomap));
-    r |= nla_put(msg, TCA_OPTIONS, sizeof(opt), &opt);
-  } else if (q.kind == "pfifo") {
+  } else if (q.kind == "htb") {
+    tc_htb_glob glob{};
+    glob.version = TC_HTB_PROTOVER;
+    glob.rate2quantum = 10;  // unused: every class gets an explicit quantum
+    glob.defcls = q.htb_default;
+    nlattr* nest = nla_nest_start(msg, TCA_OPTIONS);
+    r |= nest == nullptr ? -1 : 0;
+    r |= nla_put(msg, TCA_HTB_INIT, sizeof(glob), &glob);
+    r |= nla_put_u32(msg, TCA_HTB_DIRECT_QLEN, q.htb_direct_qlen);
+    if (nest != nullptr) {
+      nla_nest_end(msg, nest);
+    }
+  } else if (q.kind == "pfifo" || q.kind == "bfifo") {
     tc_fifo_qopt opt{};
     opt.limit = q.fifo_limit;
     r |= nla_put(msg, TCA_OPTIONS, sizeof(opt), &opt);
@@ -100,13 +107,18 @@ std::optional<std::pair<int, Qdisc>> ParseQdisc(const nlmsghdr* hdr) {
         q.tbf.rate_bytes = nla_get_u64(tbf[TCA_TBF_RATE64]);
       }
     }
-  } else if (q.kind == "prio" && opts != nullptr &&
-             nla_len(opts) >= static_cast<int>(sizeof(tc_prio_qopt))) {
-    tc_prio_qopt opt{};
-    std::memcpy(&opt, nla_data(opts), sizeof(opt));
-    q.prio_bands = opt.bands;
-    std::memcpy(q.prio_map.data(), opt.priomap, sizeof(opt.priomap));
-  } else if (q.kind == "pfifo" && opts != nullptr &&
+  } else if (q.kind == "htb" && opts != nullptr) {
+    nlattr* htb[TCA_HTB_MAX + 1] = {};
+    if (nla_parse_nested(htb, TCA_HTB_MAX, opts, nullptr) == 0 && htb[TCA_HTB_INIT] &&
+        nla_len(htb[TCA_HTB_INIT]) >= static_cast<int>(sizeof(tc_htb_glob))) {
+      tc_htb_glob glob{};
+      std::memcpy(&glob, nla_data(htb[TCA_HTB_INIT]), sizeof(glob));
+      q.htb_default = glob.defcls;
+      if (htb[TCA_HTB_DIRECT_QLEN]) {
+        q.htb_direct_qlen = nla_get_u32(htb[TCA_HTB_DIRECT_QLEN]);
+      }
+    }
+  } else if ((q.kind == "pfifo" || q.kind == "bfifo") && opts != nullptr &&
              nla_len(opts) >= static_cast<int>(sizeof(tc_fifo_qopt))) {
     tc_fifo_qopt opt{};
     std::memcpy(&opt, nla_data(opts), sizeof(opt));
@@ -302,6 +314,77 @@ Status DeleteQdisc(netlink::Socket& sock, int ifindex, const Qdisc& qdisc) {
       msg.get(),
       "delete qdisc " + qdisc.kind + " " + HandleString(qdisc.handle) + " on " + Dev(ifindex),
       {ENOENT, EINVAL, ENODEV});
+}
+
+Result<std::vector<HtbClass>> ListHtbClasses(netlink::Socket& sock, int ifindex) {
+  NG_ASSIGN_OR_RETURN(MsgPtr msg, TcMessage(RTM_GETTCLASS, NLM_F_DUMP, ifindex, 0, 0, 0));
+  std::vector<HtbClass> out;
+  NG_RETURN_IF_ERROR(sock.Dump(
+      msg.get(), "list classes of " + Dev(ifindex),
+      [&](const nlmsghdr* hdr) {
+        if (hdr->nlmsg_type != RTM_NEWTCLASS) {
+          return;
+        }
+        auto* h = const_cast<nlmsghdr*>(hdr);
+        const auto* tcm = static_cast<const tcmsg*>(nlmsg_data(h));
+        nlattr* tb[TCA_MAX + 1] = {};
+        if (nlmsg_parse(h, sizeof(tcmsg), tb, TCA_MAX, nullptr) < 0 || !tb[TCA_KIND] ||
+            std::string(nla_get_string(tb[TCA_KIND])) != "htb" || !tb[TCA_OPTIONS]) {
+          return;
+        }
+        nlattr* htb[TCA_HTB_MAX + 1] = {};
+        if (nla_parse_nested(htb, TCA_HTB_MAX, tb[TCA_OPTIONS], nullptr) < 0 ||
+            !htb[TCA_HTB_PARMS] ||
+            nla_len(htb[TCA_HTB_PARMS]) < static_cast<int>(sizeof(tc_htb_opt))) {
+          return;
+        }
+        tc_htb_opt opt{};
+        std::memcpy(&opt, nla_data(htb[TCA_HTB_PARMS]), sizeof(opt));
+        HtbClass c;
+        c.classid = tcm->tcm_handle;
+        // The kernel reports a top-level class's parent as "root"; it was added as X:0.
+        c.parent = tcm->tcm_parent == kRootParent ? (c.classid & 0xffff0000u) : tcm->tcm_parent;
+        c.rate_bytes = htb[TCA_HTB_RATE64] ? nla_get_u64(htb[TCA_HTB_RATE64]) : opt.rate.rate;
+        c.ceil_bytes = htb[TCA_HTB_CEIL64] ? nla_get_u64(htb[TCA_HTB_CEIL64]) : opt.ceil.rate;
+        c.buffer_ticks = opt.buffer;
+        c.cbuffer_ticks = opt.cbuffer;
+        c.quantum = opt.quantum;
+        c.prio = opt.prio;
+        out.push_back(c);
+      },
+      {ENOENT, EINVAL}));
+  return out;
+}
+
+Status AddHtbClass(netlink::Socket& sock, int ifindex, const HtbClass& c) {
+  NG_ASSIGN_OR_RETURN(MsgPtr msg, TcMessage(RTM_NEWTCLASS, NLM_F_CREATE | NLM_F_EXCL, ifindex,
+                                            c.parent, c.classid, 0));
+  nl_msg* m = msg.get();
+  tc_htb_opt opt{};
+  // As tc does: the 32-bit fields saturate and the 64-bit attributes carry large rates.
+  opt.rate.rate = c.rate_bytes >= (uint64_t{1} << 32) ? ~0u : static_cast<uint32_t>(c.rate_bytes);
+  opt.ceil.rate = c.ceil_bytes >= (uint64_t{1} << 32) ? ~0u : static_cast<uint32_t>(c.ceil_bytes);
+  opt.buffer = c.buffer_ticks;
+  opt.cbuffer = c.cbuffer_ticks;
+  opt.quantum = c.quantum;
+  opt.prio = c.prio;
+  int r = nla_put_string(m, TCA_KIND, "htb");
+  nlattr* nest = nla_nest_start(m, TCA_OPTIONS);
+  r |= nest == nullptr ? -1 : 0;
+  r |= nla_put(m, TCA_HTB_PARMS, sizeof(opt), &opt);
+  if (c.rate_bytes >= (uint64_t{1} << 32)) {
+    r |= nla_put_u64(m, TCA_HTB_RATE64, c.rate_bytes);
+  }
+  if (c.ceil_bytes >= (uint64_t{1} << 32)) {
+    r |= nla_put_u64(m, TCA_HTB_CEIL64, c.ceil_bytes);
+  }
+  if (nest != nullptr) {
+    nla_nest_end(m, nest);
+  }
+  if (r < 0) {
+    return Error(kErrKernel, "netlink: cannot encode " + Describe(c));
+  }
+  return sock.Request(m, "add " + Describe(c) + " on " + Dev(ifindex));
 }
 
 Result<std::vector<Filter>> ListFilters(netlink::Socket& sock, int ifindex, uint32_t parent) {

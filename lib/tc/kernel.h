@@ -34,6 +34,12 @@ Status AddQdisc(netlink::Socket& sock, int ifindex, const Qdisc& qdisc, bool rep
 // Deletes the qdisc at qdisc.parent (with its children and filters). Already gone: success.
 Status DeleteQdisc(netlink::Socket& sock, int ifindex, const Qdisc& qdisc);
 
+// The HTB classes of a device.
+Result<std::vector<HtbClass>> ListHtbClasses(netlink::Socket& sock, int ifindex);
+
+// Adds an HTB class (an existing one is an error).
+Status AddHtbClass(netlink::Socket& sock, int ifindex, const HtbClass& cls);
+
 // The u32 filter nodes attached to `parent` (hash-table entries are skipped).
 Result<std::vector<Filter>> ListFilters(netlink::Socket& sock, int ifindex, uint32_t parent);
 

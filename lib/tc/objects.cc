@@ -62,13 +62,20 @@ bool SameKernelState(const Qdisc& want, const Qdisc& have) {
            want.tbf.buffer_ticks == have.tbf.buffer_ticks &&
            want.tbf.limit_bytes == have.tbf.limit_bytes;
   }
-  if (want.kind == "prio") {
-    return want.prio_bands == have.prio_bands && want.prio_map == have.prio_map;
+  if (want.kind == "htb") {
+    return want.htb_default == have.htb_default && want.htb_direct_qlen == have.htb_direct_qlen;
   }
-  if (want.kind == "pfifo") {
+  if (want.kind == "pfifo" || want.kind == "bfifo") {
     return want.fifo_limit == have.fifo_limit;
   }
   return true;
+}
+
+std::string Describe(const HtbClass& c) {
+  return "htb class " + HandleString(c.classid) + " parent " + HandleString(c.parent) + " rate " +
+         std::to_string(c.rate_bytes) + "B/s ceil " + std::to_string(c.ceil_bytes) + "B/s buffer " +
+         std::to_string(c.buffer_ticks) + " cbuffer " + std::to_string(c.cbuffer_ticks) +
+         " quantum " + std::to_string(c.quantum) + " prio " + std::to_string(c.prio);
 }
 
 std::string Describe(const Qdisc& q) {
@@ -77,13 +84,13 @@ std::string Describe(const Qdisc& q) {
     out += " rate " + std::to_string(q.tbf.rate_bytes) + "B/s buffer " +
            std::to_string(q.tbf.buffer_ticks) + " ticks limit " +
            std::to_string(q.tbf.limit_bytes) + "B";
-  } else if (q.kind == "prio") {
-    out += " bands " + std::to_string(q.prio_bands) + " priomap";
-    for (uint8_t band : q.prio_map) {
-      out += " " + std::to_string(band);
-    }
+  } else if (q.kind == "htb") {
+    out += " default " + std::to_string(q.htb_default) + " direct_qlen " +
+           std::to_string(q.htb_direct_qlen);
   } else if (q.kind == "pfifo") {
     out += " limit " + std::to_string(q.fifo_limit) + "p";
+  } else if (q.kind == "bfifo") {
+    out += " limit " + std::to_string(q.fifo_limit) + "B";
   }
   return out;
 }

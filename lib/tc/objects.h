@@ -9,7 +9,6 @@
 
 #include <linux/if_ether.h>
 
-#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,15 +29,32 @@ inline constexpr uint32_t kIngressHandle = MakeHandle(0xffff, 0);
 std::string HandleString(uint32_t handle);
 
 struct Qdisc {
-  std::string kind;  // "tbf", "ingress", "prio", "pfifo"; anything else is kept as read
+  std::string kind;  // "tbf", "ingress", "htb", "bfifo", "pfifo"; others are kept as read
   uint32_t handle = 0;
   uint32_t parent = kRootParent;
-  TbfParams tbf;                          // kind "tbf" (burst_bytes is not read back)
-  int prio_bands = 0;                     // kind "prio"
-  std::array<uint8_t, 16> prio_map = {};  // kind "prio": priority -> band
-  uint32_t fifo_limit = 0;                // kind "pfifo": packets
+  TbfParams tbf;                 // kind "tbf" (burst_bytes is not read back)
+  uint32_t htb_default = 0;      // kind "htb": minor of the default class (no such class: direct)
+  uint32_t htb_direct_qlen = 0;  // kind "htb": packets queued on the unshaped direct path
+  uint32_t fifo_limit = 0;       // kind "bfifo": bytes, "pfifo": packets
   bool operator==(const Qdisc&) const = default;
 };
+
+// An HTB class (the only classful qdisc the plugin uses).
+struct HtbClass {
+  uint32_t classid = 0;
+  uint32_t parent = 0;
+  uint64_t rate_bytes = 0;
+  uint64_t ceil_bytes = 0;
+  uint32_t buffer_ticks = 0;
+  uint32_t cbuffer_ticks = 0;
+  uint32_t quantum = 0;  // bytes; set explicitly so HTB never derives one from rate/r2q
+  uint32_t prio = 0;
+  bool operator==(const HtbClass&) const = default;
+};
+
+// "htb class 1:1 parent 1: rate 125000B/s ceil 125000B/s buffer 15625000 cbuffer 15625000
+// quantum 60000 prio 0".
+std::string Describe(const HtbClass& cls);
 
 // Compares what the kernel reports (burst_bytes of a TBF is not part of the netlink dump).
 bool SameKernelState(const Qdisc& want, const Qdisc& have);

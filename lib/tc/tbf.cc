@@ -8,9 +8,11 @@
 namespace nodegate::tc {
 
 double PschedClock::TicksPerUsec() const {
-  // vishvananda/netlink: clockFactor = clock_res / 1e6; tickInUsec = t2us / us2t * clockFactor.
+  // vishvananda/netlink (as iproute2): with a 1 GHz clock resolution the first word is replaced
+  // by the second; then tickInUsec = t2us / us2t * (clock_res / 1e6).
+  const double t2us_used = clock_res == 1000000000u ? us2t : t2us;
   const double clock_factor = static_cast<double>(clock_res) / 1e6;
-  return static_cast<double>(t2us) / static_cast<double>(us2t) * clock_factor;
+  return t2us_used / static_cast<double>(us2t) * clock_factor;
 }
 
 Result<PschedClock> PschedClock::Parse(std::string_view text) {

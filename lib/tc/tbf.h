@@ -31,7 +31,8 @@ struct PschedClock {
   uint32_t us2t = 64;
   uint32_t clock_res = 1000000;
 
-  // Ticks per microsecond: t2us / us2t * clock_res / 1e6 (15.625 on every current kernel).
+  // Ticks per microsecond: t2us / us2t * clock_res / 1e6 (15.625 on every current kernel);
+  // with clock_res 1e9, t2us is taken equal to us2t first (the reference library does so).
   double TicksPerUsec() const;
 
   static Result<PschedClock> Parse(std::string_view text);

@@ -64,25 +64,32 @@ ShapingPlan BuildPlan(const BandwidthConfig& config, const Attachment& attachmen
     if (!subnets) {
       plan.host_root.push_back(Tbf(tc::MakeHandle(1, 0), tc::kRootParent, config.ingress, clock));
     } else {
-      // Band 0 (class 1:1) is the unshaped path, band 1 (class 1:2) the TBF. Unclassified
-      // traffic goes to the shaped band with unshapedSubnets and to the unshaped band with
-      // shapedSubnets.
-      tc::Qdisc prio;
-      prio.kind = "prio";
-      prio.handle = tc::MakeHandle(1, 0);
-      prio.parent = tc::kRootParent;
-      prio.prio_bands = 2;
-      prio.prio_map.fill(unshaped_mode ? 1 : 0);
-      plan.host_root.push_back(prio);
-      tc::Qdisc fifo;
-      fifo.kind = "pfifo";
-      fifo.handle = tc::MakeHandle(2, 0);
-      fifo.parent = tc::MakeHandle(1, 1);
-      fifo.fifo_limit = kUnshapedFifoLimit;
-      plan.host_root.push_back(fifo);
-      plan.host_root.push_back(
-          Tbf(tc::MakeHandle(3, 0), tc::MakeHandle(1, 2), config.ingress, clock));
-      const uint32_t target = unshaped_mode ? tc::MakeHandle(1, 1) : tc::MakeHandle(1, 2);
+      const tc::TbfParams tbf =
+          tc::ComputeTbf(config.ingress.rate_bits, config.ingress.burst_bits, clock);
+      tc::Qdisc htb;
+      htb.kind = "htb";
+      htb.handle = tc::MakeHandle(1, 0);
+      htb.parent = tc::kRootParent;
+      // shapedSubnets: default class 0 does not exist, so unclassified traffic goes direct.
+      htb.htb_default = unshaped_mode ? 1 : 0;
+      htb.htb_direct_qlen = kDirectQueueLen;
+      plan.host_root.push_back(htb);
+      plan.host_root_classes.push_back(tc::HtbClass{.classid = tc::MakeHandle(1, 1),
+                                                    .parent = tc::MakeHandle(1, 0),
+                                                    .rate_bytes = tbf.rate_bytes,
+                                                    .ceil_bytes = tbf.rate_bytes,
+                                                    .buffer_ticks = tbf.buffer_ticks,
+                                                    .cbuffer_ticks = tbf.buffer_ticks,
+                                                    .quantum = kHtbQuantum,
+                                                    .prio = 0});
+      tc::Qdisc leaf;
+      leaf.kind = "bfifo";
+      leaf.handle = tc::MakeHandle(2, 0);
+      leaf.parent = tc::MakeHandle(1, 1);
+      leaf.fifo_limit = tbf.limit_bytes;
+      plan.host_root.push_back(leaf);
+      // 1:0 is the qdisc itself: HTB sends such packets through its direct queue, unshaped.
+      const uint32_t target = unshaped_mode ? tc::MakeHandle(1, 0) : tc::MakeHandle(1, 1);
       for (const net::IpPrefix& subnet : config.subnets) {
         // Traffic to the container: the remote end is the packet's source.
         tc::Filter f = SubnetFilter(tc::MakeHandle(1, 0), subnet, /*match_source=*/true);
@@ -112,12 +119,12 @@ ShapingPlan BuildPlan(const BandwidthConfig& config, const Attachment& attachmen
       for (const net::IpPrefix& subnet : config.subnets) {
         // Traffic from the container: the remote end is the packet's destination.
         tc::Filter f = SubnetFilter(tc::kIngressHandle, subnet, /*match_source=*/false);
-        if (unshaped_mode) {
-          f.actions = {tc::Action{.kind = tc::ActionKind::kGact, .verdict = tc::kActOk}};
-        } else {
-          f.classid = tc::MakeHandle(1, 1);
+        f.classid = tc::MakeHandle(1, 1);
+        if (!unshaped_mode) {
           f.actions = {Redirect()};
         }
+        // Unshaped: a match with no action ends classification with "ok", so the packet
+        // continues on the host path (no gact needed; act_gact may not even be built).
         plan.host_ingress_filters.push_back(f);
       }
       if (unshaped_mode) {

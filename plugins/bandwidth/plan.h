@@ -5,23 +5,32 @@
 //
 //   traffic TO the container (ingressRate), on the host veth's root:
 //     all shaped      tbf 1: root                              (the reference's object)
-//     with subnets    prio 1: root bands 2, every priority -> the default band
-//                       pfifo 2: parent 1:1 limit 1000   band 0: unshaped traffic
-//                       tbf   3: parent 1:2              band 1: shaped traffic
+//     with subnets    htb 1: root, direct_qlen 1000, default 1 (unshapedSubnets) or 0
+//                       (shapedSubnets: no class 1:0, so unclassified traffic is "direct")
+//                     htb class 1:1 rate = ceil = ingressRate, buffer = cbuffer = the TBF's
+//                       buffer, explicit quantum 60000, leaf bfifo 2: limit = the TBF's limit
 //                     u32 filters on 1: by SOURCE address (the container's peer) ->
-//                       1:1 (unshapedSubnets) or 1:2 (shapedSubnets); pref 1 IPv4, 2 IPv6
+//                       1:0 = HTB's direct queue, unshaped (unshapedSubnets) or 1:1 (shaped)
+//                       pref 1 IPv4, 2 IPv6
 //
 //   traffic FROM the container (egressRate):
 //     ifb bwp<hash> (alias = attachment, txqueuelen 0), root tbf 1:
 //     host veth ingress qdisc ffff:, u32 filters by DESTINATION address:
 //       all shaped      pref 1 protocol all, match-all -> ONE mirred egress redirect (stolen)
-//       unshapedSubnets pref 1 ip / 2 ipv6 per subnet -> gact pass (stays on the host path),
+//       unshapedSubnets pref 1 ip / 2 ipv6 per subnet, no action (classification ends with
+//                       "ok": the packet stays on the host path),
 //                       pref 3 protocol all, match-all -> redirect
 //       shapedSubnets   pref 1 ip / 2 ipv6 per subnet -> redirect; the rest is not touched
 //
-// No HTB anywhere: the reverted v1.5 design's quantum warnings and txqueuelen-0 drops came
-// from HTB classes; here the shaper is always the reference's TBF and the unshaped path never
-// queues behind it.
+// What went wrong with the reverted v1.5 HTB design, and what is different here: its 100 Gbit
+// "uncapped" class made HTB derive a huge quantum (the "quantum is big" warnings); unshaped
+// traffic here takes HTB's direct queue, which has no class, no rate and no quantum, and the
+// one shaped class has an explicit quantum. Its leaves inherited txqueuelen 0 from the ifb
+// (a zero-length queue drops everything); here the direct queue length and the leaf's byte
+// limit are explicit. It also matched the destination on the to-container side (always the
+// container itself), and gave the shaped class a ceiling of twice the rate; here the remote
+// source is matched and ceil = rate. The egress side needs no classful qdisc at all: the
+// redirect filters decide what reaches the ifb's TBF.
 
 #include <optional>
 #include <string>
@@ -58,10 +67,11 @@ struct IfbPlan {
 };
 
 struct ShapingPlan {
-  // Host veth root (traffic to the container): empty when ingress is not shaped. Parents come
-  // before children.
+  // Host veth root (traffic to the container): empty when ingress is not shaped. The root
+  // qdisc comes first, then class leaves in class order.
   std::vector<tc::Qdisc> host_root;
-  std::vector<tc::Filter> host_root_filters;  // on 1: (subnet modes only)
+  std::vector<tc::HtbClass> host_root_classes;  // subnet modes only
+  std::vector<tc::Filter> host_root_filters;    // on 1: (subnet modes only)
   // Traffic from the container.
   std::optional<IfbPlan> ifb;
   // On the host veth's ingress qdisc. Mirred actions carry ifindex 0 here: "the plan's ifb",
@@ -73,7 +83,8 @@ struct ShapingPlan {
 inline constexpr uint16_t kPrefIpv4 = 1;
 inline constexpr uint16_t kPrefIpv6 = 2;
 inline constexpr uint16_t kPrefCatchAll = 3;
-inline constexpr uint32_t kUnshapedFifoLimit = 1000;  // packets; never 0, whatever txqueuelen is
+inline constexpr uint32_t kDirectQueueLen = 1000;  // packets; never 0, whatever txqueuelen is
+inline constexpr uint32_t kHtbQuantum = 60000;     // bytes; inside HTB's [1000, 200000] range
 
 ShapingPlan BuildPlan(const BandwidthConfig& config, const Attachment& attachment,
                       const tc::PschedClock& clock);

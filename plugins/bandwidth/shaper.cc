@@ -12,12 +12,18 @@
 namespace nodegate::bandwidth {
 namespace {
 
-// A device's root qdisc, its children (prio bands) and the filters attached to the root.
+// A device's root qdisc, its HTB classes and their leaves, and the filters on the root.
 // Empty qdiscs: the kernel's default root.
 struct RootState {
-  std::vector<tc::Qdisc> qdiscs;
+  std::vector<tc::Qdisc> qdiscs;  // root first, then class leaves in class order
+  std::vector<tc::HtbClass> classes;
   std::vector<tc::Filter> filters;
 };
+
+// Root qdiscs of the shapes the plugin (or the reference, v1.5's HTB included) creates.
+bool IsPluginRoot(const tc::Qdisc& q) {
+  return (q.kind == "tbf" || q.kind == "htb") && q.handle == tc::MakeHandle(1, 0);
+}
 
 // The host veth's ingress hook: the qdisc there (if any) and its filters, split into those at
 // the plugin's prefs and the rest.
@@ -36,14 +42,12 @@ Result<RootState> ReadRoot(netlink::Socket& sock, int ifindex) {
     return state;
   }
   state.qdiscs.push_back(*root);
-  if (root->kind == "prio") {
-    for (int band = 1; band <= root->prio_bands; ++band) {
-      NG_ASSIGN_OR_RETURN(
-          std::optional<tc::Qdisc> child,
-          tc::GetQdisc(sock, ifindex,
-                       tc::MakeHandle(root->handle >> 16, static_cast<uint32_t>(band))));
-      if (child && child->handle != 0) {
-        state.qdiscs.push_back(*child);
+  if (root->kind == "htb") {
+    NG_ASSIGN_OR_RETURN(state.classes, tc::ListHtbClasses(sock, ifindex));
+    for (const tc::HtbClass& c : state.classes) {
+      NG_ASSIGN_OR_RETURN(std::optional<tc::Qdisc> leaf, tc::GetQdisc(sock, ifindex, c.classid));
+      if (leaf && leaf->handle != 0) {
+        state.qdiscs.push_back(*leaf);
       }
     }
     NG_ASSIGN_OR_RETURN(state.filters, tc::ListFilters(sock, ifindex, root->handle));
@@ -106,7 +110,8 @@ std::set<std::pair<uint16_t, uint16_t>> FilterGroups(const std::vector<tc::Filte
 
 // Brings a device's root to `want` (qdiscs parent-first, filters on the root).
 Status ApplyRoot(netlink::Socket& sock, int ifindex, const RootState& want, const RootState& have) {
-  if (SameQdiscs(want.qdiscs, have.qdiscs) && SameFilters(want.filters, have.filters)) {
+  if (SameQdiscs(want.qdiscs, have.qdiscs) && want.classes == have.classes &&
+      SameFilters(want.filters, have.filters)) {
     return OkStatus();
   }
   // A lone TBF changes in place (no moment without shaping).
@@ -118,8 +123,14 @@ Status ApplyRoot(netlink::Socket& sock, int ifindex, const RootState& want, cons
   if (!have.qdiscs.empty()) {
     NG_RETURN_IF_ERROR(tc::DeleteQdisc(sock, ifindex, have.qdiscs[0]));
   }
-  for (const tc::Qdisc& q : want.qdiscs) {
-    NG_RETURN_IF_ERROR(tc::AddQdisc(sock, ifindex, q, /*replace=*/false));
+  if (!want.qdiscs.empty()) {
+    NG_RETURN_IF_ERROR(tc::AddQdisc(sock, ifindex, want.qdiscs[0], /*replace=*/false));
+  }
+  for (const tc::HtbClass& c : want.classes) {
+    NG_RETURN_IF_ERROR(tc::AddHtbClass(sock, ifindex, c));
+  }
+  for (size_t i = 1; i < want.qdiscs.size(); ++i) {
+    NG_RETURN_IF_ERROR(tc::AddQdisc(sock, ifindex, want.qdiscs[i], /*replace=*/false));
   }
   for (const tc::Filter& f : want.filters) {
     NG_RETURN_IF_ERROR(tc::AddFilter(sock, ifindex, f));
@@ -245,6 +256,26 @@ Status CheckQdiscs(const std::vector<tc::Qdisc>& want, const std::vector<tc::Qdi
   return OkStatus();
 }
 
+Status CheckClasses(const std::vector<tc::HtbClass>& want, const std::vector<tc::HtbClass>& have,
+                    const std::string& dev) {
+  for (const tc::HtbClass& w : want) {
+    auto it = std::find_if(have.begin(), have.end(),
+                           [&](const tc::HtbClass& h) { return h.classid == w.classid; });
+    if (it == have.end()) {
+      return CheckFailed("Failed to find class " + tc::HandleString(w.classid) + " on " + dev);
+    }
+    if (!(*it == w)) {
+      return CheckFailed("class differs on " + dev + ": have " + tc::Describe(*it) + ", want " +
+                         tc::Describe(w));
+    }
+  }
+  if (have.size() > want.size()) {
+    return CheckFailed("unexpected classes on " + dev + " (" + std::to_string(have.size()) +
+                       ", want " + std::to_string(want.size()) + ")");
+  }
+  return OkStatus();
+}
+
 Status CheckFilters(const std::vector<tc::Filter>& want, std::vector<tc::Filter> have,
                     const std::string& where) {
   for (tc::Filter& f : have) {
@@ -313,7 +344,7 @@ Result<std::optional<netlink::LinkInfo>> ApplyPlan(netlink::Socket& sock, const 
     }
     NG_ASSIGN_OR_RETURN(ifb_root_before, ReadRoot(sock, ifb->index));
     NG_RETURN_IF_ERROR(
-        ApplyRoot(sock, ifb->index, RootState{{plan.ifb->root}, {}}, ifb_root_before));
+        ApplyRoot(sock, ifb->index, RootState{{plan.ifb->root}, {}, {}}, ifb_root_before));
   }
 
   ScopeGuard undo_ingress([&] {
@@ -330,14 +361,13 @@ Result<std::optional<netlink::LinkInfo>> ApplyPlan(netlink::Socket& sock, const 
       RestoreRoot(sock, veth.index, veth_root_before);
     }
   });
-  const RootState want_root{plan.host_root, plan.host_root_filters};
+  const RootState want_root{plan.host_root, plan.host_root_classes, plan.host_root_filters};
   if (!plan.host_root.empty()) {
     NG_RETURN_IF_ERROR(ApplyRoot(sock, veth.index, want_root, veth_root_before));
   } else if (!veth_root_before.qdiscs.empty()) {
     // Ingress shaping turned off by a repeated ADD: drop our old root, leave others alone.
-    const tc::Qdisc& root = veth_root_before.qdiscs[0];
-    if ((root.kind == "tbf" || root.kind == "prio") && root.handle == tc::MakeHandle(1, 0)) {
-      NG_RETURN_IF_ERROR(tc::DeleteQdisc(sock, veth.index, root));
+    if (IsPluginRoot(veth_root_before.qdiscs[0])) {
+      NG_RETURN_IF_ERROR(tc::DeleteQdisc(sock, veth.index, veth_root_before.qdiscs[0]));
     }
   }
 
@@ -349,6 +379,7 @@ Status CheckPlan(netlink::Socket& sock, const ShapingPlan& plan, const netlink::
   if (!plan.host_root.empty()) {
     NG_ASSIGN_OR_RETURN(RootState root, ReadRoot(sock, veth.index));
     NG_RETURN_IF_ERROR(CheckQdiscs(plan.host_root, root.qdiscs, veth.name));
+    NG_RETURN_IF_ERROR(CheckClasses(plan.host_root_classes, root.classes, veth.name));
     if (!plan.host_root_filters.empty() || !root.filters.empty()) {
       NG_RETURN_IF_ERROR(
           CheckFilters(plan.host_root_filters, root.filters, veth.name + " root qdisc"));
@@ -391,9 +422,8 @@ Status CheckPlan(netlink::Socket& sock, const ShapingPlan& plan, const netlink::
 Status RemoveHostObjects(netlink::Socket& sock, int veth_index) {
   NG_ASSIGN_OR_RETURN(RootState root, ReadRoot(sock, veth_index));
   if (!root.qdiscs.empty()) {
-    const tc::Qdisc& q = root.qdiscs[0];
-    if ((q.kind == "tbf" || q.kind == "prio") && q.handle == tc::MakeHandle(1, 0)) {
-      NG_RETURN_IF_ERROR(tc::DeleteQdisc(sock, veth_index, q));
+    if (IsPluginRoot(root.qdiscs[0])) {
+      NG_RETURN_IF_ERROR(tc::DeleteQdisc(sock, veth_index, root.qdiscs[0]));
     }
   }
   NG_ASSIGN_OR_RETURN(IngressState ingress, ReadIngress(sock, veth_index));

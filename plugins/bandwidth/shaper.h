@@ -25,7 +25,7 @@ Result<std::optional<netlink::LinkInfo>> ApplyPlan(netlink::Socket& sock, const 
 // Code 103 (kErrCheckFailed) naming the first difference.
 Status CheckPlan(netlink::Socket& sock, const ShapingPlan& plan, const netlink::LinkInfo& veth);
 
-// Removes the plugin's qdiscs and filters from the host veth (tbf/prio root with handle 1:,
+// Removes the plugin's qdiscs and filters from the host veth (tbf/htb root with handle 1:,
 // filters at the plugin's prefs on the ingress qdisc, and the ingress qdisc once it holds
 // nothing else).
 Status RemoveHostObjects(netlink::Socket& sock, int veth_index);
