@@ -21,9 +21,10 @@ struct nft_ctx;
 namespace nodegate::netfilter {
 
 struct NftLineError {
-  int line = 0;      // 1-based line of the script
-  int error = 0;     // ENOENT, EEXIST, EBUSY... 0 when nft failed before the kernel
-  std::string text;  // nft's message for that line
+  int line = 0;         // 1-based line of the script
+  int error = 0;        // ENOENT, EEXIST, EBUSY... 0 when nft failed before the kernel
+  std::string text;     // nft's message for that line
+  std::string command;  // the script line, when known
 };
 
 // The outcome of Run(): success with nft's output, or the failing lines.

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -86,6 +87,31 @@ Result<std::vector<ListedElement>> ListNetworkElements(Nft& nft, const std::stri
           out.push_back(std::move(listed));
         }
       }
+    }
+  }
+  return out;
+}
+
+// The elements of one of our sets as (first field, second field) text pairs; a missing table or
+// set is an empty list.
+Result<std::vector<std::pair<std::string, std::string>>> ListPairs(Nft& nft,
+                                                                   const std::string& set) {
+  std::vector<std::pair<std::string, std::string>> out;
+  NftRun run = nft.Run("list set " + Qualified(set), {.json_output = true});
+  if (!run.ok()) {
+    if (run.HasErrno(ENOENT)) return out;
+    return run.ToError("nftables: list set " + set);
+  }
+  const Json doc = Json::parse(run.output(), nullptr, false);
+  if (doc.is_discarded() || !doc.contains("nftables")) {
+    return Error(kErrKernel, "nftables: unreadable listing of set " + set);
+  }
+  for (const auto& object : doc["nftables"]) {
+    if (!object.contains("set") || !object["set"].contains("elem")) continue;
+    for (Json elem : object["set"]["elem"]) {
+      if (elem.is_object() && elem.contains("elem")) elem = elem["elem"]["val"];
+      if (!elem.is_object() || !elem.contains("concat") || elem["concat"].size() != 2) continue;
+      out.emplace_back(JsonScalar(elem["concat"][0]), JsonScalar(elem["concat"][1]));
     }
   }
   return out;
@@ -194,6 +220,20 @@ class NftablesMapper : public PortMapper {
     if (need_setup) {
       spdlog::info("nftables: writing chains of network {}", config.network_name);
       nft::AppendSetup(config, slow);
+      // Drop the records of this network's earlier configs (rare path: a listing is fine).
+      const std::string prefix = nft::NamesFor(config.network_name).prefix;
+      NG_ASSIGN_OR_RETURN(auto records, ListPairs(nft, nft::kNetcfgSet));
+      for (const auto& [network, hash] : records) {
+        if (network != prefix) continue;
+        char value[16];
+        std::snprintf(value, sizeof(value), "0x%08x",
+                      static_cast<uint32_t>(std::stoul(hash, nullptr, 0)));
+        if (static_cast<uint32_t>(std::stoul(hash, nullptr, 0)) == nft::ConfigHash(config)) {
+          continue;
+        }
+        slow.Add("delete element " + Qualified(nft::kNetcfgSet) + " { \"" + network + "\" . " +
+                 value + " }");
+      }
     }
     if (readd) {
       // Re-ADD replaces: forget everything this owner has, then add the new mappings.
@@ -287,19 +327,36 @@ class NftablesMapper : public PortMapper {
   Status Unforward(const Config& config) override {
     NG_ASSIGN_OR_RETURN(Nft nft, Nft::Open());
     const std::string owner = nft::OwnerTag(config.network_name, config.container_id);
+    bool listed_path = false;
     for (const auto f : {net::Family::kV4, net::Family::kV6}) {
       Script s;
-      const int marker = nft::AppendDelete(owner, nft::ContainerElements(config, f), f, s);
-      NftRun run = nft.Run(s.text());
-      if (run.ok() || run.HasErrno(ENOENT, marker)) continue;
+      const auto elements = nft::ContainerElements(config, f);
+      const int marker = nft::AppendDelete(owner, elements, f, s);
+      // Without mappings only the marker is probed: present means "find them by listing".
+      NftRun run = nft.Run(s.text(), {.dry_run = elements.empty()});
+      if (run.HasErrno(ENOENT, marker)) continue;
+      if (run.ok() && !elements.empty()) continue;
+      listed_path = true;
+    }
+    if (listed_path) {
       // The owner has mappings, but not exactly these (DEL without the ADD's portMappings):
-      // find them by listing.
+      // find its elements and ownership records by listing.
       spdlog::info("nftables: DEL of {} falls back to listing", config.container_id);
-      NG_ASSIGN_OR_RETURN(auto owned, OwnedByListing(nft, config, f));
+      NG_ASSIGN_OR_RETURN(auto owned, OwnedByListing(nft, config, std::nullopt));
+      NG_ASSIGN_OR_RETURN(auto records, ListPairs(nft, nft::kOwnedSet));
       Script forget;
-      AppendForget(owner, owned, {f}, forget);
-      NftRun second = nft.Run(forget.text());
-      if (!second.ok()) return second.ToError("nftables: delete mappings");
+      for (const auto& [who, tag] : records) {
+        if (who != owner) continue;
+        forget.Add("delete element " + Qualified(nft::kOwnedSet) + " { \"" + who + "\" . \"" + tag +
+                   "\" }");
+      }
+      for (const auto& e : owned) {
+        forget.Add("delete element " + Qualified(e.map) + " { " + e.key + " }");
+      }
+      if (forget.lines() > 0) {
+        NftRun second = nft.Run(forget.text());
+        if (!second.ok()) return second.ToError("nftables: delete mappings");
+      }
     }
     return RemoveReferenceLeftovers(nft, config.container_id);
   }

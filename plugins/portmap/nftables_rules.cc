@@ -156,8 +156,7 @@ void AppendSetup(const Config& config, Script& s) {
     s.Add("add rule " + Qualified(n.Masquerade()) + " meta mark & " + mark + " == " + mark +
           " masquerade");
   }
-  // Other networks re-assert their chains on their next ADD (cheap, and identical content).
-  s.Add("flush set " + Qualified(kNetcfgSet));
+  // The caller deletes this network's records of other configs (it needs a listing).
   s.Add("add element " + Qualified(kNetcfgSet) + " { " + Quoted(n.prefix) + " . " +
         Hex32(ConfigHash(config)) + " }");
 }

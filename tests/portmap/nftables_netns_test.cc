@@ -1,0 +1,246 @@
+// portmap with the nftables backend, in private namespaces: real traffic, re-ADD, CHECK, GC,
+// DEL without prevResult or with other mappings, host port conflicts (nothing applied),
+// per-network conditions, concurrency, and removal of the reference nftables backend's rules.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "tests/portmap/harness.h"
+
+namespace nodegate::portmap::testing {
+namespace {
+
+const std::string kPrev = PrevResult("10.88.0.2/16", "fd00:88::2/64");
+const std::string kMappings =
+    R"([{"hostPort":8080,"containerPort":80,"protocol":"tcp","hostIP":"10.88.0.1"},)"
+    R"({"hostPort":5353,"containerPort":53,"protocol":"udp"}])";
+
+// Elements of our maps that carry `comment "<id>"`.
+int Elements(const TestNetns& node, const std::string& id) {
+  const std::string ruleset = NftRuleset(node);
+  // Elements are listed one per line only when there are several; count occurrences.
+  int n = 0;
+  const std::string needle = "comment \"" + id + "\" :";
+  for (size_t pos = ruleset.find(needle); pos != std::string::npos;
+       pos = ruleset.find(needle, pos + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+TEST(PortmapNftables, RealTraffic) {
+  NG_REQUIRE_ROOT();
+  RunTrafficScenario("nftables");
+}
+
+TEST(PortmapNftables, ReAddReplacesCheckFindsGapsDelIsIdempotent) {
+  NG_REQUIRE_ROOT();
+  TestNetns node("ng-pmnre");
+  const std::string first = Conf("nftables", kMappings, kPrev);
+  const std::string second =
+      Conf("nftables", R"([{"hostPort":9999,"containerPort":99,"protocol":"tcp"}])", kPrev);
+  ASSERT_EQ(Portmap(node, "ADD", "ctr1", first).exit_code, 0);
+  EXPECT_EQ(Elements(node, "ctr1"), 3);  // tcp on the v4 hostIP, udp on v4 and v6
+  const auto readd = Portmap(node, "ADD", "ctr1", first);
+  ASSERT_EQ(readd.exit_code, 0) << readd.out << readd.err;
+  EXPECT_EQ(Elements(node, "ctr1"), 3) << "re-ADD must not duplicate";
+  ASSERT_EQ(Portmap(node, "ADD", "ctr1", second).exit_code, 0);
+  EXPECT_EQ(Elements(node, "ctr1"), 2) << NftRuleset(node);  // 9999 on v4 and v6
+  EXPECT_EQ(NftRuleset(node).find("8080"), std::string::npos) << "re-ADD must replace";
+  EXPECT_EQ(Portmap(node, "CHECK", "ctr1", second).exit_code, 0);
+  const auto stale = Portmap(node, "CHECK", "ctr1", first);
+  EXPECT_NE(stale.exit_code, 0);
+  EXPECT_NE(stale.out.find("\"code\": 103"), std::string::npos) << stale.out;
+
+  // An element removed behind the plugin's back is a CHECK failure.
+  const std::string map = "n" + std::string("a355caee90") + "_dnat_any_v6";
+  node.MustRun("nft delete element inet cni_hostport " + map + " '{ tcp . 9999 }'");
+  EXPECT_NE(Portmap(node, "CHECK", "ctr1", second).exit_code, 0);
+
+  // DEL with the mappings of an earlier ADD still removes everything of the container; a
+  // repeated DEL and a DEL without prevResult succeed.
+  const auto del = Portmap(node, "DEL", "ctr1", first);
+  ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
+  EXPECT_EQ(Elements(node, "ctr1"), 0) << NftRuleset(node);
+  EXPECT_EQ(Portmap(node, "DEL", "ctr1", Conf("nftables", kMappings, "")).exit_code, 0);
+  EXPECT_EQ(CountLines(node.Run("nft list set inet cni_hostport owned").output, "\" . \""), 0)
+      << "ownership records left behind";
+}
+
+TEST(PortmapNftables, OwnershipIncludesTheNetworkAndConflictsChangeNothing) {
+  NG_REQUIRE_ROOT();
+  TestNetns node("ng-pmnown");
+  const std::string a =
+      Conf("nftables", R"([{"hostPort":8080,"containerPort":80,"protocol":"tcp"}])",
+           PrevResult("10.88.0.2/16", ""), "", "neta");
+  const std::string b =
+      Conf("nftables", R"([{"hostPort":8080,"containerPort":80,"protocol":"tcp"}])",
+           PrevResult("10.99.0.2/16", ""), "", "netb");
+  ASSERT_EQ(Portmap(node, "ADD", "same-id", a).exit_code, 0);
+  ASSERT_EQ(Portmap(node, "ADD", "same-id", b).exit_code, 0);
+  ASSERT_EQ(Portmap(node, "DEL", "same-id", a).exit_code, 0);
+  EXPECT_EQ(Portmap(node, "CHECK", "same-id", b).exit_code, 0)
+      << "DEL on network a removed network b's mapping of the same container ID";
+
+  // A host port another container holds on the same network: the whole ADD fails with 102
+  // and nothing of the new container is applied (its first mapping was free).
+  const std::string conflict = Conf(
+      "nftables",
+      R"([{"hostPort":7070,"containerPort":70,"protocol":"tcp"},{"hostPort":8080,"containerPort":80,"protocol":"tcp"}])",
+      PrevResult("10.99.0.3/16", ""), "", "netb");
+  const auto add = Portmap(node, "ADD", "intruder", conflict);
+  EXPECT_EQ(add.exit_code, 1);
+  EXPECT_NE(add.out.find("\"code\": 102"), std::string::npos) << add.out;
+  EXPECT_EQ(Elements(node, "intruder"), 0) << NftRuleset(node);
+  // The runtime's DEL after the failed ADD must not take the other container's port.
+  ASSERT_EQ(Portmap(node, "DEL", "intruder", conflict).exit_code, 0);
+  EXPECT_EQ(Portmap(node, "CHECK", "same-id", b).exit_code, 0);
+}
+
+TEST(PortmapNftables, ConditionsStayWithTheirNetwork) {
+  NG_REQUIRE_ROOT();
+  Topology topo;
+  EchoServer server(topo.container.path(), 80, "c");
+  const std::string prev = PrevResult(topo.container_ip4 + "/24", "");
+  // Network "blocked" only accepts clients from 203.0.113.0/24; network "open" has no
+  // conditions. The reference applied the last ADD's conditions to every container.
+  const std::string blocked =
+      Conf("nftables", R"([{"hostPort":8001,"containerPort":80,"protocol":"tcp"}])", prev,
+           R"(,"conditionsV4":["ip","saddr","203.0.113.0/24"])", "blocked");
+  const std::string open = Conf(
+      "nftables", R"([{"hostPort":8002,"containerPort":80,"protocol":"tcp"}])", prev, "", "open");
+  ASSERT_EQ(Portmap(topo.node, "ADD", "c1", blocked).exit_code, 0);
+  ASSERT_EQ(Portmap(topo.node, "ADD", "c2", open).exit_code, 0);
+  EXPECT_EQ(TcpRequest(topo.client.path(), topo.node_client_ip4, 8002), "c");
+  EXPECT_FALSE(TcpRequest(topo.client.path(), topo.node_client_ip4, 8001, 500));
+  EXPECT_EQ(Portmap(topo.node, "CHECK", "c1", blocked).exit_code, 0);
+  EXPECT_EQ(Portmap(topo.node, "CHECK", "c2", open).exit_code, 0);
+}
+
+TEST(PortmapNftables, GcRemovesStaleContainersOfThisNetworkOnly) {
+  NG_REQUIRE_ROOT();
+  TestNetns node("ng-pmngc");
+  for (const char* id : {"ctr1", "ctr2", "ctr3"}) {
+    ASSERT_EQ(Portmap(node, "ADD", id,
+                      Conf("nftables",
+                           std::string(R"([{"hostPort":)") +
+                               (id[3] == '1'   ? "81"
+                                : id[3] == '2' ? "82"
+                                               : "83") +
+                               R"(,"containerPort":80,"protocol":"tcp"}])",
+                           kPrev))
+                  .exit_code,
+              0);
+  }
+  ASSERT_EQ(Portmap(node, "ADD", "ctr3",
+                    Conf("nftables", R"([{"hostPort":83,"containerPort":80,"protocol":"tcp"}])",
+                         kPrev, "", "othernet"))
+                .exit_code,
+            0);
+  const std::string gc =
+      R"({"cniVersion":"1.1.0","name":"rnet","type":"portmap","backend":"nftables",)"
+      R"("cni.dev/valid-attachments":[{"containerID":"ctr2","ifname":"eth0"}]})";
+  const auto out = Portmap(node, "GC", "", gc);
+  ASSERT_EQ(out.exit_code, 0) << out.out << out.err;
+  EXPECT_EQ(Elements(node, "ctr1"), 0);
+  EXPECT_EQ(Elements(node, "ctr2"), 2);
+  EXPECT_EQ(Elements(node, "ctr3"), 2) << "othernet's ctr3 must stay";
+  EXPECT_EQ(Portmap(node, "STATUS", "", gc).exit_code, 0);
+}
+
+// What the reference's nftables backend (v1.9) leaves for a container is removed by our DEL.
+TEST(PortmapNftables, DelRemovesTheReferenceBackendsRules) {
+  NG_REQUIRE_ROOT();
+  TestNetns node("ng-pmnref");
+  const std::string reference =
+      "table ip cni_hostport {\n"
+      " chain hostports { ip daddr 10.88.0.1 tcp dport 8080 dnat to 10.88.0.2:80 comment \"ctr1\"\n"
+      "  udp dport 5353 dnat to 10.88.0.2:53 comment \"ctr1\"\n"
+      "  udp dport 6000 dnat to 10.88.0.9:53 comment \"other\"; }\n"
+      " chain hostip_hostports { }\n"
+      " chain hostports_all { jump hostip_hostports\n jump hostports; }\n"
+      " chain prerouting { type nat hook prerouting priority dstnat; policy accept;\n"
+      "  fib daddr type local jump hostports_all; }\n"
+      " chain masquerading { type nat hook postrouting priority srcnat; policy accept;\n"
+      "  ip saddr 10.88.0.2 ip daddr 10.88.0.2 masquerade comment \"ctr1\"\n"
+      "  ip saddr 127.0.0.1 ip daddr 10.88.0.2 masquerade comment \"ctr1\"; }\n"
+      "}\n"
+      "table ip6 cni_hostport {\n"
+      " chain hostports { udp dport 5353 dnat to [fd00:88::2]:53 comment \"ctr1\"; }\n"
+      " chain masquerading { type nat hook postrouting priority srcnat; policy accept;\n"
+      "  ip6 saddr fd00:88::2 ip6 daddr fd00:88::2 masquerade comment \"ctr1\"; }\n"
+      "}\n";
+  node.MustRun("cat > /tmp/ng-pm-ref-" + node.name() + ".nft <<'EOF'\n" + reference +
+               "EOF\nnft -f /tmp/ng-pm-ref-" + node.name() + ".nft && rm /tmp/ng-pm-ref-" +
+               node.name() + ".nft");
+  ASSERT_EQ(CountLines(NftRuleset(node), "comment \"ctr1\""), 6);
+  const auto del = Portmap(node, "DEL", "ctr1", Conf("nftables", kMappings, kPrev));
+  ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
+  const std::string after = NftRuleset(node);
+  EXPECT_EQ(CountLines(after, "comment \"ctr1\""), 0) << after;
+  EXPECT_EQ(CountLines(after, "comment \"other\""), 1) << after;
+}
+
+TEST(PortmapNftables, ConcurrentAddsAndDels) {
+  NG_REQUIRE_ROOT();
+  TestNetns node("ng-pmncc");
+  constexpr int kContainers = 50;
+  std::vector<int> add_rc(kContainers, -1), del_rc(kContainers, -1);
+  std::atomic<int> next{0};
+  auto conf = [](int i) {
+    return Conf("nftables",
+                "[{\"hostPort\":" + std::to_string(20000 + i) +
+                    ",\"containerPort\":80,\"protocol\":\"udp\"}]",
+                PrevResult("198.51.100." + std::to_string(10 + i) + "/24", ""));
+  };
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 8; ++w) {
+    workers.emplace_back([&] {
+      for (int i = next++; i < kContainers; i = next++) {
+        const std::string id = "nc" + std::to_string(i);
+        add_rc[i] = Portmap(node, "ADD", id, conf(i)).exit_code;
+        if (i % 2 == 1) del_rc[i] = Portmap(node, "DEL", id, conf(i)).exit_code;
+      }
+    });
+  }
+  for (auto& t : workers) t.join();
+  for (int i = 0; i < kContainers; ++i) {
+    EXPECT_EQ(add_rc[i], 0) << i;
+    if (i % 2 == 1) {
+      EXPECT_EQ(del_rc[i], 0) << i;
+      EXPECT_EQ(Elements(node, "nc" + std::to_string(i)), 0) << i;
+    } else {
+      EXPECT_EQ(Elements(node, "nc" + std::to_string(i)), 1) << i;
+    }
+  }
+  // Network chains written once: one jump per hook chain.
+  EXPECT_EQ(CountLines(NftRuleset(node), "fib daddr type local jump"), 2);
+}
+
+TEST(PortmapNftables, BadInputChangesNothing) {
+  NG_REQUIRE_ROOT();
+  TestNetns node("ng-pmnbad");
+  ASSERT_EQ(Portmap(node, "ADD", "keep", Conf("nftables", kMappings, kPrev)).exit_code, 0);
+  const std::string before = NftRuleset(node);
+  const std::vector<std::string> bad = {
+      Conf("nftables", R"([{"hostPort":0,"containerPort":80,"protocol":"tcp"}])", kPrev),
+      Conf("nftables", R"([{"hostPort":80,"containerPort":70000,"protocol":"tcp"}])", kPrev),
+      Conf("nftables", R"([{"hostPort":80,"containerPort":80,"protocol":"gre"}])", kPrev),
+      Conf("nftables",
+           R"([{"hostPort":80,"containerPort":80,"protocol":"tcp","hostIP":"192.0.2.1"}])",
+           PrevResult("", "fd00:88::2/64")),
+      Conf("nftables", kMappings, kPrev, R"(,"externalSetMarkChain":"X")"),
+      Conf("nftables", kMappings, kPrev, R"(,"conditionsV6":["-s","::1"])"),
+  };
+  for (const auto& conf : bad) {
+    const auto out = Portmap(node, "ADD", "bad", conf);
+    EXPECT_EQ(out.exit_code, 1) << conf;
+    EXPECT_NE(out.out.find("\"code\": 7"), std::string::npos) << conf << "\n" << out.out;
+  }
+  EXPECT_EQ(NftRuleset(node), before);
+}
+
+}  // namespace
+}  // namespace nodegate::portmap::testing

@@ -1,0 +1,396 @@
+// portmap unit tests: config parsing and validation, the iptables rules as data (compared with
+// the reference's observed iptables-save lines), libiptc entry encoding, and the nftables
+// script generation. No kernel involved.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "lib/netfilter/nft.h"
+#include "plugins/portmap/config.h"
+#include "plugins/portmap/iptables_encode.h"
+#include "plugins/portmap/iptables_rules.h"
+#include "plugins/portmap/nftables_rules.h"
+
+namespace nodegate::portmap {
+namespace {
+
+// The reference's observed setup (docs/cni-reference.md 2.7).
+constexpr char kPrev[] = R"("prevResult":{"cniVersion":"1.0.0",
+  "interfaces":[{"name":"eth0","sandbox":"/run/netns/x"}],
+  "ips":[{"interface":0,"address":"10.88.0.2/16","gateway":"10.88.0.1"},
+         {"interface":0,"address":"fd00:88::2/64"}]})";
+constexpr char kMappings[] =
+    R"([{"hostPort":8080,"containerPort":80,"protocol":"tcp","hostIP":"10.88.0.1"},
+  {"hostPort":5353,"containerPort":53,"protocol":"udp"}])";
+
+std::string ConfText(const std::string& extra, const std::string& mappings = kMappings,
+                     bool with_prev = true) {
+  return std::string(R"({"cniVersion":"1.0.0","name":"rnet","type":"portmap")") + extra +
+         R"(,"runtimeConfig":{"portMappings":)" + mappings + "}" +
+         (with_prev ? std::string(",") + kPrev : "") + "}";
+}
+
+Result<Config> Parse(const std::string& text, Purpose purpose = Purpose::kAdd) {
+  auto conf = cni::ParseNetConf(text);
+  if (!conf.ok()) return conf.error();
+  return ParseConfig(*conf, {.container_id = "ctr1", .ifname = "eth0", .purpose = purpose});
+}
+
+void ExpectInvalid(const std::string& text, const std::string& needle) {
+  auto config = Parse(text);
+  ASSERT_FALSE(config.ok()) << text;
+  EXPECT_EQ(config.error().code, kErrInvalidConfig);
+  EXPECT_NE(config.error().msg.find(needle), std::string::npos) << config.error().msg;
+}
+
+TEST(PortmapConfig, DefaultsAndContainerAddresses) {
+  auto config = Parse(ConfText(""));
+  ASSERT_TRUE(config.ok()) << config.error().msg;
+  EXPECT_TRUE(config->snat);
+  EXPECT_FALSE(config->masq_all);
+  EXPECT_EQ(config->mark(), 0x2000u);
+  EXPECT_FALSE(config->backend.has_value());
+  ASSERT_EQ(config->mappings.size(), 2u);
+  EXPECT_EQ(config->mappings[0].host_port, 8080);
+  EXPECT_EQ(config->mappings[0].container_port, 80);
+  EXPECT_EQ(config->mappings[0].protocol, Protocol::kTcp);
+  EXPECT_EQ(config->mappings[0].host_ip->ToString(), "10.88.0.1");
+  EXPECT_EQ(config->container_v4->ToString(), "10.88.0.2/16");
+  EXPECT_EQ(config->container_v6->ToString(), "fd00:88::2/64");
+  EXPECT_EQ(config->MappingsFor(net::Family::kV6).size(), 1u);
+}
+
+TEST(PortmapConfig, SkipsAddressesOfOtherInterfaces) {
+  const std::string text = R"({"cniVersion":"1.0.0","name":"rnet","type":"portmap",
+    "runtimeConfig":{"portMappings":[{"hostPort":1,"containerPort":2,"protocol":"tcp"}]},
+    "prevResult":{"cniVersion":"1.0.0",
+      "interfaces":[{"name":"veth0"},{"name":"eth1","sandbox":"/x"},{"name":"eth0","sandbox":"/x"}],
+      "ips":[{"interface":0,"address":"192.0.2.9/24"},{"interface":1,"address":"192.0.2.8/24"},
+             {"interface":2,"address":"192.0.2.7/24"},{"address":"192.0.2.6/24"}]}})";
+  auto config = Parse(text);
+  ASSERT_TRUE(config.ok()) << config.error().msg;
+  EXPECT_EQ(config->container_v4->ToString(), "192.0.2.7/24");
+  EXPECT_FALSE(config->container_v6.has_value());
+}
+
+TEST(PortmapConfig, RejectsBadMappings) {
+  ExpectInvalid(ConfText("", R"([{"hostPort":0,"containerPort":80,"protocol":"tcp"}])"),
+                "Invalid host port number: 0");
+  ExpectInvalid(ConfText("", R"([{"hostPort":65536,"containerPort":80,"protocol":"tcp"}])"),
+                "Invalid host port number: 65536");
+  ExpectInvalid(ConfText("", R"([{"hostPort":80,"containerPort":-1,"protocol":"tcp"}])"),
+                "Invalid container port number: -1");
+  ExpectInvalid(ConfText("", R"([{"hostPort":80,"containerPort":"80","protocol":"tcp"}])"),
+                "Invalid container port number");
+  ExpectInvalid(ConfText("", R"([{"hostPort":80,"containerPort":80,"protocol":"icmp"}])"),
+                "unknown protocol \"icmp\"");
+  ExpectInvalid(ConfText("", R"([{"hostPort":80,"containerPort":80}])"), "protocol");
+  ExpectInvalid(
+      ConfText("", R"([{"hostPort":80,"containerPort":80,"protocol":"tcp","hostIP":"nope"}])"),
+      "invalid hostIP");
+  ExpectInvalid(ConfText("", R"([{"hostPort":80,"containerPort":80,"protocol":"tcp"},
+                                 {"hostPort":80,"containerPort":81,"protocol":"TCP"}])"),
+                "duplicate port mapping");
+}
+
+TEST(PortmapConfig, HostIpMustMatchAContainerFamily) {
+  const std::string v4_only = R"({"cniVersion":"1.0.0","name":"rnet","type":"portmap",
+    "runtimeConfig":{"portMappings":[{"hostPort":80,"containerPort":80,"protocol":"tcp",
+                                      "hostIP":"2001:db8::1"}]},
+    "prevResult":{"cniVersion":"1.0.0","ips":[{"address":"192.0.2.2/24"}]}})";
+  ExpectInvalid(v4_only, "no address of that family");
+  // DEL must still work (the container may be gone and its result unknown).
+  EXPECT_TRUE(Parse(v4_only, Purpose::kDel).ok());
+}
+
+TEST(PortmapConfig, ProtocolIsCaseInsensitiveAndUnspecifiedHostIpKeepsFamily) {
+  auto config = Parse(
+      ConfText("", R"([{"hostPort":80,"containerPort":80,"protocol":"UDP","hostIP":"0.0.0.0"}])"));
+  ASSERT_TRUE(config.ok()) << config.error().msg;
+  EXPECT_EQ(config->mappings[0].protocol, Protocol::kUdp);
+  EXPECT_FALSE(config->mappings[0].has_specific_host_ip());
+  EXPECT_EQ(config->MappingsFor(net::Family::kV4).size(), 1u);
+  EXPECT_EQ(config->MappingsFor(net::Family::kV6).size(), 0u);
+}
+
+TEST(PortmapConfig, MarkBitAndExternalChain) {
+  auto config = Parse(ConfText(R"(,"markMasqBit":5)"));
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->mark(), 0x20u);
+  ExpectInvalid(ConfText(R"(,"markMasqBit":32)"), "MasqMarkBit must be between 0 and 31");
+  ExpectInvalid(ConfText(R"(,"markMasqBit":-1)"), "MasqMarkBit must be between 0 and 31");
+  ExpectInvalid(ConfText(R"(,"markMasqBit":5,"externalSetMarkChain":"X")"),
+                "Cannot specify externalSetMarkChain and markMasqBit");
+  auto external = Parse(ConfText(R"(,"externalSetMarkChain":"KUBE-MARK-MASQ")"));
+  ASSERT_TRUE(external.ok());
+  EXPECT_EQ(external->backend, Backend::kIptables);
+}
+
+TEST(PortmapConfig, BackendSelection) {
+  EXPECT_EQ(Parse(ConfText(R"(,"backend":"nftables")"))->backend, Backend::kNftables);
+  EXPECT_EQ(Parse(ConfText(R"(,"backend":"iptables")"))->backend, Backend::kIptables);
+  ExpectInvalid(ConfText(R"(,"backend":"ebpf")"), "unrecognized backend \"ebpf\"");
+  // Options imply their backend; options of the other backend are an error.
+  EXPECT_EQ(Parse(ConfText(R"(,"conditionsV4":["ip","saddr","192.0.2.0/24"])"))->backend,
+            Backend::kNftables);
+  EXPECT_EQ(Parse(ConfText(R"(,"conditionsV4":["!","-d","192.0.2.0/24"])"))->backend,
+            Backend::kIptables);
+  ExpectInvalid(ConfText(R"(,"backend":"iptables","conditionsV4":["ip","saddr","192.0.2.1"])"),
+                "iptables backend was requested but configuration contains nftables-specific "
+                "options [conditionsV4]");
+  ExpectInvalid(ConfText(R"(,"backend":"nftables","externalSetMarkChain":"X")"),
+                "nftables backend was requested but configuration contains iptables-specific "
+                "options [externalSetMarkChain]");
+  ExpectInvalid(
+      ConfText(R"(,"conditionsV4":["-s","192.0.2.0/24"],"conditionsV6":["ip6","saddr","::1"])"),
+      "mixes");
+}
+
+TEST(PortmapConfig, ConditionsAreCheckedBeforeAnyKernelCall) {
+  ExpectInvalid(ConfText(R"(,"conditionsV4":["-m","set","--match-set","x","dst"])"),
+                "unsupported iptables condition \"-m\"");
+  ExpectInvalid(ConfText(R"(,"conditionsV4":["-d","2001:db8::/32"])"), "needs an IPv4");
+  ExpectInvalid(ConfText(R"(,"conditionsV4":["ip","saddr","1.2.3.4;","flush","ruleset"])"),
+                "would end the rule");
+  ExpectInvalid(ConfText(R"(,"conditionsV4":["!"])"), "trailing");
+  ExpectInvalid(ConfText(R"(,"conditionsV4":["-s"])"), "needs a value");
+}
+
+TEST(PortmapConfig, MissingPrevResult) {
+  ExpectInvalid(ConfText("", kMappings, false), "must be called as chained plugin");
+  EXPECT_TRUE(Parse(ConfText("", kMappings, false), Purpose::kDel).ok());
+}
+
+TEST(PortmapConfig, ValidateConfigIsPure) {
+  auto conf = cni::ParseNetConf(ConfText(""));
+  ASSERT_TRUE(conf.ok());
+  EXPECT_TRUE(ValidateConfig(*conf).ok());
+  auto bad = cni::ParseNetConf(
+      ConfText("", R"([{"hostPort":99999,"containerPort":80,"protocol":"tcp"}])"));
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(ValidateConfig(*bad).error().code, kErrInvalidConfig);
+}
+
+std::vector<std::string> Lines(const ipt::Plan& plan) {
+  std::vector<std::string> out;
+  for (const auto& r : plan.container_rules)
+    out.push_back("-A " + plan.container_chain + " " + r.ToString());
+  for (const auto& r : plan.entry_rules) out.push_back("-A CNI-HOSTPORT-DNAT " + r.ToString());
+  return out;
+}
+
+TEST(IptablesRules, MatchReferenceSaveOutputV4) {
+  auto config = Parse(ConfText(""));
+  ASSERT_TRUE(config.ok());
+  const ipt::Plan plan = ipt::BuildPlan(*config, net::Family::kV4);
+  EXPECT_EQ(plan.container_chain, "CNI-DN-6ef8579d92ac413d65a3e");
+  // Verbatim from the reference's iptables-save (docs/cni-reference.md 2.7).
+  const std::vector<std::string> expected = {
+      "-A CNI-DN-6ef8579d92ac413d65a3e -s 10.88.0.0/16 -d 10.88.0.1/32 -p tcp -m tcp --dport 8080 "
+      "-j CNI-HOSTPORT-SETMARK",
+      "-A CNI-DN-6ef8579d92ac413d65a3e -s 127.0.0.1/32 -d 10.88.0.1/32 -p tcp -m tcp --dport 8080 "
+      "-j CNI-HOSTPORT-SETMARK",
+      "-A CNI-DN-6ef8579d92ac413d65a3e -d 10.88.0.1/32 -p tcp -m tcp --dport 8080 -j DNAT "
+      "--to-destination 10.88.0.2:80",
+      "-A CNI-DN-6ef8579d92ac413d65a3e -s 10.88.0.0/16 -p udp -m udp --dport 5353 -j "
+      "CNI-HOSTPORT-SETMARK",
+      "-A CNI-DN-6ef8579d92ac413d65a3e -s 127.0.0.1/32 -p udp -m udp --dport 5353 -j "
+      "CNI-HOSTPORT-SETMARK",
+      "-A CNI-DN-6ef8579d92ac413d65a3e -p udp -m udp --dport 5353 -j DNAT --to-destination "
+      "10.88.0.2:53",
+      R"(-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \"rnet\" id: \"ctr1\"" -m multiport --dports 8080 -j CNI-DN-6ef8579d92ac413d65a3e)",
+      R"(-A CNI-HOSTPORT-DNAT -p udp -m comment --comment "dnat name: \"rnet\" id: \"ctr1\"" -m multiport --dports 5353 -j CNI-DN-6ef8579d92ac413d65a3e)",
+  };
+  EXPECT_EQ(Lines(plan), expected);
+  std::vector<std::string> shared;
+  for (const auto& s : plan.shared_rules)
+    shared.push_back("-A " + s.chain + " " + s.rule.ToString());
+  EXPECT_EQ(
+      shared,
+      (std::vector<std::string>{
+          R"(-A CNI-HOSTPORT-SETMARK -m comment --comment "CNI portfwd masquerade mark" -j MARK --set-xmark 0x2000/0x2000)",
+          "-A CNI-HOSTPORT-MASQ -m mark --mark 0x2000/0x2000 -j MASQUERADE",
+          R"(-A POSTROUTING -m comment --comment "CNI portfwd requiring masquerade" -j CNI-HOSTPORT-MASQ)",
+          "-A PREROUTING -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT",
+          "-A OUTPUT -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT"}));
+  EXPECT_TRUE(plan.shared_rules[2].insert_first);
+}
+
+TEST(IptablesRules, MatchReferenceSaveOutputV6) {
+  auto config = Parse(ConfText(""));
+  const ipt::Plan plan = ipt::BuildPlan(*config, net::Family::kV6);
+  const std::vector<std::string> expected = {
+      "-A CNI-DN-6ef8579d92ac413d65a3e -s fd00:88::/64 -p udp -m udp --dport 5353 -j "
+      "CNI-HOSTPORT-SETMARK",
+      "-A CNI-DN-6ef8579d92ac413d65a3e -p udp -m udp --dport 5353 -j DNAT --to-destination "
+      "[fd00:88::2]:53",
+      // The reference does not filter entry rules by hostIP family.
+      R"(-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \"rnet\" id: \"ctr1\"" -m multiport --dports 8080 -j CNI-DN-6ef8579d92ac413d65a3e)",
+      R"(-A CNI-HOSTPORT-DNAT -p udp -m comment --comment "dnat name: \"rnet\" id: \"ctr1\"" -m multiport --dports 5353 -j CNI-DN-6ef8579d92ac413d65a3e)",
+  };
+  EXPECT_EQ(Lines(plan), expected);
+}
+
+TEST(IptablesRules, ChunksPortsSortsProtocolsAndAppliesConditions) {
+  std::string mappings = "[";
+  for (int i = 0; i < 16; ++i) {
+    mappings += (i ? "," : "") + std::string(R"({"hostPort":)") + std::to_string(9000 + i) +
+                R"(,"containerPort":80,"protocol":"tcp"})";
+  }
+  mappings += R"(,{"hostPort":9091,"containerPort":80,"protocol":"sctp"}])";
+  auto config = Parse(ConfText(R"(,"conditionsV4":["!","-d","192.0.2.0/24"])", mappings));
+  ASSERT_TRUE(config.ok()) << config.error().msg;
+  const ipt::Plan plan = ipt::BuildPlan(*config, net::Family::kV4);
+  ASSERT_EQ(plan.entry_rules.size(), 3u);
+  EXPECT_EQ(plan.entry_rules[0].ToString().substr(0, 32), "! -d 192.0.2.0/24 -p sctp -m com");
+  EXPECT_NE(plan.entry_rules[1].ToString().find("--dports 9000,9001,9002,9003,9004,9005,9006,9007,"
+                                                "9008,9009,9010,9011,9012,9013,9014 -j"),
+            std::string::npos);
+  EXPECT_NE(plan.entry_rules[2].ToString().find("--dports 9015 -j"), std::string::npos);
+}
+
+TEST(IptablesRules, SnatOffMasqAllAndExternalChain) {
+  auto nosnat = Parse(ConfText(R"(,"snat":false)"));
+  const ipt::Plan a = ipt::BuildPlan(*nosnat, net::Family::kV4);
+  EXPECT_EQ(a.container_rules.size(), 2u);  // DNAT only
+  EXPECT_EQ(a.shared_chains, std::vector<std::string>{"CNI-HOSTPORT-DNAT"});
+
+  auto masq_all = Parse(ConfText(R"(,"masqAll":true)"));
+  const ipt::Plan b = ipt::BuildPlan(*masq_all, net::Family::kV4);
+  ASSERT_EQ(b.container_rules.size(), 4u);  // hairpin from anywhere, no localhost rule
+  EXPECT_EQ(b.container_rules[0].ToString(),
+            "-d 10.88.0.1/32 -p tcp -m tcp --dport 8080 -j CNI-HOSTPORT-SETMARK");
+
+  auto external = Parse(ConfText(R"(,"externalSetMarkChain":"KUBE-MARK-MASQ")"));
+  const ipt::Plan c = ipt::BuildPlan(*external, net::Family::kV4);
+  EXPECT_EQ(c.shared_chains, std::vector<std::string>{"CNI-HOSTPORT-DNAT"});
+  EXPECT_EQ(std::get<ipt::JumpTarget>(c.container_rules[0].target).chain, "KUBE-MARK-MASQ");
+}
+
+TEST(IptablesRules, CommentsRoundTripAndAreCut) {
+  const std::string comment = ipt::EntryComment("rnet", "ctr1");
+  auto owner = ipt::ParseEntryComment(comment);
+  ASSERT_TRUE(owner.has_value());
+  EXPECT_EQ(owner->network_name, "rnet");
+  EXPECT_EQ(owner->container_id, "ctr1");
+  EXPECT_FALSE(ipt::ParseEntryComment("CNI portfwd masquerade mark").has_value());
+  const std::string long_comment = ipt::EntryComment("rnet", std::string(300, 'a'));
+  EXPECT_EQ(long_comment.size(), 255u);
+  EXPECT_EQ(long_comment.substr(252), "...");
+}
+
+TEST(IptablesEncode, LayoutAndComparison) {
+  auto config = Parse(ConfText(""));
+  for (const auto family : {net::Family::kV4, net::Family::kV6}) {
+    const ipt::Plan plan = ipt::BuildPlan(*config, family);
+    for (const auto& rule : plan.container_rules) {
+      const auto blob = ipt::EncodeRule(rule, family);
+      ASSERT_GT(blob.size(), ipt::EntryHeaderSize(family));
+      EXPECT_EQ(blob.size() % 8, 0u);
+      EXPECT_TRUE(
+          ipt::SameRule(blob.data(), ipt::TargetName(rule), blob, ipt::TargetName(rule), family));
+    }
+    // Rules differing only in the port, the target data or the target are different rules.
+    const auto& dnat = plan.container_rules.back();
+    ipt::Rule other_port = dnat;
+    std::get<ipt::PortMatch>(other_port.matches[0]).dport = 1;
+    ipt::Rule other_target = dnat;
+    std::get<ipt::DnatTarget>(other_target.target).port = 1;
+    const auto a = ipt::EncodeRule(dnat, family);
+    EXPECT_FALSE(
+        ipt::SameRule(ipt::EncodeRule(other_port, family).data(), "DNAT", a, "DNAT", family));
+    EXPECT_FALSE(
+        ipt::SameRule(ipt::EncodeRule(other_target, family).data(), "DNAT", a, "DNAT", family));
+    EXPECT_FALSE(ipt::SameRule(a.data(), "MARK", a, "DNAT", family));
+  }
+  const auto entry =
+      ipt::EncodeRule(ipt::BuildPlan(*config, net::Family::kV4).entry_rules[0], net::Family::kV4);
+  EXPECT_EQ(ipt::EntryCommentText(entry.data(), net::Family::kV4),
+            R"(dnat name: "rnet" id: "ctr1")");
+}
+
+TEST(NftablesRules, ElementsAndAddScript) {
+  auto config = Parse(ConfText(R"(,"backend":"nftables")"));
+  ASSERT_TRUE(config.ok());
+  const auto names = nft::NamesFor("rnet");
+  const auto v4 = nft::ContainerElements(*config, net::Family::kV4);
+  ASSERT_EQ(v4.size(), 2u);
+  EXPECT_EQ(v4[0].map, names.DnatIp(net::Family::kV4));
+  EXPECT_EQ(v4[0].key, "10.88.0.1 . tcp . 8080");
+  EXPECT_EQ(v4[0].value, "10.88.0.2 . 80");
+  EXPECT_EQ(v4[1].map, names.DnatAny(net::Family::kV4));
+  EXPECT_EQ(v4[1].key, "udp . 5353");
+  const auto v6 = nft::ContainerElements(*config, net::Family::kV6);
+  ASSERT_EQ(v6.size(), 1u);
+  EXPECT_EQ(v6[0].value, "fd00:88::2 . 53");
+
+  nft::Script script;
+  const nft::AddLines lines = nft::AppendAdd(*config, true, true, script);
+  EXPECT_EQ(lines.netcfg, 1);
+  EXPECT_EQ(lines.markers.size(), 2u);
+  EXPECT_EQ(lines.elements.size(), 3u);
+  const std::string owner = nft::OwnerTag("rnet", "ctr1");
+  EXPECT_NE(
+      script.text().find("create element inet cni_hostport owned { \"" + owner + "\" . \"all4\" }"),
+      std::string::npos);
+  EXPECT_NE(script.text().find("add element inet cni_hostport " + names.DnatIp(net::Family::kV4) +
+                               " { 10.88.0.1 . tcp . 8080 comment \"ctr1\" : 10.88.0.2 . 80 }"),
+            std::string::npos);
+  EXPECT_NE(script.text().find(names.Hairpin(net::Family::kV4) + " { 10.88.0.0/16 }"),
+            std::string::npos);
+  // Ownership includes the network name.
+  EXPECT_NE(nft::OwnerTag("rnet", "ctr1"), nft::OwnerTag("other", "ctr1"));
+  EXPECT_NE(nft::NamesFor("rnet").prefix, nft::NamesFor("other").prefix);
+}
+
+TEST(NftablesRules, NetworkChainsAndConfigHash) {
+  auto config = Parse(
+      ConfText(R"(,"backend":"nftables","conditionsV4":["ip","saddr","!=","203.0.113.0/24"])"));
+  ASSERT_TRUE(config.ok()) << config.error().msg;
+  const auto rules = nft::HostportsRules(*config);
+  ASSERT_EQ(rules.size(), 10u);
+  const auto n = nft::NamesFor("rnet");
+  EXPECT_EQ(rules[0], "ip saddr != 203.0.113.0/24 ip saddr @" + n.Hairpin(net::Family::kV4) +
+                          " ip daddr . meta l4proto . th dport @" + n.DnatIp(net::Family::kV4) +
+                          " meta mark set meta mark | 0x00002000");
+  EXPECT_EQ(rules[5],
+            "ip saddr != 203.0.113.0/24 meta nfproto ipv4 dnat ip to meta l4proto . "
+            "th dport map @" +
+                n.DnatAny(net::Family::kV4));
+  // IPv6 rules do not carry the IPv4 conditions and have no localhost rule.
+  EXPECT_EQ(rules[6].rfind("ip6 saddr @", 0), 0u);
+
+  nft::Script setup;
+  nft::AppendSetup(*config, setup);
+  EXPECT_NE(setup.text().find("fib daddr type local jump " + n.Hostports()), std::string::npos);
+  EXPECT_NE(setup.text().find("meta mark & 0x00002000 == 0x00002000 masquerade"),
+            std::string::npos);
+
+  auto plain = Parse(ConfText(R"(,"backend":"nftables")"));
+  auto masq_all = Parse(ConfText(R"(,"backend":"nftables","masqAll":true)"));
+  EXPECT_NE(nft::ConfigHash(*config), nft::ConfigHash(*plain));
+  EXPECT_NE(nft::ConfigHash(*plain), nft::ConfigHash(*masq_all));
+  EXPECT_EQ(nft::HostportsRules(*masq_all).size(), 8u);
+}
+
+TEST(NftablesRules, DeleteScriptPutsTheMarkerFirst) {
+  auto config = Parse(ConfText(R"(,"backend":"nftables")"), Purpose::kDel);
+  nft::Script script;
+  const int marker = nft::AppendDelete(nft::OwnerTag("rnet", "ctr1"),
+                                       nft::ContainerElements(*config, net::Family::kV4),
+                                       net::Family::kV4, script);
+  EXPECT_EQ(marker, 1);
+  EXPECT_EQ(script.lines(), 5);
+  EXPECT_NE(script.text().find("delete element inet cni_hostport " +
+                               nft::NamesFor("rnet").DnatAny(net::Family::kV4) + " { udp . 5353 }"),
+            std::string::npos);
+}
+
+TEST(NftErrors, MessagesMapToErrno) {
+  EXPECT_EQ(netfilter::NftMessageErrno("Error: Could not process rule: File exists"), EEXIST);
+  EXPECT_EQ(netfilter::NftMessageErrno("Error: No such file or directory"), ENOENT);
+  EXPECT_EQ(netfilter::NftMessageErrno("Error: syntax error"), 0);
+}
+
+}  // namespace
+}  // namespace nodegate::portmap
