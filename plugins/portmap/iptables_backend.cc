@@ -213,14 +213,19 @@ class Table {
   }
 
   Status Commit() {
-    if (!ops_->commit(h_)) return Fail("commit table nat");
+    if (!ops_->commit(h_)) {
+      commit_errno_ = errno;
+      return Fail("commit table nat");
+    }
     return OkStatus();
   }
+  int commit_errno() const { return commit_errno_; }
 
  private:
   Table(const Ops& ops, xtc_handle* h) : ops_(&ops), h_(h) {}
   const Ops* ops_;
   xtc_handle* h_;
+  int commit_errno_ = 0;
 };
 
 // Runs `change` on a fresh snapshot under the xtables lock and commits it when it reports a
@@ -233,7 +238,9 @@ Status Transact(const Ops& ops, const std::function<Result<bool>(Table&)>& chang
     NG_ASSIGN_OR_RETURN(const bool changed, change(table));
     if (!changed) return OkStatus();
     Status committed = table.Commit();
-    if (committed.ok() || errno != EAGAIN || attempt == kCommitAttempts) return committed;
+    if (committed.ok() || table.commit_errno() != EAGAIN || attempt == kCommitAttempts) {
+      return committed;
+    }
     spdlog::info("{}: table nat changed during commit, retrying", ops.name);
   }
 }
@@ -279,13 +286,19 @@ Result<bool> RemoveChains(Table& table, const std::string& parent,
   return true;
 }
 
+// Removes the container's chains in one family. The check runs on an unlocked snapshot so a
+// DEL with nothing to remove never takes the xtables lock or commits.
 Status TeardownFamily(const Ops& ops, const std::string& network, const std::string& id) {
+  const std::string dnat_chain = ipt::ContainerChainName(network, id);
+  const std::string snat_chain = ipt::LegacySnatChainName(network, id);
+  {
+    NG_ASSIGN_OR_RETURN(Table snapshot, Table::Open(ops));
+    if (!snapshot.HasChain(dnat_chain) && !snapshot.HasChain(snat_chain)) return OkStatus();
+  }
   return Transact(ops, [&](Table& table) -> Result<bool> {
-    NG_ASSIGN_OR_RETURN(
-        bool dnat, RemoveChains(table, ipt::kDnatChain, {ipt::ContainerChainName(network, id)}));
+    NG_ASSIGN_OR_RETURN(bool dnat, RemoveChains(table, ipt::kDnatChain, {dnat_chain}));
     // The chain of plugins older than 0.8 (SNAT for hairpin), removed like the reference does.
-    NG_ASSIGN_OR_RETURN(bool snat, RemoveChains(table, ipt::kLegacySnatChain,
-                                                {ipt::LegacySnatChainName(network, id)}));
+    NG_ASSIGN_OR_RETURN(bool snat, RemoveChains(table, ipt::kLegacySnatChain, {snat_chain}));
     return dnat || snat;
   });
 }
@@ -361,12 +374,13 @@ class IptablesMapper : public PortMapper {
   Status Unforward(const Config& config) override {
     int usable = 0;
     for (const Ops* ops : {&kOps4, &kOps6}) {
-      if (!FamilyUsable(*ops)) {
+      Status s = TeardownFamily(*ops, config.network_name, config.container_id);
+      if (!s.ok() && s.error().msg.find("cannot read table nat") != std::string::npos) {
         spdlog::info("{}: table nat unavailable, nothing to remove", ops->name);
         continue;
       }
+      NG_RETURN_IF_ERROR(s);
       ++usable;
-      NG_RETURN_IF_ERROR(TeardownFamily(*ops, config.network_name, config.container_id));
     }
     if (usable == 0) {
       return Error(kErrKernel, "neither iptables nor ip6tables is usable");

@@ -71,6 +71,12 @@ Result<std::string> RouteOutputLink(const net::IpAddress& destination) {
 Status EnableRouteLocalnet(const net::IpAddress& container_ip) {
   NG_ASSIGN_OR_RETURN(const std::string link, RouteOutputLink(container_ip));
   const std::string path = "/proc/sys/net/ipv4/conf/" + link + "/route_localnet";
+  {
+    // Writing the sysctl makes the kernel flush and notify; skip it when already set.
+    std::ifstream current(path);
+    std::string value;
+    if (current >> value && value == "1") return OkStatus();
+  }
   std::ofstream out(path);
   out << "1";
   out.close();

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# portmap benchmark: ADD and DEL latency of ours (iptables and nftables backends) beside
+# Debian's reference plugin (iptables, pointed at the legacy tools so it writes the same tables
+# as libiptc), with 0, 1,000 and 5,000 other mappings on the node. Everything runs inside a
+# throwaway node namespace per size; the "other mappings" are loaded in one go
+# (iptables-legacy-restore / nft -f) in the layout each plugin itself creates.
+#
+#   bash bench/portmap/bench.sh BUILD_DIR        (root; RUNS=N to change repetitions)
+set -euo pipefail
+BUILD_DIR="$(cd "${1:-build}" && pwd)"
+OURS="$BUILD_DIR/bin/portmap"
+REFERENCE=/usr/lib/cni/portmap
+RUNS="${RUNS:-15}"
+REF_RUNS="${REF_RUNS:-5}"
+SIZES="${SIZES:-0 1000 5000}"
+NET=benchnet
+WORK="$(mktemp -d /tmp/ng-portmap-bench.XXXXXX)"
+NODE=""
+
+cleanup() {
+  [ -n "$NODE" ] && ip netns del "$NODE" 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+[ "$(id -u)" = 0 ] || { echo "portmap bench needs root (network namespaces)" >&2; exit 1; }
+[ -x "$OURS" ] || { echo "missing $OURS (build first)" >&2; exit 1; }
+[ -x "$REFERENCE" ] || { echo "missing $REFERENCE (containernetworking-plugins)" >&2; exit 1; }
+
+# iptables* -> the legacy tools, for the reference plugin.
+mkdir -p "$WORK/legacy-bin"
+for tool in iptables ip6tables; do
+  for suffix in "" -save -restore; do
+    ln -sf "/usr/sbin/$tool-legacy$suffix" "$WORK/legacy-bin/$tool$suffix"
+  done
+done
+
+conf() {  # backend id port
+  printf '{"cniVersion":"1.0.0","name":"%s","type":"portmap"%s,' "$NET" "$1"
+  printf '"runtimeConfig":{"portMappings":[{"hostPort":%s,"containerPort":80,"protocol":"tcp"}]},' "$3"
+  printf '"prevResult":{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/run/netns/%s"}],' "$2"
+  printf '"ips":[{"interface":0,"address":"10.88.200.2/16","gateway":"10.88.0.1"}]}}'
+}
+
+# N other containers in the reference's iptables layout (one mapping each).
+iptables_population() {
+  local n=$1
+  awk -v n="$n" -v net="$NET" 'BEGIN {
+    print "*nat"
+    print ":PREROUTING ACCEPT [0:0]"; print ":INPUT ACCEPT [0:0]"
+    print ":OUTPUT ACCEPT [0:0]"; print ":POSTROUTING ACCEPT [0:0]"
+    print ":CNI-HOSTPORT-DNAT - [0:0]"; print ":CNI-HOSTPORT-SETMARK - [0:0]"
+    print ":CNI-HOSTPORT-MASQ - [0:0]"
+    for (i = 0; i < n; i++) printf ":CNI-DN-%021x - [0:0]\n", i + 1
+    print "-A PREROUTING -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT"
+    print "-A OUTPUT -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT"
+    print "-A POSTROUTING -m comment --comment \"CNI portfwd requiring masquerade\" -j CNI-HOSTPORT-MASQ"
+    print "-A CNI-HOSTPORT-SETMARK -m comment --comment \"CNI portfwd masquerade mark\" -j MARK --set-xmark 0x2000/0x2000"
+    print "-A CNI-HOSTPORT-MASQ -m mark --mark 0x2000/0x2000 -j MASQUERADE"
+    for (i = 0; i < n; i++) {
+      chain = sprintf("CNI-DN-%021x", i + 1); port = 10000 + i
+      ip = sprintf("10.88.%d.%d", int(i / 250), i % 250 + 2)
+      printf "-A %s -s 10.88.0.0/16 -p tcp -m tcp --dport %d -j CNI-HOSTPORT-SETMARK\n", chain, port
+      printf "-A %s -s 127.0.0.1/32 -p tcp -m tcp --dport %d -j CNI-HOSTPORT-SETMARK\n", chain, port
+      printf "-A %s -p tcp -m tcp --dport %d -j DNAT --to-destination %s:80\n", chain, port, ip
+      printf "-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment \"dnat name: \\\"%s\\\" id: \\\"other%d\\\"\" -m multiport --dports %d -j %s\n", net, i, port, chain
+    }
+    print "COMMIT"
+  }'
+}
+
+# N other containers in our nftables layout: map elements and ownership records.
+nftables_population() {
+  local n=$1 prefix
+  prefix="n$(printf '%s' "$NET" | sha512sum | cut -c1-10)"
+  awk -v n="$n" -v p="$prefix" 'BEGIN {
+    for (i = 0; i < n; i++) {
+      ip = sprintf("10.88.%d.%d", int(i / 250), i % 250 + 2)
+      printf "add element inet cni_hostport %s_dnat_any_v4 { tcp . %d comment \"other%d\" : %s . 80 }\n", p, 10000 + i, i, ip
+      printf "add element inet cni_hostport owned { \"o%014d\" . \"all4\", \"o%014d\" . \"k%014d\" }\n", i, i, i
+    }
+  }'
+}
+
+# Median of the numbers on stdin.
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) { print "nan"; exit }
+  if (NR % 2) printf "%.2f\n", v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# Times RUNS x (ADD, DEL) of one plugin inside the node namespace; prints "add_ms del_ms".
+measure() {  # label binary backend_json runs path_prefix
+  local label=$1 binary=$2 backend=$3 runs=$4 path=$5
+  ip netns exec "$NODE" env PATH="$path$PATH" BIN="$binary" RUNS="$runs" CONF_ADD="$(conf "$backend" bench-ctr 9000)" \
+    bash -c '
+      export CNI_CONTAINERID=bench-ctr CNI_NETNS=/run/netns/bench-ctr CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni
+      for i in $(seq 1 "$RUNS"); do
+        t0=$EPOCHREALTIME
+        CNI_COMMAND=ADD "$BIN" <<<"$CONF_ADD" >/dev/null || { echo "ADD failed" >&2; exit 1; }
+        t1=$EPOCHREALTIME
+        CNI_COMMAND=DEL "$BIN" <<<"$CONF_ADD" >/dev/null || { echo "DEL failed" >&2; exit 1; }
+        t2=$EPOCHREALTIME
+        echo "$t0 $t1 $t2"
+      done' > "$WORK/$label.raw"
+  local add del
+  add=$(awk '{ printf "%.3f\n", ($2 - $1) * 1000 }' "$WORK/$label.raw" | median)
+  del=$(awk '{ printf "%.3f\n", ($3 - $2) * 1000 }' "$WORK/$label.raw" | median)
+  echo "$add $del"
+}
+
+declare -A ADD DEL
+for n in $SIZES; do
+  NODE="ng-pm-bench-$$-$n"
+  ip netns add "$NODE"
+  ip netns exec "$NODE" sh -c 'ip link set lo up && ip link add br0 type veth peer name br0p && ip link set br0p up &&
+    ip addr add 10.88.0.1/16 dev br0 && ip link set br0 up'
+  iptables_population "$n" > "$WORK/ipt.rules"
+  ip netns exec "$NODE" iptables-legacy-restore < "$WORK/ipt.rules"
+  # Our nftables structure for the network (first ADD), then the other mappings.
+  ip netns exec "$NODE" env CNI_COMMAND=ADD CNI_CONTAINERID=setup CNI_NETNS=/x CNI_IFNAME=eth0 \
+    CNI_PATH=/x "$OURS" <<<"$(conf ',"backend":"nftables"' setup 9)" >/dev/null
+  nftables_population "$n" > "$WORK/nft.rules"
+  ip netns exec "$NODE" nft -f "$WORK/nft.rules"
+  echo "node with $n other mappings: $(ip netns exec "$NODE" iptables-legacy-save -t nat | grep -c -- '-A CNI-HOSTPORT-DNAT') iptables entry rules, $(ip netns exec "$NODE" nft list ruleset | grep -c 'comment "other') nft elements" >&2
+
+  read -r a d < <(measure "ours-iptables-$n" "$OURS" ',"backend":"iptables"' "$RUNS" "")
+  ADD[iptables,$n]=$a; DEL[iptables,$n]=$d
+  read -r a d < <(measure "ours-nftables-$n" "$OURS" ',"backend":"nftables"' "$RUNS" "")
+  ADD[nftables,$n]=$a; DEL[nftables,$n]=$d
+  read -r a d < <(measure "reference-$n" "$REFERENCE" "" "$REF_RUNS" "$WORK/legacy-bin:")
+  ADD[reference,$n]=$a; DEL[reference,$n]=$d
+  ip netns del "$NODE"
+  NODE=""
+done
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "n/a" }'; }
+
+echo
+echo "portmap ADD / DEL latency, median ms (ours: $RUNS runs, reference: $REF_RUNS runs)"
+printf '%-8s | %-21s | %-21s | %-21s | %-17s | %-17s\n' "others" "ours iptables" "ours nftables" \
+  "reference (iptables)" "ref/ours iptables" "ref/ours nftables"
+printf '%-8s | %-21s | %-21s | %-21s | %-17s | %-17s\n' "" "ADD      DEL" "ADD      DEL" "ADD      DEL" "ADD     DEL" "ADD     DEL"
+for n in $SIZES; do
+  printf '%-8s | %8s %8s     | %8s %8s     | %8s %8s     | %7s %7s   | %7s %7s\n' "$n" \
+    "${ADD[iptables,$n]}" "${DEL[iptables,$n]}" "${ADD[nftables,$n]}" "${DEL[nftables,$n]}" \
+    "${ADD[reference,$n]}" "${DEL[reference,$n]}" \
+    "$(ratio "${ADD[reference,$n]}" "${ADD[iptables,$n]}")" "$(ratio "${DEL[reference,$n]}" "${DEL[iptables,$n]}")" \
+    "$(ratio "${ADD[reference,$n]}" "${ADD[nftables,$n]}")" "$(ratio "${DEL[reference,$n]}" "${DEL[nftables,$n]}")"
+done
+first=${SIZES%% *}; last=${SIZES##* }
+echo
+echo "growth from $first to $last other mappings (ADD): ours iptables $(ratio "${ADD[iptables,$last]}" "${ADD[iptables,$first]}"), ours nftables $(ratio "${ADD[nftables,$last]}" "${ADD[nftables,$first]}"), reference $(ratio "${ADD[reference,$last]}" "${ADD[reference,$first]}")"
+echo "growth from $first to $last other mappings (DEL): ours iptables $(ratio "${DEL[iptables,$last]}" "${DEL[iptables,$first]}"), ours nftables $(ratio "${DEL[nftables,$last]}" "${DEL[nftables,$first]}"), reference $(ratio "${DEL[reference,$last]}" "${DEL[reference,$first]}")"
+
+# Targets of issue 4 (reported here, never asserted in tests).
+status=0
+if [[ " $SIZES " == *" 1000 "* ]]; then
+  for b in iptables nftables; do
+    verdict=$(awk -v r="${ADD[reference,1000]}" -v o="${ADD[$b,1000]}" 'BEGIN { print (r >= 20 * o) ? "met" : "MISSED" }')
+    echo "target: ours ($b) ADD at least 20x faster than the reference at 1,000 mappings: $verdict ($(ratio "${ADD[reference,1000]}" "${ADD[$b,1000]}"))"
+  done
+fi
+if [[ " $SIZES " == *" 0 "* && " $SIZES " == *" 5000 "* ]]; then
+  verdict=$(awk -v a="${ADD[nftables,5000]}" -v b="${ADD[nftables,0]}" 'BEGIN { print (a <= 1.5 * b) ? "met" : "MISSED" }')
+  echo "target: nftables ADD at 5,000 within 1.5x of ADD at 0: $verdict ($(ratio "${ADD[nftables,5000]}" "${ADD[nftables,0]}"))"
+fi
+exit $status
