@@ -166,6 +166,17 @@ RuntimeConf Chain::WithCachedArgs(const NetworkConfigList& list, const RuntimeCo
   if (out.netns.empty()) {
     out.netns = cached.netns;
   }
+  // libcni before 1.2 (podman 4.x) caches no "netns": the result's sandbox of our interface
+  // names it.
+  if (out.netns.empty() && cached.result.is_object()) {
+    for (const auto& iface : cached.result.value("interfaces", cni::Json::array())) {
+      if (iface.is_object() && iface.value("name", "") == rt.ifname &&
+          iface.value("sandbox", "") != "") {
+        out.netns = iface["sandbox"].get<std::string>();
+        break;
+      }
+    }
+  }
   return out;
 }
 

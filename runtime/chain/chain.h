@@ -69,7 +69,8 @@ class Chain {
                                                      const RuntimeConf& rt) const;
 
   // `rt` completed from the cache: when the caller gave no capability arguments or CNI_ARGS,
-  // those stored at ADD time are used (portmap needs its mappings to clean up on DEL).
+  // those stored at ADD time are used (portmap needs its mappings to clean up on DEL); an
+  // empty netns comes from the cache ("netns", or the result's sandbox for our interface).
   RuntimeConf WithCachedArgs(const NetworkConfigList& list, const RuntimeConf& rt) const;
 
   // The cached attachments of `network` whose network namespace still exists: what `gc`

@@ -251,7 +251,13 @@ void Validator::ValidatePlugin(const Loaded& loaded, size_t index) {
       if (!status.error().details.empty()) {
         msg += " (" + status.error().details + ")";
       }
-      Add(Severity::kError, loaded.file, l.name, i, plugin.type, "plugin-config", msg);
+      // Ranges may come from the runtime through the ipRanges capability instead.
+      const auto ranges = plugin.capabilities.find("ipRanges");
+      const bool runtime_ranges = ranges != plugin.capabilities.end() && ranges->second &&
+                                  status.error().msg.find("no IP ranges") != std::string::npos;
+      Add(runtime_ranges ? Severity::kWarning : Severity::kError, loaded.file, l.name, i,
+          plugin.type, "plugin-config",
+          runtime_ranges ? msg + "; fine only if the runtime always passes ipRanges" : msg);
     }
   };
   run(plugin.type, "plugin");

@@ -41,8 +41,8 @@ TEST(CacheEntryTest, EncodesInGoStructOrderOmittingEmpties) {
       R"("result":{"cniVersion":"1.0.0"}})");
 }
 
-// In the layout libcni 1.1.2 (podman 4.3.1) writes for `podman run -p 18080:80`; the e2e test
-// also reads entries podman itself wrote.
+// In libcni's layout, with the "netns" key libcni 1.2+ adds; chain_test reads an entry podman
+// 4.3.1 itself wrote.
 constexpr char kPodmanEntry[] =
     R"({"kind":"cniCacheV1","containerId":"75fe02cce39c","config":"eyJjbmlWZXJzaW9uIjoiMS4wLjAiLCJuYW1lIjoidG5ldCIsInBsdWdpbnMiOlt7InR5cGUiOiJicmlkZ2UifV19",)"
     R"("ifName":"eth0","networkName":"tnet","netns":"/run/netns/netns-1",)"

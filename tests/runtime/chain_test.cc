@@ -333,5 +333,33 @@ TEST(BuildPluginConfigTest, InjectsNameVersionAndOverridesRuntimeConfig) {
   EXPECT_EQ(j["runtimeConfig"], cni::Json::parse(R"({"portMappings":[]})"));
 }
 
+// An entry podman 4.3.1 (libcni 1.1.2) wrote for `podman run -p 18080:8080 --network nodegate`
+// with conf/examples/10-standard.conflist: it has no "netns" key, so the namespace comes from
+// the result's sandbox, and CHECK/DEL get the mappings podman passed.
+TEST_F(ChainTest, ReadsTheCacheEntryPodmanWrote) {
+  const char* src = std::getenv("NODEGATE_SOURCE_DIR");
+  auto bytes = sys::ReadFile(std::string(src ? src : ".") +
+                             "/tests/runtime/testdata/podman-4.3.1-result-cache.json");
+  ASSERT_TRUE(bytes.ok()) << bytes.error().msg;
+  auto entry = DecodeCacheEntry(*bytes);
+  ASSERT_TRUE(entry.ok()) << entry.error().msg;
+  ASSERT_TRUE(WriteCacheEntry(cache_dir_, *entry).ok());
+  auto list = ParseConfList(entry->config);
+  ASSERT_TRUE(list.ok()) << list.error().msg;
+  EXPECT_EQ(list->name, "nodegate");
+  auto chain = MakeChain();
+  const RuntimeConf rt =
+      chain.WithCachedArgs(*list, {.container_id = entry->container_id, .ifname = "eth0"});
+  EXPECT_EQ(rt.netns, "/run/netns/netns-a872f042-6373-93a7-c440-c2fb2d85357e");
+  EXPECT_EQ(rt.capability_args["portMappings"][0]["hostPort"], 18080);
+  EXPECT_EQ(JoinCniArgs(rt.args), "IgnoreUnknown=1;K8S_POD_NAME=web");
+  auto cached = chain.CachedResult(*list, rt);
+  ASSERT_TRUE(cached.ok() && cached->has_value());
+  EXPECT_EQ((*cached)->ips[0].address.ToString(), "10.88.0.2/16");
+  ASSERT_TRUE(chain.Check(*list, rt).ok());
+  EXPECT_THAT(exec_.Sequence(), ElementsAre("bridge CHECK", "portmap CHECK", "bandwidth CHECK"));
+  EXPECT_EQ(exec_.calls[1].stdin_json["runtimeConfig"]["portMappings"][0]["containerPort"], 8080);
+}
+
 }  // namespace
 }  // namespace nodegate::runtime

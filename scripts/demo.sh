@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# make demo: the main job of nodegate, shown as a person would want to see it. Everything runs
+# in throwaway network namespaces ("node", "client", and the container's) with podman's state
+# in a temporary folder; all of it is removed at the end, also on failure or Ctrl-C.
+#
+#   bash scripts/demo.sh build/bin
+#   DEMO_RUNTIME=netns bash scripts/demo.sh build/bin   # without podman: a busybox namespace
+set -euo pipefail
+
+BIN="$(cd "${1:-build/bin}" && pwd)"
+SRC="$(cd "$(dirname "$0")/.." && pwd)"
+NG="$BIN/nodegate"
+RATE_MBIT="${DEMO_RATE_MBIT:-20}"
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "demo: run as root (it creates network namespaces)" >&2
+  exit 1
+fi
+
+T="$(mktemp -d /tmp/ng-demo.XXXXXX)"
+NODE="ngdemo-node-$$"
+CLIENT="ngdemo-client-$$"
+CTR="ngdemo-ctr-$$"
+RUNTIME="${DEMO_RUNTIME:-}"
+if [ -z "$RUNTIME" ]; then
+  if command -v podman >/dev/null && command -v runc >/dev/null; then RUNTIME=podman; else RUNTIME=netns; fi
+fi
+PIDS=()
+
+bold() { printf '\033[1m%s\033[0m\n' "$*"; }
+heading() { echo; bold "== $*"; }
+say() { echo "   $*"; }
+show() {  # show CMD...: print the command as a person would type it, run it, indent its output
+  local text="$*"
+  text="${text/#P /podman }"
+  text="${text/#in_client /(in the client) }"
+  text="${text/#in_node /(on the node) }"
+  text="${text/#cni /nodegate cni }"
+  text="${text//$BIN\//}"
+  printf '   \033[2m$ %s\033[0m\n' "$text"
+  "$@" 2>&1 | sed 's/^/     /'
+  return "${PIPESTATUS[0]}"
+}
+
+P() {
+  CONTAINERS_CONF="$T/containers.conf" CONTAINERS_STORAGE_CONF="$T/storage.conf" \
+    nsenter --net="/run/netns/$NODE" podman --root "$T/root" --runroot "$T/runroot" "$@"
+}
+in_node() { nsenter --net="/run/netns/$NODE" "$@"; }
+in_client() { nsenter --net="/run/netns/$CLIENT" "$@"; }
+CACHE_DIR=""  # the runtime's result cache: podman's (/var/lib/cni) or our own in $T
+cni() { in_node "$NG" cni "$@" --conf-dir "$T/net.d" --cni-path "$T/plugins" --cache-dir "$CACHE_DIR"; }
+
+cleanup() {
+  set +e
+  trap - EXIT INT TERM
+  echo
+  bold "== cleaning up"
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+  if [ "$RUNTIME" = podman ] && [ -f "$T/containers.conf" ]; then
+    P rm -a -f -t 0 >/dev/null 2>&1
+    P rmi -a -f >/dev/null 2>&1
+  elif [ -e "/run/netns/$CTR" ]; then
+    cni del demo "$CTR" --container-id demo >/dev/null 2>&1
+  fi
+  for ns in "$CTR" "$NODE" "$CLIENT"; do ip netns del "$ns" 2>/dev/null; done
+  grep -o " $T[^ ]*" /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
+  rm -rf "$T"
+  say "namespaces $NODE, $CLIENT removed; $T removed"
+}
+trap cleanup EXIT
+trap 'echo; echo "interrupted"; exit 130' INT TERM
+
+heading "nodegate demo: a container through our CNI plugins, then admission"
+say "plugins: host-local, portmap, bandwidth from $BIN (bridge, loopback: Debian's)"
+say "runtime: $RUNTIME; everything happens in namespaces $NODE and $CLIENT"
+
+# --- the node ---------------------------------------------------------------------------------
+mkdir -p "$T"/{plugins,net.d,ipam,cache,root,runroot,img/bin,www}
+for p in bridge loopback; do ln -s "/usr/lib/cni/$p" "$T/plugins/$p"; done
+for p in host-local portmap bandwidth; do ln -s "$BIN/$p" "$T/plugins/$p"; done
+# The standard example chain, with its address store here and the shaping rate set in the
+# bandwidth plugin's own config (podman has no flag for the bandwidth capability).
+BPS=$((RATE_MBIT * 1000000))
+sed -e "s|\"type\": \"host-local\",|\"type\": \"host-local\", \"dataDir\": \"$T/ipam\",|" \
+  -e 's|"name": "nodegate"|"name": "demo"|' -e 's|"bridge": "ng0"|"bridge": "demo0"|' \
+  -e "s|\"capabilities\": {\"bandwidth\": true}|\"ingressRate\": $BPS, \"ingressBurst\": $((BPS / 10)), \"egressRate\": $BPS, \"egressBurst\": $((BPS / 10))|" \
+  "$SRC/conf/examples/10-standard.conflist" >"$T/net.d/10-demo.conflist"
+ip netns add "$NODE"
+ip netns add "$CLIENT"
+in_node ip link set lo up
+in_client ip link set lo up
+ip link add "ngd$$" type veth peer name eth0 netns "$CLIENT"
+ip link set "ngd$$" netns "$NODE"
+in_node ip addr add 198.51.100.1/24 dev "ngd$$"
+in_node ip link set "ngd$$" up
+in_client ip addr add 198.51.100.2/24 dev eth0
+in_client ip link set eth0 up
+
+heading "1. the configuration, checked before any runtime uses it"
+show "$NG" conf validate "$T/net.d" --cni-path "$T/plugins"
+
+heading "2. a container gets an address from our IPAM and a mapped host port"
+echo "hello from a container behind nodegate" >"$T/www/index.html"
+if [ "$RUNTIME" = podman ]; then
+  CACHE_DIR=/var/lib/cni
+  cat >"$T/containers.conf" <<CONF
+[containers]
+default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]
+[network]
+network_backend = "cni"
+network_config_dir = "$T/net.d"
+cni_plugin_dirs = ["$T/plugins"]
+[engine]
+runtime = "runc"
+events_logger = "file"
+CONF
+  printf '[storage]\ndriver = "vfs"\ngraphroot = "%s"\nrunroot = "%s"\n' "$T/root" "$T/runroot" >"$T/storage.conf"
+  cp /bin/busybox "$T/img/bin/busybox"
+  for c in sh httpd sleep; do ln -s busybox "$T/img/bin/$c"; done
+  tar -C "$T/img" -cf "$T/img.tar" .
+  P import -q --change 'ENV PATH=/bin' "$T/img.tar" localhost/ngdemo:1 >/dev/null
+  show P run -d --name web --network demo -p 8080:80 -v "$T/www:/www:ro" localhost/ngdemo:1 \
+    httpd -f -p 80 -h /www
+  CID="$(P inspect -f '{{.Id}}' web)"
+  IP="$(P inspect -f '{{.NetworkSettings.Networks.demo.IPAddress}}' web)"
+  CTR_NETNS="$(P inspect -f '{{.NetworkSettings.SandboxKey}}' web)"
+else
+  CACHE_DIR="$T/cache"
+  ip netns add "$CTR"
+  ip netns exec "$CTR" ip link set lo up
+  show cni add demo "$CTR" --container-id demo -p 8080:80
+  nsenter --net="/run/netns/$CTR" busybox httpd -f -p 80 -h "$T/www" &
+  PIDS+=($!)
+  CID=demo
+  IP="$(nsenter --net="/run/netns/$CTR" ip -4 -o addr show eth0 | awk '{print $4}' | cut -d/ -f1)"
+  CTR_NETNS="/run/netns/$CTR"
+fi
+say "container address: $IP   (host-local reservation: $(ls "$T/ipam/demo" | grep -v -e lock -e last_reserved | tr '\n' ' '))"
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+  timeout 2 nsenter --net="/run/netns/$NODE" busybox wget -qO- "http://$IP:80/" >/dev/null 2>&1 && break
+  sleep 0.3
+done
+heading "3. reached through the mapped host port"
+show in_client timeout 5 busybox wget -qO- http://198.51.100.1:8080/
+say "(from the client namespace, through the node's address 198.51.100.1:8080)"
+show in_node timeout 5 busybox wget -qO- http://127.0.0.1:8080/
+say "(from the node itself, through 127.0.0.1:8080)"
+say "the rules portmap made:"
+{ in_node iptables-legacy-save -t nat 2>/dev/null; in_node nft list ruleset 2>/dev/null; } |
+  grep -E 'dport 8080|dports 8080|:80$|dnat' | head -6 | sed 's/^/     /'
+
+heading "4. shaped to $RATE_MBIT Mbit/s, measured with iperf3"
+nsenter --net="$CTR_NETNS" iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
+PIDS+=($!)
+sleep 0.5
+in_rate="$(in_node iperf3 -c "$IP" -p 5201 -t 3 -f m 2>/dev/null | awk '/receiver/ {print $(NF-2), $(NF-1)}')"
+nsenter --net="$CTR_NETNS" iperf3 -s -1 -p 5202 >/dev/null 2>&1 &
+PIDS+=($!)
+sleep 0.5
+out_rate="$(in_node iperf3 -c "$IP" -p 5202 -t 3 -f m -R 2>/dev/null | awk '/receiver/ {print $(NF-2), $(NF-1)}')"
+say "into the container:   ${in_rate:-no measurement}   (limit $RATE_MBIT Mbits/sec)"
+say "out of the container: ${out_rate:-no measurement}   (limit $RATE_MBIT Mbits/sec)"
+say "qdiscs bandwidth made:"
+in_node tc qdisc show | grep -E 'tbf|ingress' | sed 's/^/     /'
+
+heading "5. CHECK: every plugin confirms what it made is still there"
+show cni check demo --container-id "$CID"
+say "(the driver reads the result the runtime cached, in libcni's format)"
+
+heading "6. removed cleanly"
+if [ "$RUNTIME" = podman ]; then
+  show P rm -f -t 0 web
+else
+  show cni del demo "$CTR" --container-id demo
+fi
+rules="$({ in_node iptables-legacy-save -t nat 2>/dev/null; in_node nft list ruleset 2>/dev/null; } | grep -c -E 'CNI-DN-|dport 8080' || true)"
+addrs="$(ls "$T/ipam/demo" | grep -vc -e lock -e last_reserved || true)"
+ifbs="$(in_node ip -o link show type ifb | grep -c bwp || true)"
+say "per-container rules left: $rules   reserved addresses left: $addrs   bwp devices left: $ifbs"
+
+heading "7. admission: will this DNS DaemonSet pod fit on the node?"
+say "the node's static pods: $(ls "$SRC/conf/manifests" | tr '\n' ' ')"
+show "$NG" admit --manifests "$SRC/conf/manifests" "$SRC/conf/candidates/coredns-hostnetwork.yaml" || true
+say "(no process listens on 8080: the pod is rejected because another pod declares the port)"
+
+heading "8. nodegate guard: install a static pod only when the node admits it"
+mkdir -p "$T/manifests"
+cp "$SRC"/conf/manifests/*.yaml "$T/manifests/"
+show "$NG" guard --manifests "$T/manifests" "$SRC/conf/candidates/coredns-hostnetwork.yaml" || true
+say "folder after the refusal: $(ls "$T/manifests" | tr '\n' ' ')"
+sed -e 's/"-health-port", "8080"/"-health-port", "8081"/' -e 's/containerPort: 8080/containerPort: 8081/' \
+  "$SRC/conf/candidates/coredns-hostnetwork.yaml" >"$T/node-local-dns.yaml"
+say "moving the DNS pod's health port to 8081, and trying again:"
+show "$NG" guard --manifests "$T/manifests" "$T/node-local-dns.yaml" || true
+say "folder now: $(ls "$T/manifests" | tr '\n' ' ')"
