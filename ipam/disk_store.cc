@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -23,9 +24,8 @@ constexpr char kIndexDir[] = ".nodegate";
 constexpr char kOwnersDir[] = "owners";
 constexpr char kMetaName[] = "meta";
 constexpr char kMetaHeader[] = "nodegate-ipam-index 1";
-constexpr char kOwnerHeader[] = "nodegate-ipam-owner 1";
+constexpr char kOwnerHeader[] = "nodegate-ipam-owners 1";
 constexpr int kFileMode = 0600;  // reservation files (the reference uses 0600 since v1.4.0)
-constexpr size_t kMaxPlainKey = 200;
 
 Error IoError(const std::string& what, const std::string& path, int err = errno) {
   return Error(kErrIo, what + " " + path + ": " + std::strerror(err));
@@ -143,31 +143,16 @@ std::string ReadBootId() {
   return id;
 }
 
-// 128 bits of two FNV-1a variants: enough to name an owner file uniquely (the key itself is
-// stored inside and checked). Not a security boundary; kept local so the plugin does not
-// load libcrypto at start-up, which costs more than a whole ADD.
-std::string HashHex(std::string_view data) {
-  uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
-  for (unsigned char c : data) {
-    a = (a ^ c) * 0x100000001b3ull;
-    b = (b ^ (c + 0x5bu)) * 0x100000001b3ull;
-    b ^= b >> 29;
+// The owner index is split into 256 bucket files by a hash of the key, so that a rebuild writes
+// at most 256 small files and a lookup reads one file of about N/256 entries.
+std::string BucketOf(std::string_view key) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+  for (unsigned char c : key) {
+    h = (h ^ c) * 0x100000001b3ull;
   }
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (uint64_t v : {a, b}) {
-    for (int shift = 60; shift >= 0; shift -= 4) {
-      out += kHex[(v >> shift) & 0xf];
-    }
-  }
-  return out;
-}
-
-std::string OwnerFileName(const std::string& key) {
-  if (key.size() <= kMaxPlainKey) {
-    return key;
-  }
-  return "#" + HashHex(key);
+  const unsigned b = static_cast<unsigned>(h ^ (h >> 32)) & 0xffu;
+  return std::string("b") + kHex[b >> 4] + kHex[b & 0xf];
 }
 
 // Lists a directory (names only), skipping "." and "..".
@@ -198,37 +183,45 @@ Result<std::vector<std::pair<std::string, unsigned char>>> ListDir(int dir_fd,
   return out;
 }
 
-struct OwnerFile {
-  std::string key;
-  std::vector<std::string> names;
-};
+using OwnerMap = std::map<std::string, std::vector<std::string>>;
 
-std::string EncodeOwnerFile(const std::string& key, const std::vector<std::string>& names) {
-  std::string out = std::string(kOwnerHeader) + "\n" + key + "\n";
-  for (const auto& n : names) {
-    out += n + "\n";
+// Header line, then "<key>\t<name>" per reservation; keys are sorted, names sorted per key.
+std::string EncodeBucket(const OwnerMap& owners, const std::string& bucket) {
+  std::string out = std::string(kOwnerHeader) + "\n";
+  for (const auto& [key, names] : owners) {
+    if (names.empty() || BucketOf(key) != bucket) {
+      continue;
+    }
+    std::vector<std::string> sorted = names;
+    std::sort(sorted.begin(), sorted.end());
+    for (const auto& n : sorted) {
+      out += key + "\t" + n + "\n";
+    }
   }
   return out;
 }
 
-std::optional<OwnerFile> DecodeOwnerFile(const std::string& text) {
-  std::vector<std::string> lines;
-  size_t start = 0;
+std::optional<OwnerMap> DecodeBucket(const std::string& text, const std::string& bucket) {
+  const std::string header = std::string(kOwnerHeader) + "\n";
+  if (text.compare(0, header.size(), header) != 0) {
+    return std::nullopt;
+  }
+  OwnerMap out;
+  size_t start = header.size();
   while (start < text.size()) {
     const size_t nl = text.find('\n', start);
     if (nl == std::string::npos) {
       return std::nullopt;  // every line ends with '\n'; anything else is torn
     }
-    lines.push_back(text.substr(start, nl - start));
+    const std::string line = text.substr(start, nl - start);
+    const size_t tab = line.find('\t');
+    if (tab == std::string::npos || BucketOf(line.substr(0, tab)) != bucket) {
+      return std::nullopt;
+    }
+    out[line.substr(0, tab)].push_back(line.substr(tab + 1));
     start = nl + 1;
   }
-  if (lines.size() < 2 || lines[0] != kOwnerHeader) {
-    return std::nullopt;
-  }
-  OwnerFile f;
-  f.key = lines[1];
-  f.names.assign(lines.begin() + 2, lines.end());
-  return f;
+  return out;
 }
 
 }  // namespace
@@ -377,33 +370,29 @@ Status DiskStore::SyncIndex(const std::map<std::string, std::vector<std::string>
   NG_RETURN_IF_ERROR(BeginMutation());
   NG_RETURN_IF_ERROR(EnsureIndexDirs());
   const std::string owners_path = dir_ + "/" + kIndexDir + "/" + kOwnersDir;
-  NG_ASSIGN_OR_RETURN(auto existing, ListDir(owners_fd_.get(), owners_path));
-  std::set<std::string> wanted_files;
+  std::set<std::string> wanted;
   for (const auto& [key, names] : owners) {
-    wanted_files.insert(OwnerFileName(key));
+    if (!names.empty()) {
+      wanted.insert(BucketOf(key));
+    }
   }
+  NG_ASSIGN_OR_RETURN(auto existing, ListDir(owners_fd_.get(), owners_path));
   std::set<std::string> up_to_date;
   for (const auto& [file, type] : existing) {
     (void)type;
-    if (!wanted_files.count(file)) {
+    if (!wanted.count(file)) {
       ::unlinkat(owners_fd_.get(), file.c_str(), 0);
       continue;
     }
     auto content = ReadAt(owners_fd_.get(), file, owners_path);
-    if (!content.ok() || !content->has_value()) {
-      continue;
-    }
-    auto decoded = DecodeOwnerFile(**content);
-    if (decoded) {
-      auto it = owners.find(decoded->key);
-      if (it != owners.end() && it->second == decoded->names) {
-        up_to_date.insert(file);
-      }
+    if (content.ok() && content->has_value() && **content == EncodeBucket(owners, file)) {
+      up_to_date.insert(file);
     }
   }
-  for (const auto& [key, names] : owners) {
-    if (!up_to_date.count(OwnerFileName(key))) {
-      NG_RETURN_IF_ERROR(WriteOwnerFile(key, names));
+  for (const auto& bucket : wanted) {
+    if (!up_to_date.count(bucket)) {
+      NG_RETURN_IF_ERROR(
+          WriteInPlaceAt(owners_fd_.get(), bucket, EncodeBucket(owners, bucket), owners_path));
     }
   }
   return OkStatus();
@@ -428,39 +417,38 @@ Status DiskStore::Rebuild() {
   return OkStatus();
 }
 
-Status DiskStore::WriteOwnerFile(const std::string& key, const std::vector<std::string>& names) {
+Status DiskStore::WriteBucket(const std::string& bucket) {
   NG_RETURN_IF_ERROR(EnsureIndexDirs());
-  const std::string file = OwnerFileName(key);
-  if (names.empty()) {
-    if (::unlinkat(owners_fd_.get(), file.c_str(), 0) != 0 && errno != ENOENT) {
-      return IoError("unlink", dir_ + "/" + kIndexDir + "/" + kOwnersDir + "/" + file);
+  const std::string path = dir_ + "/" + kIndexDir + "/" + kOwnersDir;
+  const std::string content = EncodeBucket(owners_, bucket);
+  if (content.size() == std::string(kOwnerHeader).size() + 1) {
+    if (::unlinkat(owners_fd_.get(), bucket.c_str(), 0) != 0 && errno != ENOENT) {
+      return IoError("unlink", path + "/" + bucket);
     }
     return OkStatus();
   }
-  return WriteInPlaceAt(owners_fd_.get(), file, EncodeOwnerFile(key, names),
-                        dir_ + "/" + kIndexDir + "/" + kOwnersDir);
+  return WriteInPlaceAt(owners_fd_.get(), bucket, content, path);
 }
 
 Result<std::vector<std::string>*> DiskStore::Names(const std::string& key) {
-  auto it = owners_.find(key);
-  if (it != owners_.end()) {
-    return &it->second;
-  }
-  std::vector<std::string> names;
-  if (!full_ && owners_fd_.valid()) {
+  const std::string bucket = BucketOf(key);
+  if (!full_ && !loaded_buckets_.count(bucket) && owners_fd_.valid()) {
     const std::string path = dir_ + "/" + kIndexDir + "/" + kOwnersDir;
-    NG_ASSIGN_OR_RETURN(auto content, ReadAt(owners_fd_.get(), OwnerFileName(key), path));
+    NG_ASSIGN_OR_RETURN(auto content, ReadAt(owners_fd_.get(), bucket, path));
+    std::optional<OwnerMap> decoded = OwnerMap();
     if (content) {
-      auto decoded = DecodeOwnerFile(*content);
-      if (!decoded || decoded->key != key) {
-        // Torn or foreign: distrust the whole index.
-        NG_RETURN_IF_ERROR(Rebuild());
-        return &owners_[key];
+      decoded = DecodeBucket(*content, bucket);
+    }
+    if (!decoded) {
+      NG_RETURN_IF_ERROR(Rebuild());  // torn or foreign: distrust the whole index
+    } else {
+      for (auto& [k, names] : *decoded) {
+        owners_.emplace(k, std::move(names));
       }
-      names = std::move(decoded->names);
+      loaded_buckets_.insert(bucket);
     }
   }
-  return &owners_.emplace(key, std::move(names)).first->second;
+  return &owners_[key];
 }
 
 Result<std::vector<std::string>> DiskStore::VerifiedNames(const Owner& owner) {
@@ -677,8 +665,12 @@ Status DiskStore::Commit() {
   if (!mutating_) {
     return OkStatus();
   }
+  std::set<std::string> buckets;
   for (const auto& key : dirty_) {
-    NG_RETURN_IF_ERROR(WriteOwnerFile(key, owners_[key]));
+    buckets.insert(BucketOf(key));
+  }
+  for (const auto& bucket : buckets) {
+    NG_RETURN_IF_ERROR(WriteBucket(bucket));
   }
   dirty_.clear();
   NG_RETURN_IF_ERROR(WriteMarker());

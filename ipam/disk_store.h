@@ -10,8 +10,9 @@
 //   <dataDir>/<network>/lock                 flock(LOCK_EX) for the whole verb
 //
 // Cache (ours; rebuilt from the truth whenever it cannot be trusted):
-//   <network>/.nodegate/owners/<id>:<ifname>  the names reserved by that owner ("<id>:" for
-//                                            legacy id-only files; long keys are hashed)
+//   <network>/.nodegate/owners/b<xx>          256 buckets (FNV-1a of the key) of lines
+//                                            "<id>:<ifname>\t<reserved name>" ("<id>:" for
+//                                            legacy id-only files)
 //   <network>/.nodegate/meta                  boot id + the network directory's mtime as we
 //                                            last set it
 //
@@ -86,7 +87,7 @@ class DiskStore final : public Store {
   Status EnsureIndexDirs();
   Result<std::vector<std::string>*> Names(const std::string& key);
   Result<std::vector<std::string>> VerifiedNames(const Owner& owner);
-  Status WriteOwnerFile(const std::string& key, const std::vector<std::string>& names);
+  Status WriteBucket(const std::string& bucket);
   Result<bool> LinkReservation(const Owner& owner, const std::string& name);
   Status WriteMarker();
 
@@ -100,7 +101,8 @@ class DiskStore final : public Store {
   bool resync_ = false;     // reservation files changed behind the owner cache (GC)
   bool full_ = false;       // owners_ holds every key (after a rebuild)
   bool tmpfile_ok_ = true;  // O_TMPFILE + linkat usable here
-  std::map<std::string, std::vector<std::string>> owners_;  // key -> names (loaded keys)
+  std::map<std::string, std::vector<std::string>> owners_;  // key -> names (loaded buckets)
+  std::set<std::string> loaded_buckets_;
   std::set<std::string> dirty_;
   std::optional<std::set<std::string>> dir_names_;  // for IsReserved (STATUS)
   Stats stats_;

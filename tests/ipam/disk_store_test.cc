@@ -179,6 +179,41 @@ TEST_F(DiskStoreTest, TamperedFileBehindAValidIndexIsDetected) {
   EXPECT_EQ(*store->FindByOwner(Owner{"b", "eth0"}), std::vector<net::IpAddress>{Ip("10.0.0.2")});
 }
 
+TEST_F(DiskStoreTest, TornIndexBucketIsDetected) {
+  {
+    auto store = Open();
+    ASSERT_TRUE(*store->Reserve(Owner{"a", "eth0"}, Ip("10.0.0.2"), 0));
+    ASSERT_TRUE(store->Commit().ok());
+  }
+  // Corrupt every bucket file (no directory entry changes, so meta still matches).
+  for (const auto& e : fs::directory_iterator(dir_ + "/.nodegate/owners")) {
+    std::ofstream(e.path(), std::ios::binary | std::ios::trunc) << "nodegate-ipam-owners 1\na:eth0";
+  }
+  auto store = Open();
+  EXPECT_EQ(store->stats().rebuilds, 0);
+  EXPECT_EQ(*store->FindByOwner(Owner{"a", "eth0"}), std::vector<net::IpAddress>{Ip("10.0.0.2")});
+  EXPECT_EQ(store->stats().rebuilds, 1);
+}
+
+TEST_F(DiskStoreTest, RebuildWritesAtMost256IndexFiles) {
+  { Open(); }
+  for (int i = 0; i < 400; ++i) {
+    Write("10.1." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1),
+          "c" + std::to_string(i) + "\r\neth0");
+  }
+  auto store = Open();
+  EXPECT_EQ(store->stats().rebuilds, 1);
+  EXPECT_EQ(store->stats().files_scanned, 400);
+  size_t index_files = 0;
+  for (const auto& e : fs::directory_iterator(dir_ + "/.nodegate/owners")) {
+    (void)e;
+    ++index_files;
+  }
+  EXPECT_LE(index_files, 256u);
+  EXPECT_EQ(*store->FindByOwner(Owner{"c399", "eth0"}),
+            std::vector<net::IpAddress>{Ip("10.1.1.150")});
+}
+
 TEST_F(DiskStoreTest, LastReservedAndRemove) {
   auto store = Open();
   EXPECT_FALSE(store->LastReserved(0)->has_value());
@@ -195,7 +230,7 @@ TEST_F(DiskStoreTest, LastReservedAndRemove) {
   EXPECT_TRUE(again->FindByOwner(Owner{"a", "eth0"})->empty());
 }
 
-TEST_F(DiskStoreTest, LongOwnerKeysAreHashed) {
+TEST_F(DiskStoreTest, LongOwnerKeysWork) {
   const std::string id(230, 'x');
   {
     auto store = Open();
