@@ -112,18 +112,39 @@ uint64_t RandomU64() {
   return v;
 }
 
-// Writes dir/name in place (create or truncate). Used only for files whose torn state is
-// harmless: owner-index files and meta are written while meta is absent (so a torn file is
-// never trusted), and last_reserved_ip.N only steers where round robin starts (the reference
-// writes it the same way).
+// Writes dir/name in place: overwrite from offset 0, then shrink if the old content was longer.
+// Never truncating to zero avoids ext4's flush-on-replace (auto_da_alloc), which made every
+// call wait for the journal. Used only where a torn file is harmless: buckets and meta are
+// written while meta is invalid (so a torn file is never trusted), and last_reserved_ip.N only
+// steers where round robin starts.
 Status WriteInPlaceAt(int dir_fd, const std::string& name, std::string_view content,
                       const std::string& dir) {
-  sys::UniqueFd fd(::openat(dir_fd, name.c_str(),
-                            O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, kFileMode));
+  sys::UniqueFd fd(
+      ::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, kFileMode));
   if (!fd.valid()) {
     return IoError("open", dir + "/" + name);
   }
-  return WriteAll(fd.get(), content, dir + "/" + name);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) {
+    return IoError("stat", dir + "/" + name);
+  }
+  size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n =
+        ::pwrite(fd.get(), content.data() + done, content.size() - done, static_cast<off_t>(done));
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return IoError("write", dir + "/" + name);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (static_cast<size_t>(st.st_size) > content.size() &&
+      ::ftruncate(fd.get(), static_cast<off_t>(content.size())) != 0) {
+    return IoError("truncate", dir + "/" + name);
+  }
+  return OkStatus();
 }
 
 std::string ReadBootId() {
@@ -288,8 +309,17 @@ Status DiskStore::BeginMutation() {
   if (mutating_) {
     return OkStatus();
   }
-  if (index_fd_.valid() && ::unlinkat(index_fd_.get(), kMetaName, 0) != 0 && errno != ENOENT) {
-    return IoError("unlink", dir_ + "/" + kIndexDir + "/" + kMetaName);
+  // Spoil meta's header in place (cheaper than unlink + create): from here until the next
+  // marker is written, a crash leaves an index nobody trusts.
+  if (index_fd_.valid()) {
+    sys::UniqueFd fd(::openat(index_fd_.get(), kMetaName, O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (fd.valid()) {
+      if (::pwrite(fd.get(), "x", 1, 0) != 1) {
+        return IoError("write", dir_ + "/" + kIndexDir + "/" + kMetaName);
+      }
+    } else if (errno != ENOENT) {
+      return IoError("open", dir_ + "/" + kIndexDir + "/" + kMetaName);
+    }
   }
   mutating_ = true;
   return OkStatus();
@@ -420,14 +450,8 @@ Status DiskStore::Rebuild() {
 Status DiskStore::WriteBucket(const std::string& bucket) {
   NG_RETURN_IF_ERROR(EnsureIndexDirs());
   const std::string path = dir_ + "/" + kIndexDir + "/" + kOwnersDir;
-  const std::string content = EncodeBucket(owners_, bucket);
-  if (content.size() == std::string(kOwnerHeader).size() + 1) {
-    if (::unlinkat(owners_fd_.get(), bucket.c_str(), 0) != 0 && errno != ENOENT) {
-      return IoError("unlink", path + "/" + bucket);
-    }
-    return OkStatus();
-  }
-  return WriteInPlaceAt(owners_fd_.get(), bucket, content, path);
+  // An emptied bucket stays as a header-only file: rewriting is cheaper than unlink + create.
+  return WriteInPlaceAt(owners_fd_.get(), bucket, EncodeBucket(owners_, bucket), path);
 }
 
 Result<std::vector<std::string>*> DiskStore::Names(const std::string& key) {
@@ -654,7 +678,7 @@ Status DiskStore::WriteMarker() {
   const std::string meta = std::string(kMetaHeader) + "\nboot " + boot_id_ + "\nmtime " +
                            std::to_string(st.st_mtim.tv_sec) + " " +
                            std::to_string(st.st_mtim.tv_nsec) + "\n";
-  // meta is absent here (BeginMutation removed it): a torn write is simply not trusted.
+  // meta's header is spoiled here (BeginMutation): a torn write is simply not trusted.
   return WriteInPlaceAt(index_fd_.get(), kMetaName, meta, dir_ + "/" + kIndexDir);
 }
 

@@ -21,7 +21,8 @@
 // the directory by anyone (the reference creating or removing a reservation, an operator's
 // rm) stamps the current time instead, so the index is trusted only when the mtime still
 // equals the marker and the boot id is unchanged. Before changing anything a verb deletes
-// meta, so a crash at any point leaves an untrusted index that the next call rebuilds.
+// the header of meta (overwritten in place),
+// so a crash at any point leaves an untrusted index that the next call rebuilds.
 // Every owner entry is also checked against the reservation file before it is acted on; a
 // mismatch rebuilds the index too.
 
@@ -97,7 +98,7 @@ class DiskStore final : public Store {
   sys::UniqueFd index_fd_;   // .nodegate
   sys::UniqueFd owners_fd_;  // .nodegate/owners
   std::string boot_id_;
-  bool mutating_ = false;   // meta removed, changes pending
+  bool mutating_ = false;   // meta spoiled, changes pending
   bool resync_ = false;     // reservation files changed behind the owner cache (GC)
   bool full_ = false;       // owners_ holds every key (after a rebuild)
   bool tmpfile_ok_ = true;  // O_TMPFILE + linkat usable here
