@@ -20,9 +20,9 @@
 // (one second in the past, random nanoseconds) and records it in meta. Any later change of
 // the directory by anyone (the reference creating or removing a reservation, an operator's
 // rm) stamps the current time instead, so the index is trusted only when the mtime still
-// equals the marker and the boot id is unchanged. Before changing anything a verb deletes
-// the header of meta (overwritten in place),
-// so a crash at any point leaves an untrusted index that the next call rebuilds.
+// equals the marker and the boot id is unchanged. Before changing anything a verb spoils
+// meta's header (one byte overwritten in place), so a crash at any point leaves an untrusted
+// index that the next call rebuilds.
 // Every owner entry is also checked against the reservation file before it is acted on; a
 // mismatch rebuilds the index too.
 
