@@ -114,6 +114,8 @@ cni_plugin_dirs = ["$T/plugins"]
 [engine]
 runtime = "runc"
 events_logger = "file"
+events_logfile_path = "$T/events.log"
+tmp_dir = "$T/tmp"
 CONF
   printf '[storage]\ndriver = "vfs"\ngraphroot = "%s"\nrunroot = "%s"\n' "$T/root" "$T/runroot" >"$T/storage.conf"
   cp /bin/busybox "$T/img/bin/busybox"
@@ -136,7 +138,7 @@ else
   IP="$(nsenter --net="/run/netns/$CTR" ip -4 -o addr show eth0 | awk '{print $4}' | cut -d/ -f1)"
   CTR_NETNS="/run/netns/$CTR"
 fi
-say "container address: $IP   (host-local reservation: $(ls "$T/ipam/demo" | grep -v -e lock -e last_reserved | tr '\n' ' '))"
+say "container address: $IP   (host-local reservation: $(ls "$T/ipam/demo" | grep -E '^[0-9a-f.:]+$' | grep '[.:]' | tr '\n' ' '))"
 for _ in 1 2 3 4 5 6 7 8 9 10; do
   timeout 2 nsenter --net="/run/netns/$NODE" busybox wget -qO- "http://$IP:80/" >/dev/null 2>&1 && break
   sleep 0.3
@@ -175,7 +177,7 @@ else
   show cni del demo "$CTR" --container-id demo
 fi
 rules="$({ in_node iptables-legacy-save -t nat 2>/dev/null; in_node nft list ruleset 2>/dev/null; } | grep -c -E 'CNI-DN-|dport 8080' || true)"
-addrs="$(ls "$T/ipam/demo" | grep -vc -e lock -e last_reserved || true)"
+addrs="$(ls "$T/ipam/demo" | grep -E '^[0-9a-f.:]+$' | grep -c '[.:]' || true)"
 ifbs="$(in_node ip -o link show type ifb | grep -c bwp || true)"
 say "per-container rules left: $rules   reserved addresses left: $addrs   bwp devices left: $ifbs"
 

@@ -75,7 +75,11 @@ rules_matching() {
     in_node nft list ruleset 2>/dev/null
   } | grep -c -- "$1" || true
 }
-reservations() { find "$T/ipam" -type f ! -name lock ! -name 'last_reserved_ip*' 2>/dev/null | wc -l; }
+# Reservation files are named after the address; other files (lock, last_reserved_ip.N, an
+# implementation's index) are bookkeeping.
+reservations() {
+  find "$T/ipam" -type f -printf '%f\n' 2>/dev/null | grep -E '^[0-9a-f.:]+$' | grep -c '[.:]' || true
+}
 bwp_devices() { in_node ip -o link show type ifb 2>/dev/null | grep -c bwp || true; }
 fetch() { timeout 5 busybox wget -qO- "$1" 2>/dev/null || true; }
 
@@ -112,6 +116,8 @@ cni_plugin_dirs = ["$T/plugins"]
 runtime = "runc"
 infra_image = "localhost/ngpause:1"
 events_logger = "file"
+events_logfile_path = "$T/events.log"
+tmp_dir = "$T/tmp"
 CONF
 cat >"$T/storage.conf" <<CONF
 [storage]
@@ -191,6 +197,8 @@ ADDRS="$(for ((i = 0; i < COUNT; i++)); do P inspect -f '{{.NetworkSettings.Netw
 expect_eq "$COUNT" "$(echo "$ADDRS" | sort -u | grep -c .)" "$COUNT distinct addresses"
 expect_eq "$COUNT" "$(reservations)" "$COUNT reservation files"
 expect_eq "$COUNT" "$(bwp_devices)" "$COUNT bwp (egress shaping) devices"
+[ "$(rules_matching 'CNI-DN-')" -ge "$COUNT" ] && ok "per-container DNAT chains present" ||
+  fail "fewer than $COUNT per-container DNAT chain lines"
 for ((b = 0; b < COUNT; b += BATCH)); do
   for ((i = b; i < b + BATCH && i < COUNT; i++)); do
     P rm -f -t 0 "s$i" >/dev/null &

@@ -54,9 +54,6 @@ class DriverTest : public ::testing::Test {
       if (plugin.contains("ipam")) {
         plugin["ipam"]["dataDir"] = tmp_ + "/ipam";
       }
-      if (plugin["type"] == "host-local") {
-        plugin["dataDir"] = tmp_ + "/ipam";
-      }
     }
     std::ofstream(tmp_ + "/net.d/" + file_name) << list.dump(2);
   }
@@ -81,11 +78,15 @@ class DriverTest : public ::testing::Test {
     std::sort(out.begin(), out.end());
     return out;
   }
-  // IPAM reservation files (addresses), ignoring host-local's bookkeeping files.
+  // IPAM reservation files (named after the address), ignoring bookkeeping files (lock,
+  // last_reserved_ip.N, and whatever index an implementation keeps).
   std::vector<std::string> Reservations() {
     std::vector<std::string> out;
     for (const auto& f : Files("/ipam")) {
-      if (f != "lock" && f.rfind("last_reserved_ip", 0) != 0) out.push_back(f);
+      if (f.find_first_of(".:") != std::string::npos &&
+          f.find_first_not_of("0123456789abcdef.:") == std::string::npos) {
+        out.push_back(f);
+      }
     }
     return out;
   }
@@ -138,7 +139,9 @@ TEST_P(StandardChainTest, AddServeCheckDel) {
   ASSERT_EQ(del.exit_code, 0) << del.output;
   EXPECT_TRUE(Reservations().empty());
   EXPECT_TRUE(Files("/cache").empty());
-  EXPECT_EQ(node.MustRun("iptables-save -t nat | grep -c 'dport 18080' || true"), "0\n");
+  EXPECT_EQ(node.MustRun("{ iptables-legacy-save -t nat; iptables-nft-save -t nat; } 2>/dev/null | "
+                        "grep -c 'dport 18080' || true"),
+            "0\n");
   EXPECT_EQ(node.MustRun("ip -o link show type veth | wc -l"), "0\n");
   // DEL again (nothing cached, everything gone) still succeeds.
   auto again = Cni(node, "del nodegate " + ctr.path() + " --container-id ctr1");
@@ -207,7 +210,8 @@ TEST_F(DriverTest, GcDeletesAttachmentsWhoseNamespaceIsGone) {
   EXPECT_THAT(gc.output, HasSubstr("kept 1 attachment"));
   EXPECT_EQ(Files("/cache"), std::vector<std::string>{"nodegate-keep-eth0"});
   EXPECT_EQ(Reservations().size(), 1u);
-  const std::string nat = node.MustRun("iptables-save -t nat");
+  const std::string nat =
+      node.MustRun("{ iptables-legacy-save -t nat; iptables-nft-save -t nat; } 2>/dev/null");
   EXPECT_THAT(nat, HasSubstr("18081"));
   EXPECT_THAT(nat, ::testing::Not(HasSubstr("18082")));
   EXPECT_EQ(Cni(node, "del nodegate " + keep.path() + " --container-id keep").exit_code, 0);
@@ -265,7 +269,8 @@ TEST_F(DriverTest, GcAndStatusReachOurHostLocal) {
   NG_REQUIRE_ROOT();
   UsePlugins(/*ours=*/true);
   InstallList("10-ipam.conflist", Json::parse(R"({"cniVersion":"1.1.0","name":"ipamonly",
-      "plugins":[{"type":"host-local","ranges":[[{"subnet":"203.0.113.0/24"}]]}]})"));
+      "plugins":[{"type":"host-local",
+      "ipam":{"type":"host-local","ranges":[[{"subnet":"203.0.113.0/24"}]]}}]})"));
   TestNetns node("ng-dnode");
   TestNetns ctr("ng-dctr");
   auto status = Cni(node, "status ipamonly");
