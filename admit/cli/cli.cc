@@ -107,9 +107,14 @@ Result<Environment> BuildEnvironment(const CommonFlags& f, const std::string& sk
   return env;
 }
 
-void Print(const Report& report, const std::string& output) {
+void Print(const Report& report, const std::string& output,
+           const nlohmann::json& extra = nlohmann::json::object()) {
   if (output == "json") {
-    std::cout << ReportToJson(report).dump(2) << "\n";
+    nlohmann::json j = ReportToJson(report);
+    for (auto it = extra.begin(); it != extra.end(); ++it) {
+      j[it.key()] = it.value();
+    }
+    std::cout << j.dump(2) << "\n";
   } else {
     std::cout << ReportToText(report);
   }
@@ -223,28 +228,27 @@ int RunGuardCli(int argc, char** argv) {
   Report& report = env->report;
   report.pods.push_back(env->checker->Check(*pod));
   const bool admitted = report.Admitted();
-  if (admitted) {
-    const std::filesystem::path target = std::filesystem::path(flags.manifests_dir) / filename;
-    const bool same_file =
-        std::filesystem::exists(target, ec) && std::filesystem::equivalent(target, file, ec);
-    if (!same_file) {
-      auto installed = InstallFileAtomically(flags.manifests_dir, filename, *text);
-      if (!installed.ok()) {
-        Print(report, flags.output);
-        return Fail(command, installed.error());
-      }
-    }
-    Print(report, flags.output);
+  const std::filesystem::path target = std::filesystem::path(flags.manifests_dir) / filename;
+  if (!admitted) {
+    Print(report, flags.output, {{"installed", false}});
     if (flags.output == "text") {
-      std::cout << (same_file ? "already in place: " : "installed ") << target.string() << "\n";
+      std::cout << "not installed: " << flags.manifests_dir << " is unchanged\n";
     }
-    return kExitAdmitted;
+    return kExitRejected;
   }
-  Print(report, flags.output);
+  const bool same_file =
+      std::filesystem::exists(target, ec) && std::filesystem::equivalent(target, file, ec);
+  if (!same_file) {
+    auto installed = InstallFileAtomically(flags.manifests_dir, filename, *text);
+    if (!installed.ok()) {
+      return Fail(command, installed.error());
+    }
+  }
+  Print(report, flags.output, {{"installed", true}, {"path", target.string()}});
   if (flags.output == "text") {
-    std::cout << "not installed: " << flags.manifests_dir << " is unchanged\n";
+    std::cout << (same_file ? "already in place: " : "installed ") << target.string() << "\n";
   }
-  return kExitRejected;
+  return kExitAdmitted;
 }
 
 }  // namespace nodegate::admit

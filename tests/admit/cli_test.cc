@@ -428,6 +428,8 @@ TEST_F(CliTest, GuardInstallsAnAdmittedManifestAtomically) {
                 .find("held by pod kube-system/node-local-dns-x7k2p-worker-1"),
             std::string::npos)
       << j.dump();
+  EXPECT_EQ(j["installed"], false);
+  EXPECT_EQ(j["pods"][0]["admitReason"], "NodePorts");
   EXPECT_EQ(Snapshot(dir), before);
 }
 
