@@ -140,7 +140,7 @@ TEST_P(StandardChainTest, AddServeCheckDel) {
   EXPECT_TRUE(Reservations().empty());
   EXPECT_TRUE(Files("/cache").empty());
   EXPECT_EQ(node.MustRun("{ iptables-legacy-save -t nat; iptables-nft-save -t nat; } 2>/dev/null | "
-                        "grep -c 'dport 18080' || true"),
+                         "grep -c 'dport 18080' || true"),
             "0\n");
   EXPECT_EQ(node.MustRun("ip -o link show type veth | wc -l"), "0\n");
   // DEL again (nothing cached, everything gone) still succeeds.
@@ -261,6 +261,25 @@ TEST_F(DriverTest, NftablesExampleWithOurPlugins) {
   ASSERT_EQ(Cni(node, "del nodegate-nft " + ctr.path()).exit_code, 0);
   EXPECT_THAT(node.MustRun("nft list ruleset"), ::testing::Not(HasSubstr("18091")));
   EXPECT_TRUE(Reservations().empty());
+}
+
+// Any plugin, not only ours: Debian's loopback alone, as a runtime sets up "lo".
+TEST_F(DriverTest, AnyPluginDebianLoopback) {
+  NG_REQUIRE_ROOT();
+  UsePlugins(/*ours=*/false);
+  InstallList("00-lo.conflist", Json::parse(R"({"cniVersion":"1.0.0","name":"lo",
+      "plugins":[{"type":"loopback"}]})"));
+  TestNetns node("ng-dnode");
+  TestNetns ctr("ng-dctr");
+  ctr.MustRun("ip link set lo down");
+  auto add = Cni(node, "add lo " + ctr.path() + " --ifname lo --json");
+  ASSERT_EQ(add.exit_code, 0) << add.output;
+  EXPECT_THAT(add.output, HasSubstr("127.0.0.1/8"));
+  EXPECT_THAT(ctr.MustRun("ip -o link show lo"), HasSubstr("UP"));
+  EXPECT_EQ(Files("/cache").size(), 1u);
+  ASSERT_EQ(Cni(node, "del lo " + ctr.path() + " --ifname lo").exit_code, 0);
+  EXPECT_THAT(ctr.MustRun("ip -o link show lo"), ::testing::Not(HasSubstr(",UP")));
+  EXPECT_TRUE(Files("/cache").empty());
 }
 
 // GC and STATUS reach the plugins only from cniVersion 1.1.0, which Debian's plugins do not
