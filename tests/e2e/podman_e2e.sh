@@ -6,6 +6,9 @@
 #
 #   E2E_PLUGINS=reference bash tests/e2e/podman_e2e.sh   # same checks with Debian's plugins
 #
+# With Debian's plugins every check passes except CHECK: Debian's portmap 1.1.1 checks its IPv4
+# rules with ip6tables too and fails ("could not check ipv6 dnat"), a reference bug.
+#
 # Checks:
 #   1. a container started with -p serves HTTP reached from a client namespace through the
 #      node's address and from the node through 127.0.0.1; `nodegate cni check` passes using the
