@@ -30,9 +30,7 @@ test-unit: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -L unit -j $(JOBS)
 
 test-asan: deps
-	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DNODEGATE_SANITIZE=ON >/dev/null
-	@cmake --build $(ASAN_DIR) -j $(JOBS)
-	@cd $(ASAN_DIR) && ctest --output-on-failure -L unit -j $(JOBS)
+	@JOBS=$(JOBS) bash scripts/test-asan.sh $(ASAN_DIR)
 
 demo: build
 	@bash scripts/demo.sh $(BUILD_DIR)/bin

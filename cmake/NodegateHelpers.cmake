@@ -36,6 +36,8 @@ function(ng_executable)
   add_executable(${NG_NAME} ${NG_SRCS})
   _ng_common(${NG_NAME})
   target_link_libraries(${NG_NAME} PRIVATE ${NG_DEPS})
+  # Plugins are exec'd once per container event: load only the shared libraries they use.
+  target_link_options(${NG_NAME} PRIVATE -Wl,--as-needed)
 endfunction()
 
 # LABELS: unit | netns | e2e. netns and e2e tests run serially (they share the kernel).

@@ -3,6 +3,9 @@
 //
 // SHA-512 as lowercase hex, and the reference plugins' hash-derived kernel names. Those names
 // are a compatibility surface: the reference cleans up what we create and vice versa.
+//
+// SHA-512 is our own FIPS 180-4 code, not OpenSSL's: OpenSSL 3 loads its provider
+// configuration on first use, about 5 ms of CPU in every plugin process.
 
 #include <string>
 #include <string_view>

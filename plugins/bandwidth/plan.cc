@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "plugins/bandwidth/sha512.h"
+#include "lib/base/hash.h"
 
 namespace nodegate::bandwidth {
 namespace {
@@ -33,8 +33,7 @@ tc::Filter SubnetFilter(uint32_t parent, const net::IpPrefix& subnet, bool match
 }  // namespace
 
 std::string IfbName(const std::string& network, const std::string& container_id) {
-  // Same as HashedName(kIfbPrefix, network, container_id, 15), without OpenSSL (sha512.h).
-  return (kIfbPrefix + Sha512Hex(network + container_id)).substr(0, 15);
+  return HashedName(kIfbPrefix, network, container_id, 15);
 }
 
 std::string IfbAlias(const Attachment& a) {

@@ -1,9 +1,9 @@
-#include "plugins/bandwidth/sha512.h"
+#include "lib/base/hash.h"
 
 #include <array>
 #include <cstdint>
 
-namespace nodegate::bandwidth {
+namespace nodegate {
 namespace {
 
 constexpr std::array<uint64_t, 80> kRound = {
@@ -100,4 +100,4 @@ std::string Sha512Hex(std::string_view data) {
   return out;
 }
 
-}  // namespace nodegate::bandwidth
+}  // namespace nodegate
