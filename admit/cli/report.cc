@@ -30,6 +30,9 @@ nlohmann::json ReportToJson(const Report& report) {
       failures.push_back({{"plugin", f.plugin}, {"reason", f.reason}, {"detail", f.detail}});
     }
     p["failures"] = std::move(failures);
+    if (!v.code.empty()) {
+      p["code"] = v.code;  // scheduler status: Unschedulable or UnschedulableAndUnresolvable
+    }
     if (!v.admitted && report.profile == Profile::kKubelet) {
       p["admitReason"] = v.admit_reason;
       p["admitMessage"] = v.admit_message;

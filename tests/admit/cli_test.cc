@@ -157,6 +157,7 @@ TEST_F(CliTest, SeedScenarioSchedulerProfile) {
   // 53 and 9153 are free: only 8080 is reported.
   EXPECT_EQ(detail.find("53/"), std::string::npos) << detail;
   EXPECT_FALSE(pod.contains("admitReason"));
+  EXPECT_EQ(pod["code"], "Unschedulable");  // preemption could free the port
 }
 
 TEST_F(CliTest, SeedScenarioKubeletProfileAndTextReport) {
