@@ -198,7 +198,7 @@ Status StatusWith(const IpamConfig& cfg, Store& store) {
 cni::Plugin MakePlugin() {
   cni::Plugin plugin;
   plugin.name = "host-local";
-  plugin.about = "CNI host-local plugin (nodegate " + std::string("0.1.0") + ")";
+  plugin.about = cni::AboutText(plugin.name);
   plugin.supported_versions = cni::AllVersions();
   plugin.add = Add;
   plugin.del = Del;

@@ -59,6 +59,10 @@ bool VersionAtLeast(std::string_view a, std::string_view b) {
   return sa >= sb;
 }
 
+std::string AboutText(std::string_view plugin_name) {
+  return "CNI " + std::string(plugin_name) + " plugin version " NODEGATE_VERSION " (nodegate)";
+}
+
 std::string QuoteVersionList(const std::vector<std::string>& versions) {
   std::string out = "[";
   for (size_t i = 0; i < versions.size(); ++i) {

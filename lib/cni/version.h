@@ -34,6 +34,10 @@ Result<ResultFamily> FamilyOf(std::string_view version);
 // a >= b, where both are valid versions (invalid text compares as 0.0.0).
 bool VersionAtLeast(std::string_view a, std::string_view b);
 
+// The first line a plugin prints without CNI_COMMAND, in the reference's shape:
+// "CNI portmap plugin version 0.1.0 (nodegate)".
+std::string AboutText(std::string_view plugin_name);
+
 // `["0.1.0" "0.2.0"]`, the reference's rendering of a version list in error details.
 std::string QuoteVersionList(const std::vector<std::string>& versions);
 

@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "lib/cni/version.h"
 #include "lib/netlink/link.h"
 #include "lib/tc/kernel.h"
 #include "plugins/bandwidth/config.h"
@@ -224,7 +225,7 @@ Status CmdStatus(const cni::CmdArgs& args) {
 cni::Plugin MakePlugin() {
   cni::Plugin plugin;
   plugin.name = "bandwidth";
-  plugin.about = "CNI bandwidth plugin (nodegate)";
+  plugin.about = cni::AboutText(plugin.name);
   plugin.supported_versions = SupportedVersions();
   plugin.add = CmdAdd;
   plugin.del = CmdDel;

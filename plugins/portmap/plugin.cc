@@ -138,7 +138,7 @@ Status CmdStatus(const cni::CmdArgs& args) {
 cni::Plugin MakePlugin() {
   cni::Plugin plugin;
   plugin.name = "portmap";
-  plugin.about = "CNI portmap plugin (nodegate)";
+  plugin.about = cni::AboutText(plugin.name);
   plugin.supported_versions = cni::AllVersions();
   plugin.add = CmdAdd;
   plugin.del = CmdDel;
