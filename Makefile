@@ -1,5 +1,7 @@
 # nodegate: the project's contract. Every target first installs what is missing.
 SHELL := /bin/bash
+# cmake --build runs make again; keep its output to progress lines.
+MAKEFLAGS += --no-print-directory
 BUILD_DIR ?= build
 ASAN_DIR ?= build-asan
 JOBS ?= $(shell nproc)
