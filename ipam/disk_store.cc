@@ -14,6 +14,7 @@
 #include <ctime>
 
 #include "lib/sys/atomic_file.h"
+#include "lib/sys/io.h"
 
 namespace nodegate::ipam {
 namespace {
@@ -69,34 +70,15 @@ Result<std::optional<std::string>> ReadAt(int dir_fd, const std::string& name,
     return IoError("open", dir + "/" + name);
   }
   std::string out;
-  char buf[4096];
-  while (true) {
-    const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return IoError("read", dir + "/" + name);
-    }
-    if (n == 0) {
-      break;
-    }
-    out.append(buf, static_cast<size_t>(n));
+  if (!sys::ReadAll(fd.get(), out)) {
+    return IoError("read", dir + "/" + name);
   }
   return std::optional<std::string>(std::move(out));
 }
 
 Status WriteAll(int fd, std::string_view content, const std::string& path) {
-  size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return IoError("write", path);
-    }
-    done += static_cast<size_t>(n);
+  if (!sys::WriteAll(fd, content)) {
+    return IoError("write", path);
   }
   return OkStatus();
 }
@@ -128,18 +110,8 @@ Status WriteInPlaceAt(int dir_fd, const std::string& name, std::string_view cont
   if (::fstat(fd.get(), &st) != 0) {
     return IoError("stat", dir + "/" + name);
   }
-  size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n =
-        ::pwrite(fd.get(), content.data() + done, content.size() - done, static_cast<off_t>(done));
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return IoError("write", dir + "/" + name);
-    }
-    done += static_cast<size_t>(n);
-  }
+  // A fresh fd starts at offset 0, so this overwrites from the beginning.
+  NG_RETURN_IF_ERROR(WriteAll(fd.get(), content, dir + "/" + name));
   if (static_cast<size_t>(st.st_size) > content.size() &&
       ::ftruncate(fd.get(), static_cast<off_t>(content.size())) != 0) {
     return IoError("truncate", dir + "/" + name);

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "lib/sys/fd.h"
+#include "lib/sys/io.h"
 
 namespace nodegate::sys {
 
@@ -25,16 +26,8 @@ Status WriteFileAtomic(const std::string& path, std::string_view content, int mo
     ::unlink(tmp.c_str());
     return Error(kErrIo, std::string(what) + " " + path + ": " + std::strerror(saved));
   };
-  size_t written = 0;
-  while (written < content.size()) {
-    const ssize_t n = ::write(fd.get(), content.data() + written, content.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return fail("write");
-    }
-    written += static_cast<size_t>(n);
+  if (!WriteAll(fd.get(), content)) {
+    return fail("write");
   }
   if (::fchmod(fd.get(), static_cast<mode_t>(mode)) != 0) {
     return fail("chmod");
@@ -58,19 +51,8 @@ Result<std::string> ReadFile(const std::string& path) {
     return Error(kErrIo, "open " + path + ": " + std::strerror(errno));
   }
   std::string out;
-  char buf[4096];
-  while (true) {
-    const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return Error(kErrIo, "read " + path + ": " + std::strerror(errno));
-    }
-    if (n == 0) {
-      break;
-    }
-    out.append(buf, static_cast<size_t>(n));
+  if (!ReadAll(fd.get(), out)) {
+    return Error(kErrIo, "read " + path + ": " + std::strerror(errno));
   }
   return out;
 }
