@@ -9,11 +9,16 @@
 #include <memory>
 #include <string>
 
+#include "lib/netfilter/release.h"
+
 namespace nodegate::conntrack {
 namespace {
 
 struct SockDeleter {
-  void operator()(nl_sock* s) const { nl_socket_free(s); }
+  void operator()(nl_sock* s) const {
+    netfilter::HandOffBeforeClose(nl_socket_get_fd(s));  // see lib/netfilter/release.h
+    nl_socket_free(s);
+  }
 };
 struct CacheDeleter {
   void operator()(nl_cache* c) const { nl_cache_free(c); }

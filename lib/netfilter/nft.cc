@@ -1,5 +1,6 @@
 #include "lib/netfilter/nft.h"
 
+#include <dlfcn.h>
 #include <nftables/libnftables.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -7,11 +8,59 @@
 #include <cerrno>
 #include <cstring>
 #include <sstream>
+#include <type_traits>
 #include <utility>
 
+#include "lib/netfilter/release.h"
 #include "lib/sys/fd.h"
 
 namespace nodegate::netfilter {
+
+// libnftables and the five libraries it pulls in cost about 1.2 ms of dynamic loading at every
+// exec, so it is opened only by the processes that use it (the nftables backend).
+struct NftApi {
+  decltype(&nft_ctx_new) ctx_new;
+  decltype(&nft_ctx_free) ctx_free;
+  decltype(&nft_ctx_buffer_output) buffer_output;
+  decltype(&nft_ctx_buffer_error) buffer_error;
+  decltype(&nft_ctx_get_output_buffer) output_buffer;
+  decltype(&nft_ctx_get_error_buffer) error_buffer;
+  decltype(&nft_ctx_output_set_flags) output_set_flags;
+  decltype(&nft_ctx_set_dry_run) set_dry_run;
+  decltype(&nft_run_cmd_from_filename) run_from_filename;
+};
+
+namespace {
+
+Result<const NftApi*> LoadNftApi() {
+  static const Result<const NftApi*> loaded = []() -> Result<const NftApi*> {
+    void* lib = ::dlopen("libnftables.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      const char* why = ::dlerror();
+      return Error(kErrKernel, std::string("cannot load libnftables: ") + (why ? why : "?"));
+    }
+    static NftApi api;
+    std::string missing;
+    auto bind = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
+      if (fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + name;
+    };
+    bind(api.ctx_new, "nft_ctx_new");
+    bind(api.ctx_free, "nft_ctx_free");
+    bind(api.buffer_output, "nft_ctx_buffer_output");
+    bind(api.buffer_error, "nft_ctx_buffer_error");
+    bind(api.output_buffer, "nft_ctx_get_output_buffer");
+    bind(api.error_buffer, "nft_ctx_get_error_buffer");
+    bind(api.output_set_flags, "nft_ctx_output_set_flags");
+    bind(api.set_dry_run, "nft_ctx_set_dry_run");
+    bind(api.run_from_filename, "nft_run_cmd_from_filename");
+    if (!missing.empty()) return Error(kErrKernel, "libnftables lacks " + missing);
+    return &api;
+  }();
+  return loaded;
+}
+
+}  // namespace
 
 bool NftRun::HasErrno(int error, int line) const {
   for (const auto& e : errors_) {
@@ -44,32 +93,39 @@ int NftMessageErrno(const std::string& message) {
 }
 
 Result<Nft> Nft::Open() {
-  nft_ctx* ctx = nft_ctx_new(NFT_CTX_DEFAULT);
+  NG_ASSIGN_OR_RETURN(const NftApi* api, LoadNftApi());
+  nft_ctx* ctx = api->ctx_new(NFT_CTX_DEFAULT);
   if (ctx == nullptr) {
     return Error(kErrKernel, "libnftables: cannot create a context");
   }
-  nft_ctx_buffer_output(ctx);
-  nft_ctx_buffer_error(ctx);
-  return Nft(ctx);
+  api->buffer_output(ctx);
+  api->buffer_error(ctx);
+  return Nft(api, ctx);
 }
 
-Nft::Nft(Nft&& other) noexcept : ctx_(std::exchange(other.ctx_, nullptr)) {}
+Nft::Nft(Nft&& other) noexcept : api_(other.api_), ctx_(std::exchange(other.ctx_, nullptr)) {}
 
 Nft& Nft::operator=(Nft&& other) noexcept {
   if (this != &other) {
-    if (ctx_ != nullptr) nft_ctx_free(ctx_);
+    Close();
+    api_ = other.api_;
     ctx_ = std::exchange(other.ctx_, nullptr);
   }
   return *this;
 }
 
-Nft::~Nft() {
-  if (ctx_ != nullptr) nft_ctx_free(ctx_);
+Nft::~Nft() { Close(); }
+
+void Nft::Close() {
+  if (ctx_ == nullptr) return;
+  // libnftables does not expose its socket: hand off every nfnetlink socket of the process.
+  HandOffOpenNfnetlinkSockets();
+  api_->ctx_free(std::exchange(ctx_, nullptr));
 }
 
 NftRun Nft::Run(const std::string& script, Options options) {
-  nft_ctx_output_set_flags(ctx_, options.json_output ? NFT_CTX_OUTPUT_JSON : 0);
-  nft_ctx_set_dry_run(ctx_, options.dry_run);
+  api_->output_set_flags(ctx_, options.json_output ? NFT_CTX_OUTPUT_JSON : 0);
+  api_->set_dry_run(ctx_, options.dry_run);
   // nft 1.0 reports kernel errors of a buffer without line numbers (and echoes the wrong
   // command); read from a file, every error carries "<file>:<line>:". A memfd keeps the
   // script off the filesystem.
@@ -83,10 +139,10 @@ NftRun Nft::Run(const std::string& script, Options options) {
     return run;
   }
   const std::string path = "/proc/self/fd/" + std::to_string(fd.get());
-  const int rc = nft_run_cmd_from_filename(ctx_, path.c_str());
+  const int rc = api_->run_from_filename(ctx_, path.c_str());
   run.ok_ = rc == 0;
-  const char* out = nft_ctx_get_output_buffer(ctx_);
-  const char* err = nft_ctx_get_error_buffer(ctx_);
+  const char* out = api_->output_buffer(ctx_);
+  const char* err = api_->error_buffer(ctx_);
   run.output_ = out ? out : "";
   run.error_text_ = err ? err : "";
   // Kernel errors look like "<cmdline>:3:42-53: Error: Could not process rule: File exists";

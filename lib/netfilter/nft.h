@@ -20,6 +20,8 @@ struct nft_ctx;
 
 namespace nodegate::netfilter {
 
+struct NftApi;  // libnftables, opened at run time (nft.cc)
+
 struct NftLineError {
   int line = 0;         // 1-based line of the script
   int error = 0;        // ENOENT, EEXIST, EBUSY... 0 when nft failed before the kernel
@@ -49,7 +51,7 @@ class NftRun {
 
 class Nft {
  public:
-  // Errors: code 100 when libnftables cannot create a context.
+  // Errors: code 100 when libnftables cannot be loaded or cannot create a context.
   static Result<Nft> Open();
   Nft(Nft&&) noexcept;
   Nft& operator=(Nft&&) noexcept;
@@ -63,7 +65,9 @@ class Nft {
   NftRun Run(const std::string& script) { return Run(script, Options{}); }
 
  private:
-  explicit Nft(nft_ctx* ctx) : ctx_(ctx) {}
+  Nft(const NftApi* api, nft_ctx* ctx) : api_(api), ctx_(ctx) {}
+  void Close();
+  const NftApi* api_ = nullptr;
   nft_ctx* ctx_ = nullptr;
 };
 

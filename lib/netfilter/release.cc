@@ -1,0 +1,196 @@
+#include "lib/netfilter/release.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <linux/membarrier.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netlink.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+namespace nodegate::netfilter {
+namespace {
+
+bool g_deferred = false;
+int g_helper = -1;  // this process's end of the socket pair to the helper; kept until exit
+
+bool IsNfnetlinkSocket(int fd) {
+  int value = 0;
+  socklen_t len = sizeof(value);
+  if (::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &value, &len) != 0 || value != AF_NETLINK) {
+    return false;
+  }
+  len = sizeof(value);
+  return ::getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &value, &len) == 0 && value == NETLINK_NETFILTER;
+}
+
+// nf_tables' generation counter, read over `fd` (an nfnetlink socket the helper now owns);
+// nullopt when the socket does not answer. Every commit in the namespace increments it.
+std::optional<uint32_t> ReadGeneration(int fd) {
+  char buffer[8192];
+  while (::recv(fd, buffer, sizeof(buffer), MSG_DONTWAIT) > 0) {
+  }  // whatever the previous owner left unread
+  struct {
+    nlmsghdr header;
+    nfgenmsg body;
+  } request{};
+  request.header.nlmsg_len = sizeof(request);
+  request.header.nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETGEN;
+  request.header.nlmsg_flags = NLM_F_REQUEST;
+  request.header.nlmsg_seq = 1;
+  request.body.nfgen_family = AF_UNSPEC;
+  request.body.version = NFNETLINK_V0;
+  sockaddr_nl kernel{};
+  kernel.nl_family = AF_NETLINK;
+  if (::sendto(fd, &request, sizeof(request), 0, reinterpret_cast<sockaddr*>(&kernel),
+               sizeof(kernel)) < 0) {
+    return std::nullopt;
+  }
+  pollfd ready{fd, POLLIN, 0};
+  if (::poll(&ready, 1, 200) != 1) return std::nullopt;
+  const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+  if (n <= 0) return std::nullopt;
+  const auto* reply = reinterpret_cast<const nlmsghdr*>(buffer);
+  if (!NLMSG_OK(reply, static_cast<size_t>(n)) ||
+      reply->nlmsg_type != ((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWGEN)) {
+    return std::nullopt;
+  }
+  const size_t offset = NLMSG_SPACE(sizeof(nfgenmsg));
+  for (size_t at = offset; at + sizeof(nlattr) <= reply->nlmsg_len;) {
+    nlattr attr;
+    std::memcpy(&attr, buffer + at, sizeof(attr));
+    if (attr.nla_len < sizeof(nlattr)) break;
+    if ((attr.nla_type & NLA_TYPE_MASK) == NFTA_GEN_ID && attr.nla_len >= NLA_HDRLEN + 4) {
+      uint32_t id;
+      std::memcpy(&id, buffer + at + NLA_HDRLEN, sizeof(id));
+      return ntohl(id);
+    }
+    at += NLA_ALIGN(attr.nla_len);
+  }
+  return std::nullopt;
+}
+
+// Waits until the namespace has gone one grace period without a commit: then no destroy work
+// is pending and closing takes the commit mutex only for an instant. Bounded (2 s), so a
+// namespace that never stops committing does not keep helpers around; past that, a close may
+// again make one commit of someone else wait for the rest of a grace period.
+void WaitForQuietNfTables(const std::vector<int>& held) {
+  const int probe = held.empty() ? -1 : held.front();
+  std::optional<uint32_t> first = probe >= 0 ? ReadGeneration(probe) : std::nullopt;
+  uint32_t before = first.value_or(0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (std::chrono::steady_clock::now() < deadline) {
+    // MEMBARRIER_CMD_GLOBAL returns after a full RCU grace period, which also covers the ones
+    // destroy work started at earlier commits.
+    if (::syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) != 0) ::usleep(50'000);
+    if (!first) return;
+    const std::optional<uint32_t> after = ReadGeneration(probe);
+    if (!after || *after == before) return;
+    before = *after;
+  }
+}
+
+// The helper: holds every descriptor it receives until the parent's end closes (the parent
+// has exited), waits until nf_tables is quiet, then exits, closing them.
+[[noreturn]] void RunHelper(int channel) {
+  // Nothing of the parent's stays open here: not its stdout (the runtime reads until EOF) and
+  // not its lock files.
+  if (channel > 0) ::close_range(0, static_cast<unsigned>(channel) - 1, 0);
+  ::close_range(static_cast<unsigned>(channel) + 1, ~0U, 0);
+  std::vector<int> held;
+  for (;;) {
+    char byte;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    const ssize_t n = ::recvmsg(channel, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+        int fd;
+        std::memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+        held.push_back(fd);
+      }
+    }
+  }
+  WaitForQuietNfTables(held);
+  ::_exit(0);
+}
+
+bool StartHelper() {
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return false;
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(pair[0]);
+    ::close(pair[1]);
+    return false;
+  }
+  if (pid == 0) RunHelper(pair[1]);
+  ::close(pair[1]);
+  g_helper = pair[0];
+  return true;
+}
+
+void Send(int fd) {
+  char byte = 0;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof(fd));
+  while (::sendmsg(g_helper, &msg, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+  }
+}
+
+}  // namespace
+
+void DeferNfnetlinkRelease() { g_deferred = true; }
+bool NfnetlinkReleaseDeferred() { return g_deferred; }
+
+void HandOffBeforeClose(int fd) {
+  if (!g_deferred || fd < 0 || !IsNfnetlinkSocket(fd)) return;
+  if (g_helper < 0 && !StartHelper()) {
+    g_deferred = false;  // no helper: plain closes from now on
+    return;
+  }
+  Send(fd);
+}
+
+void HandOffOpenNfnetlinkSockets() {
+  if (!g_deferred) return;
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) return;
+  std::vector<int> fds;
+  while (const dirent* entry = ::readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    const int fd = std::atoi(entry->d_name);
+    if (fd != ::dirfd(dir)) fds.push_back(fd);
+  }
+  ::closedir(dir);
+  for (int fd : fds) HandOffBeforeClose(fd);
+}
+
+}  // namespace nodegate::netfilter
