@@ -75,13 +75,13 @@ Error LibnlError(int nl_error, const std::string& what) {
   return Error(kErrKernel, what + ": " + nl_geterror(nl_error));
 }
 
-Result<Socket> Socket::Open() {
+Result<Socket> Socket::Open(int protocol) {
   nl_sock* raw = nl_socket_alloc();
   if (raw == nullptr) {
     return Error(kErrKernel, "netlink: cannot allocate a socket");
   }
   Socket sock(raw);
-  if (int r = nl_connect(raw, NETLINK_ROUTE); r < 0) {
+  if (int r = nl_connect(raw, protocol); r < 0) {
     return LibnlError(r, "netlink: connect");
   }
   // Extended acks carry the kernel's own explanation of a refused request; capped acks keep

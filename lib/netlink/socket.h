@@ -39,8 +39,9 @@ MsgPtr NewMessage(int type, int flags);
 
 class Socket {
  public:
-  // Opens a NETLINK_ROUTE socket in the calling thread's current network namespace.
-  static Result<Socket> Open();
+  // Opens a netlink socket (NETLINK_ROUTE unless told) in the calling thread's current network
+  // namespace.
+  static Result<Socket> Open(int protocol = NETLINK_ROUTE);
 
   Socket(Socket&&) noexcept = default;
   Socket& operator=(Socket&&) noexcept = default;

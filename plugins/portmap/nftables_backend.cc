@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/netfilter/nft.h"
+#include "lib/netfilter/query.h"
 #include "plugins/portmap/nftables_rules.h"
 #include "plugins/portmap/port_mapper.h"
 
@@ -325,37 +326,46 @@ class NftablesMapper : public PortMapper {
   }
 
   Status Unforward(const Config& config) override {
-    NG_ASSIGN_OR_RETURN(Nft nft, Nft::Open());
     const std::string owner = nft::OwnerTag(config.network_name, config.container_id);
-    bool listed_path = false;
+    // Which families this owner has mappings in: its markers, read without a transaction (a
+    // failing transaction would cost a grace period under the commit mutex).
+    std::vector<net::Family> owned_families;
     for (const auto f : {net::Family::kV4, net::Family::kV6}) {
-      Script s;
-      const auto elements = nft::ContainerElements(config, f);
-      const int marker = nft::AppendDelete(owner, elements, f, s);
-      // Without mappings only the marker is probed: present means "find them by listing".
-      NftRun run = nft.Run(s.text(), {.dry_run = elements.empty()});
-      if (run.HasErrno(ENOENT, marker)) continue;
-      if (run.ok() && !elements.empty()) continue;
-      listed_path = true;
+      NG_ASSIGN_OR_RETURN(
+          const bool has,
+          netfilter::HasElement(
+              {.family = netfilter::kNfprotoInet, .table = nft::kTable, .set = nft::kOwnedSet},
+              netfilter::IfnameKey({owner, nft::FamilyMarker(f)})));
+      if (has) owned_families.push_back(f);
     }
-    if (listed_path) {
-      // The owner has mappings, but not exactly these (DEL without the ADD's portMappings):
-      // find its elements and ownership records by listing.
-      spdlog::info("nftables: DEL of {} falls back to listing", config.container_id);
-      NG_ASSIGN_OR_RETURN(auto owned, OwnedByListing(nft, config, std::nullopt));
-      NG_ASSIGN_OR_RETURN(auto records, ListPairs(nft, nft::kOwnedSet));
-      Script forget;
-      for (const auto& [who, tag] : records) {
-        if (who != owner) continue;
-        forget.Add("delete element " + Qualified(nft::kOwnedSet) + " { \"" + who + "\" . \"" + tag +
-                   "\" }");
+    NG_ASSIGN_OR_RETURN(Nft nft, Nft::Open());
+    if (!owned_families.empty()) {
+      Script s;
+      bool exact = true;  // the DEL names the owner's mappings (it carries the ADD's)
+      for (const auto f : owned_families) {
+        const auto elements = nft::ContainerElements(config, f);
+        exact &= !elements.empty();
+        nft::AppendDelete(owner, elements, f, s);
       }
-      for (const auto& e : owned) {
-        forget.Add("delete element " + Qualified(e.map) + " { " + e.key + " }");
-      }
-      if (forget.lines() > 0) {
-        NftRun second = nft.Run(forget.text());
-        if (!second.ok()) return second.ToError("nftables: delete mappings");
+      if (!exact || !nft.Run(s.text()).ok()) {
+        // The owner has mappings, but not exactly these (DEL without the ADD's portMappings):
+        // find its elements and ownership records by listing.
+        spdlog::info("nftables: DEL of {} falls back to listing", config.container_id);
+        NG_ASSIGN_OR_RETURN(auto owned, OwnedByListing(nft, config, std::nullopt));
+        NG_ASSIGN_OR_RETURN(auto records, ListPairs(nft, nft::kOwnedSet));
+        Script forget;
+        for (const auto& [who, tag] : records) {
+          if (who != owner) continue;
+          forget.Add("delete element " + Qualified(nft::kOwnedSet) + " { \"" + who + "\" . \"" +
+                     tag + "\" }");
+        }
+        for (const auto& e : owned) {
+          forget.Add("delete element " + Qualified(e.map) + " { " + e.key + " }");
+        }
+        if (forget.lines() > 0) {
+          NftRun second = nft.Run(forget.text());
+          if (!second.ok()) return second.ToError("nftables: delete mappings");
+        }
       }
     }
     return RemoveReferenceLeftovers(nft, config.container_id);
@@ -382,13 +392,13 @@ class NftablesMapper : public PortMapper {
     return OkStatus();
   }
 
+  // libnftables loads and nf_tables answers. A read, not a dry-run transaction: STATUS runs
+  // often, and an aborted transaction holds the commit mutex for a grace period.
   Status Usable() override {
     auto nft = Nft::Open();
     if (!nft.ok()) return Error(kErrPluginNotAvailable, nft.error().msg);
-    NftRun run =
-        nft->Run("add table " + std::string(nft::kFamily) + " " + nft::kTable, {.dry_run = true});
-    if (!run.ok()) {
-      return Error(kErrPluginNotAvailable, "nftables is not usable: " + run.ToError("probe").msg);
+    if (Status probe = netfilter::ProbeNfTables(); !probe.ok()) {
+      return Error(kErrPluginNotAvailable, "nftables is not usable: " + probe.error().msg);
     }
     return OkStatus();
   }

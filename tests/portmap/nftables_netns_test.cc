@@ -1,12 +1,19 @@
 // portmap with the nftables backend, in private namespaces: real traffic, re-ADD, CHECK, GC,
 // DEL without prevResult or with other mappings, host port conflicts (nothing applied),
 // per-network conditions, concurrency, and removal of the reference nftables backend's rules.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <thread>
 #include <vector>
 
+#include "lib/netfilter/query.h"
+#include "lib/sys/netns.h"
 #include "tests/portmap/harness.h"
 
 namespace nodegate::portmap::testing {
@@ -217,6 +224,96 @@ TEST(PortmapNftables, ConcurrentAddsAndDels) {
   }
   // Network chains written once: one jump per hook chain.
   EXPECT_EQ(CountLines(NftRuleset(node), "fib daddr type local jump"), 2);
+}
+
+// DEL finds the owner's families by reading its markers, not from prevResult: an ADD with
+// both families and a DEL whose prevResult has only IPv4 still remove everything.
+TEST(PortmapNftables, DelRemovesEveryFamilyOfTheOwner) {
+  NG_REQUIRE_ROOT();
+  TestNetns node("ng-pmnfam");
+  ASSERT_EQ(Portmap(node, "ADD", "dual", Conf("nftables", kMappings, kPrev)).exit_code, 0);
+  ASSERT_EQ(Elements(node, "dual"), 3);
+  const auto del =
+      Portmap(node, "DEL", "dual", Conf("nftables", kMappings, PrevResult("10.88.0.2/16", "")));
+  ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
+  EXPECT_EQ(Elements(node, "dual"), 0) << NftRuleset(node);
+  EXPECT_EQ(CountLines(node.Run("nft list set inet cni_hostport owned").output, "\" . \""), 0);
+}
+
+// The plugin hands its nfnetlink sockets to a helper that outlives it (lib/netfilter/release.h).
+// The helper must hold nothing of the caller's: a runtime reads the plugin's stdout and stderr
+// until EOF, so both pipes must be closed for good the moment the plugin has exited.
+TEST(PortmapNftables, ReleaseHelperKeepsNoneOfTheCallersPipes) {
+  NG_REQUIRE_ROOT();
+  TestNetns node("ng-pmnrel");
+  const std::string conf = Conf("nftables", kMappings, kPrev);
+  for (const char* command : {"ADD", "DEL"}) {
+    int in[2], out[2], err[2];
+    ASSERT_EQ(::pipe2(in, O_CLOEXEC), 0);
+    ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
+    ASSERT_EQ(::pipe2(err, O_CLOEXEC), 0);
+    const std::string binary = nodegate::testing::BinPath("portmap");
+    const std::string netns = node.path();
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      const int ns = ::open(netns.c_str(), O_RDONLY | O_CLOEXEC);
+      if (ns < 0 || ::setns(ns, CLONE_NEWNET) != 0) ::_exit(120);
+      ::dup2(in[0], 0);
+      ::dup2(out[1], 1);
+      ::dup2(err[1], 2);
+      const std::string cmd = std::string("CNI_COMMAND=") + command;
+      const char* env[] = {
+          cmd.c_str(),       "CNI_CONTAINERID=rel",   "CNI_NETNS=/run/netns/ctr-rel",
+          "CNI_IFNAME=eth0", "CNI_PATH=/usr/lib/cni", nullptr};
+      const char* argv[] = {binary.c_str(), nullptr};
+      ::execve(binary.c_str(), const_cast<char* const*>(argv), const_cast<char* const*>(env));
+      ::_exit(127);
+    }
+    ::close(in[0]);
+    ::close(out[1]);
+    ::close(err[1]);
+    ASSERT_EQ(::write(in[1], conf.data(), conf.size()), static_cast<ssize_t>(conf.size()));
+    ::close(in[1]);
+    std::string output;
+    char buffer[4096];
+    for (ssize_t n; (n = ::read(out[0], buffer, sizeof(buffer))) > 0;) output.append(buffer, n);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << command << ": " << output;
+    // Right after the exit (the helper lives on for at least a grace period): stdout has been
+    // read to EOF above, and stderr must hang up without waiting.
+    pollfd hangup{err[0], POLLIN, 0};
+    ASSERT_EQ(::poll(&hangup, 1, 0), 1) << command << ": stderr is still held open";
+    EXPECT_NE(hangup.revents & POLLHUP, 0) << command;
+    ::close(out[0]);
+    ::close(err[0]);
+  }
+  EXPECT_EQ(Elements(node, "rel"), 0);
+}
+
+// The netlink queries behind DEL and STATUS: one set element looked up by key, and a probe.
+TEST(PortmapNftables, ElementQueriesReadOneElement) {
+  NG_REQUIRE_ROOT();
+  TestNetns node("ng-pmnq");
+  node.MustRun(
+      "nft add table inet qt && nft add set inet qt owned '{ type ifname . ifname; }' && "
+      "nft add element inet qt owned '{ \"abc\" . \"all4\" }'");
+  auto scope = nodegate::sys::NetnsScope::Enter(node.path());
+  ASSERT_TRUE(scope.ok()) << scope.error().msg;
+  const netfilter::SetRef owned{.family = netfilter::kNfprotoInet, .table = "qt", .set = "owned"};
+  auto present = netfilter::HasElement(owned, netfilter::IfnameKey({"abc", "all4"}));
+  ASSERT_TRUE(present.ok()) << present.error().msg;
+  EXPECT_TRUE(*present);
+  auto other = netfilter::HasElement(owned, netfilter::IfnameKey({"abc", "all6"}));
+  ASSERT_TRUE(other.ok()) << other.error().msg;
+  EXPECT_FALSE(*other);
+  auto no_table =
+      netfilter::HasElement({.family = netfilter::kNfprotoInet, .table = "absent", .set = "owned"},
+                            netfilter::IfnameKey({"abc", "all4"}));
+  ASSERT_TRUE(no_table.ok()) << no_table.error().msg;
+  EXPECT_FALSE(*no_table);
+  EXPECT_TRUE(netfilter::ProbeNfTables().ok());
 }
 
 TEST(PortmapNftables, BadInputChangesNothing) {
