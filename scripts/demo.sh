@@ -178,6 +178,10 @@ else
 fi
 rules="$({ in_node iptables-legacy-save -t nat 2>/dev/null; in_node nft list ruleset 2>/dev/null; } | grep -c -E 'CNI-DN-|dport 8080' || true)"
 addrs="$(ls "$T/ipam/demo" | grep -E '^[0-9a-f.:]+$' | grep -c '[.:]' || true)"
+for _ in $(seq 50); do  # DEL's helper deletes the retired (bwpdel*) ifb moments later
+  in_node ip -o link show type ifb | grep -q bwpdel || break
+  sleep 0.1
+done
 ifbs="$(in_node ip -o link show type ifb | grep -c bwp || true)"
 say "per-container rules left: $rules   reserved addresses left: $addrs   bwp devices left: $ifbs"
 

@@ -1,5 +1,6 @@
 #include "lib/netlink/link.h"
 
+#include <fcntl.h>
 #include <linux/ethtool.h>
 #include <linux/if.h>
 #include <linux/sockios.h>
@@ -150,19 +151,28 @@ Status CreateIfb(Socket& sock, const IfbSpec& spec) {
     rtnl_link_set_mtu(link.get(), spec.mtu);
   }
   rtnl_link_set_txqlen(link.get(), spec.txqlen);
-  rtnl_link_set_flags(link.get(), IFF_UP);
+  // Created down, and brought up only after IPv6 is off on it: an ifb has no use for IPv6,
+  // and every up or down of a device with IPv6 on walks the whole IPv6 routing table, which
+  // on a node with hundreds of containers costs milliseconds (perf: addrconf_notify ->
+  // fib6_clean_all).
   if (int r = rtnl_link_add(sock.get(), link.get(), NLM_F_CREATE | NLM_F_EXCL); r < 0) {
     return LibnlError(r, "create ifb " + spec.name);
   }
-  if (spec.alias.empty()) {
-    return OkStatus();
-  }
-  // The kernel applies IFLA_IFALIAS only when changing a link, not when creating one.
+  DisableIpv6(spec.name);
+  // The kernel applies IFLA_IFALIAS only when changing a link, not when creating one; the
+  // same change brings the ifb up.
   NG_ASSIGN_OR_RETURN(std::optional<LinkInfo> created, GetLinkByName(sock, spec.name));
   if (!created) {
     return Error(kErrKernel, "create ifb " + spec.name + ": gone right after creation");
   }
   return UpdateLink(sock, *created, spec);
+}
+
+void DisableIpv6(const std::string& name) {
+  // Best effort: without IPv6 in the kernel there is nothing to turn off.
+  const std::string path = "/proc/sys/net/ipv6/conf/" + name + "/disable_ipv6";
+  sys::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (fd.valid()) (void)!::write(fd.get(), "1", 1);
 }
 
 Status UpdateLink(Socket& sock, const LinkInfo& current, const IfbSpec& spec) {
@@ -204,6 +214,41 @@ Status DeleteLink(Socket& sock, const std::string& name) {
   const int r = rtnl_link_delete(sock.get(), link.get());
   if (r < 0 && r != -NLE_OBJ_NOTFOUND && r != -NLE_NODEV) {
     return LibnlError(r, "delete link " + name);
+  }
+  return OkStatus();
+}
+
+Status DeleteLinkByIndex(Socket& sock, int index) {
+  LinkPtr link(rtnl_link_alloc());
+  if (!link) {
+    return Error(kErrKernel, "delete link " + std::to_string(index) + ": out of memory");
+  }
+  rtnl_link_set_ifindex(link.get(), index);
+  const int r = rtnl_link_delete(sock.get(), link.get());
+  if (r < 0 && r != -NLE_OBJ_NOTFOUND && r != -NLE_NODEV) {
+    return LibnlError(r, "delete link " + std::to_string(index));
+  }
+  return OkStatus();
+}
+
+Status RetireLink(Socket& sock, const LinkInfo& link, const std::string& new_name) {
+  LinkPtr orig(rtnl_link_alloc());
+  LinkPtr down(rtnl_link_alloc());
+  LinkPtr renamed(rtnl_link_alloc());
+  if (!orig || !down || !renamed) {
+    return Error(kErrKernel, "retire link " + link.name + ": out of memory");
+  }
+  rtnl_link_set_ifindex(orig.get(), link.index);
+  rtnl_link_set_name(orig.get(), link.name.c_str());
+  if (link.up) {
+    rtnl_link_unset_flags(down.get(), IFF_UP);
+    if (int r = rtnl_link_change(sock.get(), orig.get(), down.get(), 0); r < 0) {
+      return LibnlError(r, "set link " + link.name + " down");
+    }
+  }
+  rtnl_link_set_name(renamed.get(), new_name.c_str());
+  if (int r = rtnl_link_change(sock.get(), orig.get(), renamed.get(), 0); r < 0) {
+    return LibnlError(r, "rename link " + link.name + " to " + new_name);
   }
   return OkStatus();
 }

@@ -43,12 +43,19 @@ struct IfbSpec {
 
 // Creates an ifb device, admin up. Errors (code 100) include EEXIST when the name is taken.
 Status CreateIfb(Socket& sock, const IfbSpec& spec);
+// Turns IPv6 off on a device of the current namespace (its disable_ipv6 sysctl); best effort.
+void DisableIpv6(const std::string& name);
 
 // Brings `index` to the spec's MTU, up state and alias, changing only what differs.
 Status UpdateLink(Socket& sock, const LinkInfo& current, const IfbSpec& spec);
 
 // Deletes a link; a link that is already gone is success.
 Status DeleteLink(Socket& sock, const std::string& name);
+// Deletes the link with this index; already gone is success.
+Status DeleteLinkByIndex(Socket& sock, int index);
+// Takes a link out of service under another name: down, then renamed (the kernel renames only
+// links that are down). Both are quick, unlike deleting a link, which waits for an RCU barrier.
+Status RetireLink(Socket& sock, const LinkInfo& link, const std::string& new_name);
 
 // The veth peer's ifindex of `name`: IFLA_LINK, else ethtool's "peer_ifindex" statistic
 // (what the reference's ip.GetVethPeerIfindex does). Errors name what is wrong: no such

@@ -1,5 +1,6 @@
 #include "plugins/bandwidth/plan.h"
 
+#include <cstdio>
 #include <sstream>
 
 #include "lib/base/hash.h"
@@ -34,6 +35,12 @@ tc::Filter SubnetFilter(uint32_t parent, const net::IpPrefix& subnet, bool match
 
 std::string IfbName(const std::string& network, const std::string& container_id) {
   return HashedName(kIfbPrefix, network, container_id, 15);
+}
+
+std::string RetiredIfbName(int ifindex) {
+  char name[16];
+  std::snprintf(name, sizeof(name), "%s%x", kRetiredIfbPrefix, static_cast<unsigned>(ifindex));
+  return name;
 }
 
 std::string IfbAlias(const Attachment& a) {

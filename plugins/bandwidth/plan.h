@@ -55,6 +55,11 @@ inline constexpr const char* kAliasTag = "nodegate/bandwidth";
 // bwp + first 12 hex characters of sha512(network + containerID): the reference's name.
 std::string IfbName(const std::string& network, const std::string& container_id);
 
+// The name of an ifb DEL has taken out of service and left to a helper to delete:
+// bwpdel + the ifindex in hex. Never a reference name ('l' is not hex); GC deletes any left.
+inline constexpr const char* kRetiredIfbPrefix = "bwpdel";
+std::string RetiredIfbName(int ifindex);
+
 // "nodegate/bandwidth <network> <containerID> <ifname>", stored as the ifb's ifalias so GC
 // can tell which attachment an ifb belongs to (the name's hash is one-way).
 std::string IfbAlias(const Attachment& attachment);

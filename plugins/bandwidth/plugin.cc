@@ -134,7 +134,7 @@ Status CmdDel(const cni::CmdArgs& args) {
   if (std::optional<netlink::LinkInfo> veth = FindHostVethForDel(sock, args)) {
     NG_RETURN_IF_ERROR(RemoveHostObjects(sock, veth->index));
   }
-  return RemoveIfb(sock, IfbName(args.conf.name, args.container_id));
+  return RetireIfb(sock, IfbName(args.conf.name, args.container_id));
 }
 
 Status CmdCheck(const cni::CmdArgs& args) {
@@ -171,7 +171,9 @@ Status CmdGc(const cni::CmdArgs& args) {
       continue;
     }
     bool stale = false;
-    if (std::optional<Attachment> owner = ParseIfbAlias(link.alias)) {
+    if (link.name.rfind(kRetiredIfbPrefix, 0) == 0) {
+      stale = true;  // a DEL took it out of service; its helper did not get to delete it
+    } else if (std::optional<Attachment> owner = ParseIfbAlias(link.alias)) {
       // Ours: the alias says which attachment it serves. Other networks' ifbs are theirs.
       stale = owner->network == args.conf.name && !AttachmentIsValid(valid, *owner);
     } else {

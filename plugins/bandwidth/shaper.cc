@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "lib/base/scope_guard.h"
+#include "lib/sys/detached.h"
 #include "lib/tc/kernel.h"
 
 namespace nodegate::bandwidth {
@@ -435,6 +436,20 @@ Status RemoveHostObjects(netlink::Socket& sock, int veth_index) {
 
 Status RemoveIfb(netlink::Socket& sock, const std::string& name) {
   return netlink::DeleteLink(sock, name);
+}
+
+Status RetireIfb(netlink::Socket& sock, const std::string& name) {
+  if (!sys::DetachedWorkAllowed()) return RemoveIfb(sock, name);
+  NG_ASSIGN_OR_RETURN(std::optional<netlink::LinkInfo> ifb, netlink::GetLinkByName(sock, name));
+  if (!ifb) return OkStatus();
+  if (ifb->kind != "ifb") return RemoveIfb(sock, name);
+  NG_RETURN_IF_ERROR(netlink::RetireLink(sock, *ifb, RetiredIfbName(ifb->index)));
+  sys::RunDetached([index = ifb->index] {
+    if (auto helper = netlink::Socket::Open(); helper.ok()) {
+      (void)netlink::DeleteLinkByIndex(*helper, index);  // GC deletes it if this fails
+    }
+  });
+  return OkStatus();
 }
 
 }  // namespace nodegate::bandwidth

@@ -33,4 +33,11 @@ Status RemoveHostObjects(netlink::Socket& sock, int veth_index);
 // Deletes the ifb; already gone is success.
 Status RemoveIfb(netlink::Socket& sock, const std::string& name);
 
+// DEL's removal of the ifb. Deleting a net device waits for an RCU barrier (15-25 ms, most of
+// a DEL), so when the process allows detached work (sys/detached.h) the ifb is taken out of
+// service at once (down, renamed to RetiredIfbName so its name is free for a new ADD) and a
+// detached helper deletes it. Otherwise, and for a device that is not an ifb, it is deleted
+// here. Already gone is success.
+Status RetireIfb(netlink::Socket& sock, const std::string& name);
+
 }  // namespace nodegate::bandwidth

@@ -87,7 +87,31 @@ TEST(BandwidthNetnsTest, LifecycleAddCheckReAddDelDelCheck) {
   const std::string after = QdiscShow(topo.node, topo.host_veth);
   EXPECT_EQ(after.find("tbf"), std::string::npos) << after;
   EXPECT_EQ(after.find("ingress"), std::string::npos) << after;
-  EXPECT_EQ(LinkNames(topo.node, "ifb"), "");
+  EXPECT_EQ(SettledIfbNames(topo.node), "");
+}
+
+// DEL takes the ifb out of service at once (its name is free: a new ADD of the same container
+// gets a fresh ifb that the helper of the earlier DEL leaves alone) and the ifb is gone soon.
+TEST(BandwidthNetnsTest, DelRetiresTheIfbAndItsHelperDeletesIt) {
+  NG_REQUIRE_ROOT();
+  NodeWithContainer topo;
+  const std::string conf = BandwidthConf(topo, kBoth);
+  ASSERT_TRUE(Succeeds(Invoke(Ours(), "ADD", topo, conf)));
+  const std::string first_index =
+      topo.node.MustRun(std::string("ip -o link show ") + kIfb + " | cut -d: -f1");
+  ASSERT_TRUE(Succeeds(Invoke(Ours(), "DEL", topo, conf)));
+  const std::string right_after = LinkNames(topo.node, "ifb");
+  EXPECT_EQ(right_after.find(kIfb), std::string::npos) << right_after;
+  ASSERT_TRUE(Succeeds(Invoke(Ours(), "ADD", topo, conf)));
+  EXPECT_EQ(SettledIfbNames(topo.node), std::string(kIfb) + "\n");
+  EXPECT_NE(topo.node.MustRun(std::string("ip -o link show ") + kIfb + " | cut -d: -f1"),
+            first_index);
+  EXPECT_TRUE(Succeeds(Invoke(Ours(), "CHECK", topo, conf)));
+  // The ifb has no IPv6 (every up/down of a device with IPv6 walks the IPv6 routes).
+  EXPECT_EQ(topo.node.MustRun(std::string("cat /proc/sys/net/ipv6/conf/") + kIfb + "/disable_ipv6"),
+            "1\n");
+  ASSERT_TRUE(Succeeds(Invoke(Ours(), "DEL", topo, conf)));
+  EXPECT_EQ(SettledIfbNames(topo.node), "");
 }
 
 TEST(BandwidthNetnsTest, RepeatedAddConvergesToTheNewConfig) {
@@ -114,7 +138,7 @@ TEST(BandwidthNetnsTest, RepeatedAddConvergesToTheNewConfig) {
       BandwidthConf(topo, R"("ingressRate":1000000,"ingressBurst":1000000)");
   ASSERT_TRUE(Succeeds(Invoke(Ours(), "ADD", topo, ingress_only)));
   EXPECT_TRUE(Succeeds(Invoke(Ours(), "CHECK", topo, ingress_only)));
-  EXPECT_EQ(LinkNames(topo.node, "ifb"), "");  // egress turned off: ifb removed
+  EXPECT_EQ(SettledIfbNames(topo.node), "");  // egress turned off: ifb removed
   const std::string qdiscs = QdiscShow(topo.node, topo.host_veth);
   EXPECT_EQ(qdiscs.find("ingress"), std::string::npos) << qdiscs;
   EXPECT_EQ(qdiscs.find("htb"), std::string::npos) << qdiscs;
@@ -164,7 +188,7 @@ TEST(BandwidthNetnsTest, ReferenceStateIsCheckedConvergedAndRemoved) {
   const std::string qdiscs = QdiscShow(topo2.node, topo2.host_veth);
   EXPECT_EQ(qdiscs.find("tbf"), std::string::npos) << qdiscs;
   EXPECT_EQ(qdiscs.find("ingress"), std::string::npos) << qdiscs;
-  EXPECT_EQ(LinkNames(topo2.node, "ifb"), "");
+  EXPECT_EQ(SettledIfbNames(topo2.node), "");
 }
 
 TEST(BandwidthNetnsTest, DelNeedsNeitherNetnsNorPrevResult) {
@@ -173,7 +197,7 @@ TEST(BandwidthNetnsTest, DelNeedsNeitherNetnsNorPrevResult) {
   ASSERT_TRUE(Succeeds(Invoke(Ours(), "ADD", topo, BandwidthConf(topo, kBoth))));
   const std::string bare = BandwidthConf(topo, kBoth, "1.0.0", /*with_prev_result=*/false);
   EXPECT_TRUE(Succeeds(Invoke(Ours(), "DEL", topo.node, "", bare)));
-  EXPECT_EQ(LinkNames(topo.node, "ifb"), "");
+  EXPECT_EQ(SettledIfbNames(topo.node), "");
   EXPECT_TRUE(Succeeds(Invoke(Ours(), "DEL", topo.node, "", bare)));
   // With the netns but no prevResult, the host veth is found through the peer index.
   ASSERT_TRUE(Succeeds(Invoke(Ours(), "ADD", topo, BandwidthConf(topo, kBoth))));
@@ -210,7 +234,7 @@ TEST(BandwidthNetnsTest, BadInputIsCode7AndChangesNothing) {
       Invoke(Ours(), "ADD", topo, BandwidthConf("not-the-veth", topo.container.path(), kBoth)), 7,
       "no veth peer of container interface found in host ns"));
   EXPECT_EQ(QdiscShow(topo.node, topo.host_veth), before);
-  EXPECT_EQ(LinkNames(topo.node, "ifb"), "");
+  EXPECT_EQ(SettledIfbNames(topo.node), "");
 }
 
 TEST(BandwidthNetnsTest, FailedAddRollsBack) {
@@ -220,7 +244,7 @@ TEST(BandwidthNetnsTest, FailedAddRollsBack) {
   // cannot be installed, after the ifb and its TBF were already created.
   topo.node.MustRun("tc qdisc add dev " + topo.host_veth + " clsact");
   EXPECT_TRUE(FailsWith(Invoke(Ours(), "ADD", topo, BandwidthConf(topo, kBoth)), 100, "clsact"));
-  EXPECT_EQ(LinkNames(topo.node, "ifb"), "");
+  EXPECT_EQ(SettledIfbNames(topo.node), "");
   const std::string qdiscs = QdiscShow(topo.node, topo.host_veth);
   EXPECT_EQ(qdiscs.find("tbf"), std::string::npos) << qdiscs;
   EXPECT_NE(qdiscs.find("clsact"), std::string::npos) << qdiscs;
@@ -277,6 +301,8 @@ TEST(BandwidthNetnsTest, GcRemovesOnlyStaleIfbs) {
   ASSERT_TRUE(Succeeds(add(Reference(), ref_live, "reflive", "othernet")));
   // An alias-less ifb nothing redirects to: a leak from a lost DEL.
   node.MustRun("ip link add bwp0123456789ab type ifb && ip link set bwp0123456789ab up");
+  // Taken out of service by a DEL whose helper never ran.
+  node.MustRun("ip link add bwpdel7f type ifb");
   // Not ours at all (no bwp prefix).
   node.MustRun("ip link add ifbother type ifb");
 
@@ -295,6 +321,7 @@ TEST(BandwidthNetnsTest, GcRemovesOnlyStaleIfbs) {
   EXPECT_NE(left.find(IfbNameFor("othernet", "other")), std::string::npos) << left;
   EXPECT_NE(left.find(IfbNameFor("othernet", "reflive")), std::string::npos) << left;
   EXPECT_EQ(left.find("bwp0123456789ab"), std::string::npos) << left;
+  EXPECT_EQ(left.find("bwpdel7f"), std::string::npos) << left;
   EXPECT_NE(left.find("ifbother"), std::string::npos) << left;
 
   call.command = "STATUS";
@@ -316,7 +343,7 @@ TEST_P(VersionTest, AddCheckDel) {
     EXPECT_TRUE(Succeeds(Invoke(Ours(), "CHECK", topo, conf)));
   }
   EXPECT_TRUE(Succeeds(Invoke(Ours(), "DEL", topo, conf)));
-  EXPECT_EQ(LinkNames(topo.node, "ifb"), "");
+  EXPECT_EQ(SettledIfbNames(topo.node), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Versions, VersionTest,

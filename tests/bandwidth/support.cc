@@ -1,7 +1,9 @@
 #include "tests/bandwidth/support.h"
 
 #include <atomic>
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 namespace nodegate::bandwidth::testing {
 namespace {
@@ -89,6 +91,13 @@ std::string IngressFilterShow(const TestNetns& node, const std::string& host_vet
 
 std::string LinkNames(const TestNetns& node, const std::string& type) {
   return node.MustRun("ip -br link show type " + type + " | awk '{print $1}' | sort");
+}
+
+std::string SettledIfbNames(const TestNetns& node) {
+  for (int i = 0; i < 500 && LinkNames(node, "ifb").find("bwpdel") != std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return LinkNames(node, "ifb");
 }
 
 ::testing::AssertionResult FailsWith(const PluginOutput& out, int code, const std::string& text) {

@@ -52,6 +52,11 @@ std::string QdiscShow(const TestNetns& node, const std::string& host_veth);
 std::string IngressFilterShow(const TestNetns& node, const std::string& host_veth);
 std::string LinkNames(const TestNetns& node, const std::string& type);  // "ip -br link show type"
 
+// The ifbs of `node` once the helpers of earlier DELs are done: DEL renames an ifb it takes out
+// of service to bwpdel<index> and leaves the deletion (an RCU barrier) to a detached helper.
+// Waits up to 5 s for those to go, then lists like LinkNames(node, "ifb").
+std::string SettledIfbNames(const TestNetns& node);
+
 // True when the plugin's error output (stdout JSON) has `code` and its msg contains `text`.
 ::testing::AssertionResult FailsWith(const PluginOutput& out, int code, const std::string& text);
 ::testing::AssertionResult Succeeds(const PluginOutput& out);

@@ -83,7 +83,15 @@ rules_matching() {
 reservations() {
   find "$T/ipam" -type f -printf '%f\n' 2>/dev/null | grep -E '^[0-9a-f.:]+$' | grep -c '[.:]' || true
 }
-bwp_devices() { in_node ip -o link show type ifb 2>/dev/null | grep -c bwp || true; }
+# DEL renames the ifb it takes out of service to bwpdel* and a helper deletes it moments
+# later: count once those are gone (up to 5 s).
+bwp_devices() {
+  for _ in $(seq 50); do
+    in_node ip -o link show type ifb 2>/dev/null | grep -q bwpdel || break
+    sleep 0.1
+  done
+  in_node ip -o link show type ifb 2>/dev/null | grep -c bwp || true
+}
 fetch() { timeout 5 busybox wget -qO- "$1" 2>/dev/null || true; }
 
 echo "== setup: node namespace $NODE, client $CLIENT, plugins: $PLUGINS_FROM"
