@@ -1,11 +1,12 @@
 #include "lib/netfilter/query.h"
 
-// glibc's netinet/in.h before the kernel headers, which then skip their own copies.
+// clang-format off
+#include <netinet/in.h>  // before the kernel headers, which then skip their own copies
+// clang-format on
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <net/if.h>
-#include <netinet/in.h>
 #include <netlink/attr.h>
 #include <netlink/msg.h>
 
