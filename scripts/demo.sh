@@ -42,12 +42,8 @@ show() {  # show CMD...: print the command as a person would type it, run it, in
   return "${PIPESTATUS[0]}"
 }
 
-P() {
-  CONTAINERS_CONF="$T/containers.conf" CONTAINERS_STORAGE_CONF="$T/storage.conf" \
-    nsenter --net="/run/netns/$NODE" podman --root "$T/root" --runroot "$T/runroot" "$@"
-}
-in_node() { nsenter --net="/run/netns/$NODE" "$@"; }
-in_client() { nsenter --net="/run/netns/$CLIENT" "$@"; }
+# shellcheck source=lib/node.sh
+source "$SRC/scripts/lib/node.sh"  # P, in_node, in_client, node_* set-up and removal
 CACHE_DIR=""  # the runtime's result cache: podman's (/var/lib/cni) or our own in $T
 cni() { in_node "$NG" cni "$@" --conf-dir "$T/net.d" --cni-path "$T/plugins" --cache-dir "$CACHE_DIR"; }
 
@@ -57,15 +53,11 @@ cleanup() {
   echo
   bold "== cleaning up"
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
-  if [ "$RUNTIME" = podman ] && [ -f "$T/containers.conf" ]; then
-    P rm -a -f -t 0 >/dev/null 2>&1
-    P rmi -a -f >/dev/null 2>&1
-  elif [ -e "/run/netns/$CTR" ]; then
+  if [ "$RUNTIME" != podman ] && [ -e "/run/netns/$CTR" ]; then
     cni del demo "$CTR" --container-id demo >/dev/null 2>&1
   fi
-  for ns in "$CTR" "$NODE" "$CLIENT"; do ip netns del "$ns" 2>/dev/null; done
-  grep -o " $T[^ ]*" /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
-  rm -rf "$T"
+  ip netns del "$CTR" 2>/dev/null
+  node_remove
   say "namespaces $NODE, $CLIENT removed; $T removed"
 }
 trap cleanup EXIT
@@ -76,9 +68,8 @@ say "plugins: host-local, portmap, bandwidth from $BIN (bridge, loopback: Debian
 say "runtime: $RUNTIME; everything happens in namespaces $NODE and $CLIENT"
 
 # --- the node ---------------------------------------------------------------------------------
-mkdir -p "$T"/{plugins,net.d,ipam,cache,root,runroot,img/bin,www}
-for p in bridge loopback; do ln -s "/usr/lib/cni/$p" "$T/plugins/$p"; done
-for p in host-local portmap bandwidth; do ln -s "$BIN/$p" "$T/plugins/$p"; done
+mkdir -p "$T"/{net.d,ipam,cache,www}
+node_plugin_dir "$BIN"
 # The standard example chain, with its address store here and the shaping rate set in the
 # bandwidth plugin's own config (podman has no flag for the bandwidth capability).
 BPS=$((RATE_MBIT * 1000000))
@@ -86,16 +77,7 @@ sed -e "s|\"type\": \"host-local\",|\"type\": \"host-local\", \"dataDir\": \"$T/
   -e 's|"name": "nodegate"|"name": "demo"|' -e 's|"bridge": "ng0"|"bridge": "demo0"|' \
   -e "s|\"capabilities\": {\"bandwidth\": true}|\"ingressRate\": $BPS, \"ingressBurst\": $((BPS / 10)), \"egressRate\": $BPS, \"egressBurst\": $((BPS / 10))|" \
   "$SRC/conf/examples/10-standard.conflist" >"$T/net.d/10-demo.conflist"
-ip netns add "$NODE"
-ip netns add "$CLIENT"
-in_node ip link set lo up
-in_client ip link set lo up
-ip link add "ngd$$" type veth peer name eth0 netns "$CLIENT"
-ip link set "ngd$$" netns "$NODE"
-in_node ip addr add 198.51.100.1/24 dev "ngd$$"
-in_node ip link set "ngd$$" up
-in_client ip addr add 198.51.100.2/24 dev eth0
-in_client ip link set eth0 up
+node_and_client "ngd$$"
 
 heading "1. the configuration, checked before any runtime uses it"
 show "$NG" conf validate "$T/net.d" --cni-path "$T/plugins"
@@ -104,24 +86,8 @@ heading "2. a container gets an address from our IPAM and a mapped host port"
 echo "hello from a container behind nodegate" >"$T/www/index.html"
 if [ "$RUNTIME" = podman ]; then
   CACHE_DIR=/var/lib/cni
-  cat >"$T/containers.conf" <<CONF
-[containers]
-default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]
-[network]
-network_backend = "cni"
-network_config_dir = "$T/net.d"
-cni_plugin_dirs = ["$T/plugins"]
-[engine]
-runtime = "runc"
-events_logger = "file"
-events_logfile_path = "$T/events.log"
-tmp_dir = "$T/tmp"
-CONF
-  printf '[storage]\ndriver = "vfs"\ngraphroot = "%s"\nrunroot = "%s"\n' "$T/root" "$T/runroot" >"$T/storage.conf"
-  cp /bin/busybox "$T/img/bin/busybox"
-  for c in sh httpd sleep; do ln -s busybox "$T/img/bin/$c"; done
-  tar -C "$T/img" -cf "$T/img.tar" .
-  P import -q --change 'ENV PATH=/bin' "$T/img.tar" localhost/ngdemo:1 >/dev/null
+  node_podman_conf
+  node_busybox_image localhost/ngdemo:1 "sh httpd sleep"
   show P run -d --name web --network demo -p 8080:80 -v "$T/www:/www:ro" localhost/ngdemo:1 \
     httpd -f -p 80 -h /www
   CID="$(P inspect -f '{{.Id}}' web)"

@@ -36,25 +36,12 @@ NODE="ng-e2e-node-$$"
 CLIENT="ng-e2e-cli-$$"
 FAILED=0
 
-P() {
-  CONTAINERS_CONF="$T/containers.conf" CONTAINERS_STORAGE_CONF="$T/storage.conf" \
-    nsenter --net="/run/netns/$NODE" podman --root "$T/root" --runroot "$T/runroot" "$@"
-}
-in_node() { nsenter --net="/run/netns/$NODE" "$@"; }
-in_client() { nsenter --net="/run/netns/$CLIENT" "$@"; }
+# shellcheck source=../../scripts/lib/node.sh
+source "$SRC/scripts/lib/node.sh"  # P, in_node, in_client, node_* set-up and removal
 
 cleanup() {
   set +e
-  if [ -d "$T/root" ]; then
-    P pod rm -a -f -t 0 >/dev/null 2>&1
-    P rm -a -f -t 0 >/dev/null 2>&1
-    P rmi -a -f >/dev/null 2>&1
-  fi
-  ip netns del "$NODE" 2>/dev/null
-  ip netns del "$CLIENT" 2>/dev/null
-  # podman mounts each container's shm under runroot; never leave a mount behind.
-  grep -o " $T[^ ]*" /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
-  rm -rf "$T"
+  node_remove
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -95,15 +82,8 @@ bwp_devices() {
 fetch() { timeout 5 busybox wget -qO- "$1" 2>/dev/null || true; }
 
 echo "== setup: node namespace $NODE, client $CLIENT, plugins: $PLUGINS_FROM"
-mkdir -p "$T"/{plugins,net.d,ipam,root,runroot,img/bin}
-for p in bridge loopback; do ln -s "/usr/lib/cni/$p" "$T/plugins/$p"; done
-for p in host-local portmap bandwidth; do
-  if [ "$PLUGINS_FROM" = reference ]; then
-    ln -s "/usr/lib/cni/$p" "$T/plugins/$p"
-  else
-    ln -s "$BIN/$p" "$T/plugins/$p"
-  fi
-done
+mkdir -p "$T"/{net.d,ipam}
+if [ "$PLUGINS_FROM" = reference ]; then node_plugin_dir /usr/lib/cni; else node_plugin_dir "$BIN"; fi
 # The standard example, with its IPAM store in the temp folder; and a shaped variant whose
 # bandwidth plugin shapes every container from its own config (podman has no bandwidth flag).
 sed "s|\"type\": \"host-local\",|\"type\": \"host-local\", \"dataDir\": \"$T/ipam\",|" \
@@ -116,44 +96,11 @@ sed -e "s|\"type\": \"host-local\",|\"type\": \"host-local\", \"dataDir\": \"$T/
 "$BIN/nodegate" conf validate "$T/net.d" --cni-path "$T/plugins" >/dev/null ||
   fail "conf validate rejects the e2e configuration"
 
-cat >"$T/containers.conf" <<CONF
-[containers]
-default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]
-[network]
-network_backend = "cni"
-network_config_dir = "$T/net.d"
-cni_plugin_dirs = ["$T/plugins"]
-[engine]
-runtime = "runc"
-infra_image = "localhost/ngpause:1"
-events_logger = "file"
-events_logfile_path = "$T/events.log"
-tmp_dir = "$T/tmp"
-CONF
-cat >"$T/storage.conf" <<CONF
-[storage]
-driver = "vfs"
-graphroot = "$T/root"
-runroot = "$T/runroot"
-CONF
-
-ip netns add "$NODE"
-ip netns add "$CLIENT"
-in_node ip link set lo up
-in_client ip link set lo up
-ip link add "ngc$$" type veth peer name eth0 netns "$CLIENT"
-ip link set "ngc$$" netns "$NODE"
-in_node ip addr add 198.51.100.1/24 dev "ngc$$"
-in_node ip link set "ngc$$" up
-in_client ip addr add 198.51.100.2/24 dev eth0
-in_client ip link set eth0 up
-
-cp /bin/busybox "$T/img/bin/busybox"
-for c in sh httpd sleep mkdir echo cat ip; do ln -s busybox "$T/img/bin/$c"; done
-tar -C "$T/img" -cf "$T/img.tar" .
-P import -q --change 'ENV PATH=/bin' "$T/img.tar" localhost/ngbox:1 >/dev/null
-P import -q --change 'ENV PATH=/bin' --change 'ENTRYPOINT ["/bin/sleep", "2147483647"]' \
-  "$T/img.tar" localhost/ngpause:1 >/dev/null
+node_podman_conf localhost/ngpause:1
+node_and_client "ngc$$"
+node_busybox_image localhost/ngbox:1 "sh httpd sleep mkdir echo cat ip"
+node_busybox_image localhost/ngpause:1 "sh httpd sleep mkdir echo cat ip" \
+  --change 'ENTRYPOINT ["/bin/sleep", "2147483647"]'
 
 serve_cmd() { echo "mkdir -p /www && echo $1 > /www/index.html && exec httpd -f -p 8080 -h /www"; }
 

@@ -36,6 +36,13 @@ struct Topology : NodeWithContainer {
 // prevResult of a container with these addresses (CIDR) on eth0; empty strings are left out.
 std::string PrevResult(const std::string& v4_cidr, const std::string& v6_cidr);
 
+// The container most tests of both backends use: 10.88.0.2/16 and fd00:88::2/64 on eth0, with
+// two mappings, TCP 8080 on the node address 10.88.0.1 only and UDP 5353 on every address.
+inline const std::string kPrev = PrevResult("10.88.0.2/16", "fd00:88::2/64");
+inline const std::string kMappings =
+    R"([{"hostPort":8080,"containerPort":80,"protocol":"tcp","hostIP":"10.88.0.1"},)"
+    R"({"hostPort":5353,"containerPort":53,"protocol":"udp"}])";
+
 // A portmap request config. `extra` is spliced into the top level (starts with a comma).
 std::string Conf(const std::string& backend, const std::string& mappings,
                  const std::string& prev_result, const std::string& extra = "",

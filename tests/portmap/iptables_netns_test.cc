@@ -14,11 +14,6 @@
 namespace nodegate::portmap::testing {
 namespace {
 
-const std::string kPrev = PrevResult("10.88.0.2/16", "fd00:88::2/64");
-const std::string kMappings =
-    R"([{"hostPort":8080,"containerPort":80,"protocol":"tcp","hostIP":"10.88.0.1"},)"
-    R"({"hostPort":5353,"containerPort":53,"protocol":"udp"}])";
-
 std::string ContainerRules(const std::string& save) {
   std::string out;
   std::istringstream in(save);

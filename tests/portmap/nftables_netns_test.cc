@@ -19,11 +19,6 @@
 namespace nodegate::portmap::testing {
 namespace {
 
-const std::string kPrev = PrevResult("10.88.0.2/16", "fd00:88::2/64");
-const std::string kMappings =
-    R"([{"hostPort":8080,"containerPort":80,"protocol":"tcp","hostIP":"10.88.0.1"},)"
-    R"({"hostPort":5353,"containerPort":53,"protocol":"udp"}])";
-
 // Elements of our maps that carry `comment "<id>"`.
 int Elements(const TestNetns& node, const std::string& id) {
   const std::string ruleset = NftRuleset(node);

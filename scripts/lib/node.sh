@@ -1,0 +1,84 @@
+# Sourced by scripts/demo.sh and tests/e2e/podman_e2e.sh: the throwaway node both of them
+# build. A "node" and a "client" network namespace joined by a veth (198.51.100.1/24 on the
+# node, .2 in the client), a CNI plugin folder, and a podman whose storage, configuration and
+# events all live in the temp folder $T.
+#
+# The caller sets T (a temp folder), NODE and CLIENT (namespace names) before using these.
+
+P() {  # podman, confined to $T, inside the node namespace
+  CONTAINERS_CONF="$T/containers.conf" CONTAINERS_STORAGE_CONF="$T/storage.conf" \
+    nsenter --net="/run/netns/$NODE" podman --root "$T/root" --runroot "$T/runroot" "$@"
+}
+in_node() { nsenter --net="/run/netns/$NODE" "$@"; }
+in_client() { nsenter --net="/run/netns/$CLIENT" "$@"; }
+
+# $T/plugins: Debian's bridge and loopback, and host-local, portmap and bandwidth from the
+# folder $1 (ours, or /usr/lib/cni for the reference).
+node_plugin_dir() {
+  mkdir -p "$T/plugins"
+  for p in bridge loopback; do ln -s "/usr/lib/cni/$p" "$T/plugins/$p"; done
+  for p in host-local portmap bandwidth; do ln -s "$1/$p" "$T/plugins/$p"; done
+}
+
+# The node and client namespaces, the client reaching the node at 198.51.100.1. $1 names the
+# node's end of the veth (unique per caller).
+node_and_client() {
+  ip netns add "$NODE"
+  ip netns add "$CLIENT"
+  in_node ip link set lo up
+  in_client ip link set lo up
+  ip link add "$1" type veth peer name eth0 netns "$CLIENT"
+  ip link set "$1" netns "$NODE"
+  in_node ip addr add 198.51.100.1/24 dev "$1"
+  in_node ip link set "$1" up
+  in_client ip addr add 198.51.100.2/24 dev eth0
+  in_client ip link set eth0 up
+}
+
+# podman's configuration: CNI networks from $T/net.d with the plugins of $T/plugins, runc,
+# vfs storage in $T. $1, when given, is the infra (pause) image.
+node_podman_conf() {
+  mkdir -p "$T/root" "$T/runroot" "$T/tmp"
+  {
+    echo '[containers]'
+    echo 'default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]'
+    echo '[network]'
+    echo 'network_backend = "cni"'
+    echo "network_config_dir = \"$T/net.d\""
+    echo "cni_plugin_dirs = [\"$T/plugins\"]"
+    echo '[engine]'
+    echo 'runtime = "runc"'
+    [ -n "${1:-}" ] && echo "infra_image = \"$1\""
+    echo 'events_logger = "file"'
+    echo "events_logfile_path = \"$T/events.log\""
+    echo "tmp_dir = \"$T/tmp\""
+  } >"$T/containers.conf"
+  printf '[storage]\ndriver = "vfs"\ngraphroot = "%s"\nrunroot = "%s"\n' "$T/root" "$T/runroot" \
+    >"$T/storage.conf"
+}
+
+# A one-layer image of Debian's static busybox with the listed applets on PATH:
+#   node_busybox_image localhost/ngbox:1 "sh httpd sleep" [--change ...]
+node_busybox_image() {
+  local name=$1 applets=$2
+  shift 2
+  rm -rf "$T/img" && mkdir -p "$T/img/bin"
+  cp /bin/busybox "$T/img/bin/busybox"
+  for c in $applets; do ln -s busybox "$T/img/bin/$c"; done
+  tar -C "$T/img" -cf "$T/img.tar" .
+  P import -q --change 'ENV PATH=/bin' "$@" "$T/img.tar" "$name" >/dev/null
+}
+
+# Cleanup: podman's containers, pods and images, the namespaces, every mount under $T (podman
+# mounts each container's shm under runroot), then $T itself.
+node_remove() {
+  if [ -f "$T/containers.conf" ]; then
+    P pod rm -a -f -t 0 >/dev/null 2>&1
+    P rm -a -f -t 0 >/dev/null 2>&1
+    P rmi -a -f >/dev/null 2>&1
+  fi
+  ip netns del "$NODE" 2>/dev/null
+  ip netns del "$CLIENT" 2>/dev/null
+  grep -o " $T[^ ]*" /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
+  rm -rf "$T"
+}
