@@ -37,7 +37,7 @@ done
 
 conf() {  # backend id port
   printf '{"cniVersion":"1.0.0","name":"%s","type":"portmap"%s,' "$NET" "$1"
-  printf '"runtimeConfig":{"portMappings":[{"hostPort":%s,"containerPort":80,"protocol":"tcp"}]},' "$3"
+  printf '"runtimeConfig":{"portMappings":[{"hostPort":%s,"containerPort":80,"protocol":"%s"}]},' "$3" "${PROTO:-tcp}"
   printf '"prevResult":{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/run/netns/%s"}],' "$2"
   printf '"ips":[{"interface":0,"address":"10.88.200.2/16","gateway":"10.88.0.1"}]}}'
 }
@@ -131,6 +131,31 @@ for n in $SIZES; do
   NODE=""
 done
 
+# A UDP mapping on a node whose conntrack table holds CT_ENTRIES connections: ADD and DEL flush
+# the host port's UDP entries, and the cost of finding them is what grows here.
+CT_ENTRIES="${CT_ENTRIES:-20000}"
+if [ "$CT_ENTRIES" -gt 0 ]; then
+  NODE="ng-pm-bench-$$-ct"
+  ip netns add "$NODE"
+  ip netns exec "$NODE" sh -c 'ip link set lo up && ip link add br0 type veth peer name br0p && ip link set br0p up &&
+    ip addr add 10.88.0.1/16 dev br0 && ip link set br0 up'
+  awk -v n="$CT_ENTRIES" 'BEGIN { for (i = 0; i < n; i++)
+    printf "-I -s 10.1.%d.%d -d 10.2.0.1 -p tcp --sport %d --dport 80 --state ESTABLISHED -u ASSURED -t 3600\n",
+      int(i / 250) % 250, i % 250 + 1, 10000 + i % 50000 }' > "$WORK/ct.txt"
+  ip netns exec "$NODE" conntrack -R "$WORK/ct.txt" >/dev/null 2>&1
+  echo "node with $(ip netns exec "$NODE" conntrack -C) conntrack entries, UDP mapping" >&2
+  PROTO=udp
+  read -r a d < <(measure "udp-ours-iptables" "$OURS" ',"backend":"iptables"' "$RUNS" "")
+  ADD[udp-iptables]=$a; DEL[udp-iptables]=$d
+  read -r a d < <(measure "udp-ours-nftables" "$OURS" ',"backend":"nftables"' "$RUNS" "")
+  ADD[udp-nftables]=$a; DEL[udp-nftables]=$d
+  read -r a d < <(measure "udp-reference" "$REFERENCE" "" "$REF_RUNS" "$WORK/legacy-bin:")
+  ADD[udp-reference]=$a; DEL[udp-reference]=$d
+  PROTO=tcp
+  ip netns del "$NODE"
+  NODE=""
+fi
+
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "n/a" }'; }
 
 echo
@@ -145,6 +170,14 @@ for n in $SIZES; do
     "$(ratio "${ADD[reference,$n]}" "${ADD[iptables,$n]}")" "$(ratio "${DEL[reference,$n]}" "${DEL[iptables,$n]}")" \
     "$(ratio "${ADD[reference,$n]}" "${ADD[nftables,$n]}")" "$(ratio "${DEL[reference,$n]}" "${DEL[nftables,$n]}")"
 done
+if [ "$CT_ENTRIES" -gt 0 ]; then
+  printf '%-8s | %8s %8s     | %8s %8s     | %8s %8s     | %7s %7s   | %7s %7s\n' "udp/ct" \
+    "${ADD[udp-iptables]}" "${DEL[udp-iptables]}" "${ADD[udp-nftables]}" "${DEL[udp-nftables]}" \
+    "${ADD[udp-reference]}" "${DEL[udp-reference]}" \
+    "$(ratio "${ADD[udp-reference]}" "${ADD[udp-iptables]}")" "$(ratio "${DEL[udp-reference]}" "${DEL[udp-iptables]}")" \
+    "$(ratio "${ADD[udp-reference]}" "${ADD[udp-nftables]}")" "$(ratio "${DEL[udp-reference]}" "${DEL[udp-nftables]}")"
+  echo "(udp/ct: one UDP mapping, no other mappings, $CT_ENTRIES conntrack entries on the node)"
+fi
 first=${SIZES%% *}; last=${SIZES##* }
 echo
 echo "growth from $first to $last other mappings (ADD): ours iptables $(ratio "${ADD[iptables,$last]}" "${ADD[iptables,$first]}"), ours nftables $(ratio "${ADD[nftables,$last]}" "${ADD[nftables,$first]}"), reference $(ratio "${ADD[reference,$last]}" "${ADD[reference,$first]}")"

@@ -86,7 +86,10 @@ Status CmdDel(const cni::CmdArgs& args) {
                                                              .purpose = Purpose::kDel}));
   NG_ASSIGN_OR_RETURN(auto mapper, SelectMapper(config));
   NG_RETURN_IF_ERROR(Explain(mapper->Unforward(config), *mapper, config));
-  FlushUdpConntrack(config, /*only_known_families=*/false);
+  // prevResult names the container's families; without it, both. (Each family is one pass
+  // over the whole conntrack table in the kernel.)
+  FlushUdpConntrack(config,
+                    /*only_known_families=*/config.container_v4 || config.container_v6);
   return OkStatus();
 }
 

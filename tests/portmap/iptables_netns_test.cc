@@ -285,6 +285,11 @@ TEST(PortmapIptables, AddFlushesStaleUdpConntrack) {
   EXPECT_FALSE(UdpRequest(client, topo.node_client_ip4, 5353, 300, 40000));
   EXPECT_EQ(topo.node.Run("conntrack -L -p udp --dport 5353 2>/dev/null | grep -c 5353").output,
             "1\n");
+  // Entries of another UDP port and of TCP to the same port are not the plugin's business.
+  topo.node.MustRun(
+      "conntrack -I -s 198.51.100.9 -d 198.51.100.1 -p udp --sport 999 --dport 5354 -t 600 && "
+      "conntrack -I -s 198.51.100.9 -d 198.51.100.1 -p tcp --sport 999 --dport 5353 "
+      "--state ESTABLISHED -t 600");
   const std::string conf =
       Conf("iptables", R"([{"hostPort":5353,"containerPort":53,"protocol":"udp"}])",
            PrevResult(topo.container_ip4 + "/24", ""));
@@ -293,6 +298,10 @@ TEST(PortmapIptables, AddFlushesStaleUdpConntrack) {
   ASSERT_EQ(Portmap(topo.node, "DEL", "ctr1", conf).exit_code, 0);
   EXPECT_EQ(topo.node.Run("conntrack -L -p udp --dport 5353 2>/dev/null | grep -c 5353").output,
             "0\n");
+  EXPECT_EQ(topo.node.Run("conntrack -L -p udp --dport 5354 2>/dev/null | grep -c 5354").output,
+            "1\n");
+  EXPECT_EQ(topo.node.Run("conntrack -L -p tcp --dport 5353 2>/dev/null | grep -c 5353").output,
+            "1\n");
 }
 
 }  // namespace
