@@ -28,10 +28,6 @@ Error NlError(const std::string& what, int err) {
   return Error(kErrKernel, "conntrack: " + what + ": " + nl_geterror(err));
 }
 
-}  // namespace
-
-namespace {
-
 // The ABI values of the kernel's tuple-filter flags (nf_internals.h; not in the uapi headers).
 constexpr uint32_t kFilterProtoNum = 1u << 3;
 constexpr uint32_t kFilterProtoDstPort = 1u << 5;

@@ -18,11 +18,13 @@
 #include <optional>
 #include <vector>
 
+#include "lib/sys/detached.h"
+
 namespace nodegate::netfilter {
 namespace {
 
-bool g_deferred = false;
 int g_helper = -1;  // this process's end of the socket pair to the helper; kept until exit
+bool g_helper_failed = false;  // no helper could be started: plain closes from then on
 
 bool IsNfnetlinkSocket(int fd) {
   int value = 0;
@@ -102,11 +104,8 @@ void WaitForQuietNfTables(const std::vector<int>& held) {
 
 // The helper: holds every descriptor it receives until the parent's end closes (the parent
 // has exited), waits until nf_tables is quiet, then exits, closing them.
-[[noreturn]] void RunHelper(int channel) {
-  // Nothing of the parent's stays open here: not its stdout (the runtime reads until EOF) and
-  // not its lock files.
-  if (channel > 0) ::close_range(0, static_cast<unsigned>(channel) - 1, 0);
-  ::close_range(static_cast<unsigned>(channel) + 1, ~0U, 0);
+// It runs in a sys::SpawnDetached child, which keeps nothing of the parent's but `channel`.
+void RunHelper(int channel) {
   std::vector<int> held;
   for (;;) {
     char byte;
@@ -129,20 +128,17 @@ void WaitForQuietNfTables(const std::vector<int>& held) {
     }
   }
   WaitForQuietNfTables(held);
-  ::_exit(0);
 }
 
 bool StartHelper() {
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return false;
-  const pid_t pid = ::fork();
-  if (pid < 0) {
+  const bool started = sys::SpawnDetached([&] { RunHelper(pair[1]); }, pair[1]);
+  ::close(pair[1]);
+  if (!started) {
     ::close(pair[0]);
-    ::close(pair[1]);
     return false;
   }
-  if (pid == 0) RunHelper(pair[1]);
-  ::close(pair[1]);
   g_helper = pair[0];
   return true;
 }
@@ -167,20 +163,17 @@ void Send(int fd) {
 
 }  // namespace
 
-void DeferNfnetlinkRelease() { g_deferred = true; }
-bool NfnetlinkReleaseDeferred() { return g_deferred; }
-
 void HandOffBeforeClose(int fd) {
-  if (!g_deferred || fd < 0 || !IsNfnetlinkSocket(fd)) return;
+  if (!sys::DetachedWorkAllowed() || g_helper_failed || fd < 0 || !IsNfnetlinkSocket(fd)) return;
   if (g_helper < 0 && !StartHelper()) {
-    g_deferred = false;  // no helper: plain closes from now on
+    g_helper_failed = true;
     return;
   }
   Send(fd);
 }
 
 void HandOffOpenNfnetlinkSockets() {
-  if (!g_deferred) return;
+  if (!sys::DetachedWorkAllowed() || g_helper_failed) return;
   DIR* dir = ::opendir("/proc/self/fd");
   if (dir == nullptr) return;
   std::vector<int> fds;

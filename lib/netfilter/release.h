@@ -10,24 +10,22 @@
 // period, and so does every other nf_tables writer of the namespace meanwhile. For a CNI
 // plugin that is most of its run time.
 //
-// A process that enables deferral hands a reference to each such socket to a helper child
-// before closing its own. The helper keeps them until this process has exited, then waits for
-// a grace period of its own (so the destroy work is done and nothing waits on the mutex) and
-// exits. The process's close() returns at once; the kernel state was already committed and
-// visible before that, so nothing the caller sees changes.
+// A process that allows detached work (sys::AllowDetachedWork, in a plugin's main) hands a
+// reference to each such socket to a helper child (sys::SpawnDetached) before closing its own.
+// The helper keeps them until this process has exited, waits until the namespace has gone a
+// grace period without a commit (so the destroy work is done and nothing waits on the mutex;
+// bounded at 2 s) and exits. The process's close() returns at once; the kernel state was
+// already committed and visible before that, so nothing the caller sees changes. Processes
+// that do not allow detached work (tests, long-lived tools) keep the plain close.
 //
-//   int main() { netfilter::DeferNfnetlinkRelease(); ... }   // once, in a plugin's main
-//   netfilter::HandOffBeforeClose(fd); close(fd);            // by the socket's owner
+//   int main() { sys::AllowDetachedWork(); ... }        // once, in a plugin's main
+//   netfilter::HandOffBeforeClose(fd); close(fd);       // by the socket's owner
 
 namespace nodegate::netfilter {
 
-// Enables deferral for this process. Only for processes that exit soon after their work (the
-// helper lives until then); library users in long-lived processes keep the plain close.
-void DeferNfnetlinkRelease();
-bool NfnetlinkReleaseDeferred();
-
-// When deferral is on and `fd` is a NETLINK_NETFILTER socket, gives the helper a reference to
-// it (starting the helper on first use). Never fails: without a helper the close just waits.
+// When detached work is allowed and `fd` is a NETLINK_NETFILTER socket, gives the helper a
+// reference to it (starting the helper on first use). Never fails: without a helper the close just
+// waits.
 void HandOffBeforeClose(int fd);
 
 // The same for every NETLINK_NETFILTER socket open in this process (for libraries that do not

@@ -444,12 +444,13 @@ Status RetireIfb(netlink::Socket& sock, const std::string& name) {
   if (!ifb) return OkStatus();
   if (ifb->kind != "ifb") return RemoveIfb(sock, name);
   NG_RETURN_IF_ERROR(netlink::RetireLink(sock, *ifb, RetiredIfbName(ifb->index)));
-  sys::RunDetached([index = ifb->index] {
+  const int index = ifb->index;
+  const bool detached = sys::SpawnDetached([index] {
     if (auto helper = netlink::Socket::Open(); helper.ok()) {
       (void)netlink::DeleteLinkByIndex(*helper, index);  // GC deletes it if this fails
     }
   });
-  return OkStatus();
+  return detached ? OkStatus() : netlink::DeleteLinkByIndex(sock, index);
 }
 
 }  // namespace nodegate::bandwidth
