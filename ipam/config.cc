@@ -231,6 +231,35 @@ Status ValidateStorePath(const std::string& data_dir, const std::string& network
   return OkStatus();
 }
 
+const cni::gojson::Shape& ConfigShape() {
+  using cni::gojson::Any;
+  using cni::gojson::Field;
+  using cni::gojson::ListOf;
+  using cni::gojson::Null;
+  using cni::gojson::Struct;
+  static const cni::gojson::Shape shape = [] {
+    // Range: net.IP values (slices: null unsets) and a types.IPNet subnet (a struct value).
+    const std::vector<Field> range = {{"rangeStart", Any()},
+                                      {"rangeEnd", Any()},
+                                      {"subnet", Any(), Null::kKeep},
+                                      {"gateway", Any()}};
+    const auto range_sets = ListOf(ListOf(Struct(range)));
+    const auto ipam = cni::gojson::Embed({Struct(range)}, {{"Name", Any(), Null::kKeep},
+                                                          {"type", Any(), Null::kKeep},
+                                                          {"routes", ListOf(cni::RouteShape())},
+                                                          {"dataDir", Any(), Null::kKeep},
+                                                          {"resolvConf", Any(), Null::kKeep},
+                                                          {"ranges", range_sets}});
+    return cni::NetConfShape({
+        {"ipam", ipam},
+        {"runtimeConfig", Struct({{"ipRanges", range_sets}, {"ips", ListOf(Any())}}),
+         Null::kKeep},
+        {"args", Struct({{"cni", Struct({{"ips", ListOf(Any())}})}})},
+    });
+  }();
+  return shape;
+}
+
 Result<IpamConfig> LoadIpamConfig(const cni::NetConf& conf, std::string_view cni_args, Verb verb) {
   if (!conf.raw.contains("ipam") || !conf.raw["ipam"].is_object()) {
     if (conf.raw.contains("ipam") && !conf.raw["ipam"].is_null()) {

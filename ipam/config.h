@@ -48,6 +48,10 @@ struct IpamConfig {
   std::string NetworkDir() const { return data_dir + "/" + network_name; }
 };
 
+// The reference's host-local Net struct as Go decodes it (keys matched as lib/cni/go_json.h
+// says): ipam (IPAMConfig with its embedded Range), runtimeConfig.ipRanges/ips, args.cni.ips.
+const cni::gojson::Shape& ConfigShape();
+
 Result<IpamConfig> LoadIpamConfig(const cni::NetConf& conf, std::string_view cni_args, Verb verb);
 
 // The validation the plugin runs for ADD, without per-attachment inputs: the network name,

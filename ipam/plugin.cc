@@ -39,7 +39,14 @@ Result<cni::CniResult> Add(const cni::CmdArgs& args) {
 }
 
 Status Del(const cni::CmdArgs& args) {
-  NG_ASSIGN_OR_RETURN(IpamConfig cfg, LoadIpamConfig(args.conf, args.args, Verb::kDel));
+  auto loaded = LoadIpamConfig(args.conf, args.args, Verb::kDel);
+  if (!loaded.ok()) {
+    // Reservations are found by owner; only where the store is (dataDir) must be known.
+    spdlog::warn("host-local DEL: config unreadable ({}); releasing by owner only",
+                 loaded.error().msg);
+    loaded = LoadIpamConfig(args.conf, "", Verb::kGc);
+  }
+  NG_ASSIGN_OR_RETURN(IpamConfig cfg, std::move(loaded));
   NG_ASSIGN_OR_RETURN(auto store, DiskStore::Open(cfg.data_dir, cfg.network_name));
   Status status = DelWith(cfg, OwnerOf(args), *store);
   if (Status committed = store->Commit(); !committed.ok()) {
@@ -200,6 +207,7 @@ cni::Plugin MakePlugin() {
   plugin.name = "host-local";
   plugin.about = cni::AboutText(plugin.name);
   plugin.supported_versions = cni::AllVersions();
+  plugin.config_shape = ConfigShape();
   plugin.add = Add;
   plugin.del = Del;
   plugin.check = Check;

@@ -31,41 +31,85 @@ Result<Json> OptionalObject(const Json& raw, const char* key) {
 
 }  // namespace
 
-Result<NetConf> ParseNetConf(std::string_view stdin_bytes) {
-  Json raw = Json::parse(stdin_bytes, nullptr, false);
-  if (raw.is_discarded()) {
-    return Error(kErrDecode, "error unmarshall network config: invalid JSON");
+gojson::Shape NetConfShape(std::vector<gojson::Field> plugin_fields) {
+  using gojson::Any;
+  using gojson::Field;
+  using gojson::ListOf;
+  using gojson::Null;
+  using gojson::Struct;
+  const auto strings = ListOf(Any());
+  std::vector<Field> base = {
+      {"cniVersion", Any(), Null::kKeep},
+      {"name", Any(), Null::kKeep},
+      {"type", Any(), Null::kKeep},
+      {"capabilities", gojson::MapOf(Any())},
+      {"ipam", Struct({{"type", Any(), Null::kKeep}}), Null::kKeep},
+      {"dns",
+       Struct({{"nameservers", strings}, {"domain", Any(), Null::kKeep}, {"search", strings},
+               {"options", strings}}),
+       Null::kKeep},
+      // A map[string]interface{} in the reference, folded later (DecodePrevResult).
+      {"prevResult", gojson::MapOf(Any())},
+      {"cni.dev/valid-attachments",
+       ListOf(Struct({{"containerID", Any(), Null::kKeep}, {"ifname", Any(), Null::kKeep}}))},
+      {"cni.dev/attachments",
+       ListOf(Struct({{"containerID", Any(), Null::kKeep}, {"ifname", Any(), Null::kKeep}}))},
+      // Ours: operator logging.
+      {"logFile", Any(), Null::kKeep},
+      {"logLevel", Any(), Null::kKeep},
+  };
+  return gojson::Embed({Struct(std::move(base))}, std::move(plugin_fields));
+}
+
+Result<NetConf> ParseNetConf(std::string_view stdin_bytes, const gojson::Shape& shape,
+                             Strictness strictness) {
+  auto decoded = gojson::Decode(stdin_bytes, shape, "error unmarshall network config");
+  if (!decoded.ok()) {
+    return decoded.error();
   }
+  Json raw = std::move(decoded).value();
   if (!raw.is_object()) {
     return Error(kErrDecode, "error unmarshall network config: expected a JSON object");
   }
   NetConf conf;
+  // What a DEL can do without: its error is noted and the field keeps its default.
+  const auto optional = [&](auto& field, auto parsed) -> Status {
+    if (parsed.ok()) {
+      field = std::move(parsed).value();
+      return OkStatus();
+    }
+    if (strictness == Strictness::kAll) return parsed.error();
+    conf.unreadable.push_back(parsed.error().msg);
+    return OkStatus();
+  };
   NG_ASSIGN_OR_RETURN(conf.cni_version, OptionalString(raw, "cniVersion"));
   if (conf.cni_version.empty()) {
     conf.cni_version = "0.1.0";
   }
   NG_ASSIGN_OR_RETURN(conf.name, OptionalString(raw, "name"));
-  NG_ASSIGN_OR_RETURN(conf.type, OptionalString(raw, "type"));
-  NG_ASSIGN_OR_RETURN(conf.runtime_config, OptionalObject(raw, "runtimeConfig"));
-  NG_ASSIGN_OR_RETURN(conf.args, OptionalObject(raw, "args"));
-  NG_ASSIGN_OR_RETURN(conf.ipam, OptionalObject(raw, "ipam"));
-  NG_ASSIGN_OR_RETURN(conf.log_file, OptionalString(raw, "logFile"));
-  NG_ASSIGN_OR_RETURN(conf.log_level, OptionalString(raw, "logLevel"));
+  NG_RETURN_IF_ERROR(optional(conf.type, OptionalString(raw, "type")));
+  NG_RETURN_IF_ERROR(optional(conf.runtime_config, OptionalObject(raw, "runtimeConfig")));
+  NG_RETURN_IF_ERROR(optional(conf.args, OptionalObject(raw, "args")));
+  NG_RETURN_IF_ERROR(optional(conf.ipam, OptionalObject(raw, "ipam")));
+  NG_RETURN_IF_ERROR(optional(conf.log_file, OptionalString(raw, "logFile")));
+  NG_RETURN_IF_ERROR(optional(conf.log_level, OptionalString(raw, "logLevel")));
   if (auto it = raw.find("prevResult"); it != raw.end() && !it->is_null()) {
-    if (!it->is_object()) {
-      return Error(kErrDecode, "error unmarshall network config: prevResult must be an object");
-    }
     conf.prev_result_json = *it;
     // An empty prevResult ({}) is "no result" for DEL (the spec allows it to be missing).
     // With an unsupported config version it stays undecoded: the dispatcher rejects the
     // version itself with code 1.
-    if (!it->empty() && FamilyOf(conf.cni_version).ok()) {
-      auto prev = DecodePrevResult(*it, conf.cni_version);
-      if (!prev.ok()) {
-        return prev.error().WithContext("could not parse prevResult");
+    Result<std::optional<CniResult>> prev = std::optional<CniResult>();
+    if (!it->is_object()) {
+      prev = Error(kErrDecode, "error unmarshall network config: prevResult must be an object");
+    } else if (!it->empty() && FamilyOf(conf.cni_version).ok()) {
+      auto decoded_prev = DecodePrevResult(*it, conf.cni_version);
+      if (decoded_prev.ok()) {
+        prev = std::optional<CniResult>(std::move(decoded_prev).value());
+      } else {
+        prev = decoded_prev.error().WithContext("could not parse prevResult");
       }
-      conf.prev_result = std::move(prev).value();
     }
+    NG_RETURN_IF_ERROR(optional(conf.prev_result, std::move(prev)));
   }
   conf.raw = std::move(raw);
   return conf;

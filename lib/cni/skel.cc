@@ -116,12 +116,19 @@ int Dispatch(const Plugin& plugin, const ProcessIo& io) {
     return Fail(io, Error(kErrIo, "error reading from stdin"));
   }
 
-  auto conf = ParseNetConf(args.stdin_data);
+  // A runtime stops a chain's teardown at the first failing DEL, so DEL needs only what names
+  // the attachment; the plugin removes what it owns by that.
+  auto conf = ParseNetConf(
+      args.stdin_data, plugin.config_shape,
+      *command == Command::kDel ? Strictness::kNameAndVersion : Strictness::kAll);
   if (!conf.ok()) {
     return Fail(io, conf.error());
   }
   args.conf = std::move(conf).value();
   ConfigureFileLogging(plugin.name, args.conf.log_file, args.conf.log_level);
+  for (const std::string& problem : args.conf.unreadable) {
+    spdlog::warn("{} DEL: ignoring unreadable config: {}", plugin.name, problem);
+  }
 
   if (Status s = ValidateNetworkName(args.conf.name); !s.ok()) {
     return Fail(io, s.error());

@@ -57,6 +57,8 @@ struct Plugin {
   std::string name;   // "portmap"; used in the about text and logs
   std::string about;  // first line printed without CNI_COMMAND
   std::vector<std::string> supported_versions;
+  // The reference's config struct for this plugin: stdin is decoded as Go decodes into it.
+  gojson::Shape config_shape = NetConfShape();
   std::function<Result<CniResult>(const CmdArgs&)> add;
   std::function<Status(const CmdArgs&)> del;
   std::function<Status(const CmdArgs&)> check;

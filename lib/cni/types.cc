@@ -299,6 +299,49 @@ OrderedJson EncodeCurrent(const CniResult& r, std::string_view version, bool v1)
 
 }  // namespace
 
+const gojson::Shape& RouteShape() {
+  using gojson::Any;
+  using gojson::Null;
+  static const gojson::Shape shape = gojson::Struct({{"dst", Any(), Null::kKeep},
+                                                     {"gw", Any()},
+                                                     {"mtu", Any()},
+                                                     {"advmss", Any()},
+                                                     {"priority", Any()},
+                                                     {"table", Any()},
+                                                     {"scope", Any()}});
+  return shape;
+}
+
+const gojson::Shape& ResultShape() {
+  using gojson::Any;
+  using gojson::Field;
+  using gojson::ListOf;
+  using gojson::Null;
+  using gojson::Struct;
+  static const gojson::Shape shape = [] {
+    const auto value = [](const char* name) { return Field{name, Any(), Null::kKeep}; };
+    const auto pointer = [](const char* name) { return Field{name, Any(), Null::kReset}; };
+    const auto strings = ListOf(Any());
+    const auto& route = RouteShape();
+    const auto ip020 = Struct({value("ip"), value("gateway"), {"routes", ListOf(route)}});
+    return Struct({
+        value("cniVersion"),
+        {"interfaces", ListOf(Struct({value("name"), value("mac"), value("mtu"),
+                                      value("sandbox"), value("socketPath"), value("pciID")}))},
+        {"ips", ListOf(Struct({value("version"), pointer("interface"), value("address"),
+                               value("gateway")}))},
+        {"routes", ListOf(route)},
+        {"dns",
+         Struct({{"nameservers", strings}, value("domain"), {"search", strings},
+                 {"options", strings}}),
+         Null::kKeep},
+        {"ip4", ip020},
+        {"ip6", ip020},
+    });
+  }();
+  return shape;
+}
+
 Result<CniResult> DecodeResult(const Json& json, std::string_view default_version) {
   if (!json.is_object()) {
     return MalformedError("result must be a JSON object");
@@ -317,7 +360,8 @@ Result<CniResult> DecodeResult(const Json& json, std::string_view default_versio
 }
 
 Result<CniResult> DecodePrevResult(const Json& json, std::string_view config_version) {
-  NG_ASSIGN_OR_RETURN(CniResult result, DecodeResult(json, config_version));
+  NG_ASSIGN_OR_RETURN(CniResult result,
+                      DecodeResult(gojson::Refold(json, ResultShape()), config_version));
   NG_ASSIGN_OR_RETURN(ResultFamily want, FamilyOf(config_version));
   NG_ASSIGN_OR_RETURN(ResultFamily got, FamilyOf(result.cni_version));
   if (want != got) {

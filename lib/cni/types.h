@@ -17,15 +17,11 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "lib/base/result.h"
+#include "lib/cni/go_json.h"
 #include "lib/net/ip.h"
 
 namespace nodegate::cni {
-
-using Json = nlohmann::json;
-using OrderedJson = nlohmann::ordered_json;
 
 struct Interface {
   std::string name;
@@ -75,12 +71,18 @@ struct CniResult {
   bool operator==(const CniResult&) const = default;
 };
 
+// The reference's result structs of every version as one shape (lib/cni/go_json.h), and its
+// types.Route (also used by IPAM configs).
+const gojson::Shape& ResultShape();
+const gojson::Shape& RouteShape();
+
 // Decodes a result of any supported version. A missing "cniVersion" means default_version.
 // Errors: code 6 (decode) for malformed fields, code 1 for an unknown version.
 Result<CniResult> DecodeResult(const Json& json, std::string_view default_version);
 
-// Parses prevResult the way the reference does: a missing cniVersion defaults to the config's,
-// and the result's version must belong to the same schema family as the config's version.
+// Parses prevResult the way the reference does: its keys are folded as after the reference's
+// map round trip (gojson::Refold), a missing cniVersion defaults to the config's, and the
+// result's version must belong to the same schema family as the config's version.
 Result<CniResult> DecodePrevResult(const Json& json, std::string_view config_version);
 
 // Encodes `result` in the schema of `version` (which must be supported).

@@ -14,12 +14,14 @@ struct Problems {
   void Add(std::string text) { list.push_back(std::move(text)); }
 };
 
+// The reference's rule: any rate key at the top level, even 0 or null, makes the top level
+// the source of all four.
 bool HasAnyRateKey(const cni::Json& obj) {
   if (!obj.is_object()) {
     return false;
   }
   for (const char* key : kRateKeys) {
-    if (auto it = obj.find(key); it != obj.end() && !it->is_null()) {
+    if (obj.contains(key)) {
       return true;
     }
   }
@@ -94,6 +96,31 @@ void ReadSubnets(const cni::Json& obj, const char* key, std::vector<net::IpPrefi
 }
 
 }  // namespace
+
+const cni::gojson::Shape& ConfigShape() {
+  using cni::gojson::Any;
+  using cni::gojson::Field;
+  using cni::gojson::ListOf;
+  using cni::gojson::Null;
+  // BandwidthEntry: uint64 rates (a null leaves them as they were) and subnet lists. The
+  // reference embeds a pointer to one in the config, allocated as soon as one of its keys
+  // appears (even with null), and points to another from runtimeConfig.bandwidth.
+  const auto entry = [](Null rate_null) {
+    return std::vector<Field>{
+        {"unshapedSubnets", ListOf(Any())}, {"shapedSubnets", ListOf(Any())},
+        {"ingressRate", Any(), rate_null},  {"ingressBurst", Any(), rate_null},
+        {"egressRate", Any(), rate_null},   {"egressBurst", Any(), rate_null},
+    };
+  };
+  static const cni::gojson::Shape shape = [&] {
+    std::vector<Field> fields = entry(Null::kAsZero);
+    fields.push_back({"runtimeConfig",
+                      cni::gojson::Struct({{"bandwidth", cni::gojson::Struct(entry(Null::kKeep))}}),
+                      Null::kKeep});
+    return cni::NetConfShape(std::move(fields));
+  }();
+  return shape;
+}
 
 Result<BandwidthConfig> ParseBandwidthConfig(const cni::NetConf& conf) {
   Problems problems;

@@ -42,6 +42,9 @@ struct BandwidthConfig {
   bool shapes_anything() const { return ingress.enabled() || egress.enabled(); }
 };
 
+// The reference's PluginConf as Go decodes it (keys matched as lib/cni/go_json.h says).
+const cni::gojson::Shape& ConfigShape();
+
 // Parses and validates. Errors are code 7 (invalid network config); the message is the first
 // problem in the reference's order with the reference's words where it has them, and `details`
 // lists every problem found when there is more than one.

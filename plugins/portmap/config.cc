@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <set>
 #include <tuple>
 
@@ -42,16 +43,16 @@ Result<std::vector<std::string>> OptionalStrings(const cni::Json& raw, const cha
   return out;
 }
 
-// JSON numbers that are whole (8080 or 8080.0); anything else is not a port.
+// An integer field (Go's int): a JSON integer that fits in 64 bits. 8080.0 and 1e3 are not
+// one (Go refuses them too), nor is 2^63.
 std::optional<int64_t> WholeNumber(const cni::Json& value) {
+  if (value.is_number_unsigned()) {
+    const auto u = value.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
   if (value.is_number_integer()) {
     return value.get<int64_t>();
-  }
-  if (value.is_number_float()) {
-    const double d = value.get<double>();
-    if (d == static_cast<double>(static_cast<int64_t>(d))) {
-      return static_cast<int64_t>(d);
-    }
   }
   return std::nullopt;
 }
@@ -232,6 +233,30 @@ int ProtocolNumber(Protocol protocol) {
 
 std::string_view BackendName(Backend backend) {
   return backend == Backend::kIptables ? "iptables" : "nftables";
+}
+
+const cni::gojson::Shape& ConfigShape() {
+  using cni::gojson::Any;
+  using cni::gojson::ListOf;
+  using cni::gojson::Null;
+  using cni::gojson::Struct;
+  // PortMapEntry's fields are plain values (int, string): a null leaves them as they were.
+  static const cni::gojson::Shape shape = cni::NetConfShape({
+      {"backend", Any()},
+      {"snat", Any()},
+      {"conditionsV4", ListOf(Any())},
+      {"conditionsV6", ListOf(Any())},
+      {"masqAll", Any(), Null::kKeep},
+      {"markMasqBit", Any()},
+      {"externalSetMarkChain", Any()},
+      {"runtimeConfig",
+       Struct({{"portMappings", ListOf(Struct({{"hostPort", Any(), Null::kKeep},
+                                               {"containerPort", Any(), Null::kKeep},
+                                               {"protocol", Any(), Null::kKeep},
+                                               {"hostIP", Any(), Null::kKeep}}))}}),
+       Null::kKeep},
+  });
+  return shape;
 }
 
 std::vector<PortMapping> Config::MappingsFor(net::Family family) const {

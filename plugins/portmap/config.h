@@ -90,6 +90,9 @@ struct Invocation {
   Purpose purpose = Purpose::kValidate;
 };
 
+// The reference's PortMapConf as Go decodes it (keys matched as lib/cni/go_json.h says).
+const cni::gojson::Shape& ConfigShape();
+
 // Parses and validates everything. Errors are code 7 (invalid config) with a message naming
 // the key, except a missing prevResult on ADD/CHECK (also 7).
 Result<Config> ParseConfig(const cni::NetConf& conf, const Invocation& invocation);

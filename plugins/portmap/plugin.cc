@@ -80,10 +80,30 @@ Result<cni::CniResult> CmdAdd(const cni::CmdArgs& args) {
   return result;
 }
 
+// DEL of a config that cannot be read: what the container owns is found by network name and
+// container ID alone, so remove it from every backend that is usable on this node.
+Status UnforwardEverywhere(const cni::CmdArgs& args, const Error& why) {
+  spdlog::warn("portmap DEL: config unreadable ({}); removing every mapping of container {} in "
+               "network {}",
+               why.msg, args.container_id, args.conf.name);
+  Config config;
+  config.network_name = args.conf.name;
+  config.container_id = args.container_id;
+  config.ifname = args.ifname;
+  for (const auto backend : {Backend::kIptables, Backend::kNftables}) {
+    auto mapper = Make(backend);
+    if (!mapper->Usable().ok()) continue;
+    NG_RETURN_IF_ERROR(mapper->Unforward(config));
+  }
+  return OkStatus();
+}
+
 Status CmdDel(const cni::CmdArgs& args) {
-  NG_ASSIGN_OR_RETURN(Config config, ParseConfig(args.conf, {.container_id = args.container_id,
-                                                             .ifname = args.ifname,
-                                                             .purpose = Purpose::kDel}));
+  auto parsed = ParseConfig(args.conf, {.container_id = args.container_id,
+                                        .ifname = args.ifname,
+                                        .purpose = Purpose::kDel});
+  if (!parsed.ok()) return UnforwardEverywhere(args, parsed.error());
+  const Config& config = *parsed;
   NG_ASSIGN_OR_RETURN(auto mapper, SelectMapper(config));
   NG_RETURN_IF_ERROR(Explain(mapper->Unforward(config), *mapper, config));
   // prevResult names the container's families; without it, both. (Each family is one pass
@@ -143,6 +163,7 @@ cni::Plugin MakePlugin() {
   plugin.name = "portmap";
   plugin.about = cni::AboutText(plugin.name);
   plugin.supported_versions = cni::AllVersions();
+  plugin.config_shape = ConfigShape();
   plugin.add = CmdAdd;
   plugin.del = CmdDel;
   plugin.check = CmdCheck;

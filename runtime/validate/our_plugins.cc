@@ -16,13 +16,20 @@ namespace nodegate::runtime {
 std::map<std::string, ConfigValidator> OurPluginValidators() {
   std::map<std::string, ConfigValidator> validators;
 #if defined(NODEGATE_HAVE_IPAM_LIB)
-  validators["host-local"] = [](const cni::NetConf& conf) { return ipam::ValidateConfig(conf); };
+  validators["host-local"] = [](std::string_view text) -> Status {
+    NG_ASSIGN_OR_RETURN(cni::NetConf conf, cni::ParseNetConf(text, ipam::ConfigShape()));
+    return ipam::ValidateConfig(conf);
+  };
 #endif
 #if defined(NODEGATE_HAVE_PORTMAP_LIB)
-  validators["portmap"] = [](const cni::NetConf& conf) { return portmap::ValidateConfig(conf); };
+  validators["portmap"] = [](std::string_view text) -> Status {
+    NG_ASSIGN_OR_RETURN(cni::NetConf conf, cni::ParseNetConf(text, portmap::ConfigShape()));
+    return portmap::ValidateConfig(conf);
+  };
 #endif
 #if defined(NODEGATE_HAVE_BANDWIDTH_LIB)
-  validators["bandwidth"] = [](const cni::NetConf& conf) {
+  validators["bandwidth"] = [](std::string_view text) -> Status {
+    NG_ASSIGN_OR_RETURN(cni::NetConf conf, cni::ParseNetConf(text, bandwidth::ConfigShape()));
     return bandwidth::ValidateConfig(conf);
   };
 #endif

@@ -244,8 +244,7 @@ void Validator::ValidatePlugin(const Loaded& loaded, size_t index) {
           stdin_data.error().msg);
       return;
     }
-    auto conf = cni::ParseNetConf(*stdin_data);
-    Status status = conf.ok() ? it->second(*conf) : Status(conf.error());
+    Status status = it->second(*stdin_data);
     if (!status.ok()) {
       std::string msg = std::string(role) + " " + type + ": " + status.error().msg;
       if (!status.error().details.empty()) {

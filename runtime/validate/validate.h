@@ -68,8 +68,9 @@ struct Report {
 
 // The validation one of our plugins runs on its config (the request config as a runtime
 // builds it: the plugin's object with name and cniVersion injected). For an IPAM plugin the
-// same whole config is passed: IPAM plugins read their "ipam" section from it.
-using ConfigValidator = std::function<Status(const cni::NetConf&)>;
+// same whole config is passed: IPAM plugins read their "ipam" section from it. It gets the
+// bytes, as the plugin does, and decodes them with the plugin's own config shape.
+using ConfigValidator = std::function<Status(std::string_view stdin_data)>;
 
 struct ValidateOptions {
   std::vector<std::string> cni_path;

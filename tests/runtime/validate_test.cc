@@ -149,12 +149,12 @@ TEST_F(ValidateTest, CapabilitiesChainAndSubnets) {
 
 TEST_F(ValidateTest, RunsOurValidatorsOnTheRequestConfig) {
   std::vector<cni::NetConf> seen;
-  options_.validators["portmap"] = [&](const cni::NetConf& conf) -> Status {
-    seen.push_back(conf);
+  options_.validators["portmap"] = [&](std::string_view text) -> Status {
+    seen.push_back(*cni::ParseNetConf(text));
     return Error(kErrInvalidConfig, "MasqMarkBit must be between 0 and 31");
   };
-  options_.validators["host-local"] = [&](const cni::NetConf& conf) -> Status {
-    seen.push_back(conf);
+  options_.validators["host-local"] = [&](std::string_view text) -> Status {
+    seen.push_back(*cni::ParseNetConf(text));
     return OkStatus();
   };
   Write("10-std.conflist", kGood);
