@@ -139,10 +139,25 @@ std::string EncodeCacheEntry(const CachedAttachment& e) {
 }
 
 Result<CachedAttachment> DecodeCacheEntry(std::string_view bytes) {
-  cni::Json j = cni::Json::parse(bytes, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
+  // libcni's cachedInfo struct; its result and capabilityArgs are maps.
+  using cni::gojson::Any;
+  using cni::gojson::Null;
+  static const cni::gojson::Shape kShape = cni::gojson::Struct({
+      {"kind", Any(), Null::kKeep},
+      {"containerId", Any(), Null::kKeep},
+      {"config", Any()},
+      {"ifName", Any(), Null::kKeep},
+      {"networkName", Any(), Null::kKeep},
+      {"netns", Any(), Null::kKeep},
+      {"cniArgs", cni::gojson::ListOf(Any())},
+      {"capabilityArgs", cni::gojson::MapOf(Any())},
+      {"result", cni::gojson::MapOf(Any())},
+  });
+  auto decoded = cni::gojson::Decode(bytes, kShape);
+  if (!decoded.ok() || !decoded->is_object()) {
     return Error(kErrDecode, "cache entry is not a JSON object");
   }
+  const cni::Json& j = *decoded;
   if (j.value("kind", "") != kCacheKindV1) {
     return Error(kErrDecode, "cache entry has wrong kind: " + j.value("kind", std::string()));
   }

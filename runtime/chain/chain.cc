@@ -134,7 +134,9 @@ Result<std::optional<cni::CniResult>> Chain::CachedResult(const NetworkConfigLis
   if (!entry || !entry->result.is_object() || entry->result.empty()) {
     return std::optional<cni::CniResult>();
   }
-  auto decoded = cni::DecodeResult(entry->result, EffectiveVersion(list));
+  // The cached result is a map to libcni; it reaches the result struct after a marshal.
+  auto decoded = cni::DecodeResult(cni::gojson::Refold(entry->result, cni::ResultShape()),
+                                   EffectiveVersion(list));
   if (!decoded.ok()) {
     return decoded.error().WithContext("cached result of network \"" + list.name + "\"");
   }

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "lib/cni/conf.h"
 #include "lib/cni/version.h"
 #include "lib/sys/atomic_file.h"
 
@@ -88,13 +89,16 @@ Result<PluginConfig> ParsePlugin(const Json& raw, const std::string& where) {
     return ConfigError(where + ": must be a JSON object");
   }
   PluginConfig plugin;
-  plugin.raw = raw;
-  auto type = raw.find("type");
-  if (type == raw.end() || !type->is_string() || type->get<std::string>().empty()) {
+  plugin.raw = raw;  // passed on as it is, as libcni passes the plugin's bytes
+  // libcni reads the plugin's type and capabilities through types.NetConf: keys as Go reads
+  // them, after the list was decoded into a map (so in sorted key order).
+  const Json conf = cni::gojson::Refold(raw, cni::NetConfShape());
+  auto type = conf.find("type");
+  if (type == conf.end() || !type->is_string() || type->get<std::string>().empty()) {
     return ConfigError(where + ": missing 'type'");
   }
   plugin.type = type->get<std::string>();
-  if (auto caps = raw.find("capabilities"); caps != raw.end() && !caps->is_null()) {
+  if (auto caps = conf.find("capabilities"); caps != conf.end() && !caps->is_null()) {
     if (!caps->is_object()) {
       return ConfigError(where + ": 'capabilities' must be an object of booleans");
     }
@@ -108,11 +112,13 @@ Result<PluginConfig> ParsePlugin(const Json& raw, const std::string& where) {
   return plugin;
 }
 
+// libcni decodes a list into map[string]interface{}: its top-level keys are exact.
 Result<Json> ParseObject(std::string_view bytes, const char* what) {
-  Json raw = Json::parse(bytes, nullptr, false);
-  if (raw.is_discarded()) {
+  auto decoded = cni::gojson::Decode(bytes, cni::gojson::Any());
+  if (!decoded.ok()) {
     return ConfigError(std::string("error parsing ") + what + ": invalid JSON");
   }
+  Json raw = std::move(decoded).value();
   if (!raw.is_object()) {
     return ConfigError(std::string("error parsing ") + what + ": expected a JSON object");
   }

@@ -239,15 +239,19 @@ Result<cni::CniResult> ExecPluginWithResult(Executor& exec, const std::string& b
                                             const CniEnv& env, const std::string& stdin_data,
                                             const std::string& config_version) {
   NG_ASSIGN_OR_RETURN(std::string out, ExecPlugin(exec, binary, env, stdin_data));
-  cni::Json json = cni::Json::parse(out, nullptr, false);
-  if (json.is_discarded() || !json.is_object()) {
+  // libcni: into a map, the exact key "cniVersion" filled in when missing, then (after a
+  // marshal, so keys in sorted order) into the result struct of that version.
+  auto decoded = cni::gojson::Decode(out, cni::gojson::Any());
+  if (!decoded.ok() || !decoded->is_object()) {
     return Error(kErrDecode, "plugin " + binary + " printed a result that is not a JSON object");
   }
+  cni::Json json = std::move(decoded).value();
   if (!json.contains("cniVersion") || !json["cniVersion"].is_string() ||
       json["cniVersion"].get<std::string>().empty()) {
     json["cniVersion"] = config_version.empty() ? std::string("0.1.0") : config_version;
   }
-  auto result = cni::DecodeResult(json, config_version);
+  auto result = cni::DecodeResult(cni::gojson::Refold(std::move(json), cni::ResultShape()),
+                                  config_version);
   if (!result.ok()) {
     return result.error().WithContext("decoding the result of " + binary);
   }
