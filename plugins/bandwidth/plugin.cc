@@ -33,8 +33,8 @@ std::optional<netlink::LinkInfo> FindHostVethForDel(netlink::Socket& sock,
     if (veth.ok()) {
       return *veth;
     }
-    spdlog::debug("DEL: host veth not found: {}", veth.error().msg);
-    return std::nullopt;
+    // ADD may have found it through the container's end; so does DEL.
+    spdlog::debug("DEL: host veth not in prevResult: {}", veth.error().msg);
   }
   auto peer = ContainerVethPeerIndex(args.netns, args.ifname);
   if (!peer.ok()) {
