@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+
 #include <algorithm>
 
 #include "ipam/allocator.h"
@@ -44,7 +46,12 @@ Status Del(const cni::CmdArgs& args) {
     // Reservations are found by owner; only where the store is (dataDir) must be known.
     spdlog::warn("host-local DEL: config unreadable ({}); releasing by owner only",
                  loaded.error().msg);
-    loaded = LoadIpamConfig(args.conf, "", Verb::kGc);
+    NG_ASSIGN_OR_RETURN(IpamConfig where, LoadIpamConfig(args.conf, "", Verb::kGc));
+    std::error_code ec;
+    if (!std::filesystem::exists(where.NetworkDir(), ec)) {
+      return OkStatus();  // nothing was ever reserved there; create nothing
+    }
+    loaded = std::move(where);
   }
   NG_ASSIGN_OR_RETURN(IpamConfig cfg, std::move(loaded));
   NG_ASSIGN_OR_RETURN(auto store, DiskStore::Open(cfg.data_dir, cfg.network_name));

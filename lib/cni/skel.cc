@@ -144,7 +144,10 @@ int Dispatch(const Plugin& plugin, const ProcessIo& io) {
     }
   }
   if (Status s = CniArgs::CheckSyntax(args.args); !s.ok()) {
-    return Fail(io, s.error());
+    if (*command != Command::kDel) {
+      return Fail(io, s.error());
+    }
+    spdlog::warn("{} DEL: ignoring unreadable CNI_ARGS: {}", plugin.name, s.error().msg);
   }
   if (Status s = CheckVersion(plugin, *command, args.conf.cni_version); !s.ok()) {
     return Fail(io, s.error());

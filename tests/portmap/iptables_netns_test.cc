@@ -272,6 +272,37 @@ TEST(PortmapIptables, DelWithoutNetnsOrPrevResult) {
   EXPECT_EQ(CountLines(SaveNat(node) + SaveNat(node, true), "CNI-DN-"), 0);
 }
 
+// A runtime stops tearing down a chain at the first failing DEL, so a DEL whose config cannot
+// be read (containerd's Go-cased keys read by an older build, a corrupt cached prevResult)
+// still removes what the container owns, found by network name and container ID, and nothing
+// else. The reference fails these DELs.
+TEST(PortmapIptables, DelWithAnUnreadableConfigRemovesTheContainersRules) {
+  NG_REQUIRE_ROOT();
+  TestNetns node("ng-pmbad");
+  ASSERT_EQ(Portmap(node, "ADD", "other",
+                    Conf("iptables", R"([{"hostPort":9999,"containerPort":99,"protocol":"tcp"}])",
+                         PrevResult("10.88.0.9/16", "")))
+                .exit_code,
+            0);
+  const int others = CountLines(SaveNat(node) + SaveNat(node, true), "CNI-DN-");
+  ASSERT_GT(others, 0);
+  const std::vector<std::string> unreadable = {
+      Conf("", R"([{"hostPort":"x","containerPort":80,"protocol":"tcp"}])", kPrev),
+      Conf("", kMappings, R"({"cniVersion":"1.0.0","ips":[{"address":"garbage"}]})"),
+      Conf("", kMappings, "[1,2]", R"(,"markMasqBit":99)"),
+      Conf("bogus", "7", kPrev),
+  };
+  for (const std::string& bad : unreadable) {
+    SCOPED_TRACE(bad);
+    ASSERT_EQ(Portmap(node, "ADD", "ctr1", Conf("iptables", kMappings, kPrev)).exit_code, 0);
+    const auto del = Portmap(node, "DEL", "ctr1", bad);
+    EXPECT_EQ(del.exit_code, 0) << del.out << del.err;
+    const std::string save = SaveNat(node) + SaveNat(node, true);
+    EXPECT_EQ(CountLines(save, R"(id: \"ctr1\")"), 0) << save;
+    EXPECT_EQ(CountLines(save, "CNI-DN-"), others) << save;
+  }
+}
+
 // A UDP conntrack entry towards the host port, made before the mapping existed, would keep
 // the client away from the container; ADD flushes it.
 TEST(PortmapIptables, AddFlushesStaleUdpConntrack) {

@@ -153,6 +153,22 @@ TEST(PortmapNftables, GcRemovesStaleContainersOfThisNetworkOnly) {
 }
 
 // What the reference's nftables backend (v1.9) leaves for a container is removed by our DEL.
+// A DEL whose config cannot be read removes the container's mappings from every backend, so
+// an nftables mapping goes even though the unreadable config could not say which backend.
+TEST(PortmapNftables, DelWithAnUnreadableConfigRemovesTheContainersRules) {
+  NG_REQUIRE_ROOT();
+  TestNetns node("ng-pmnbad");
+  ASSERT_EQ(Portmap(node, "ADD", "ctr1", Conf("nftables", kMappings, kPrev)).exit_code, 0);
+  ASSERT_GT(CountLines(NftRuleset(node), "8080"), 0);
+  const auto del = Portmap(
+      node, "DEL", "ctr1",
+      Conf("", R"([{"HostPort":"8080","ContainerPort":80,"Protocol":"tcp"}])", kPrev));
+  EXPECT_EQ(del.exit_code, 0) << del.out << del.err;
+  const std::string after = NftRuleset(node);
+  EXPECT_EQ(CountLines(after, "8080"), 0) << after;
+  EXPECT_EQ(CountLines(after, "5353"), 0) << after;
+}
+
 TEST(PortmapNftables, DelRemovesTheReferenceBackendsRules) {
   NG_REQUIRE_ROOT();
   TestNetns node("ng-pmnref");
