@@ -14,6 +14,8 @@ PACKAGES=(
   iproute2 iptables nftables conntrack iperf3 util-linux procps iputils-ping socat
   # the reference plugins (oracle and main plugin in chains) and a real runtime
   containernetworking-plugins podman runc busybox-static
+  # the CRI runtime of the containerd e2e test and its small gRPC client
+  containerd python3-grpcio
   # benchmarks
   hyperfine
 )

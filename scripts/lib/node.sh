@@ -1,7 +1,8 @@
-# Sourced by scripts/demo.sh and tests/e2e/podman_e2e.sh: the throwaway node both of them
-# build. A "node" and a "client" network namespace joined by a veth (198.51.100.1/24 on the
-# node, .2 in the client), a CNI plugin folder, and a podman whose storage, configuration and
-# events all live in the temp folder $T.
+# shellcheck shell=bash
+# Sourced by scripts/demo.sh, tests/e2e/podman_e2e.sh and tests/e2e/containerd_e2e.sh: the
+# throwaway node they build. A "node" and a "client" network namespace joined by a veth
+# (198.51.100.1/24 on the node, .2 in the client), a CNI plugin folder, a busybox root file
+# system, and a podman whose storage, configuration and events all live in the temp folder $T.
 #
 # The caller sets T (a temp folder), NODE and CLIENT (namespace names) before using these.
 
@@ -57,16 +58,46 @@ node_podman_conf() {
     >"$T/storage.conf"
 }
 
-# A one-layer image of Debian's static busybox with the listed applets on PATH:
+# $T/img: a root file system of Debian's static busybox with the listed applets in /bin.
+node_busybox_rootfs() {
+  rm -rf "$T/img" && mkdir -p "$T/img/bin"
+  cp /bin/busybox "$T/img/bin/busybox"
+  for c in $1; do ln -s busybox "$T/img/bin/$c"; done
+}
+
+# A one-layer podman image of node_busybox_rootfs, with /bin on PATH:
 #   node_busybox_image localhost/ngbox:1 "sh httpd sleep" [--change ...]
 node_busybox_image() {
   local name=$1 applets=$2
   shift 2
-  rm -rf "$T/img" && mkdir -p "$T/img/bin"
-  cp /bin/busybox "$T/img/bin/busybox"
-  for c in $applets; do ln -s busybox "$T/img/bin/$c"; done
+  node_busybox_rootfs "$applets"
   tar -C "$T/img" -cf "$T/img.tar" .
   P import -q --change 'ENV PATH=/bin' "$@" "$T/img.tar" "$name" >/dev/null
+}
+
+# Every rule line mentioning a pattern, in every table a plugin could have used in the node.
+node_rules_matching() {
+  {
+    in_node iptables-legacy-save 2>/dev/null
+    in_node ip6tables-legacy-save 2>/dev/null
+    in_node iptables-nft-save 2>/dev/null
+    in_node ip6tables-nft-save 2>/dev/null
+    in_node nft list ruleset 2>/dev/null
+  } | grep -c -- "$1" || true
+}
+# Reservation files in the IPAM store $T/ipam. They are named after the address; other files
+# (lock, last_reserved_ip.N, an implementation's index) are bookkeeping.
+node_reservations() {
+  find "$T/ipam" -type f -printf '%f\n' 2>/dev/null | grep -E '^[0-9a-f.:]+$' | grep -c '[.:]' || true
+}
+# bwp (egress shaping) ifb devices in the node. DEL renames the ifb it takes out of service to
+# bwpdel* and a helper deletes it moments later: count once those are gone (up to 5 s).
+node_bwp_devices() {
+  for _ in $(seq 50); do
+    # (no `ip | grep -q`: under pipefail, ip's SIGPIPE after an early match reads as no match)
+    case "$(in_node ip -o link show type ifb 2>/dev/null)" in *bwpdel*) sleep 0.1 ;; *) break ;; esac
+  done
+  in_node ip -o link show type ifb 2>/dev/null | grep -c bwp || true
 }
 
 # Cleanup: podman's containers, pods and images, the namespaces, every mount under $T (podman

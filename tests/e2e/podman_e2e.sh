@@ -34,10 +34,11 @@ fi
 T="$(mktemp -d /tmp/ng-e2e.XXXXXX)"
 NODE="ng-e2e-node-$$"
 CLIENT="ng-e2e-cli-$$"
-FAILED=0
 
 # shellcheck source=../../scripts/lib/node.sh
-source "$SRC/scripts/lib/node.sh"  # P, in_node, in_client, node_* set-up and removal
+source "$SRC/scripts/lib/node.sh"  # P, in_node, in_client, node_* set-up, checks and removal
+# shellcheck source=../../scripts/lib/check.sh
+source "$SRC/scripts/lib/check.sh"  # ok, fail, expect_eq, FAILED
 
 cleanup() {
   set +e
@@ -46,39 +47,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-ok() { echo "  ok: $*"; }
-fail() {
-  echo "  FAIL: $*" >&2
-  FAILED=1
-}
-expect_eq() {  # expect_eq WANT GOT WHAT
-  if [ "$1" = "$2" ]; then ok "$3"; else fail "$3: want '$1', got '$2'"; fi
-}
-
-# Every rule line mentioning a pattern, in every table a plugin could have used.
-rules_matching() {
-  {
-    in_node iptables-legacy-save 2>/dev/null
-    in_node ip6tables-legacy-save 2>/dev/null
-    in_node iptables-nft-save 2>/dev/null
-    in_node ip6tables-nft-save 2>/dev/null
-    in_node nft list ruleset 2>/dev/null
-  } | grep -c -- "$1" || true
-}
-# Reservation files are named after the address; other files (lock, last_reserved_ip.N, an
-# implementation's index) are bookkeeping.
-reservations() {
-  find "$T/ipam" -type f -printf '%f\n' 2>/dev/null | grep -E '^[0-9a-f.:]+$' | grep -c '[.:]' || true
-}
-# DEL renames the ifb it takes out of service to bwpdel* and a helper deletes it moments
-# later: count once those are gone (up to 5 s).
-bwp_devices() {
-  for _ in $(seq 50); do
-    in_node ip -o link show type ifb 2>/dev/null | grep -q bwpdel || break
-    sleep 0.1
-  done
-  in_node ip -o link show type ifb 2>/dev/null | grep -c bwp || true
-}
 fetch() { timeout 5 busybox wget -qO- "$1" 2>/dev/null || true; }
 
 echo "== setup: node namespace $NODE, client $CLIENT, plugins: $PLUGINS_FROM"
@@ -132,11 +100,11 @@ if [ -f "$CACHE" ]; then
 else
   fail "podman left no libcni cache entry at $CACHE"
 fi
-[ "$(rules_matching 18080)" -gt 0 ] && ok "port 18080 rules present" || fail "no rules for 18080"
+[ "$(node_rules_matching 18080)" -gt 0 ] && ok "port 18080 rules present" || fail "no rules for 18080"
 P rm -f -t 0 web >/dev/null
-expect_eq 0 "$(rules_matching 18080)" "podman rm: no rule mentions 18080"
-expect_eq 0 "$(rules_matching "$CID")" "podman rm: no rule mentions the container"
-expect_eq 0 "$(reservations)" "podman rm: no address reserved"
+expect_eq 0 "$(node_rules_matching 18080)" "podman rm: no rule mentions 18080"
+expect_eq 0 "$(node_rules_matching "$CID")" "podman rm: no rule mentions the container"
+expect_eq 0 "$(node_reservations)" "podman rm: no address reserved"
 expect_eq 0 "$(in_node ip -o link show type veth | grep -vc "ngc$$" || true)" "podman rm: no container veth"
 [ -f "$CACHE" ] && fail "cache entry left behind" || ok "podman rm: cache entry removed"
 
@@ -153,9 +121,9 @@ RUNNING="$(P ps -q --filter name='^s[0-9]+$' | wc -l)"
 expect_eq "$COUNT" "$RUNNING" "$COUNT containers running"
 ADDRS="$(for ((i = 0; i < COUNT; i++)); do P inspect -f '{{.NetworkSettings.Networks.shaped.IPAddress}}' "s$i"; done)"
 expect_eq "$COUNT" "$(echo "$ADDRS" | sort -u | grep -c .)" "$COUNT distinct addresses"
-expect_eq "$COUNT" "$(reservations)" "$COUNT reservation files"
-expect_eq "$COUNT" "$(bwp_devices)" "$COUNT bwp (egress shaping) devices"
-[ "$(rules_matching 'CNI-DN-')" -ge "$COUNT" ] && ok "per-container DNAT chains present" ||
+expect_eq "$COUNT" "$(node_reservations)" "$COUNT reservation files"
+expect_eq "$COUNT" "$(node_bwp_devices)" "$COUNT bwp (egress shaping) devices"
+[ "$(node_rules_matching 'CNI-DN-')" -ge "$COUNT" ] && ok "per-container DNAT chains present" ||
   fail "fewer than $COUNT per-container DNAT chain lines"
 for ((b = 0; b < COUNT; b += BATCH)); do
   for ((i = b; i < b + BATCH && i < COUNT; i++)); do
@@ -165,11 +133,11 @@ for ((b = 0; b < COUNT; b += BATCH)); do
 done
 echo "  ($((SECONDS - start)) s for start and removal)"
 expect_eq 0 "$(P ps -aq | wc -l)" "no container left"
-expect_eq 0 "$(reservations)" "no address file left"
-expect_eq 0 "$(bwp_devices)" "no bwp device left"
-expect_eq 0 "$(rules_matching 'CNI-DN-')" "no per-container DNAT chain left"
-expect_eq 0 "$(rules_matching 'dport 20[0-9][0-9][0-9]')" "no rule for the mapped ports left"
-expect_eq 0 "$(rules_matching 'dports 20[0-9][0-9][0-9]')" "no entry rule for the mapped ports left"
+expect_eq 0 "$(node_reservations)" "no address file left"
+expect_eq 0 "$(node_bwp_devices)" "no bwp device left"
+expect_eq 0 "$(node_rules_matching 'CNI-DN-')" "no per-container DNAT chain left"
+expect_eq 0 "$(node_rules_matching 'dport 20[0-9][0-9][0-9]')" "no rule for the mapped ports left"
+expect_eq 0 "$(node_rules_matching 'dports 20[0-9][0-9][0-9]')" "no entry rule for the mapped ports left"
 expect_eq 0 "$(in_node tc qdisc show | grep -c tbf || true)" "no tbf qdisc left"
 
 echo "== 3. kube play with a hostPort, checked first with nodegate admit / guard"
@@ -227,8 +195,8 @@ else
   fail "admit rejected a pod on a free host port"
 fi
 P pod rm -a -f -t 0 >/dev/null
-expect_eq 0 "$(rules_matching 1808)" "pods removed: no rule for 18081/18082"
-expect_eq 0 "$(reservations)" "pods removed: no address reserved"
+expect_eq 0 "$(node_rules_matching 1808)" "pods removed: no rule for 18081/18082"
+expect_eq 0 "$(node_reservations)" "pods removed: no address reserved"
 
 if [ "$FAILED" -ne 0 ]; then
   echo "e2e: FAILED (plugins: $PLUGINS_FROM)" >&2
