@@ -86,6 +86,21 @@ Result<bool> HasElement(const SetRef& set, const std::vector<uint8_t>& key) {
   return found;
 }
 
+Result<bool> HasChain(uint8_t family, const std::string& table, const std::string& chain) {
+  NG_ASSIGN_OR_RETURN(NfnlSocket nfnl, OpenNfnl());
+  netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETCHAIN, family);
+  if (!msg || nla_put_string(msg.get(), NFTA_CHAIN_TABLE, table.c_str()) != 0 ||
+      nla_put_string(msg.get(), NFTA_CHAIN_NAME, chain.c_str()) != 0) {
+    return Error(kErrKernel, "nftables: cannot build a get-chain request");
+  }
+  bool found = false;
+  const int reply_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWCHAIN;
+  NG_RETURN_IF_ERROR(nfnl.sock.Dump(msg.get(), "nftables: get chain " + table + " " + chain,
+                                    [&](const nlmsghdr* h) { found |= h->nlmsg_type == reply_type; },
+                                    {ENOENT}));
+  return found;
+}
+
 Status ProbeNfTables() {
   NG_ASSIGN_OR_RETURN(NfnlSocket nfnl, OpenNfnl());
   netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETGEN, NFPROTO_UNSPEC);

@@ -35,6 +35,10 @@ std::vector<uint8_t> IfnameKey(const std::vector<std::string>& fields);
 // table or set does not exist. Errors: code 100 for other kernel failures.
 Result<bool> HasElement(const SetRef& set, const std::vector<uint8_t>& key);
 
+// True when nf_tables `family` `table` has a chain named `chain`; false when it has none or the
+// table does not exist. One NFT_MSG_GETCHAIN request. Errors: code 100.
+Result<bool> HasChain(uint8_t family, const std::string& table, const std::string& chain);
+
 // nf_tables answers (NFT_MSG_GETGEN) in this network namespace. Errors: code 100 naming the
 // kernel's reason (no nf_tables, no permission).
 Status ProbeNfTables();

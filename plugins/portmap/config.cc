@@ -159,6 +159,9 @@ Status SelectBackend(const cni::Json& raw, Config& config) {
   if (!config.external_set_mark_chain.empty()) {
     iptables_keys.push_back("externalSetMarkChain");
   }
+  if (config.iptables_mode) {
+    iptables_keys.push_back("iptablesMode");
+  }
   for (const auto& [key, list] : {std::pair<const char*, const std::vector<std::string>*>{
                                       "conditionsV4", &config.conditions_v4},
                                   {"conditionsV6", &config.conditions_v6}}) {
@@ -243,6 +246,7 @@ const cni::gojson::Shape& ConfigShape() {
   // PortMapEntry's fields are plain values (int, string): a null leaves them as they were.
   static const cni::gojson::Shape shape = cni::NetConfShape({
       {"backend", Any()},
+      {"iptablesMode", Any()},
       {"snat", Any()},
       {"conditionsV4", ListOf(Any())},
       {"conditionsV6", ListOf(Any())},
@@ -305,6 +309,13 @@ Result<Config> ParseConfig(const cni::NetConf& conf, const Invocation& invocatio
     if (has_mark_bit) {
       return Invalid("Cannot specify externalSetMarkChain and markMasqBit");
     }
+  }
+  if (auto it = raw.find("iptablesMode"); it != raw.end() && !it->is_null()) {
+    const auto mode = it->is_string() ? ParseIptablesMode(it->get<std::string>()) : std::nullopt;
+    if (!mode) {
+      return Invalid("\"iptablesMode\" must be \"nft\" or \"legacy\", got " + it->dump());
+    }
+    config.iptables_mode = mode;
   }
   NG_ASSIGN_OR_RETURN(config.conditions_v4, OptionalStrings(raw, "conditionsV4"));
   NG_ASSIGN_OR_RETURN(config.conditions_v6, OptionalStrings(raw, "conditionsV6"));

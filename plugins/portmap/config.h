@@ -17,6 +17,7 @@
 #include "lib/base/result.h"
 #include "lib/cni/conf.h"
 #include "lib/net/ip.h"
+#include "plugins/portmap/iptables_mode.h"
 
 namespace nodegate::portmap {
 
@@ -56,6 +57,9 @@ struct Config {
   std::vector<std::string> conditions_v6;
   // Requested or implied by backend-specific options; nullopt: detect on the node.
   std::optional<Backend> backend;
+  // "iptablesMode" (ours): where the iptables layout goes; nullopt: as the node's iptables
+  // (iptables_mode.h).
+  std::optional<IptablesMode> iptables_mode;
 
   std::vector<PortMapping> mappings;
 

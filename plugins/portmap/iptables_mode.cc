@@ -1,0 +1,130 @@
+#include "plugins/portmap/iptables_mode.h"
+
+extern "C" {  // libip6tc.h lacks its own C linkage block
+#include <libiptc/libip6tc.h>
+}
+#include <libiptc/libiptc.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "lib/netfilter/query.h"
+
+namespace nodegate::portmap {
+namespace {
+
+constexpr const char* kHintChains[] = {"KUBE-IPTABLES-HINT", "KUBE-KUBELET-CANARY"};
+// Go's exec.LookPath with an unset PATH finds nothing; runtimes always pass one, and the
+// plugin's own PATH is the fallback the reference would use too.
+constexpr char kDefaultPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+std::optional<std::string> LookPath(const std::string& name) {
+  const char* env = std::getenv("PATH");
+  std::istringstream dirs(env != nullptr ? env : kDefaultPath);
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        ::access(candidate.c_str(), X_OK) != 0) {
+      continue;
+    }
+    char resolved[PATH_MAX];
+    if (::realpath(candidate.c_str(), resolved) == nullptr) return candidate;
+    return std::string(resolved);
+  }
+  return std::nullopt;
+}
+
+bool LegacyHasChain(net::Family family, const std::string& table, const std::string& chain) {
+  if (!LegacyTableLoaded(family, table)) return false;
+  if (family == net::Family::kV4) {
+    xtc_handle* h = iptc_init(table.c_str());
+    if (h == nullptr) return false;
+    const bool found = iptc_is_chain(chain.c_str(), h) != 0;
+    iptc_free(h);
+    return found;
+  }
+  xtc_handle* h = ip6tc_init(table.c_str());
+  if (h == nullptr) return false;
+  const bool found = ip6tc_is_chain(chain.c_str(), h) != 0;
+  ip6tc_free(h);
+  return found;
+}
+
+bool NftHasChain(net::Family family, const std::string& table, const std::string& chain) {
+  constexpr uint8_t kNfprotoIpv4 = 2, kNfprotoIpv6 = 10;
+  auto found = netfilter::HasChain(family == net::Family::kV4 ? kNfprotoIpv4 : kNfprotoIpv6,
+                                   table, chain);
+  return found.ok() && *found;
+}
+
+}  // namespace
+
+std::string_view IptablesModeName(IptablesMode mode) {
+  return mode == IptablesMode::kNft ? "nft" : "legacy";
+}
+
+std::optional<IptablesMode> ParseIptablesMode(std::string_view text) {
+  if (text == "nft") return IptablesMode::kNft;
+  if (text == "legacy") return IptablesMode::kLegacy;
+  return std::nullopt;
+}
+
+NodeView NodeView::Real() {
+  return NodeView{LookPath, NftHasChain, LegacyHasChain};
+}
+
+std::optional<IptablesMode> ModeOfBinary(std::string_view resolved_path) {
+  const std::string_view name = resolved_path.substr(resolved_path.rfind('/') + 1);
+  if (name.find("nft") != std::string_view::npos) return IptablesMode::kNft;
+  if (name.find("legacy") != std::string_view::npos || name == "xtables-multi") {
+    return IptablesMode::kLegacy;
+  }
+  return std::nullopt;  // a wrapper script, or a binary we cannot place
+}
+
+ModeChoice ChooseMode(net::Family family, std::optional<IptablesMode> configured,
+                      const NodeView& node) {
+  if (configured) return {*configured, "iptablesMode in the config"};
+  const std::string binary = family == net::Family::kV4 ? "iptables" : "ip6tables";
+  const auto resolved = node.resolve_binary(binary);
+  if (resolved) {
+    if (auto mode = ModeOfBinary(*resolved)) {
+      return {*mode, binary + " is " + *resolved};
+    }
+  }
+  const std::string why = resolved ? binary + " (" + *resolved + ") names no mode"
+                                   : "no " + binary + " on PATH";
+  for (const char* chain : kHintChains) {
+    if (node.nft_has_chain(family, "mangle", chain)) {
+      return {IptablesMode::kNft, why + "; the kubelet's " + chain + " is in nf_tables"};
+    }
+  }
+  for (const char* chain : kHintChains) {
+    if (node.legacy_has_chain(family, "mangle", chain)) {
+      return {IptablesMode::kLegacy, why + "; the kubelet's " + chain + " is in x_tables"};
+    }
+  }
+  if (node.nft_has_chain(family, "nat", "CNI-HOSTPORT-DNAT")) {
+    return {IptablesMode::kNft, why + "; CNI-HOSTPORT-DNAT is in nf_tables"};
+  }
+  if (node.legacy_has_chain(family, "nat", "CNI-HOSTPORT-DNAT")) {
+    return {IptablesMode::kLegacy, why + "; CNI-HOSTPORT-DNAT is in x_tables"};
+  }
+  return {IptablesMode::kNft, why + "; no hint on the node: nft"};
+}
+
+bool LegacyTableLoaded(net::Family family, const std::string& table) {
+  std::ifstream names(family == net::Family::kV4 ? "/proc/net/ip_tables_names"
+                                                  : "/proc/net/ip6_tables_names");
+  for (std::string line; std::getline(names, line);) {
+    if (line == table) return true;
+  }
+  return false;
+}
+
+}  // namespace nodegate::portmap
