@@ -114,9 +114,9 @@ show in_client timeout 5 busybox wget -qO- http://198.51.100.1:8080/
 say "(from the client namespace, through the node's address 198.51.100.1:8080)"
 show in_node timeout 5 busybox wget -qO- http://127.0.0.1:8080/
 say "(from the node itself, through 127.0.0.1:8080)"
-say "the rules portmap made:"
-{ in_node iptables-legacy-save -t nat 2>/dev/null; in_node nft list ruleset 2>/dev/null; } |
-  grep -E 'dport 8080|dports 8080|:80$|dnat' | head -6 | sed 's/^/     /'
+say "the rules portmap made, as an operator lists them ($(in_node iptables --version)):"
+in_node iptables -t nat -S 2>/dev/null | grep -E 'dport 8080|dports 8080|CNI-HOSTPORT-DNAT -' |
+  head -6 | sed 's/^/     /'
 
 heading "4. shaped to $RATE_MBIT Mbit/s, measured with iperf3"
 nsenter --net="$CTR_NETNS" iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
@@ -142,7 +142,7 @@ if [ "$RUNTIME" = podman ]; then
 else
   show cni del demo "$CTR" --container-id demo
 fi
-rules="$({ in_node iptables-legacy-save -t nat 2>/dev/null; in_node nft list ruleset 2>/dev/null; } | grep -c -E 'CNI-DN-|dport 8080' || true)"
+rules="$({ in_node iptables-nft-save -t nat; in_node iptables-legacy-save -t nat; in_node nft list ruleset; } 2>/dev/null | grep -c -E 'CNI-DN-|dport 8080' || true)"
 addrs="$(ls "$T/ipam/demo" | grep -E '^[0-9a-f.:]+$' | grep -c '[.:]' || true)"
 for _ in $(seq 50); do  # DEL's helper deletes the retired (bwpdel*) ifb moments later
   in_node ip -o link show type ifb | grep -q bwpdel || break

@@ -1,5 +1,8 @@
-// The iptables backend: libiptc on table nat, one commit per family per call, under the
-// xtables lock the iptables tools take, so concurrent `iptables` users lose nothing.
+// The iptables backend: the reference's rule layout in table nat, in the node's iptables mode
+// (iptables_mode.h): x_tables through libiptc under the xtables lock the iptables tools take,
+// or nf_tables in iptables-nft's encoding through generation-checked netlink batches
+// (iptables_nft_table.h). One transaction per family per call; concurrent iptables users lose
+// nothing in either mode.
 extern "C" {  // libip6tc.h lacks its own C linkage block
 #include <libiptc/libip6tc.h>
 }
@@ -16,18 +19,26 @@ extern "C" {  // libip6tc.h lacks its own C linkage block
 #include "lib/base/scope_guard.h"
 #include "lib/sys/fd.h"
 #include "lib/sys/file_lock.h"
+#include "lib/netfilter/query.h"
 #include "plugins/portmap/iptables_encode.h"
+#include "plugins/portmap/iptables_mode.h"
+#include "plugins/portmap/iptables_nft_table.h"
 #include "plugins/portmap/iptables_rules.h"
+#include "plugins/portmap/nat_table.h"
 #include "plugins/portmap/port_mapper.h"
 
 namespace nodegate::portmap {
 namespace {
 
+using ipt::NftNatTable;
 using ipt::Plan;
 using ipt::Rule;
 
 constexpr char kXtablesLock[] = "/run/xtables.lock";
 constexpr int kCommitAttempts = 3;
+// Each attempt is one generation-checked batch; only a commit by another writer between our
+// read and our batch makes one fail, so under heavy churn this is still ample.
+constexpr int kNftCommitAttempts = 50;
 
 // libiptc and libip6tc have the same API under two prefixes; Ops hides the difference.
 struct Ops {
@@ -112,38 +123,27 @@ const Ops kOps6 = {
 
 const Ops& OpsFor(net::Family family) { return family == net::Family::kV4 ? kOps4 : kOps6; }
 
-// One snapshot of table nat; changes are buffered until Commit().
-class Table {
+// One snapshot of a legacy table nat; changes are buffered until Commit().
+class LegacyNatTable final : public ipt::NatTable {
  public:
-  static Result<Table> Open(const Ops& ops) {
+  static Result<std::unique_ptr<LegacyNatTable>> Open(const Ops& ops) {
     xtc_handle* h = ops.init(ipt::kTable);
     if (h == nullptr) {
       const int err = errno;
       return Error(kErrKernel,
                    std::string(ops.name) + ": cannot read table nat: " + ops.strerror(err));
     }
-    return Table(ops, h);
+    return std::unique_ptr<LegacyNatTable>(new LegacyNatTable(ops, h));
   }
-  Table(Table&& other) noexcept : ops_(other.ops_), h_(std::exchange(other.h_, nullptr)) {}
-  Table& operator=(Table&&) = delete;
-  ~Table() {
-    if (h_ != nullptr) ops_->free(h_);
-  }
+  LegacyNatTable(const LegacyNatTable&) = delete;
+  LegacyNatTable& operator=(const LegacyNatTable&) = delete;
+  ~LegacyNatTable() override { ops_->free(h_); }
 
-  const Ops& ops() const { return *ops_; }
-  bool HasChain(const std::string& chain) const { return ops_->is_chain(chain.c_str(), h_); }
+  net::Family family() const override { return ops_->family; }
+  std::string name() const override { return ops_->name; }
+  bool HasChain(const std::string& chain) override { return ops_->is_chain(chain.c_str(), h_); }
 
-  Status Fail(const std::string& what) const {
-    const int err = errno;
-    return Error(kErrKernel, std::string(ops_->name) + ": " + what + ": " + ops_->strerror(err));
-  }
-
-  Status CreateChain(const std::string& chain) {
-    if (!ops_->create_chain(chain.c_str(), h_)) return Fail("create chain " + chain);
-    return OkStatus();
-  }
-
-  bool HasRule(const std::string& chain, const Rule& rule) const {
+  Result<bool> HasRule(const std::string& chain, const Rule& rule) override {
     const auto wanted = ipt::EncodeRule(rule, ops_->family);
     const std::string wanted_target = ipt::TargetName(rule);
     for (const uint8_t* e = ops_->first_rule(chain.c_str(), h_); e != nullptr;
@@ -156,7 +156,12 @@ class Table {
     return false;
   }
 
-  Status Append(const std::string& chain, const Rule& rule) {
+  Status CreateChain(const std::string& chain) override {
+    if (!ops_->create_chain(chain.c_str(), h_)) return Fail("create chain " + chain);
+    return OkStatus();
+  }
+
+  Status Append(const std::string& chain, const Rule& rule) override {
     const auto blob = ipt::EncodeRule(rule, ops_->family);
     if (!ops_->append(chain.c_str(), blob.data(), h_)) {
       return Fail("append to " + chain + " rule \"" + rule.ToString() + "\"");
@@ -164,7 +169,7 @@ class Table {
     return OkStatus();
   }
 
-  Status InsertFirst(const std::string& chain, const Rule& rule) {
+  Status InsertFirst(const std::string& chain, const Rule& rule) override {
     const auto blob = ipt::EncodeRule(rule, ops_->family);
     if (!ops_->insert(chain.c_str(), blob.data(), 0, h_)) {
       return Fail("insert into " + chain + " rule \"" + rule.ToString() + "\"");
@@ -172,8 +177,7 @@ class Table {
     return OkStatus();
   }
 
-  // Deletes every rule of `chain` that jumps to one of `targets`.
-  Status DeleteJumps(const std::string& chain, const std::set<std::string>& targets) {
+  Status DeleteJumps(const std::string& chain, const std::set<std::string>& targets) override {
     if (!HasChain(chain)) return OkStatus();
     std::vector<unsigned int> doomed;
     unsigned int index = 0;
@@ -190,18 +194,17 @@ class Table {
     return OkStatus();
   }
 
-  Status Flush(const std::string& chain) {
+  Status Flush(const std::string& chain) override {
     if (!ops_->flush_entries(chain.c_str(), h_)) return Fail("flush chain " + chain);
     return OkStatus();
   }
 
-  Status DeleteChain(const std::string& chain) {
+  Status DeleteChain(const std::string& chain) override {
     if (!ops_->delete_chain(chain.c_str(), h_)) return Fail("delete chain " + chain);
     return OkStatus();
   }
 
-  // The owners of the entry rules in CNI-HOSTPORT-DNAT: jump target -> comment owner.
-  std::map<std::string, ipt::CommentOwner> EntryOwners() const {
+  Result<std::map<std::string, ipt::CommentOwner>> EntryOwners() override {
     std::map<std::string, ipt::CommentOwner> out;
     if (!HasChain(ipt::kDnatChain)) return out;
     for (const uint8_t* e = ops_->first_rule(ipt::kDnatChain, h_); e != nullptr;
@@ -225,35 +228,77 @@ class Table {
   int commit_errno() const { return commit_errno_; }
 
  private:
-  Table(const Ops& ops, xtc_handle* h) : ops_(&ops), h_(h) {}
+  LegacyNatTable(const Ops& ops, xtc_handle* h) : ops_(&ops), h_(h) {}
+  Status Fail(const std::string& what) const {
+    const int err = errno;
+    return Error(kErrKernel, std::string(ops_->name) + ": " + what + ": " + ops_->strerror(err));
+  }
   const Ops* ops_;
   xtc_handle* h_;
   int commit_errno_ = 0;
 };
 
-// Runs `change` on a fresh snapshot under the xtables lock and commits it when it reports a
-// change. A commit that raced with a writer that ignores the lock (EAGAIN) is retried on a
-// new snapshot.
-Status Transact(const Ops& ops, const std::function<Result<bool>(Table&)>& change) {
+using Change = std::function<Result<bool>(ipt::NatTable&)>;
+
+// Legacy: runs `change` on a fresh snapshot under the xtables lock and commits it when it
+// reports a change. A commit that raced with a writer that ignores the lock (EAGAIN) is retried
+// on a new snapshot.
+Status TransactLegacy(const Ops& ops, const Change& change) {
   NG_ASSIGN_OR_RETURN(auto lock, sys::FileLock::Acquire(kXtablesLock));
   for (int attempt = 1;; ++attempt) {
-    NG_ASSIGN_OR_RETURN(Table table, Table::Open(ops));
-    NG_ASSIGN_OR_RETURN(const bool changed, change(table));
+    NG_ASSIGN_OR_RETURN(auto table, LegacyNatTable::Open(ops));
+    NG_ASSIGN_OR_RETURN(const bool changed, change(*table));
     if (!changed) return OkStatus();
-    Status committed = table.Commit();
-    if (committed.ok() || table.commit_errno() != EAGAIN || attempt == kCommitAttempts) {
+    Status committed = table->Commit();
+    if (committed.ok() || table->commit_errno() != EAGAIN || attempt == kCommitAttempts) {
       return committed;
     }
     spdlog::info("{}: table nat changed during commit, retrying", ops.name);
   }
 }
 
-Result<bool> ApplyPlan(Table& table, const Plan& plan) {
+// nf_tables: builds one batch on the generation it read and sends it with that generation.
+// When another writer committed in between, the kernel refuses the whole batch and it is
+// rebuilt from what is there now (as iptables-nft does, but bounded).
+Status TransactNft(net::Family family, const Change& change) {
+  for (int attempt = 1;; ++attempt) {
+    // A read or the commit finding a newer generation means: start over on the new one.
+    const auto stale = [&](const Error& e) {
+      return NftNatTable::IsStaleGeneration(e) && attempt < kNftCommitAttempts;
+    };
+    auto table = NftNatTable::Open(family);
+    if (!table.ok()) {
+      if (stale(table.error())) continue;
+      return table.error();
+    }
+    Result<bool> changed = change(**table);
+    if (!changed.ok()) {
+      if (stale(changed.error())) continue;
+      return changed.error();
+    }
+    if (!*changed) return OkStatus();
+    Status committed = (*table)->Commit();
+    if (committed.ok() || !stale(committed.error())) return committed;
+    spdlog::debug("{}: ruleset changed during the transaction, rebuilding", (*table)->name());
+  }
+}
+
+Status Transact(net::Family family, IptablesMode mode, const Change& change) {
+  return mode == IptablesMode::kNft ? TransactNft(family, change)
+                                    : TransactLegacy(OpsFor(family), change);
+}
+
+// The rule set of a plan into `table`: shared chains and rules when missing, this container's
+// chain and entry rules replaced.
+Result<bool> ApplyPlan(ipt::NatTable& table, const Plan& plan) {
   for (const auto& chain : plan.shared_chains) {
     if (!table.HasChain(chain)) NG_RETURN_IF_ERROR(table.CreateChain(chain));
   }
   for (const auto& shared : plan.shared_rules) {
-    if (table.HasRule(shared.chain, shared.rule)) continue;
+    NG_ASSIGN_OR_RETURN(const bool present,
+                        table.HasChain(shared.chain) ? table.HasRule(shared.chain, shared.rule)
+                                                     : Result<bool>(false));
+    if (present) continue;
     NG_RETURN_IF_ERROR(shared.insert_first ? table.InsertFirst(shared.chain, shared.rule)
                                            : table.Append(shared.chain, shared.rule));
   }
@@ -274,7 +319,7 @@ Result<bool> ApplyPlan(Table& table, const Plan& plan) {
 }
 
 // Removes per-container chains and the rules that jump to them from `parent`.
-Result<bool> RemoveChains(Table& table, const std::string& parent,
+Result<bool> RemoveChains(ipt::NatTable& table, const std::string& parent,
                           const std::set<std::string>& chains) {
   std::set<std::string> present;
   for (const auto& chain : chains) {
@@ -289,13 +334,13 @@ Result<bool> RemoveChains(Table& table, const std::string& parent,
   return true;
 }
 
-// Removes the container's chains in one family: one snapshot under the xtables lock, and a
-// commit only when there is something to remove (reading the table is a large part of the
-// cost with thousands of rules, so it is read once).
-Status TeardownFamily(const Ops& ops, const std::string& network, const std::string& id) {
+// Removes the container's chains in one family and mode, in one transaction that commits
+// only when there is something to remove.
+Status TeardownFamily(net::Family family, IptablesMode mode, const std::string& network,
+                      const std::string& id) {
   const std::string dnat_chain = ipt::ContainerChainName(network, id);
   const std::string snat_chain = ipt::LegacySnatChainName(network, id);
-  return Transact(ops, [&](Table& table) -> Result<bool> {
+  return Transact(family, mode, [&](ipt::NatTable& table) -> Result<bool> {
     NG_ASSIGN_OR_RETURN(bool dnat, RemoveChains(table, ipt::kDnatChain, {dnat_chain}));
     // The chain of plugins older than 0.8 (SNAT for hairpin), removed like the reference does.
     NG_ASSIGN_OR_RETURN(bool snat, RemoveChains(table, ipt::kLegacySnatChain, {snat_chain}));
@@ -304,9 +349,8 @@ Status TeardownFamily(const Ops& ops, const std::string& network, const std::str
 }
 
 // Whether table nat of the family answers, from its header alone (IPT_SO_GET_INFO, a few
-// hundred bytes; opening a snapshot copies the whole table, about 6 ms per 1,000 mappings, and
-// auto-detection runs on every call). The kernel loads iptable_nat for this request when
-// needed, as it does for libiptc's.
+// hundred bytes; opening a snapshot copies the whole table, about 6 ms per 1,000 mappings).
+// The kernel loads iptable_nat for this request when needed, as it does for libiptc's.
 template <typename Info>
 bool TableAnswers(int domain, int level, int option) {
   sys::UniqueFd fd(::socket(domain, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW));
@@ -317,30 +361,59 @@ bool TableAnswers(int domain, int level, int option) {
   return ::getsockopt(fd.get(), level, option, &info, &len) == 0;
 }
 
-bool FamilyUsable(const Ops& ops) {
-  return ops.family == net::Family::kV4
+bool LegacyUsable(net::Family family) {
+  return family == net::Family::kV4
              ? TableAnswers<ipt_getinfo>(AF_INET, IPPROTO_IP, IPT_SO_GET_INFO)
              : TableAnswers<ip6t_getinfo>(AF_INET6, IPPROTO_IPV6, IP6T_SO_GET_INFO);
 }
 
+bool ModeUsable(net::Family family, IptablesMode mode) {
+  return mode == IptablesMode::kNft ? NftNatTable::Usable(family).ok() : LegacyUsable(family);
+}
+
+// Whether table nat of the other mode may hold this layout's rules, without creating it: a
+// node that switched modes keeps the old mode's rules until they are removed.
+bool ModeHasLayout(net::Family family, IptablesMode mode) {
+  if (mode == IptablesMode::kLegacy) return LegacyTableLoaded(family, ipt::kTable);
+  auto present = netfilter::HasChain(family == net::Family::kV4 ? 2 : 10, ipt::kTable,
+                                     ipt::kDnatChain);
+  return present.ok() && *present;
+}
+
+IptablesMode Other(IptablesMode mode) {
+  return mode == IptablesMode::kNft ? IptablesMode::kLegacy : IptablesMode::kNft;
+}
+
 class IptablesMapper : public PortMapper {
  public:
+  // The mode of each family, chosen once per call (iptables_mode.h).
+  IptablesMode ModeOf(net::Family family, const Config& config) {
+    auto& slot = family == net::Family::kV4 ? mode4_ : mode6_;
+    if (!slot) {
+      const ModeChoice choice = ChooseMode(family, config.iptables_mode, NodeView::Real());
+      spdlog::debug("portmap: IPv{} iptables layout in {} mode ({})", Digit(family),
+                    IptablesModeName(choice.mode), choice.reason);
+      slot = choice.mode;
+    }
+    return *slot;
+  }
+
   Status Forward(const Config& config) override {
     std::vector<net::Family> done;
     // A later family failing must not leave the earlier family's rules behind.
     ScopeGuard rollback([&] {
       for (auto family : done) {
-        if (Status s = TeardownFamily(OpsFor(family), config.network_name, config.container_id);
-            !s.ok()) {
-          spdlog::warn("rollback of {} rules failed: {}", OpsFor(family).name, s.error().msg);
-        }
+        Status s = TeardownFamily(family, ModeOf(family, config), config.network_name,
+                                  config.container_id);
+        if (!s.ok()) spdlog::warn("rollback of the IPv{} rules failed: {}", Digit(family), s.error().msg);
       }
     });
     for (const auto family : {net::Family::kV4, net::Family::kV6}) {
       if (!config.container(family)) continue;
       const Plan plan = ipt::BuildPlan(config, family);
-      NG_RETURN_IF_ERROR(
-          Transact(OpsFor(family), [&](Table& table) { return ApplyPlan(table, plan); }));
+      NG_RETURN_IF_ERROR(Transact(family, ModeOf(family, config), [&](ipt::NatTable& table) {
+        return ApplyPlan(table, plan);
+      }));
       done.push_back(family);
     }
     rollback.Dismiss();
@@ -350,83 +423,119 @@ class IptablesMapper : public PortMapper {
   Status Check(const Config& config) override {
     for (const auto family : {net::Family::kV4, net::Family::kV6}) {
       if (!config.container(family)) continue;
-      const Ops& ops = OpsFor(family);
       const Plan plan = ipt::BuildPlan(config, family);
-      NG_ASSIGN_OR_RETURN(Table table, Table::Open(ops));
-      auto missing = [&](const std::string& what) {
-        return Error(kErrCheckFailed, std::string(ops.name) + " table nat: " + what);
-      };
-      for (const auto& chain : plan.shared_chains) {
-        if (!table.HasChain(chain)) return missing("chain " + chain + " not found");
-      }
-      for (const auto& shared : plan.shared_rules) {
-        if (!table.HasRule(shared.chain, shared.rule)) {
-          return missing("rule \"-A " + shared.chain + " " + shared.rule.ToString() +
-                         "\" not found");
-        }
-      }
-      if (!table.HasChain(plan.container_chain)) {
-        return missing("chain " + plan.container_chain + " not found");
-      }
-      for (const auto& rule : plan.container_rules) {
-        if (!table.HasRule(plan.container_chain, rule)) {
-          return missing("rule \"-A " + plan.container_chain + " " + rule.ToString() +
-                         "\" not found");
-        }
-      }
-      for (const auto& rule : plan.entry_rules) {
-        if (!table.HasRule(ipt::kDnatChain, rule)) {
-          return missing("rule \"-A " + std::string(ipt::kDnatChain) + " " + rule.ToString() +
-                         "\" not found");
-        }
-      }
+      // A read-only transaction: the change reports nothing to commit.
+      Status found = OkStatus();
+      NG_RETURN_IF_ERROR(
+          Transact(family, ModeOf(family, config), [&](ipt::NatTable& table) -> Result<bool> {
+            found = CheckPlan(table, plan);
+            return false;
+          }));
+      NG_RETURN_IF_ERROR(found);
     }
     return OkStatus();
   }
 
   Status Unforward(const Config& config) override {
     int usable = 0;
-    for (const Ops* ops : {&kOps4, &kOps6}) {
-      Status s = TeardownFamily(*ops, config.network_name, config.container_id);
-      if (!s.ok() && s.error().msg.find("cannot read table nat") != std::string::npos) {
-        spdlog::info("{}: table nat unavailable, nothing to remove", ops->name);
-        continue;
+    for (const auto family : {net::Family::kV4, net::Family::kV6}) {
+      const IptablesMode mode = ModeOf(family, config);
+      if (ModeUsable(family, mode)) {
+        NG_RETURN_IF_ERROR(
+            TeardownFamily(family, mode, config.network_name, config.container_id));
+        ++usable;
+      } else {
+        spdlog::info("IPv{} table nat ({}) unavailable, nothing to remove", Digit(family),
+                     IptablesModeName(mode));
       }
-      NG_RETURN_IF_ERROR(s);
-      ++usable;
+      // The other mode's rules of this container (a node that switched modes).
+      if (ModeHasLayout(family, Other(mode))) {
+        NG_RETURN_IF_ERROR(
+            TeardownFamily(family, Other(mode), config.network_name, config.container_id));
+        ++usable;
+      }
     }
     if (usable == 0) {
-      return Error(kErrKernel, "neither iptables nor ip6tables is usable");
+      return Error(kErrKernel, "table nat is usable in neither family");
     }
     return OkStatus();
   }
 
   Status Gc(const std::string& network_name, const std::set<std::string>& valid) override {
     std::string errors;
-    for (const Ops* ops : {&kOps4, &kOps6}) {
-      if (!FamilyUsable(*ops)) continue;
-      Status s = Transact(*ops, [&](Table& table) -> Result<bool> {
-        std::set<std::string> stale;
-        for (const auto& [chain, owner] : table.EntryOwners()) {
-          if (owner.network_name == network_name && valid.count(owner.container_id) == 0) {
-            spdlog::info("gc: removing {} mappings of container {}", ops->name, owner.container_id);
-            stale.insert(chain);
+    for (const auto family : {net::Family::kV4, net::Family::kV6}) {
+      for (const auto mode : {IptablesMode::kNft, IptablesMode::kLegacy}) {
+        if (!ModeHasLayout(family, mode)) continue;
+        Status s = Transact(family, mode, [&](ipt::NatTable& table) -> Result<bool> {
+          NG_ASSIGN_OR_RETURN(auto owners, table.EntryOwners());
+          std::set<std::string> stale;
+          for (const auto& [chain, owner] : owners) {
+            if (owner.network_name == network_name && valid.count(owner.container_id) == 0) {
+              spdlog::info("gc: removing {} mappings of container {}", table.name(),
+                           owner.container_id);
+              stale.insert(chain);
+            }
           }
-        }
-        return RemoveChains(table, ipt::kDnatChain, stale);
-      });
-      if (!s.ok()) errors += (errors.empty() ? "" : "; ") + s.error().msg;
+          return RemoveChains(table, ipt::kDnatChain, stale);
+        });
+        if (!s.ok()) errors += (errors.empty() ? "" : "; ") + s.error().msg;
+      }
     }
     if (!errors.empty()) return Error(kErrKernel, errors);
     return OkStatus();
   }
 
   Status Usable() override {
-    if (!FamilyUsable(kOps4)) {
-      return Error(kErrPluginNotAvailable, "iptables: table nat is not usable (libiptc)");
+    Config defaults;
+    const IptablesMode mode = ModeOf(net::Family::kV4, defaults);
+    if (!ModeUsable(net::Family::kV4, mode)) {
+      return Error(kErrPluginNotAvailable, "iptables (" + std::string(IptablesModeName(mode)) +
+                                               "): table nat is not usable");
     }
     return OkStatus();
   }
+
+ private:
+  static int Digit(net::Family family) { return family == net::Family::kV4 ? 4 : 6; }
+
+  // CHECK: every object of the plan is in `table`; error 103 names the first missing one.
+  static Status CheckPlan(ipt::NatTable& table, const Plan& plan) {
+    auto missing = [&](const std::string& what) {
+      return Error(kErrCheckFailed, table.name() + " table nat: " + what);
+    };
+    for (const auto& chain : plan.shared_chains) {
+      if (!table.HasChain(chain)) return missing("chain " + chain + " not found");
+    }
+    auto has = [&](const std::string& chain, const Rule& rule) -> Result<bool> {
+      if (!table.HasChain(chain)) return false;
+      return table.HasRule(chain, rule);
+    };
+    for (const auto& shared : plan.shared_rules) {
+      NG_ASSIGN_OR_RETURN(bool found, has(shared.chain, shared.rule));
+      if (!found) {
+        return missing("rule \"-A " + shared.chain + " " + shared.rule.ToString() + "\" not found");
+      }
+    }
+    if (!table.HasChain(plan.container_chain)) {
+      return missing("chain " + plan.container_chain + " not found");
+    }
+    for (const auto& rule : plan.container_rules) {
+      NG_ASSIGN_OR_RETURN(bool found, has(plan.container_chain, rule));
+      if (!found) {
+        return missing("rule \"-A " + plan.container_chain + " " + rule.ToString() + "\" not found");
+      }
+    }
+    for (const auto& rule : plan.entry_rules) {
+      NG_ASSIGN_OR_RETURN(bool found, has(ipt::kDnatChain, rule));
+      if (!found) {
+        return missing("rule \"-A " + std::string(ipt::kDnatChain) + " " + rule.ToString() +
+                       "\" not found");
+      }
+    }
+    return OkStatus();
+  }
+
+  std::optional<IptablesMode> mode4_, mode6_;
 };
 
 }  // namespace

@@ -67,9 +67,11 @@ struct MatchEncoder {
         break;
       }
       case Protocol::kSctp: {
+        // As iptables writes it: source ports left at 0..0 (only XT_SCTP_DEST_PORTS is set)
+        // and every chunk-flag slot marked unused (0xff), so -C and -D find the rule.
         xt_sctp_info info{};
-        info.spts[1] = 0xffff;
         info.dpts[0] = info.dpts[1] = Port(m.dport);
+        for (auto& flag : info.flag_info) flag.chunktype = 0xff;
         info.flags = XT_SCTP_DEST_PORTS;
         AppendExtension(blob, "sctp", 0, &info, sizeof(info));
         break;

@@ -138,8 +138,7 @@ void CheckEveryKey(const Runner& ours, const Runner& reference, const std::vecto
 }
 
 // ---------------------------------------------------------------------------------------------
-// portmap: rules in the legacy nat tables (the reference runs with the legacy tools first in
-// PATH, as the other portmap differential tests do).
+// portmap: the iptables layout in the node's default mode (iptables-nft here), for both.
 
 Json PortmapBase() {
   // A host-side address listed first, so the prevResult's interface/sandbox/name keys decide
@@ -165,8 +164,8 @@ TEST(KeySpelling, PortmapReadsEveryKeyInAnyCase) {
   NG_REQUIRE_ROOT();
   NodeWithContainer topo;
   auto ResetNat = [&] {
-    for (const char* tool : {"iptables-legacy", "ip6tables-legacy"}) {
-      const std::string t = std::string(tool) + " -t nat ";
+    for (const bool v6 : {false, true}) {
+      const std::string t = portmap::testing::IptablesTool(v6) + " -t nat ";
       topo.node.MustRun(t + "-F && " + t + "-X && " + t + "-N KUBE-MARK-MASQ");
     }
   };

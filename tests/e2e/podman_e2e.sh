@@ -101,6 +101,11 @@ else
   fail "podman left no libcni cache entry at $CACHE"
 fi
 [ "$(node_rules_matching 18080)" -gt 0 ] && ok "port 18080 rules present" || fail "no rules for 18080"
+# Drop-in on this node's iptables: the operator's own listing shows the mapping.
+echo "  $(iptables --version): iptables -t nat -S | grep 18080"
+in_node iptables -t nat -S 2>/dev/null | grep 18080 | sed 's/^/    /' || true
+[ "$(in_node iptables -t nat -S 2>/dev/null | grep -c 'dport 18080')" -gt 0 ] &&
+  ok "the node's iptables lists the mapping" || fail "iptables -t nat -S does not show port 18080"
 P rm -f -t 0 web >/dev/null
 expect_eq 0 "$(node_rules_matching 18080)" "podman rm: no rule mentions 18080"
 expect_eq 0 "$(node_rules_matching "$CID")" "podman rm: no rule mentions the container"
@@ -189,8 +194,13 @@ grep -q "web" "$T/admit2.txt" && grep -q 18081 "$T/admit2.txt" &&
 if "$BIN/nodegate" guard --manifests "$T/running" "$T/other.yaml" >/dev/null 2>&1; then
   ok "guard admits and installs a pod on another host port"
   P kube play --network nodegate "$T/running/other.yaml" >/dev/null
-  expect_eq hello-kube "$(in_node timeout 5 busybox wget -qO- http://127.0.0.1:18082/ 2>&1 || true)" \
-    "second pod reached on 127.0.0.1:18082"
+  # The pod's httpd may still be starting when kube play returns (as for the first pod).
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    got="$(in_node timeout 5 busybox wget -qO- http://127.0.0.1:18082/ 2>&1 || true)"
+    [ "$got" = hello-kube ] && break
+    sleep 0.3
+  done
+  expect_eq hello-kube "$got" "second pod reached on 127.0.0.1:18082"
 else
   fail "admit rejected a pod on a free host port"
 fi

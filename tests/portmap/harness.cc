@@ -155,7 +155,7 @@ PluginOutput Portmap(const TestNetns& node, const std::string& command,
   call.ifname = "eth0";
   call.stdin_data = conf;
   call.run_in_netns = node.path();
-  if (!reference) {
+  if (IptablesModeUnderTest() == IptablesMode::kNft) {
     return nodegate::testing::RunPlugin(call);
   }
   // RunPlugin passes this process's PATH on; point it at the legacy tools for this call.
@@ -168,8 +168,23 @@ PluginOutput Portmap(const TestNetns& node, const std::string& command,
   return out;
 }
 
+namespace {
+IptablesMode g_mode = IptablesMode::kNft;
+}  // namespace
+
+void UseIptablesMode(IptablesMode mode) { g_mode = mode; }
+IptablesMode IptablesModeUnderTest() { return g_mode; }
+
+std::string IptablesTool(bool v6) {
+  return std::string(v6 ? "ip6tables-" : "iptables-") + std::string(IptablesModeName(g_mode));
+}
+
+std::string ModeParamName(const ::testing::TestParamInfo<IptablesMode>& info) {
+  return std::string(IptablesModeName(info.param));
+}
+
 std::string SaveNat(const TestNetns& node, bool v6) {
-  const auto r = node.Run(std::string(v6 ? "ip6tables" : "iptables") + "-legacy-save -t nat");
+  const auto r = node.Run(IptablesTool(v6) + "-save -t nat 2>/dev/null");
   std::istringstream in(r.output);
   std::string line, out;
   while (std::getline(in, line)) {

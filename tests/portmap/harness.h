@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "plugins/portmap/iptables_mode.h"
 #include "tests/support/netns_fixture.h"
 #include "tests/support/plugin_runner.h"
 
@@ -48,12 +49,25 @@ std::string Conf(const std::string& backend, const std::string& mappings,
                  const std::string& prev_result, const std::string& extra = "",
                  const std::string& network = "rnet", const std::string& version = "1.0.0");
 
-// Runs portmap (ours, or Debian's with iptables pointing at the legacy tools) in `node`.
+// The iptables mode the iptables-layout tests run in, for ours and the reference alike:
+//   nft     the default of these machines and of current distributions: `iptables` on PATH
+//           is iptables-nft, so both plugins write nf_tables;
+//   legacy  iptables, ip6tables and their -save/-restore first on PATH are the legacy tools
+//           (a PATH folder of links), so both write the x_tables.
+// Both plugins choose the mode from the iptables on their PATH; nothing else is configured.
+void UseIptablesMode(IptablesMode mode);
+IptablesMode IptablesModeUnderTest();
+// "iptables-nft" / "iptables-legacy" (or ip6tables-...): the tool of the mode under test.
+std::string IptablesTool(bool v6 = false);
+// "nft" / "legacy", for test names.
+std::string ModeParamName(const ::testing::TestParamInfo<IptablesMode>& info);
+
+// Runs portmap (ours or Debian's) in `node`, with the PATH of the mode under test.
 PluginOutput Portmap(const TestNetns& node, const std::string& command,
                      const std::string& container_id, const std::string& conf,
                      bool reference = false);
 
-// `iptables-legacy-save -t nat` (or ip6tables) without comment lines.
+// `iptables-save -t nat` (or ip6tables) of the mode under test, without comment lines.
 std::string SaveNat(const TestNetns& node, bool v6 = false);
 // `nft list ruleset`.
 std::string NftRuleset(const TestNetns& node);

@@ -1,11 +1,14 @@
-// portmap with the iptables (libiptc) backend, in private namespaces: real traffic, the
-// differential against Debian's reference plugin (which is made to write the same legacy
-// tables), switching between the two, concurrency with another iptables user, rollback, bad
-// input, re-ADD, CHECK, GC and the UDP conntrack flush.
+// portmap with the iptables layout, in private namespaces, in both iptables modes (nf_tables
+// in iptables-nft's encoding, and the legacy x_tables through libiptc), each chosen the way the
+// reference chooses it, from the iptables on PATH: real traffic, the differential against
+// Debian's reference plugin (same tables, same iptables-save output), switching between the
+// two, concurrency with another iptables user, rollback, bad input, re-ADD, CHECK, GC and the
+// UDP conntrack flush.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <regex>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -13,6 +16,14 @@
 
 namespace nodegate::portmap::testing {
 namespace {
+
+// Every test runs in both iptables modes: nft first (the node's default here and on current
+// distributions), then legacy.
+class PortmapIptables : public ::testing::TestWithParam<IptablesMode> {
+ protected:
+  void SetUp() override { UseIptablesMode(GetParam()); }
+  void TearDown() override { UseIptablesMode(IptablesMode::kNft); }
+};
 
 std::string ContainerRules(const std::string& save) {
   std::string out;
@@ -24,14 +35,14 @@ std::string ContainerRules(const std::string& save) {
   return out;
 }
 
-TEST(PortmapIptables, RealTraffic) {
+TEST_P(PortmapIptables, RealTraffic) {
   NG_REQUIRE_ROOT();
   RunTrafficScenario("iptables");
 }
 
 // The same calls on two fresh nodes, one running the reference and one ours: identical
-// iptables-legacy-save and ip6tables-legacy-save output.
-TEST(PortmapIptables, SameTablesAsTheReference) {
+// iptables-save and ip6tables-save output (of the mode under test).
+TEST_P(PortmapIptables, SameTablesAsTheReference) {
   NG_REQUIRE_ROOT();
   struct Call {
     std::string id;
@@ -74,7 +85,7 @@ TEST(PortmapIptables, SameTablesAsTheReference) {
 
 // A node can switch plugins in either direction: each side checks and removes the other's
 // rules.
-TEST(PortmapIptables, SwitchesWithTheReference) {
+TEST_P(PortmapIptables, SwitchesWithTheReference) {
   NG_REQUIRE_ROOT();
   const std::string conf = Conf("", kMappings, kPrev);
   {
@@ -110,27 +121,26 @@ TEST(PortmapIptables, SwitchesWithTheReference) {
 }
 
 // 50 ADDs and DELs in parallel while another process appends and deletes its own rules with
-// iptables-legacy: every party's rules are there afterwards, and nothing else.
-TEST(PortmapIptables, ConcurrentWithAnotherIptablesUser) {
+// the mode's iptables: every party's rules are there afterwards, and nothing else.
+TEST_P(PortmapIptables, ConcurrentWithAnotherIptablesUser) {
   NG_REQUIRE_ROOT();
   TestNetns node("ng-pmcc");
-  node.MustRun("iptables-legacy -w -t nat -N OTHER-PARTY");
+  node.MustRun(IptablesTool() + " -w -t nat -N OTHER-PARTY");
   // The other party: 120 rounds of append two, delete one; 120 rules remain.
+  const std::string ipt = IptablesTool() + " -w -t nat ";
   const std::string loop =
-      "for i in $(seq 1 120); do "
-      "iptables-legacy -w -t nat -A OTHER-PARTY -s 203.0.113.$((i % 250))/32 -j RETURN -m comment "
-      "--comment keep$i && "
-      "iptables-legacy -w -t nat -A OTHER-PARTY -d 203.0.113.$((i % 250))/32 -j RETURN -m comment "
-      "--comment drop$i && "
-      "iptables-legacy -w -t nat -D OTHER-PARTY -d 203.0.113.$((i % 250))/32 -j RETURN -m comment "
-      "--comment drop$i || exit 1; "
-      "done";
+      "for i in $(seq 1 120); do " + ipt +
+      "-A OTHER-PARTY -s 203.0.113.$((i % 250))/32 -j RETURN -m comment --comment keep$i && " +
+      ipt + "-A OTHER-PARTY -d 203.0.113.$((i % 250))/32 -j RETURN -m comment --comment drop$i && " +
+      ipt + "-D OTHER-PARTY -d 203.0.113.$((i % 250))/32 -j RETURN -m comment --comment drop$i " +
+      "|| exit 1; done";
   std::atomic<int> other_rc{-1};
   std::thread other([&] { other_rc = node.Run(loop).exit_code; });
 
   constexpr int kContainers = 50;
   std::vector<std::string> confs(kContainers);
   std::vector<int> add_rc(kContainers, -1), del_rc(kContainers, -1);
+  std::vector<std::string> add_out(kContainers), del_out(kContainers);
   for (int i = 0; i < kContainers; ++i) {
     confs[i] = Conf("iptables",
                     "[{\"hostPort\":" + std::to_string(20000 + i) +
@@ -143,9 +153,15 @@ TEST(PortmapIptables, ConcurrentWithAnotherIptablesUser) {
     workers.emplace_back([&] {
       for (int i = next++; i < kContainers; i = next++) {
         const std::string id = "cc" + std::to_string(i);
-        add_rc[i] = Portmap(node, "ADD", id, confs[i]).exit_code;
+        const auto add = Portmap(node, "ADD", id, confs[i]);
+        add_rc[i] = add.exit_code;
+        add_out[i] = add.out + add.err;
         // Every other container goes away again.
-        if (i % 2 == 1) del_rc[i] = Portmap(node, "DEL", id, confs[i]).exit_code;
+        if (i % 2 == 1) {
+          const auto del = Portmap(node, "DEL", id, confs[i]);
+          del_rc[i] = del.exit_code;
+          del_out[i] = del.out + del.err;
+        }
       }
     });
   }
@@ -157,10 +173,10 @@ TEST(PortmapIptables, ConcurrentWithAnotherIptablesUser) {
   EXPECT_EQ(CountLines(save, "-A OTHER-PARTY"), 120) << save;
   EXPECT_EQ(CountLines(save, "--comment drop"), 0);
   for (int i = 0; i < kContainers; ++i) {
-    EXPECT_EQ(add_rc[i], 0) << "ADD " << i;
+    EXPECT_EQ(add_rc[i], 0) << "ADD " << i << ": " << add_out[i];
     const std::string comment = "id: \\\"cc" + std::to_string(i) + "\\\"\"";
     if (i % 2 == 1) {
-      EXPECT_EQ(del_rc[i], 0) << "DEL " << i;
+      EXPECT_EQ(del_rc[i], 0) << "DEL " << i << ": " << del_out[i];
       EXPECT_EQ(CountLines(save, comment), 0) << "deleted container " << i << " left rules";
     } else {
       EXPECT_EQ(CountLines(save, comment), 1) << "container " << i << " lost its entry rule";
@@ -179,10 +195,10 @@ TEST(PortmapIptables, ConcurrentWithAnotherIptablesUser) {
 
 // IPv4 commits, IPv6 fails (the external mark chain exists only in IPv4): the IPv4 rules are
 // rolled back and the plugin reports the error.
-TEST(PortmapIptables, FailureHalfWayLeavesNoRule) {
+TEST_P(PortmapIptables, FailureHalfWayLeavesNoRule) {
   NG_REQUIRE_ROOT();
   TestNetns node("ng-pmrb");
-  node.MustRun("iptables-legacy -t nat -N EXT-MARK");
+  node.MustRun(IptablesTool() + " -t nat -N EXT-MARK");
   const std::string conf = Conf("", kMappings, kPrev, R"(,"externalSetMarkChain":"EXT-MARK")");
   const auto add = Portmap(node, "ADD", "ctr1", conf);
   EXPECT_EQ(add.exit_code, 1) << add.out;
@@ -193,7 +209,7 @@ TEST(PortmapIptables, FailureHalfWayLeavesNoRule) {
   }
 }
 
-TEST(PortmapIptables, BadInputChangesNothing) {
+TEST_P(PortmapIptables, BadInputChangesNothing) {
   NG_REQUIRE_ROOT();
   TestNetns node("ng-pmbad");
   ASSERT_EQ(Portmap(node, "ADD", "keep", Conf("iptables", kMappings, kPrev)).exit_code, 0);
@@ -217,7 +233,7 @@ TEST(PortmapIptables, BadInputChangesNothing) {
   EXPECT_EQ(SaveNat(node) + SaveNat(node, true), before);
 }
 
-TEST(PortmapIptables, ReAddReplacesCheckFindsGapsAndGcRemovesStale) {
+TEST_P(PortmapIptables, ReAddReplacesCheckFindsGapsAndGcRemovesStale) {
   NG_REQUIRE_ROOT();
   TestNetns node("ng-pmre");
   const std::string first = Conf("iptables", kMappings, kPrev);
@@ -232,7 +248,7 @@ TEST(PortmapIptables, ReAddReplacesCheckFindsGapsAndGcRemovesStale) {
   EXPECT_NE(Portmap(node, "CHECK", "ctr1", first).exit_code, 0);
 
   // A rule removed behind the plugin's back is a CHECK failure (code 103).
-  node.MustRun("iptables-legacy -t nat -D CNI-DN-6ef8579d92ac413d65a3e 3");
+  node.MustRun(IptablesTool() + " -t nat -D CNI-DN-6ef8579d92ac413d65a3e 3");
   const auto check = Portmap(node, "CHECK", "ctr1", second);
   EXPECT_NE(check.exit_code, 0);
   EXPECT_NE(check.out.find("\"code\": 103"), std::string::npos) << check.out;
@@ -256,7 +272,7 @@ TEST(PortmapIptables, ReAddReplacesCheckFindsGapsAndGcRemovesStale) {
   EXPECT_EQ(Portmap(node, "STATUS", "", gc).exit_code, 0);
 }
 
-TEST(PortmapIptables, DelWithoutNetnsOrPrevResult) {
+TEST_P(PortmapIptables, DelWithoutNetnsOrPrevResult) {
   NG_REQUIRE_ROOT();
   TestNetns node("ng-pmdel");
   ASSERT_EQ(Portmap(node, "ADD", "ctr1", Conf("iptables", kMappings, kPrev)).exit_code, 0);
@@ -276,7 +292,7 @@ TEST(PortmapIptables, DelWithoutNetnsOrPrevResult) {
 // be read (containerd's Go-cased keys read by an older build, a corrupt cached prevResult)
 // still removes what the container owns, found by network name and container ID, and nothing
 // else. The reference fails these DELs.
-TEST(PortmapIptables, DelWithAnUnreadableConfigRemovesTheContainersRules) {
+TEST_P(PortmapIptables, DelWithAnUnreadableConfigRemovesTheContainersRules) {
   NG_REQUIRE_ROOT();
   TestNetns node("ng-pmbad");
   ASSERT_EQ(Portmap(node, "ADD", "other",
@@ -305,13 +321,13 @@ TEST(PortmapIptables, DelWithAnUnreadableConfigRemovesTheContainersRules) {
 
 // A UDP conntrack entry towards the host port, made before the mapping existed, would keep
 // the client away from the container; ADD flushes it.
-TEST(PortmapIptables, AddFlushesStaleUdpConntrack) {
+TEST_P(PortmapIptables, AddFlushesStaleUdpConntrack) {
   NG_REQUIRE_ROOT();
   Topology topo;
   EchoServer server(topo.container.path(), 53, "dns");
   const std::string client = topo.client.path();
   // Conntrack is active on a real node (kube-proxy, firewalls); make it so in this one.
-  topo.node.MustRun("iptables-legacy -A INPUT -m conntrack --ctstate INVALID -j DROP");
+  topo.node.MustRun(IptablesTool() + " -A INPUT -m conntrack --ctstate INVALID -j DROP");
   // No mapping yet: the datagram goes to the node itself and leaves a conntrack entry.
   EXPECT_FALSE(UdpRequest(client, topo.node_client_ip4, 5353, 300, 40000));
   EXPECT_EQ(topo.node.Run("conntrack -L -p udp --dport 5353 2>/dev/null | grep -c 5353").output,
@@ -333,6 +349,149 @@ TEST(PortmapIptables, AddFlushesStaleUdpConntrack) {
             "1\n");
   EXPECT_EQ(topo.node.Run("conntrack -L -p tcp --dport 5353 2>/dev/null | grep -c 5353").output,
             "1\n");
+}
+
+// kube-proxy's KUBE-MARK-MASQ, made by the node's own iptables, as the external mark chain:
+// ADD jumps to it in both families, CHECK passes, the reference's DEL removes our rules.
+TEST_P(PortmapIptables, ExternalMarkChainMadeByTheNodesIptables) {
+  NG_REQUIRE_ROOT();
+  TestNetns node("ng-pmkm");
+  for (bool v6 : {false, true}) node.MustRun(IptablesTool(v6) + " -t nat -N KUBE-MARK-MASQ");
+  const std::string conf =
+      Conf("", kMappings, kPrev, R"(,"externalSetMarkChain":"KUBE-MARK-MASQ")");
+  const auto add = Portmap(node, "ADD", "ctr1", conf);
+  ASSERT_EQ(add.exit_code, 0) << add.out << add.err;
+  EXPECT_EQ(CountLines(SaveNat(node), "-j KUBE-MARK-MASQ"), 4) << SaveNat(node);
+  EXPECT_EQ(CountLines(SaveNat(node, true), "-j KUBE-MARK-MASQ"), 1) << SaveNat(node, true);
+  EXPECT_EQ(CountLines(SaveNat(node), "CNI-HOSTPORT-SETMARK"), 0);
+  EXPECT_EQ(Portmap(node, "CHECK", "ctr1", conf).exit_code, 0);
+  const auto del = Portmap(node, "DEL", "ctr1", conf, /*reference=*/true);
+  ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
+  EXPECT_EQ(CountLines(SaveNat(node) + SaveNat(node, true), "CNI-DN-"), 0);
+  EXPECT_EQ(CountLines(SaveNat(node), ":KUBE-MARK-MASQ"), 1);
+}
+
+// `iptables -C` (what the reference's CHECK and DEL use) finds every rule we wrote, sctp
+// included: the same match data as the iptables tools write, byte for byte.
+TEST_P(PortmapIptables, IptablesChecksEveryRuleWeWrote) {
+  NG_REQUIRE_ROOT();
+  TestNetns node("ng-pmchk");
+  const std::string conf = Conf(
+      "", R"([{"hostPort":9091,"containerPort":91,"protocol":"sctp"},)"
+          R"({"hostPort":8080,"containerPort":80,"protocol":"tcp","hostIP":"10.88.0.1"},)"
+          R"({"hostPort":5353,"containerPort":53,"protocol":"udp"}])",
+      kPrev);
+  ASSERT_EQ(Portmap(node, "ADD", "ctr1", conf).exit_code, 0);
+  int checked = 0;
+  for (bool v6 : {false, true}) {
+    std::istringstream lines(SaveNat(node, v6));
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("-A ", 0) != 0) continue;
+      const auto r = node.Run(IptablesTool(v6) + " -t nat -C " + line.substr(3));
+      EXPECT_EQ(r.exit_code, 0) << line << "\n" << r.output;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 20);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, PortmapIptables,
+                         ::testing::Values(IptablesMode::kNft, IptablesMode::kLegacy),
+                         ModeParamName);
+
+}  // namespace
+
+}  // namespace nodegate::portmap::testing
+
+namespace nodegate::portmap::testing {
+namespace {
+
+// Which tables the layout lands in, chosen as the reference's iptables would be.
+class IptablesModeChoice : public ::testing::Test {
+ protected:
+  // Runs our ADD with PATH=`path` (the runtime's PATH decides, as it does for the reference).
+  PluginOutput AddWithPath(const TestNetns& node, const std::string& path,
+                           const std::string& extra = "") {
+    nodegate::testing::PluginCall call;
+    call.binary = nodegate::testing::BinPath("portmap");
+    call.command = "ADD";
+    call.container_id = "ctr1";
+    call.netns = "/run/netns/ctr-ctr1";
+    call.ifname = "eth0";
+    call.stdin_data = Conf("", kMappings, kPrev, extra);
+    call.run_in_netns = node.path();
+    call.extra_env["PATH"] = path;
+    return nodegate::testing::RunPlugin(call);
+  }
+  static int NftRules(const TestNetns& node) {
+    return CountLines(node.Run("iptables-nft-save -t nat 2>/dev/null").output, "-A CNI-DN-");
+  }
+  static bool LegacyNatLoaded(const TestNetns& node) {
+    return node.Run("grep -qx nat /proc/net/ip_tables_names").exit_code == 0;
+  }
+};
+
+TEST_F(IptablesModeChoice, TheNodesIptablesDecidesAndLegacyTablesAreNotCreated) {
+  NG_REQUIRE_ROOT();
+  TestNetns node("ng-pmmode");
+  ASSERT_EQ(AddWithPath(node, "/usr/sbin:/usr/bin:/sbin:/bin").exit_code, 0);
+  EXPECT_EQ(NftRules(node), 6);  // Debian 12: iptables is iptables-nft
+  EXPECT_FALSE(LegacyNatLoaded(node)) << "choosing the mode must not load iptable_nat";
+  // The operator's own view lists them.
+  EXPECT_EQ(CountLines(node.MustRun("iptables -t nat -S"), "-A CNI-HOSTPORT-DNAT"), 2);
+}
+
+TEST_F(IptablesModeChoice, WithoutAnIptablesBinaryTheNodesChainsDecide) {
+  NG_REQUIRE_ROOT();
+  {
+    // The kubelet's hint in nf_tables beats CNI chains in x_tables.
+    TestNetns node("ng-pmhint");
+    node.MustRun("iptables-legacy -t nat -N CNI-HOSTPORT-DNAT");
+    node.MustRun("iptables-nft -t mangle -N KUBE-IPTABLES-HINT");
+    const auto add = AddWithPath(node, "/nonexistent");
+    ASSERT_EQ(add.exit_code, 0) << add.out << add.err;
+    EXPECT_EQ(NftRules(node), 6);
+  }
+  {
+    // Only the legacy tables hold this layout: the rules join them.
+    TestNetns node("ng-pmleg");
+    node.MustRun("iptables-legacy -t nat -N CNI-HOSTPORT-DNAT");
+    const auto add = AddWithPath(node, "/nonexistent");
+    ASSERT_EQ(add.exit_code, 0) << add.out << add.err;
+    EXPECT_EQ(NftRules(node), 0);
+    EXPECT_EQ(CountLines(node.MustRun("iptables-legacy-save -t nat"), "-A CNI-DN-"), 6);
+  }
+  {
+    // Nothing to go by: nf_tables, and no legacy table is created.
+    TestNetns node("ng-pmnone");
+    ASSERT_EQ(AddWithPath(node, "/nonexistent").exit_code, 0);
+    EXPECT_EQ(NftRules(node), 6);
+    EXPECT_FALSE(LegacyNatLoaded(node));
+  }
+}
+
+// A node that switched modes: DEL removes the container's rules from both.
+TEST_F(IptablesModeChoice, DelRemovesTheContainersRulesInBothModes) {
+  NG_REQUIRE_ROOT();
+  TestNetns node("ng-pmboth");
+  ASSERT_EQ(AddWithPath(node, "/usr/sbin:/usr/bin", R"(,"iptablesMode":"legacy")").exit_code, 0);
+  ASSERT_EQ(AddWithPath(node, "/usr/sbin:/usr/bin").exit_code, 0);
+  ASSERT_EQ(NftRules(node), 6);
+  ASSERT_EQ(CountLines(node.MustRun("iptables-legacy-save -t nat"), "-A CNI-DN-"), 6);
+  nodegate::testing::PluginCall del;
+  del.binary = nodegate::testing::BinPath("portmap");
+  del.command = "DEL";
+  del.container_id = "ctr1";
+  del.ifname = "eth0";
+  del.stdin_data = Conf("", kMappings, "");
+  del.run_in_netns = node.path();
+  const auto out = nodegate::testing::RunPlugin(del);
+  ASSERT_EQ(out.exit_code, 0) << out.out << out.err;
+  EXPECT_EQ(NftRules(node), 0);
+  EXPECT_EQ(CountLines(node.MustRun("iptables-legacy-save -t nat") +
+                           node.MustRun("ip6tables-legacy-save -t nat"),
+                       "CNI-DN-"),
+            0);
 }
 
 }  // namespace

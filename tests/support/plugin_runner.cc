@@ -36,7 +36,9 @@ PluginOutput RunPlugin(const PluginCall& call) {
   set("CNI_IFNAME", call.ifname);
   set("CNI_ARGS", call.args);
   set("CNI_PATH", call.path);
-  set("PATH", std::getenv("PATH") ? std::getenv("PATH") : "/usr/sbin:/usr/bin:/sbin:/bin");
+  if (call.extra_env.count("PATH") == 0) {  // a call may run with a PATH of its own
+    set("PATH", std::getenv("PATH") ? std::getenv("PATH") : "/usr/sbin:/usr/bin:/sbin:/bin");
+  }
   for (const auto& [k, v] : call.extra_env) {
     env_strings.push_back(k + "=" + v);
   }

@@ -1,0 +1,883 @@
+#include "plugins/portmap/iptables_nft_encode.h"
+
+// clang-format off
+#include <netinet/in.h>  // before the kernel headers, which then skip their own copies
+// clang-format on
+#include <linux/netfilter/nf_nat.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nf_tables_compat.h>
+#include <linux/netfilter/x_tables.h>
+#include <linux/netfilter/xt_addrtype.h>
+#include <linux/netfilter/xt_comment.h>
+#include <linux/netfilter/xt_mark.h>
+#include <linux/netfilter/xt_multiport.h>
+// xt_sctp.h has C-only inline helpers.
+#define _Bool bool
+#include <linux/netfilter/xt_sctp.h>
+#undef _Bool
+#undef bytes
+#include <linux/netfilter/xt_tcpudp.h>
+#include <net/if.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "lib/netfilter/nlattr.h"
+
+namespace nodegate::portmap::ipt {
+namespace {
+
+using netfilter::Attr;
+using netfilter::AttrWriter;
+using netfilter::ByteView;
+using Bytes = std::vector<uint8_t>;
+
+// iptables-nft loads everything into register 1 (nft-shared.c add_meta/add_payload).
+constexpr uint32_t kReg = NFT_REG_1;
+
+// An xt match or target as nft_compat carries it: name, revision, XT_ALIGN'd info.
+struct XtBlob {
+  std::string name;
+  uint32_t revision = 0;
+  Bytes info;
+  bool operator==(const XtBlob&) const = default;
+};
+
+// The info struct `T` as the iptables extension lays it out: zeroed, padded to XT_ALIGN.
+template <typename T>
+Bytes InfoBytes(const T& info) {
+  Bytes out(XT_ALIGN(sizeof(T)), 0);
+  std::memcpy(out.data(), &info, sizeof(T));
+  return out;
+}
+template <typename T>
+T ZeroedInfo() {
+  T info;
+  std::memset(&info, 0, sizeof(info));
+  return info;
+}
+
+// Reads an info struct back; nullopt unless `info` has exactly the aligned size.
+template <typename T>
+std::optional<T> ReadInfo(ByteView info) {
+  if (info.size() != XT_ALIGN(sizeof(T))) return std::nullopt;
+  T out;
+  std::memcpy(&out, info.data(), sizeof(T));
+  return out;
+}
+
+Bytes HostU32(uint32_t value) {
+  Bytes out(4);
+  std::memcpy(out.data(), &value, 4);
+  return out;
+}
+Bytes Be16(int port) {
+  const uint16_t be = htons(static_cast<uint16_t>(port));
+  return Bytes{reinterpret_cast<const uint8_t*>(&be), reinterpret_cast<const uint8_t*>(&be) + 2};
+}
+
+// ---- xt blobs, one per extension, with the revisions iptables 1.8.9 picks on current
+// kernels (doc section 1: addrtype 1, comment 0, multiport 1, sctp 0, MARK 2, MASQUERADE 0,
+// DNAT 2; tcp/udp 0 and mark 1 only when a foreign writer used the compat form).
+
+XtBlob CommentBlob(const std::string& text) {
+  auto info = ZeroedInfo<xt_comment_info>();
+  std::strncpy(info.comment, text.c_str(), XT_MAX_COMMENT_LEN - 1);
+  return {"comment", 0, InfoBytes(info)};
+}
+
+XtBlob MultiportBlob(const std::vector<int>& ports) {
+  auto info = ZeroedInfo<xt_multiport_v1>();
+  info.flags = XT_MULTIPORT_DESTINATION;
+  info.count = static_cast<uint8_t>(std::min(ports.size(), size_t{XT_MULTI_PORTS}));
+  for (size_t i = 0; i < info.count; ++i) info.ports[i] = static_cast<uint16_t>(ports[i]);
+  return {"multiport", 1, InfoBytes(info)};
+}
+
+XtBlob AddrtypeLocalBlob() {
+  auto info = ZeroedInfo<xt_addrtype_info_v1>();
+  info.dest = XT_ADDRTYPE_LOCAL;
+  return {"addrtype", 1, InfoBytes(info)};
+}
+
+// libxt_sctp's init marks the four flag slots unused (chunktype 0xff); --dport N sets both
+// ends of the range and the flag. Source ports stay 0..0.
+XtBlob SctpBlob(int dport) {
+  auto info = ZeroedInfo<xt_sctp_info>();
+  info.dpts[0] = info.dpts[1] = static_cast<uint16_t>(dport);
+  for (auto& flag : info.flag_info) flag.chunktype = 0xff;
+  info.flags = XT_SCTP_DEST_PORTS;
+  return {"sctp", 0, InfoBytes(info)};
+}
+
+// The compat forms of -m tcp/udp --dport (iptables-nft writes them natively).
+XtBlob TcpUdpBlob(Protocol protocol, int dport) {
+  if (protocol == Protocol::kTcp) {
+    auto info = ZeroedInfo<xt_tcp>();
+    info.spts[1] = 0xffff;
+    info.dpts[0] = info.dpts[1] = static_cast<uint16_t>(dport);
+    return {"tcp", 0, InfoBytes(info)};
+  }
+  auto info = ZeroedInfo<xt_udp>();
+  info.spts[1] = 0xffff;
+  info.dpts[0] = info.dpts[1] = static_cast<uint16_t>(dport);
+  return {"udp", 0, InfoBytes(info)};
+}
+
+XtBlob MarkMatchBlob(const MarkMatch& m) {
+  auto info = ZeroedInfo<xt_mark_mtinfo1>();
+  info.mark = m.mark;
+  info.mask = m.mask;
+  return {"mark", 1, InfoBytes(info)};
+}
+
+XtBlob SetMarkBlob(const SetMarkTarget& t) {
+  auto info = ZeroedInfo<xt_mark_tginfo2>();
+  info.mark = t.value;
+  info.mask = t.mask;
+  return {"MARK", 2, InfoBytes(info)};
+}
+
+XtBlob MasqueradeBlob(net::Family family) {
+  if (family == net::Family::kV4) {
+    auto info = ZeroedInfo<nf_nat_ipv4_multi_range_compat>();
+    info.rangesize = 1;
+    return {"MASQUERADE", 0, InfoBytes(info)};
+  }
+  return {"MASQUERADE", 0, InfoBytes(ZeroedInfo<nf_nat_range>())};
+}
+
+XtBlob DnatBlob(const DnatTarget& t) {
+  auto info = ZeroedInfo<nf_nat_range2>();
+  info.flags = NF_NAT_RANGE_MAP_IPS | NF_NAT_RANGE_PROTO_SPECIFIED;
+  const auto len = static_cast<size_t>(t.address.byte_length());
+  std::memcpy(&info.min_addr, t.address.bytes().data(), len);
+  std::memcpy(&info.max_addr, t.address.bytes().data(), len);
+  info.min_proto.all = info.max_proto.all = htons(static_cast<uint16_t>(t.port));
+  return {"DNAT", 2, InfoBytes(info)};
+}
+
+// The xt form of any match (what a compat `match` expression of it holds).
+XtBlob MatchBlob(const Match& match) {
+  struct Visitor {
+    XtBlob operator()(const CommentMatch& m) const { return CommentBlob(m.text); }
+    XtBlob operator()(const PortMatch& m) const {
+      return m.protocol == Protocol::kSctp ? SctpBlob(m.dport) : TcpUdpBlob(m.protocol, m.dport);
+    }
+    XtBlob operator()(const MultiportMatch& m) const { return MultiportBlob(m.dports); }
+    XtBlob operator()(const AddrtypeLocalMatch&) const { return AddrtypeLocalBlob(); }
+    XtBlob operator()(const MarkMatch& m) const { return MarkMatchBlob(m); }
+  };
+  return std::visit(Visitor{}, match);
+}
+
+// ---- expression list writer, attribute order as libnftnl 1.2.4 emits it.
+
+class ExprWriter {
+ public:
+  void Meta(uint32_t key) {
+    Begin("meta");
+    w_.PutBe32(NFTA_META_KEY, key);
+    w_.PutBe32(NFTA_META_DREG, kReg);
+    End();
+  }
+  void Payload(uint32_t base, uint32_t offset, uint32_t len) {
+    Begin("payload");
+    w_.PutBe32(NFTA_PAYLOAD_DREG, kReg);
+    w_.PutBe32(NFTA_PAYLOAD_BASE, base);
+    w_.PutBe32(NFTA_PAYLOAD_OFFSET, offset);
+    w_.PutBe32(NFTA_PAYLOAD_LEN, len);
+    End();
+  }
+  // reg = (reg & mask) ^ 0, as iptables-nft masks addresses and marks.
+  void Bitwise(const Bytes& mask) {
+    Begin("bitwise");
+    w_.PutBe32(NFTA_BITWISE_SREG, kReg);
+    w_.PutBe32(NFTA_BITWISE_DREG, kReg);
+    w_.PutBe32(NFTA_BITWISE_LEN, static_cast<uint32_t>(mask.size()));
+    PutData(NFTA_BITWISE_MASK, mask);
+    PutData(NFTA_BITWISE_XOR, Bytes(mask.size(), 0));
+    End();
+  }
+  void Cmp(uint32_t op, const Bytes& data) {
+    Begin("cmp");
+    w_.PutBe32(NFTA_CMP_SREG, kReg);
+    w_.PutBe32(NFTA_CMP_OP, op);
+    PutData(NFTA_CMP_DATA, data);
+    End();
+  }
+  void Counter() {
+    Begin("counter");
+    w_.PutBe64(NFTA_COUNTER_BYTES, 0);
+    w_.PutBe64(NFTA_COUNTER_PACKETS, 0);
+    End();
+  }
+  void Xt(bool target, const XtBlob& blob) {
+    Begin(target ? "target" : "match");
+    static_assert(int{NFTA_MATCH_NAME} == int{NFTA_TARGET_NAME} &&
+                  int{NFTA_MATCH_REV} == int{NFTA_TARGET_REV} &&
+                  int{NFTA_MATCH_INFO} == int{NFTA_TARGET_INFO});
+    w_.PutString(NFTA_MATCH_NAME, blob.name);
+    w_.PutBe32(NFTA_MATCH_REV, blob.revision);
+    w_.Put(NFTA_MATCH_INFO, blob.info);
+    End();
+  }
+  void Jump(const std::string& chain) {
+    Begin("immediate");
+    w_.PutBe32(NFTA_IMMEDIATE_DREG, NFT_REG_VERDICT);
+    const size_t data = w_.BeginNested(NFTA_IMMEDIATE_DATA);
+    const size_t verdict = w_.BeginNested(NFTA_DATA_VERDICT);
+    w_.PutBe32(NFTA_VERDICT_CODE, static_cast<uint32_t>(NFT_JUMP));
+    w_.PutString(NFTA_VERDICT_CHAIN, chain);
+    w_.EndNested(verdict);
+    w_.EndNested(data);
+    End();
+  }
+  Bytes Take() { return w_.Take(); }
+
+ private:
+  void Begin(const char* name) {
+    elem_ = w_.BeginNested(NFTA_LIST_ELEM);
+    w_.PutString(NFTA_EXPR_NAME, name);
+    data_ = w_.BeginNested(NFTA_EXPR_DATA);
+  }
+  void End() {
+    w_.EndNested(data_);
+    w_.EndNested(elem_);
+  }
+  void PutData(uint16_t type, const Bytes& value) {
+    const size_t nest = w_.BeginNested(type);
+    w_.Put(NFTA_DATA_VALUE, value);
+    w_.EndNested(nest);
+  }
+
+  AttrWriter w_;
+  size_t elem_ = 0;
+  size_t data_ = 0;
+};
+
+// ---- header fields
+
+int AddressLength(net::Family family) { return family == net::Family::kV4 ? 4 : 16; }
+uint32_t SourceOffset(net::Family family) { return family == net::Family::kV4 ? 12 : 8; }
+uint32_t DestOffset(net::Family family) { return family == net::Family::kV4 ? 16 : 24; }
+
+Bytes PrefixMask(int length, int bytes) {
+  Bytes mask(static_cast<size_t>(bytes), 0);
+  for (int i = 0; i < bytes; ++i) {
+    const int bits = std::clamp(length - i * 8, 0, 8);
+    mask[static_cast<size_t>(i)] = static_cast<uint8_t>((0xff00 >> bits) & 0xff);
+  }
+  return mask;
+}
+
+Error Invalid(const std::string& what) {
+  return Error(kErrInvalidConfig, "iptables-nft encoding: " + what);
+}
+
+// -s/-d (nft-shared.c add_addr): an octet-aligned prefix loads only its whole bytes; any
+// other prefix loads the whole address and masks it. /0 loads nothing.
+Status AddAddress(ExprWriter& out, uint32_t offset, const net::IpPrefix& prefix, bool invert,
+                  net::Family family) {
+  if (prefix.family() != family)
+    return Invalid("address " + prefix.ToString() + " of the other family");
+  if (prefix.length() == 0) {
+    if (invert) return Invalid("\"! " + prefix.ToString() + "\" matches nothing");
+    return OkStatus();
+  }
+  const int bytes = AddressLength(family);
+  const net::IpAddress network_address = prefix.Network();
+  const auto& network = network_address.bytes();
+  const bool partial = prefix.length() % 8 != 0;
+  const int len = partial ? bytes : prefix.length() / 8;
+  out.Payload(NFT_PAYLOAD_NETWORK_HEADER, offset, static_cast<uint32_t>(len));
+  if (partial) out.Bitwise(PrefixMask(prefix.length(), bytes));
+  out.Cmp(invert ? NFT_CMP_NEQ : NFT_CMP_EQ, Bytes(network.begin(), network.begin() + len));
+  return OkStatus();
+}
+
+// -i/-o (add_iniface): the name with its NUL; "eth+" compares the prefix "eth" only; "+"
+// alone loads the name and compares nothing, and "! -i +" compares with "INVAL/D".
+Status AddIface(ExprWriter& out, uint32_t key, const std::string& name, bool invert) {
+  if (name.size() >= IFNAMSIZ) return Invalid("interface name \"" + name + "\" is too long");
+  out.Meta(key);
+  const uint32_t op = invert ? NFT_CMP_NEQ : NFT_CMP_EQ;
+  if (name.back() != '+') {
+    out.Cmp(op, Bytes(name.c_str(), name.c_str() + name.size() + 1));
+  } else if (name.size() > 1) {
+    out.Cmp(op, Bytes(name.begin(), name.end() - 1));
+  } else if (invert) {
+    static constexpr char kInvalid[] = "INVAL/D";
+    out.Cmp(NFT_CMP_EQ, Bytes(kInvalid, kInvalid + sizeof(kInvalid)));
+  }
+  return OkStatus();
+}
+
+Status AddHeader(ExprWriter& out, const Header& h, net::Family family) {
+  if (!h.in_iface.empty())
+    NG_RETURN_IF_ERROR(AddIface(out, NFT_META_IIFNAME, h.in_iface, h.in_invert));
+  if (!h.out_iface.empty()) {
+    NG_RETURN_IF_ERROR(AddIface(out, NFT_META_OIFNAME, h.out_iface, h.out_invert));
+  }
+  if (h.protocol) {
+    out.Meta(NFT_META_L4PROTO);
+    out.Cmp(NFT_CMP_EQ, Bytes{static_cast<uint8_t>(ProtocolNumber(*h.protocol))});
+  }
+  if (h.src)
+    NG_RETURN_IF_ERROR(AddAddress(out, SourceOffset(family), *h.src, h.src_invert, family));
+  if (h.dst) NG_RETURN_IF_ERROR(AddAddress(out, DestOffset(family), *h.dst, h.dst_invert, family));
+  return OkStatus();
+}
+
+bool ValidPort(int port) { return port >= 0 && port <= 0xffff; }
+
+// What iptables (or the kernel's compat checks) would refuse in a match.
+Status CheckMatch(const Match& match, const Header& header) {
+  if (const auto* port = std::get_if<PortMatch>(&match)) {
+    if (!ValidPort(port->dport)) return Invalid("port " + std::to_string(port->dport));
+    if (header.protocol != port->protocol) {
+      const std::string name(ProtocolName(port->protocol));
+      return Invalid(name + " match requires -p " + name);
+    }
+  } else if (const auto* multiport = std::get_if<MultiportMatch>(&match)) {
+    if (multiport->dports.empty() || multiport->dports.size() > XT_MULTI_PORTS) {
+      return Invalid("multiport needs 1.." + std::to_string(XT_MULTI_PORTS) + " ports");
+    }
+    for (int p : multiport->dports) {
+      if (!ValidPort(p)) return Invalid("port " + std::to_string(p));
+    }
+  } else if (const auto* comment = std::get_if<CommentMatch>(&match)) {
+    if (comment->text.size() >= XT_MAX_COMMENT_LEN) return Invalid("comment over 255 bytes");
+  }
+  return OkStatus();
+}
+
+// One match (nft.c add_match): tcp/udp ports and marks natively, everything else as xt.
+Status AddMatch(ExprWriter& out, const Match& match, const Header& header) {
+  NG_RETURN_IF_ERROR(CheckMatch(match, header));
+  const auto* port = std::get_if<PortMatch>(&match);
+  if (port != nullptr && port->protocol != Protocol::kSctp) {
+    out.Payload(NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2);
+    out.Cmp(NFT_CMP_EQ, Be16(port->dport));
+  } else if (const auto* mark = std::get_if<MarkMatch>(&match)) {
+    out.Meta(NFT_META_MARK);
+    if (mark->mask != 0xffffffffu) out.Bitwise(HostU32(mark->mask));  // no bitwise for ~0
+    out.Cmp(NFT_CMP_EQ, HostU32(mark->mark));
+  } else {
+    out.Xt(false, MatchBlob(match));
+  }
+  return OkStatus();
+}
+
+Status AddTarget(ExprWriter& out, const Target& target, net::Family family) {
+  if (const auto* jump = std::get_if<JumpTarget>(&target)) {
+    out.Jump(jump->chain);
+  } else if (const auto* mark = std::get_if<SetMarkTarget>(&target)) {
+    out.Xt(true, SetMarkBlob(*mark));
+  } else if (std::holds_alternative<MasqueradeTarget>(target)) {
+    out.Xt(true, MasqueradeBlob(family));
+  } else {
+    const auto& dnat = std::get<DnatTarget>(target);
+    if (dnat.address.family() != family) return Invalid("DNAT address of the other family");
+    if (!ValidPort(dnat.port)) return Invalid("port " + std::to_string(dnat.port));
+    out.Xt(true, DnatBlob(dnat));
+  }
+  return OkStatus();
+}
+
+// ---- decoding
+
+struct Expr {
+  std::string name;
+  std::vector<Attr> attrs;  // of NFTA_EXPR_DATA
+};
+
+std::optional<std::vector<Expr>> ParseExpressions(ByteView payload) {
+  auto elems = netfilter::ParseAttrs(payload);
+  if (!elems) return std::nullopt;
+  std::vector<Expr> out;
+  for (const auto& elem : *elems) {
+    if (elem.type != NFTA_LIST_ELEM) return std::nullopt;
+    auto parts = netfilter::ParseAttrs(elem.data);
+    if (!parts) return std::nullopt;
+    const Attr* name = netfilter::FindAttr(*parts, NFTA_EXPR_NAME);
+    const Attr* data = netfilter::FindAttr(*parts, NFTA_EXPR_DATA);
+    if (name == nullptr) return std::nullopt;
+    std::optional<std::vector<Attr>> attrs = std::vector<Attr>{};
+    if (data != nullptr) attrs = netfilter::ParseAttrs(data->data);
+    if (!attrs) return std::nullopt;
+    out.push_back({name->String(), std::move(*attrs)});
+  }
+  return out;
+}
+
+// The NFTA_DATA_VALUE inside a data attribute (cmp data, bitwise mask...).
+std::optional<Bytes> DataValue(const Attr* attr) {
+  if (attr == nullptr) return std::nullopt;
+  auto inner = netfilter::ParseAttrs(attr->data);
+  if (!inner) return std::nullopt;
+  const Attr* value = netfilter::FindAttr(*inner, NFTA_DATA_VALUE);
+  if (value == nullptr) return std::nullopt;
+  return Bytes(value->data.begin(), value->data.end());
+}
+
+std::optional<uint32_t> U32(const std::vector<Attr>& attrs, uint16_t type) {
+  const Attr* a = netfilter::FindAttr(attrs, type);
+  if (a == nullptr || a->data.size() != 4) return std::nullopt;
+  return a->Be32();
+}
+
+std::optional<Protocol> ProtocolOf(int number) {
+  for (Protocol p : {Protocol::kTcp, Protocol::kUdp, Protocol::kSctp}) {
+    if (ProtocolNumber(p) == number) return p;
+  }
+  return std::nullopt;
+}
+
+// The prefix length of a contiguous mask, or nullopt.
+std::optional<int> MaskLength(const Bytes& mask) {
+  int length = 0;
+  bool ended = false;
+  for (uint8_t byte : mask) {
+    for (int bit = 7; bit >= 0; --bit) {
+      const bool set = (byte >> bit) & 1;
+      if (set && ended) return std::nullopt;
+      if (set) ++length;
+      ended = ended || !set;
+    }
+  }
+  return length;
+}
+
+// A jump/goto/accept... verdict: its code (NFT_JUMP, NFT_GOTO, NF_ACCEPT...) and chain.
+struct Verdict {
+  int32_t code = 0;
+  std::string chain;
+};
+
+// The verdict an immediate expression sets; nullopt when it loads data into a register.
+std::optional<Verdict> ImmediateVerdict(const std::vector<Attr>& immediate) {
+  const auto dreg = U32(immediate, NFTA_IMMEDIATE_DREG);
+  const Attr* data = netfilter::FindAttr(immediate, NFTA_IMMEDIATE_DATA);
+  if (!dreg || *dreg != NFT_REG_VERDICT || data == nullptr) return std::nullopt;
+  auto inner = netfilter::ParseAttrs(data->data);
+  const Attr* verdict = inner ? netfilter::FindAttr(*inner, NFTA_DATA_VERDICT) : nullptr;
+  auto fields = verdict ? netfilter::ParseAttrs(verdict->data) : std::nullopt;
+  const auto code = fields ? U32(*fields, NFTA_VERDICT_CODE) : std::nullopt;
+  if (!code) return std::nullopt;
+  const Attr* chain = netfilter::FindAttr(*fields, NFTA_VERDICT_CHAIN);
+  return Verdict{static_cast<int32_t>(*code), chain ? chain->String() : std::string()};
+}
+
+// What a register holds between its load and the cmp that reads it.
+struct Load {
+  bool meta = false;
+  uint32_t key = 0;                        // meta
+  uint32_t base = 0, offset = 0, len = 0;  // payload
+  std::optional<Bytes> mask;               // from a bitwise
+};
+
+// Reads one rule's expressions the way iptables-nft's nft_rule_to_iptables_command_state
+// does, limited to the shapes the layout uses. Any other shape makes the rule foreign.
+class Decoder {
+ public:
+  explicit Decoder(net::Family family) : family_(family) {}
+
+  bool Feed(const Expr& e) {
+    if (done_ && e.name != "counter") return false;  // nothing follows the verdict
+    if (e.name == "counter") return true;
+    if (e.name == "meta") return OnMeta(e.attrs);
+    if (e.name == "payload") return OnPayload(e.attrs);
+    if (e.name == "bitwise") return OnBitwise(e.attrs);
+    if (e.name == "cmp") return OnCmp(e.attrs);
+    if (e.name == "immediate") return OnImmediate(e.attrs);
+    if (e.name == "match") return OnXt(e.attrs, false);
+    if (e.name == "target") return OnXt(e.attrs, true);
+    return false;
+  }
+  std::optional<Rule> Finish() {
+    if (!done_) return std::nullopt;
+    return rule_;
+  }
+
+ private:
+  bool OnMeta(const std::vector<Attr>& a) {
+    const auto key = U32(a, NFTA_META_KEY), dreg = U32(a, NFTA_META_DREG);
+    if (!key || !dreg || netfilter::FindAttr(a, NFTA_META_SREG)) return false;
+    regs_[*dreg] = Load{.meta = true, .key = *key};
+    return true;
+  }
+  bool OnPayload(const std::vector<Attr>& a) {
+    const auto dreg = U32(a, NFTA_PAYLOAD_DREG), base = U32(a, NFTA_PAYLOAD_BASE),
+               offset = U32(a, NFTA_PAYLOAD_OFFSET), len = U32(a, NFTA_PAYLOAD_LEN);
+    if (!dreg || !base || !offset || !len || netfilter::FindAttr(a, NFTA_PAYLOAD_SREG)) {
+      return false;
+    }
+    regs_[*dreg] = Load{.base = *base, .offset = *offset, .len = *len};
+    return true;
+  }
+  bool OnBitwise(const std::vector<Attr>& a) {
+    const auto sreg = U32(a, NFTA_BITWISE_SREG), dreg = U32(a, NFTA_BITWISE_DREG);
+    const auto op = U32(a, NFTA_BITWISE_OP);
+    const auto mask = DataValue(netfilter::FindAttr(a, NFTA_BITWISE_MASK));
+    const auto x = DataValue(netfilter::FindAttr(a, NFTA_BITWISE_XOR));
+    if (!sreg || !dreg || !mask || !x || (op && *op != NFT_BITWISE_BOOL)) return false;
+    if (std::any_of(x->begin(), x->end(), [](uint8_t b) { return b != 0; })) return false;
+    auto it = regs_.find(*sreg);
+    if (it == regs_.end() || it->second.mask) return false;
+    Load load = it->second;
+    load.mask = *mask;
+    regs_[*dreg] = load;
+    return true;
+  }
+  bool OnCmp(const std::vector<Attr>& a) {
+    const auto sreg = U32(a, NFTA_CMP_SREG), op = U32(a, NFTA_CMP_OP);
+    const auto data = DataValue(netfilter::FindAttr(a, NFTA_CMP_DATA));
+    if (!sreg || !op || !data || (*op != NFT_CMP_EQ && *op != NFT_CMP_NEQ)) return false;
+    auto it = regs_.find(*sreg);
+    if (it == regs_.end()) return false;
+    const Load& load = it->second;
+    const bool invert = *op == NFT_CMP_NEQ;
+    if (load.meta) return OnMetaCmp(load, *data, invert);
+    if (load.base == NFT_PAYLOAD_NETWORK_HEADER) return OnNetworkCmp(load, *data, invert);
+    if (load.base == NFT_PAYLOAD_TRANSPORT_HEADER) return OnTransportCmp(load, *data, invert);
+    return false;
+  }
+
+  bool OnMetaCmp(const Load& load, const Bytes& data, bool invert) {
+    Header& h = rule_.header;
+    switch (load.key) {
+      case NFT_META_L4PROTO:
+        return !load.mask && data.size() == 1 && SetProtocol(data[0], invert);
+      case NFT_META_IIFNAME:
+        return !load.mask && SetIface(data, invert, h.in_iface, h.in_invert);
+      case NFT_META_OIFNAME:
+        return !load.mask && SetIface(data, invert, h.out_iface, h.out_invert);
+      case NFT_META_MARK: {
+        if (invert || data.size() != 4 || (load.mask && load.mask->size() != 4)) return false;
+        MarkMatch m{0, 0xffffffffu};
+        std::memcpy(&m.mark, data.data(), 4);
+        if (load.mask) std::memcpy(&m.mask, load.mask->data(), 4);
+        rule_.matches.emplace_back(std::in_place_type<MarkMatch>, m);
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  bool SetProtocol(int number, bool invert) {
+    const auto protocol = ProtocolOf(number);
+    if (invert || !protocol || rule_.header.protocol) return false;
+    rule_.header.protocol = protocol;
+    return true;
+  }
+
+  // parse_ifname: a trailing NUL means the exact name, none a "+" wildcard; "INVAL/D" is
+  // "! -i +" (nft-shared.c parse_invalid_iface).
+  static bool SetIface(const Bytes& data, bool invert, std::string& name, bool& inverted) {
+    if (!name.empty() || data.empty() || data.size() > IFNAMSIZ) return false;
+    const auto nul = std::find(data.begin(), data.end(), 0);
+    if (nul != data.end()) {
+      name.assign(data.begin(), nul);
+      if (name.empty()) return false;
+    } else {
+      if (data.size() >= IFNAMSIZ) return false;
+      name.assign(data.begin(), data.end());
+      name += '+';
+    }
+    inverted = invert;
+    if (!invert && name == "INVAL/D") {
+      name = "+";
+      inverted = true;
+    }
+    return true;
+  }
+
+  bool OnNetworkCmp(const Load& load, const Bytes& data, bool invert) {
+    const bool v4 = family_ == net::Family::kV4;
+    const uint32_t protocol_offset = v4 ? 9 : 6;  // ip protocol / ip6 nexthdr
+    if (load.offset == protocol_offset && load.len == 1 && !load.mask && data.size() == 1) {
+      return SetProtocol(data[0], invert);
+    }
+    Header& h = rule_.header;
+    if (load.offset == SourceOffset(family_))
+      return SetAddress(load, data, invert, h.src, h.src_invert);
+    if (load.offset == DestOffset(family_))
+      return SetAddress(load, data, invert, h.dst, h.dst_invert);
+    return false;
+  }
+
+  // An address compared over `len` bytes, masked by the bitwise before it or else by the
+  // load's length. Only prefix masks with no host bits set in the value are layout rules.
+  bool SetAddress(const Load& load, const Bytes& data, bool invert,
+                  std::optional<net::IpPrefix>& field, bool& inverted) const {
+    const auto bytes = static_cast<size_t>(AddressLength(family_));
+    if (field || load.len == 0 || load.len > bytes || data.size() != load.len) return false;
+    Bytes mask(bytes, 0);
+    if (load.mask) {
+      if (load.mask->size() != load.len) return false;
+      std::copy(load.mask->begin(), load.mask->end(), mask.begin());
+    } else {
+      std::fill_n(mask.begin(), load.len, 0xff);
+    }
+    const auto length = MaskLength(mask);
+    if (!length || *length == 0) return false;
+    uint8_t address[16] = {};
+    std::copy(data.begin(), data.end(), address);
+    for (size_t i = 0; i < bytes; ++i) {
+      if ((address[i] & ~mask[i]) != 0) return false;
+    }
+    field = net::IpPrefix(net::IpAddress::FromBytes(family_, address), *length);
+    inverted = invert;
+    return true;
+  }
+
+  // A native --dport (nft_parse_transport): only for -p tcp/udp, only the destination port.
+  bool OnTransportCmp(const Load& load, const Bytes& data, bool invert) {
+    const auto& protocol = rule_.header.protocol;
+    if (invert || load.mask || load.offset != 2 || load.len != 2 || data.size() != 2 || !protocol ||
+        *protocol == Protocol::kSctp) {
+      return false;
+    }
+    rule_.matches.emplace_back(std::in_place_type<PortMatch>, *protocol, (data[0] << 8) | data[1]);
+    return true;
+  }
+
+  // Only -j CHAIN: goto (-g) is another rule to iptables -C, and the layout uses no
+  // ACCEPT/RETURN.
+  bool OnImmediate(const std::vector<Attr>& a) {
+    const auto verdict = ImmediateVerdict(a);
+    if (!verdict || verdict->code != NFT_JUMP || verdict->chain.empty()) return false;
+    rule_.target = JumpTarget{verdict->chain};
+    done_ = true;
+    return true;
+  }
+
+  bool OnXt(const std::vector<Attr>& a, bool target) {
+    const Attr* name = netfilter::FindAttr(a, NFTA_MATCH_NAME);
+    const auto rev = U32(a, NFTA_MATCH_REV);
+    const Attr* info = netfilter::FindAttr(a, NFTA_MATCH_INFO);
+    if (name == nullptr || !rev || info == nullptr) return false;
+    const XtBlob blob{name->String(), *rev, Bytes(info->data.begin(), info->data.end())};
+    if (target) {
+      done_ = true;
+      return DecodeTarget(blob, rule_.target);
+    }
+    Match match;
+    if (!DecodeMatch(blob, match)) return false;
+    rule_.matches.push_back(std::move(match));
+    return true;
+  }
+
+  // Decodes `blob` into `out` when re-encoding the result gives back exactly `blob`.
+  bool DecodeMatch(const XtBlob& blob, Match& out) const {
+    if (blob.name == "comment") {
+      const auto i = ReadInfo<xt_comment_info>(blob.info);
+      if (!i) return false;
+      out = CommentMatch{std::string(i->comment, strnlen(i->comment, XT_MAX_COMMENT_LEN))};
+    } else if (blob.name == "multiport") {
+      const auto i = ReadInfo<xt_multiport_v1>(blob.info);
+      if (!i || i->count > XT_MULTI_PORTS) return false;
+      out = MultiportMatch{std::vector<int>(i->ports, i->ports + i->count)};
+    } else if (blob.name == "addrtype") {
+      out = AddrtypeLocalMatch{};
+    } else if (blob.name == "sctp") {
+      const auto i = ReadInfo<xt_sctp_info>(blob.info);
+      if (!i) return false;
+      out = PortMatch{Protocol::kSctp, i->dpts[0]};
+    } else if (blob.name == "tcp") {
+      const auto i = ReadInfo<xt_tcp>(blob.info);
+      if (!i) return false;
+      out = PortMatch{Protocol::kTcp, i->dpts[0]};
+    } else if (blob.name == "udp") {
+      const auto i = ReadInfo<xt_udp>(blob.info);
+      if (!i) return false;
+      out = PortMatch{Protocol::kUdp, i->dpts[0]};
+    } else if (blob.name == "mark") {
+      const auto i = ReadInfo<xt_mark_mtinfo1>(blob.info);
+      if (!i) return false;
+      out = MarkMatch{i->mark, i->mask};
+    } else {
+      return false;
+    }
+    if (MatchBlob(out) != blob) return false;
+    // A port match of another protocol than -p: the kernel's compat check refuses it.
+    const auto* port = std::get_if<PortMatch>(&out);
+    return port == nullptr || rule_.header.protocol == port->protocol;
+  }
+
+  bool DecodeTarget(const XtBlob& blob, Target& out) const {
+    XtBlob again;
+    if (blob.name == "MARK") {
+      const auto i = ReadInfo<xt_mark_tginfo2>(blob.info);
+      if (!i) return false;
+      const SetMarkTarget mark{i->mark, i->mask};
+      out = mark;
+      again = SetMarkBlob(mark);
+    } else if (blob.name == "MASQUERADE") {
+      out = MasqueradeTarget{};
+      again = MasqueradeBlob(family_);
+    } else if (blob.name == "DNAT") {
+      const auto i = ReadInfo<nf_nat_range2>(blob.info);
+      if (!i) return false;
+      const auto* address = reinterpret_cast<const uint8_t*>(&i->min_addr);
+      const DnatTarget dnat{net::IpAddress::FromBytes(family_, address), ntohs(i->min_proto.all)};
+      out = dnat;
+      again = DnatBlob(dnat);
+    } else {
+      return false;
+    }
+    return again == blob;
+  }
+
+  net::Family family_;
+  Rule rule_{{}, {}, JumpTarget{}};
+  std::map<uint32_t, Load> regs_;
+  bool done_ = false;
+};
+
+// The comment a userdata TLV list holds (nftnl udata: u8 type, u8 len, value; type 0 is a
+// NUL-terminated comment).
+std::optional<std::string> UserdataComment(ByteView userdata) {
+  size_t at = 0;
+  while (at + 2 <= userdata.size()) {
+    const uint8_t type = userdata[at], len = userdata[at + 1];
+    if (at + 2 + len > userdata.size()) return std::nullopt;
+    if (type == 0) {
+      if (len == 0 || userdata[at + 2 + len - 1] != 0) return std::nullopt;
+      return std::string(reinterpret_cast<const char*>(userdata.data() + at + 2));
+    }
+    at += 2 + len;
+  }
+  return std::nullopt;
+}
+
+std::string Hex(ByteView data) {
+  std::string out;
+  char buf[3];
+  for (uint8_t b : data) {
+    std::snprintf(buf, sizeof(buf), "%02x", b);
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<NftRuleEncoding> EncodeNftRule(const Rule& rule, net::Family family) {
+  ExprWriter out;
+  NG_RETURN_IF_ERROR(AddHeader(out, rule.header, family));
+  for (const auto& match : rule.matches) NG_RETURN_IF_ERROR(AddMatch(out, match, rule.header));
+  // Counters go before the verdict, or nf_tables would count each rule's packets after it.
+  out.Counter();
+  NG_RETURN_IF_ERROR(AddTarget(out, rule.target, family));
+
+  AttrWriter compat;
+  compat.PutBe32(
+      NFTA_RULE_COMPAT_PROTO,
+      rule.header.protocol ? static_cast<uint32_t>(ProtocolNumber(*rule.header.protocol)) : 0);
+  compat.PutBe32(NFTA_RULE_COMPAT_FLAGS, 0);
+  return NftRuleEncoding{out.Take(), compat.Take()};
+}
+
+std::optional<Rule> DecodeNftRule(std::span<const uint8_t> expressions, net::Family family,
+                                  std::span<const uint8_t> userdata) {
+  const auto exprs = ParseExpressions(expressions);
+  if (!exprs) return std::nullopt;
+  Decoder decoder(family);
+  for (const auto& e : *exprs) {
+    if (!decoder.Feed(e)) return std::nullopt;
+  }
+  auto rule = decoder.Finish();
+  if (rule) {
+    if (auto comment = UserdataComment(userdata))
+      rule->matches.emplace_back(std::in_place_type<CommentMatch>, *comment);
+  }
+  return rule;
+}
+
+Rule CanonicalRule(const Rule& rule) {
+  Rule out = rule;
+  Header& h = out.header;
+  for (auto [field, invert] :
+       {std::pair{&h.src, &h.src_invert}, std::pair{&h.dst, &h.dst_invert}}) {
+    if (*field && (*field)->length() == 0 && !*invert) field->reset();
+    if (*field) {
+      **field = (*field)->Masked();
+    } else {
+      *invert = false;
+    }
+  }
+  for (auto [name, invert] :
+       {std::pair{&h.in_iface, &h.in_invert}, std::pair{&h.out_iface, &h.out_invert}}) {
+    if (*name == "+" && !*invert) name->clear();
+    if (name->empty()) *invert = false;
+  }
+  return out;
+}
+
+NftVerdict NftRuleVerdict(std::span<const uint8_t> expressions) {
+  NftVerdict out;
+  // Only element names are read, and only verdict-like elements are parsed further: this runs
+  // over every rule of a chain.
+  netfilter::ForEachAttr(expressions, [&](const Attr& elem) {
+    std::string name;
+    netfilter::ByteView data;
+    netfilter::ForEachAttr(elem.data, [&](const Attr& a) {
+      if (a.type == NFTA_EXPR_NAME) name = a.String();
+      if (a.type == NFTA_EXPR_DATA) data = a.data;
+      return true;
+    });
+    if (name == "immediate") {
+      const auto attrs = netfilter::ParseAttrs(data);
+      const auto verdict = attrs ? ImmediateVerdict(*attrs) : std::nullopt;
+      if (verdict && (verdict->code == NFT_JUMP || verdict->code == NFT_GOTO)) {
+        out = {verdict->chain, ""};
+      }
+    } else if (name == "target") {
+      auto attrs = netfilter::ParseAttrs(data);
+      const Attr* target = attrs ? netfilter::FindAttr(*attrs, NFTA_TARGET_NAME) : nullptr;
+      if (target != nullptr) out = {"", target->String()};
+    }
+    return true;
+  });
+  return out;
+}
+
+std::optional<std::string> NftJumpTarget(std::span<const uint8_t> expressions) {
+  NftVerdict verdict = NftRuleVerdict(expressions);
+  if (verdict.chain.empty()) return std::nullopt;
+  return verdict.chain;
+}
+
+std::optional<std::string> NftRuleComment(std::span<const uint8_t> expressions,
+                                          std::span<const uint8_t> userdata) {
+  if (const auto exprs = ParseExpressions(expressions)) {
+    for (const auto& e : *exprs) {
+      const Attr* name = netfilter::FindAttr(e.attrs, NFTA_MATCH_NAME);
+      const Attr* info = netfilter::FindAttr(e.attrs, NFTA_MATCH_INFO);
+      if (e.name == "match" && name && info && name->String() == "comment") {
+        const auto* text = reinterpret_cast<const char*>(info->data.data());
+        return std::string(text, strnlen(text, info->data.size()));
+      }
+    }
+  }
+  return UserdataComment(userdata);
+}
+
+std::string NftExpressionsToString(std::span<const uint8_t> expressions) {
+  const auto exprs = ParseExpressions(expressions);
+  if (!exprs) return "(malformed expressions " + Hex(expressions) + ")\n";
+  std::string out;
+  for (const auto& e : *exprs) {
+    out += e.name;
+    for (const auto& a : e.attrs) out += " " + std::to_string(a.type) + "=" + Hex(a.data);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace nodegate::portmap::ipt

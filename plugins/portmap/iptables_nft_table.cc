@@ -1,0 +1,623 @@
+#include "plugins/portmap/iptables_nft_table.h"
+
+// clang-format off
+#include <netinet/in.h>  // before the kernel headers, which then skip their own copies
+// clang-format on
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netlink.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+
+#include "lib/netfilter/nlattr.h"
+#include "lib/netfilter/release.h"
+
+namespace nodegate::portmap::ipt {
+namespace {
+
+using netfilter::Attr;
+using netfilter::AttrWriter;
+using Bytes = std::vector<uint8_t>;
+
+constexpr char kStaleDetails[] = "nf_tables ruleset changed since it was read (ERESTART)";
+constexpr size_t kReceiveBuffer = 64 * 1024;
+
+// iptables-nft's built-in chains of table nat (nft.c builtin_table): hook and priority.
+struct BuiltinChain {
+  const char* name;
+  uint32_t hook;
+  int32_t priority;
+};
+constexpr BuiltinChain kBuiltins[] = {
+    {"PREROUTING", NF_INET_PRE_ROUTING, -100},
+    {"INPUT", NF_INET_LOCAL_IN, 100},
+    {"OUTPUT", NF_INET_LOCAL_OUT, -100},
+    {"POSTROUTING", NF_INET_POST_ROUTING, 100},
+};
+
+const BuiltinChain* FindBuiltin(const std::string& chain) {
+  for (const auto& b : kBuiltins) {
+    if (chain == b.name) return &b;
+  }
+  return nullptr;
+}
+
+uint8_t NfFamily(net::Family family) {
+  return family == net::Family::kV4 ? NFPROTO_IPV4 : NFPROTO_IPV6;
+}
+
+// nlmsghdr + nfgenmsg + attributes, as one message of a request or batch.
+Bytes Message(uint16_t type, uint16_t flags, uint32_t seq, uint8_t family, uint16_t res_id,
+              const Bytes& attrs) {
+  const size_t header = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg));
+  Bytes out(header + NLMSG_ALIGN(attrs.size()), 0);
+  nlmsghdr nlh{};
+  nlh.nlmsg_len = static_cast<uint32_t>(out.size());
+  nlh.nlmsg_type = type;
+  nlh.nlmsg_flags = static_cast<uint16_t>(NLM_F_REQUEST | flags);
+  nlh.nlmsg_seq = seq;
+  nfgenmsg gen{};
+  gen.nfgen_family = family;
+  gen.version = NFNETLINK_V0;
+  gen.res_id = htons(res_id);
+  std::memcpy(out.data(), &nlh, sizeof(nlh));
+  std::memcpy(out.data() + NLMSG_HDRLEN, &gen, sizeof(gen));
+  if (!attrs.empty()) std::memcpy(out.data() + header, attrs.data(), attrs.size());
+  return out;
+}
+
+// The verdict a rule with `target` ends in (what NftRuleVerdict reads back).
+NftVerdict VerdictOf(const Target& target) {
+  if (const auto* jump = std::get_if<JumpTarget>(&target)) return {jump->chain, ""};
+  if (std::holds_alternative<SetMarkTarget>(target)) return {"", "MARK"};
+  if (std::holds_alternative<MasqueradeTarget>(target)) return {"", "MASQUERADE"};
+  return {"", "DNAT"};
+}
+
+uint16_t NftType(int msg) { return static_cast<uint16_t>((NFNL_SUBSYS_NFTABLES << 8) | msg); }
+
+// The attributes after a reply's nfgenmsg.
+std::optional<std::vector<Attr>> ReplyAttrs(const nlmsghdr* h) {
+  const size_t header = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg));
+  if (h->nlmsg_len < header) return std::nullopt;
+  const auto* base = reinterpret_cast<const uint8_t*>(h);
+  return netfilter::ParseAttrs({base + header, h->nlmsg_len - header});
+}
+
+// The kernel's own explanation in an extended ack (NLMSGERR_ATTR_MSG), or "".
+std::string ExtAck(const nlmsghdr* h) {
+  if ((h->nlmsg_flags & NLM_F_ACK_TLVS) == 0 || h->nlmsg_len < NLMSG_LENGTH(sizeof(nlmsgerr))) {
+    return {};
+  }
+  const auto* err = static_cast<const nlmsgerr*>(NLMSG_DATA(h));
+  size_t offset = NLMSG_HDRLEN + sizeof(nlmsgerr);
+  if ((h->nlmsg_flags & NLM_F_CAPPED) == 0) offset += err->msg.nlmsg_len - NLMSG_HDRLEN;
+  offset = NLMSG_ALIGN(offset);
+  if (h->nlmsg_len <= offset) return {};
+  const auto* base = reinterpret_cast<const uint8_t*>(h);
+  auto attrs = netfilter::ParseAttrs({base + offset, h->nlmsg_len - offset});
+  const Attr* msg = attrs ? netfilter::FindAttr(*attrs, NLMSGERR_ATTR_MSG) : nullptr;
+  return msg ? msg->String() : std::string();
+}
+
+std::string ErrnoText(int err, const std::string& ext_ack) {
+  std::string text = std::strerror(err);
+  if (!ext_ack.empty()) text += " (" + ext_ack + ")";
+  return text;
+}
+
+Result<sys::UniqueFd> OpenSocket() {
+  sys::UniqueFd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER));
+  if (!fd.valid()) {
+    return Error(kErrKernel, std::string("nftables: netlink socket: ") + std::strerror(errno));
+  }
+  sockaddr_nl local{};
+  local.nl_family = AF_NETLINK;
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0) {
+    const int err = errno;
+    netfilter::HandOffBeforeClose(fd.get());
+    return Error(kErrKernel, std::string("nftables: netlink bind: ") + std::strerror(err));
+  }
+  // Best effort, as in lib/netlink/socket.cc: the kernel's reason for a refusal, short acks,
+  // and room for one large dump message.
+  const int on = 1;
+  (void)::setsockopt(fd.get(), SOL_NETLINK, NETLINK_EXT_ACK, &on, sizeof(on));
+  (void)::setsockopt(fd.get(), SOL_NETLINK, NETLINK_CAP_ACK, &on, sizeof(on));
+  const int size = 1 << 20;
+  if (::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) != 0) {
+    (void)::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+  }
+  return fd;
+}
+
+// A netlink send must fit the socket's send buffer: grow it for a large batch.
+void FitSendBuffer(int fd, size_t bytes) {
+  int current = 0;
+  socklen_t len = sizeof(current);
+  if (::getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &current, &len) == 0 &&
+      static_cast<size_t>(current) > bytes + 4096) {
+    return;
+  }
+  const int wanted = static_cast<int>(bytes + 65536);
+  if (::setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &wanted, sizeof(wanted)) != 0) {
+    (void)::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &wanted, sizeof(wanted));
+  }
+}
+
+Status SendAll(int fd, const Bytes& data, const std::string& what) {
+  sockaddr_nl kernel{};
+  kernel.nl_family = AF_NETLINK;
+  const ssize_t n = ::sendto(fd, data.data(), data.size(), 0, reinterpret_cast<sockaddr*>(&kernel),
+                             sizeof(kernel));
+  if (n < 0) return Error(kErrKernel, what + ": " + std::strerror(errno));
+  if (static_cast<size_t>(n) != data.size()) return Error(kErrKernel, what + ": short send");
+  return OkStatus();
+}
+
+// The errno of an NLMSG_ERROR message (0 for an ack).
+int ErrnoOf(const nlmsghdr* h) {
+  if (h->nlmsg_len < NLMSG_LENGTH(sizeof(nlmsgerr))) return EBADMSG;
+  return -static_cast<const nlmsgerr*>(NLMSG_DATA(h))->error;
+}
+
+// One receive; calls `on` for every message in it. False when a non-blocking read found
+// nothing.
+Result<bool> ReceiveOnce(int fd, bool block, const std::string& what,
+                         const std::function<void(const nlmsghdr*)>& on) {
+  static thread_local Bytes buffer(kReceiveBuffer);
+  ssize_t n;
+  do {
+    n = ::recv(fd, buffer.data(), buffer.size(), (block ? 0 : MSG_DONTWAIT) | MSG_TRUNC);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    if (!block && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    return Error(kErrKernel, what + ": receive: " + std::strerror(errno));
+  }
+  if (static_cast<size_t>(n) > buffer.size()) return Error(kErrKernel, what + ": reply truncated");
+  int len = static_cast<int>(n);  // signed: NLMSG_NEXT may step past the end
+  for (const auto* h = reinterpret_cast<const nlmsghdr*>(buffer.data()); NLMSG_OK(h, len);
+       h = NLMSG_NEXT(h, len)) {
+    on(h);
+  }
+  return true;
+}
+
+// Sends `request` (sequence `seq`) and reads its replies: for a dump until NLMSG_DONE, else
+// until the ack. An errno in `ok_errnos` ends it successfully. A dump the kernel flags as
+// interrupted (the ruleset changed during it) is a stale-generation error.
+Status Transact(int fd, const Bytes& request, uint32_t seq, const std::string& what,
+                const std::function<void(const nlmsghdr*)>& on_reply,
+                std::initializer_list<int> ok_errnos = {}) {
+  NG_RETURN_IF_ERROR(SendAll(fd, request, what));
+  bool done = false, interrupted = false;
+  int error = 0;
+  std::string ext_ack;
+  while (!done) {
+    NG_RETURN_IF_ERROR(ReceiveOnce(fd, true, what, [&](const nlmsghdr* h) {
+      if (h->nlmsg_seq != seq || done) return;
+      interrupted |= (h->nlmsg_flags & NLM_F_DUMP_INTR) != 0;
+      if (h->nlmsg_type == NLMSG_DONE) {
+        done = true;
+      } else if (h->nlmsg_type == NLMSG_ERROR) {
+        error = ErrnoOf(h);
+        ext_ack = ExtAck(h);
+        done = true;
+      } else {
+        on_reply(h);
+      }
+    }));
+  }
+  if (interrupted) return Error(kErrKernel, what + ": " + kStaleDetails, kStaleDetails);
+  if (error != 0 && std::find(ok_errnos.begin(), ok_errnos.end(), error) == ok_errnos.end()) {
+    return Error(kErrKernel, what + ": " + ErrnoText(error, ext_ack));
+  }
+  return OkStatus();
+}
+
+Result<uint32_t> ReadGeneration(int fd, uint32_t seq, const std::string& name) {
+  std::optional<uint32_t> generation;
+  NG_RETURN_IF_ERROR(
+      Transact(fd, Message(NftType(NFT_MSG_GETGEN), NLM_F_ACK, seq, AF_UNSPEC, 0, {}), seq,
+               name + ": get nf_tables generation", [&](const nlmsghdr* h) {
+                 auto attrs = ReplyAttrs(h);
+                 const Attr* id = attrs ? netfilter::FindAttr(*attrs, NFTA_GEN_ID) : nullptr;
+                 if (id != nullptr) generation = id->Be32();
+               }));
+  if (!generation) return Error(kErrKernel, name + ": get nf_tables generation: no answer");
+  return *generation;
+}
+
+}  // namespace
+
+NftNatTable::NftNatTable(net::Family family, sys::UniqueFd fd)
+    : family_(family), fd_(std::move(fd)) {}
+
+NftNatTable::~NftNatTable() {
+  // After a commit with deletions, closing the socket would wait for an RCU grace period.
+  if (fd_.valid()) netfilter::HandOffBeforeClose(fd_.get());
+}
+
+std::string NftNatTable::name() const {
+  return family_ == net::Family::kV4 ? "iptables-nft" : "ip6tables-nft";
+}
+
+bool NftNatTable::IsStaleGeneration(const Error& error) {
+  return error.code == kErrKernel && error.details == kStaleDetails;
+}
+
+Status NftNatTable::Usable(net::Family family) {
+  NG_ASSIGN_OR_RETURN(sys::UniqueFd fd, OpenSocket());
+  const std::unique_ptr<NftNatTable> probe(new NftNatTable(family, std::move(fd)));
+  NG_RETURN_IF_ERROR(ReadGeneration(probe->fd_.get(), 1, probe->name()));
+  return OkStatus();
+}
+
+Result<std::unique_ptr<NftNatTable>> NftNatTable::Open(net::Family family) {
+  NG_ASSIGN_OR_RETURN(sys::UniqueFd fd, OpenSocket());
+  std::unique_ptr<NftNatTable> table(new NftNatTable(family, std::move(fd)));
+  NG_RETURN_IF_ERROR(table->ReadTableState());
+  return table;
+}
+
+// The generation, and whether the table exists (one GETTABLE by name). Chains are looked up
+// one by one when a method needs them (GETCHAIN by name): listing every chain would cost time
+// that grows with the node's mappings on every call. Rule dumps are checked against this
+// generation, and the batch is sent with it, so a decision made on a newer ruleset never
+// commits: the kernel refuses the batch (ERESTART) and the caller rebuilds it.
+Status NftNatTable::ReadTableState() {
+  const int fd = fd_.get();
+  NG_ASSIGN_OR_RETURN(generation_, ReadGeneration(fd, ++seq_, name()));
+  AttrWriter by_name;
+  by_name.PutString(NFTA_TABLE_NAME, kTable);
+  const uint32_t get_seq = ++seq_;
+  table_exists_ = false;
+  NG_RETURN_IF_ERROR(Transact(
+      fd, Message(NftType(NFT_MSG_GETTABLE), NLM_F_ACK, get_seq, NfFamily(family_), 0,
+                  by_name.bytes()),
+      get_seq, name() + ": get table nat", [&](const nlmsghdr*) { table_exists_ = true; },
+      {ENOENT}));
+  return OkStatus();
+}
+
+bool NftNatTable::ChainInKernel(const std::string& chain) {
+  auto it = chains_.find(chain);
+  if (it != chains_.end()) return it->second;
+  bool found = false;
+  if (table_exists_) {
+    AttrWriter by_name;
+    by_name.PutString(NFTA_CHAIN_TABLE, kTable);
+    by_name.PutString(NFTA_CHAIN_NAME, chain);
+    const uint32_t seq = ++seq_;
+    const Status got = Transact(
+        fd_.get(),
+        Message(NftType(NFT_MSG_GETCHAIN), NLM_F_ACK, seq, NfFamily(family_), 0, by_name.bytes()),
+        seq, name() + ": get chain " + chain, [&](const nlmsghdr*) { found = true; }, {ENOENT});
+    // Not checked against the generation: a chain seen in a newer ruleset can only lead to a
+    // batch, and the batch is refused for that generation anyway (ERESTART), so the caller
+    // rebuilds. An unreadable chain counts as absent; the kernel then refuses what needs it.
+    if (!got.ok()) found = false;
+  }
+  chains_.emplace(chain, found);
+  return found;
+}
+
+Status NftNatTable::CheckGeneration() {
+  NG_ASSIGN_OR_RETURN(const uint32_t now, ReadGeneration(fd_.get(), ++seq_, name()));
+  if (now != generation_) {
+    return Error(kErrKernel, name() + ": read table nat: " + kStaleDetails, kStaleDetails);
+  }
+  return OkStatus();
+}
+
+Result<std::vector<NftRuleRecord>> NftNatTable::DumpRules(const std::string& chain) {
+  std::vector<NftRuleRecord> rules;
+  AttrWriter filter;
+  filter.PutString(NFTA_RULE_TABLE, kTable);
+  filter.PutString(NFTA_RULE_CHAIN, chain);
+  const uint32_t seq = ++seq_;
+  NG_RETURN_IF_ERROR(Transact(
+      fd_.get(),
+      Message(NftType(NFT_MSG_GETRULE), NLM_F_DUMP, seq, NfFamily(family_), 0, filter.bytes()), seq,
+      name() + ": list rules of chain " + chain,
+      [&](const nlmsghdr* h) {
+        auto attrs = ReplyAttrs(h);
+        if (!attrs) return;
+        const Attr* in_chain = netfilter::FindAttr(*attrs, NFTA_RULE_CHAIN);
+        const Attr* handle = netfilter::FindAttr(*attrs, NFTA_RULE_HANDLE);
+        const Attr* exprs = netfilter::FindAttr(*attrs, NFTA_RULE_EXPRESSIONS);
+        const Attr* udata = netfilter::FindAttr(*attrs, NFTA_RULE_USERDATA);
+        if (in_chain == nullptr || in_chain->String() != chain || handle == nullptr) return;
+        NftRuleRecord r;
+        r.handle = handle->Be64();
+        if (exprs != nullptr) r.expressions.assign(exprs->data.begin(), exprs->data.end());
+        if (udata != nullptr) r.userdata.assign(udata->data.begin(), udata->data.end());
+        r.verdict = NftRuleVerdict(r.expressions);
+        rules.push_back(std::move(r));
+      },
+      {ENOENT}));
+  // Rules of a later generation than the chains would mix two states of the table.
+  NG_RETURN_IF_ERROR(CheckGeneration());
+  return rules;
+}
+
+Result<const std::vector<NftRuleRecord>*> NftNatTable::Rules(const std::string& chain) {
+  static const std::vector<NftRuleRecord> kNone;
+  if (!ChainInKernel(chain)) return &kNone;
+  auto it = rules_.find(chain);
+  if (it == rules_.end()) {
+    NG_ASSIGN_OR_RETURN(auto rules, DumpRules(chain));
+    it = rules_.emplace(chain, std::move(rules)).first;
+  }
+  return &it->second;
+}
+
+Result<std::vector<std::string>> NftNatTable::ListChains() {
+  std::vector<std::string> out;
+  if (!table_exists_) return out;
+  AttrWriter filter;
+  filter.PutString(NFTA_CHAIN_TABLE, kTable);
+  const uint32_t seq = ++seq_;
+  NG_RETURN_IF_ERROR(Transact(
+      fd_.get(),
+      Message(NftType(NFT_MSG_GETCHAIN), NLM_F_DUMP, seq, NfFamily(family_), 0, filter.bytes()),
+      seq, name() + ": list chains of table nat",
+      [&](const nlmsghdr* h) {
+        auto attrs = ReplyAttrs(h);
+        if (!attrs) return;
+        const Attr* table = netfilter::FindAttr(*attrs, NFTA_CHAIN_TABLE);
+        const Attr* chain = netfilter::FindAttr(*attrs, NFTA_CHAIN_NAME);
+        if (table != nullptr && chain != nullptr && table->String() == kTable) {
+          out.push_back(chain->String());
+        }
+      },
+      {ENOENT}));
+  NG_RETURN_IF_ERROR(CheckGeneration());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// ---- reads
+
+bool NftNatTable::HasChain(const std::string& chain) {
+  return FindBuiltin(chain) != nullptr || ChainInKernel(chain);
+}
+
+// Rules that end differently are skipped before the (costlier) full decode: in a chain of
+// thousands of entry rules only the one with the same jump target is decoded.
+Result<bool> NftNatTable::HasRule(const std::string& chain, const Rule& rule) {
+  NG_ASSIGN_OR_RETURN(const auto* rules, Rules(chain));
+  const NftVerdict wanted = VerdictOf(rule.target);
+  for (const auto& r : *rules) {
+    if (r.verdict != wanted) continue;
+    const auto existing = DecodeNftRule(r.expressions, family_, r.userdata);
+    if (existing && SameNftRule(*existing, rule)) return true;
+  }
+  return false;
+}
+
+Result<std::map<std::string, CommentOwner>> NftNatTable::EntryOwners() {
+  std::map<std::string, CommentOwner> out;
+  NG_ASSIGN_OR_RETURN(const auto* rules, Rules(kDnatChain));
+  for (const auto& r : *rules) {
+    const std::string& target = r.verdict.chain;
+    if (target.rfind("CNI-DN-", 0) != 0) continue;
+    const auto comment = NftRuleComment(r.expressions, r.userdata);
+    if (!comment) continue;
+    if (auto owner = ParseEntryComment(*comment)) out[target] = *owner;
+  }
+  return out;
+}
+
+// ---- buffered changes
+
+bool NftNatTable::ChainExists(const std::string& chain) {
+  return created_.count(chain) > 0 || (deleted_.count(chain) == 0 && ChainInKernel(chain));
+}
+
+void NftNatTable::EnsureTable() {
+  if (table_exists_) return;
+  AttrWriter a;
+  a.PutString(NFTA_TABLE_NAME, kTable);
+  ops_.push_back({NFT_MSG_NEWTABLE, NLM_F_CREATE, a.Take(), "create table nat"});
+  table_exists_ = true;
+}
+
+// A built-in chain is created by the first rule added to it (nft.c nft_xt_builtin_init):
+// base chain of type nat, accept policy. Any other chain must exist.
+Status NftNatTable::EnsureChainForRule(const std::string& chain, const std::string& what) {
+  if (ChainExists(chain)) return OkStatus();
+  const BuiltinChain* builtin = FindBuiltin(chain);
+  if (builtin == nullptr) {
+    return Error(kErrKernel, name() + ": " + what + ": chain " + chain + " does not exist");
+  }
+  EnsureTable();
+  AttrWriter a;
+  a.PutString(NFTA_CHAIN_TABLE, kTable);
+  a.PutString(NFTA_CHAIN_NAME, chain);
+  const size_t hook = a.BeginNested(NFTA_CHAIN_HOOK);
+  a.PutBe32(NFTA_HOOK_HOOKNUM, builtin->hook);
+  a.PutBe32(NFTA_HOOK_PRIORITY, static_cast<uint32_t>(builtin->priority));
+  a.EndNested(hook);
+  a.PutBe32(NFTA_CHAIN_POLICY, NF_ACCEPT);
+  a.PutString(NFTA_CHAIN_TYPE, "nat");
+  ops_.push_back({NFT_MSG_NEWCHAIN, NLM_F_CREATE, a.Take(), "create built-in chain " + chain});
+  created_.insert(chain);
+  deleted_.erase(chain);
+  return OkStatus();
+}
+
+Status NftNatTable::CreateChain(const std::string& chain) {
+  if (FindBuiltin(chain) != nullptr) return EnsureChainForRule(chain, "create chain " + chain);
+  if (ChainExists(chain)) {
+    return Error(kErrKernel, name() + ": create chain " + chain + ": " + std::strerror(EEXIST));
+  }
+  EnsureTable();
+  AttrWriter a;
+  a.PutString(NFTA_CHAIN_TABLE, kTable);
+  a.PutString(NFTA_CHAIN_NAME, chain);
+  // As `iptables -N`: EXCL, so a chain someone else created meanwhile is an error.
+  ops_.push_back({NFT_MSG_NEWCHAIN, NLM_F_EXCL, a.Take(), "create chain " + chain});
+  created_.insert(chain);
+  deleted_.erase(chain);
+  flushed_.erase(chain);
+  return OkStatus();
+}
+
+Status NftNatTable::AddRule(const std::string& chain, const Rule& rule, bool append) {
+  const std::string what = std::string(append ? "append to " : "insert into ") + chain +
+                           " rule \"" + rule.ToString() + "\"";
+  auto encoded = EncodeNftRule(rule, family_);
+  if (!encoded.ok()) return encoded.error().WithContext(name() + ": " + what);
+  NG_RETURN_IF_ERROR(EnsureChainForRule(chain, what));
+  AttrWriter a;
+  a.PutString(NFTA_RULE_TABLE, kTable);
+  a.PutString(NFTA_RULE_CHAIN, chain);
+  const size_t exprs = a.BeginNested(NFTA_RULE_EXPRESSIONS);
+  a.Append(encoded->expressions);
+  a.EndNested(exprs);
+  const size_t compat = a.BeginNested(NFTA_RULE_COMPAT);
+  a.Append(encoded->compat);
+  a.EndNested(compat);
+  // Without APPEND (and without a position) the kernel inserts at the head: `-I chain 1`.
+  const uint16_t flags = NLM_F_CREATE | (append ? NLM_F_APPEND : 0);
+  ops_.push_back({NFT_MSG_NEWRULE, flags, a.Take(), what});
+  return OkStatus();
+}
+
+Status NftNatTable::Append(const std::string& chain, const Rule& rule) {
+  return AddRule(chain, rule, true);
+}
+
+Status NftNatTable::InsertFirst(const std::string& chain, const Rule& rule) {
+  return AddRule(chain, rule, false);
+}
+
+Status NftNatTable::DeleteJumps(const std::string& chain, const std::set<std::string>& targets) {
+  if (deleted_.count(chain) > 0 || flushed_.count(chain) > 0 || !ChainInKernel(chain)) {
+    return OkStatus();
+  }
+  NG_ASSIGN_OR_RETURN(const auto* rules, Rules(chain));
+  for (const auto& r : *rules) {
+    const std::string& target = r.verdict.chain;
+    if (target.empty() || targets.count(target) == 0 || !deleted_handles_.insert(r.handle).second) {
+      continue;
+    }
+    AttrWriter a;
+    a.PutString(NFTA_RULE_TABLE, kTable);
+    a.PutString(NFTA_RULE_CHAIN, chain);
+    a.PutBe64(NFTA_RULE_HANDLE, r.handle);
+    ops_.push_back(
+        {NFT_MSG_DELRULE, 0, a.Take(),
+         "delete rule " + std::to_string(r.handle) + " (-j " + target + ") of " + chain});
+  }
+  return OkStatus();
+}
+
+Status NftNatTable::Flush(const std::string& chain) {
+  if (!ChainExists(chain)) {
+    if (FindBuiltin(chain) != nullptr) return OkStatus();  // not created yet: nothing in it
+    return Error(kErrKernel, name() + ": flush chain " + chain + ": " + std::strerror(ENOENT));
+  }
+  AttrWriter a;
+  a.PutString(NFTA_RULE_TABLE, kTable);
+  a.PutString(NFTA_RULE_CHAIN, chain);
+  ops_.push_back({NFT_MSG_DELRULE, 0, a.Take(), "flush chain " + chain});
+  // A later DeleteJumps must not delete these rules a second time (ENOENT at commit).
+  flushed_.insert(chain);
+  return OkStatus();
+}
+
+Status NftNatTable::DeleteChain(const std::string& chain) {
+  if (FindBuiltin(chain) != nullptr) {
+    return Error(kErrKernel, name() + ": delete chain " + chain + ": built-in chain");
+  }
+  if (!ChainExists(chain)) {
+    return Error(kErrKernel, name() + ": delete chain " + chain + ": " + std::strerror(ENOENT));
+  }
+  AttrWriter a;
+  a.PutString(NFTA_CHAIN_TABLE, kTable);
+  a.PutString(NFTA_CHAIN_NAME, chain);
+  // As `iptables -X`: NONREC, so a chain that still has rules is refused (EBUSY).
+  ops_.push_back({NFT_MSG_DELCHAIN, NLM_F_NONREC, a.Take(), "delete chain " + chain});
+  created_.erase(chain);
+  deleted_.insert(chain);
+  return OkStatus();
+}
+
+// ---- commit
+
+// BATCH_BEGIN carrying the generation the batch was built on (NFNL_BATCH_GENID, Linux 4.11:
+// the kernel refuses the whole batch with ERESTART if anything committed since), the
+// buffered messages, BATCH_END. Failures are always answered; the last message also asks for
+// an ack, so a batch that went through to its end is confirmed.
+NftNatTable::Batch NftNatTable::BuildBatch(const std::vector<Op>& ops) {
+  Batch batch;
+  AttrWriter genid;
+  genid.PutBe32(NFNL_BATCH_GENID, generation_);
+  batch.begin_seq = ++seq_;
+  batch.bytes = Message(NFNL_MSG_BATCH_BEGIN, 0, batch.begin_seq, AF_UNSPEC, NFNL_SUBSYS_NFTABLES,
+                        genid.bytes());
+  batch.first_seq = seq_ + 1;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const uint16_t ack = i + 1 == ops.size() ? NLM_F_ACK : 0;
+    const Bytes m = Message(NftType(ops[i].type), static_cast<uint16_t>(ops[i].flags | ack), ++seq_,
+                            NfFamily(family_), 0, ops[i].attrs);
+    batch.bytes.insert(batch.bytes.end(), m.begin(), m.end());
+  }
+  batch.last_seq = seq_;
+  const Bytes end = Message(NFNL_MSG_BATCH_END, 0, ++seq_, AF_UNSPEC, NFNL_SUBSYS_NFTABLES, {});
+  batch.bytes.insert(batch.bytes.end(), end.begin(), end.end());
+  return batch;
+}
+
+// The kernel handles a batch inside the sendmsg that carries it, so every answer is queued
+// when the send returns: read until the socket is empty.
+Status NftNatTable::ReadBatchAnswers(const Batch& batch, const std::vector<Op>& ops) {
+  const std::string what = name() + ": commit table nat";
+  bool acked = false, stale = false;
+  std::optional<std::pair<uint32_t, int>> failed;  // the first failure: (seq, errno)
+  std::string ext_ack;
+  auto on_answer = [&](const nlmsghdr* h) {
+    if (h->nlmsg_type != NLMSG_ERROR) return;
+    const int err = ErrnoOf(h);
+    if (err == 0) {
+      acked |= h->nlmsg_seq == batch.last_seq;
+    } else if (h->nlmsg_seq == batch.begin_seq && err == ERESTART) {
+      stale = true;
+    } else if (!failed) {
+      failed = {h->nlmsg_seq, err};
+      ext_ack = ExtAck(h);
+    }
+  };
+  for (;;) {
+    NG_ASSIGN_OR_RETURN(const bool got, ReceiveOnce(fd_.get(), false, what, on_answer));
+    if (!got) break;
+  }
+  if (stale) return Error(kErrKernel, what + ": " + kStaleDetails, kStaleDetails);
+  if (failed) {
+    const auto [seq, err] = *failed;
+    const bool is_op = seq >= batch.first_seq && seq <= batch.last_seq;
+    const std::string object = is_op ? ops[seq - batch.first_seq].what : "batch";
+    return Error(kErrKernel, what + ": " + object + ": " + ErrnoText(err, ext_ack));
+  }
+  if (!acked) return Error(kErrKernel, what + ": the kernel did not acknowledge the batch");
+  return OkStatus();
+}
+
+Status NftNatTable::Commit() {
+  if (ops_.empty()) return OkStatus();
+  // One attempt: whatever the outcome, the buffered changes are spent.
+  const std::vector<Op> ops = std::move(ops_);
+  ops_.clear();
+  const Batch batch = BuildBatch(ops);
+  FitSendBuffer(fd_.get(), batch.bytes.size());
+  NG_RETURN_IF_ERROR(SendAll(fd_.get(), batch.bytes, name() + ": commit table nat"));
+  return ReadBatchAnswers(batch, ops);
+}
+
+}  // namespace nodegate::portmap::ipt

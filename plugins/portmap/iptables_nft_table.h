@@ -1,0 +1,137 @@
+#pragma once
+// File: plugins/portmap/iptables_nft_table.h
+//
+// Table nat of one family in nf_tables (`table ip nat` / `table ip6 nat`), written the way
+// iptables-nft 1.8.9 writes it, over one raw nfnetlink socket: no iptables process, no
+// libnftables (shared/docs/iptables-nft.md).
+//
+//   Open     GETGEN and GETTABLE: nothing whose size grows with the node. A chain is looked
+//            up by name the first time a method needs it (GETCHAIN), and its rules are read
+//            only when a method needs them (one GETRULE dump of that chain, kept).
+//   changes  buffered as one batch: NEWTABLE when the table is missing, built-in chains
+//            created by the first rule added to them (as iptables-nft does), NEWRULE
+//            CREATE|APPEND (InsertFirst: CREATE, i.e. at the head, as `-I chain 1`),
+//            DELRULE by handle, flush = DELRULE without handle, DELCHAIN.
+//   Commit   one sendmsg: BATCH_BEGIN carrying the generation read at Open ... BATCH_END.
+//            If anything committed since, the kernel rejects the whole batch (ERESTART):
+//            IsStaleGeneration(error) is true, nothing was applied, and the caller opens a
+//            new object and rebuilds its changes.
+//
+//   for (int attempt = 0;; ++attempt) {
+//     NG_ASSIGN_OR_RETURN(auto table, NftNatTable::Open(net::Family::kV4));
+//     ... table->HasRule / Append / DeleteJumps ...
+//     Status s = table->Commit();
+//     if (s.ok() || !NftNatTable::IsStaleGeneration(s.error()) || attempt == kMax) return s;
+//   }
+//
+// Reads (HasRule, DeleteJumps, EntryOwners) that find the ruleset changed since Open fail the
+// same way (IsStaleGeneration), so one object never mixes two generations.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "lib/base/result.h"
+#include "lib/net/ip.h"
+#include "lib/sys/fd.h"
+#include "plugins/portmap/iptables_nft_encode.h"
+#include "plugins/portmap/iptables_rules.h"
+#include "plugins/portmap/nat_table.h"
+
+namespace nodegate::portmap::ipt {
+
+// One rule of a chain as the kernel dumped it.
+struct NftRuleRecord {
+  uint64_t handle = 0;
+  std::vector<uint8_t> expressions;  // NFTA_RULE_EXPRESSIONS payload
+  std::vector<uint8_t> userdata;     // NFTA_RULE_USERDATA, usually empty
+  NftVerdict verdict;                // NftRuleVerdict(expressions)
+};
+
+class NftNatTable final : public NatTable {
+ public:
+  // Reads the generation and the chains of `ip nat` / `ip6 nat` in the calling thread's
+  // network namespace. A missing table is no error (no chains). Errors: code 100.
+  static Result<std::unique_ptr<NftNatTable>> Open(net::Family family);
+  // nf_tables answers (GETGEN) in the calling thread's network namespace.
+  static Status Usable(net::Family family);
+  // Whether `error` (code 100) means the ruleset changed since Open: reopen and rebuild.
+  static bool IsStaleGeneration(const Error& error);
+
+  ~NftNatTable() override;
+
+  net::Family family() const override { return family_; }
+  std::string name() const override;
+
+  // Whether the chain exists (looked up by name once); the built-in chains always "exist" (as
+  // iptables-nft shows them), even before their first rule creates them.
+  bool HasChain(const std::string& chain) override;
+  Result<bool> HasRule(const std::string& chain, const Rule& rule) override;
+
+  Status CreateChain(const std::string& chain) override;
+  Status Append(const std::string& chain, const Rule& rule) override;
+  Status InsertFirst(const std::string& chain, const Rule& rule) override;
+  Status DeleteJumps(const std::string& chain, const std::set<std::string>& targets) override;
+  Status Flush(const std::string& chain) override;
+  Status DeleteChain(const std::string& chain) override;
+  Result<std::map<std::string, CommentOwner>> EntryOwners() override;
+
+  // Sends the buffered changes as one batch and reads the kernel's answers. Nothing buffered:
+  // nothing sent. Errors: code 100, "<name>: commit table nat: <what failed>: <errno text>".
+  Status Commit();
+
+  // For tests and diagnostics: the generation read at Open, every chain of the table (one
+  // dump, sorted), and a chain's rules (read once, then cached; empty for a chain that does not
+  // exist).
+  uint32_t generation() const { return generation_; }
+  Result<std::vector<std::string>> ListChains();
+  Result<const std::vector<NftRuleRecord>*> Rules(const std::string& chain);
+
+ private:
+  // One message of the batch.
+  struct Op {
+    uint16_t type = 0;   // NFT_MSG_*
+    uint16_t flags = 0;  // NLM_F_* besides NLM_F_REQUEST
+    std::vector<uint8_t> attrs;
+    std::string what;  // for errors: "append to CNI-HOSTPORT-DNAT rule \"...\""
+  };
+
+  // A commit's messages, and the sequence numbers its answers refer to.
+  struct Batch {
+    std::vector<uint8_t> bytes;
+    uint32_t begin_seq = 0, first_seq = 0, last_seq = 0;
+  };
+
+  NftNatTable(net::Family family, sys::UniqueFd fd);
+  Status ReadTableState();
+  Result<std::vector<NftRuleRecord>> DumpRules(const std::string& chain);
+  Status CheckGeneration();
+  // In the kernel (looked up by name, then remembered), or created by this batch, and not
+  // deleted by it.
+  bool ChainInKernel(const std::string& chain);
+  bool ChainExists(const std::string& chain);
+  void EnsureTable();
+  Status EnsureChainForRule(const std::string& chain, const std::string& what);
+  Status AddRule(const std::string& chain, const Rule& rule, bool append);
+  Batch BuildBatch(const std::vector<Op>& ops);
+  Status ReadBatchAnswers(const Batch& batch, const std::vector<Op>& ops);
+
+  net::Family family_;
+  sys::UniqueFd fd_;
+  uint32_t seq_ = 0;
+  uint32_t generation_ = 0;
+  bool table_exists_ = false;
+  std::map<std::string, bool> chains_;  // chain -> exists in the kernel, as looked up
+  std::map<std::string, std::vector<NftRuleRecord>> rules_;  // chain -> rules, read lazily
+  std::set<std::string> created_;                            // chains this batch creates
+  std::set<std::string> deleted_;                            // chains this batch deletes
+  std::set<std::string> flushed_;                            // chains this batch flushes
+  std::set<uint64_t> deleted_handles_;
+  std::vector<Op> ops_;
+};
+
+}  // namespace nodegate::portmap::ipt
