@@ -1,11 +1,12 @@
 // The floor of a portmap call on an nf_tables node, for `make bench`: one exec of a static
-// binary that sends one generation-checked batch appending one rule (a counter) to
-// `table ip nat` chain argv[1], and waits for the kernel's answer. A plugin that writes the
-// iptables layout into nf_tables cannot do less: it is exec'd, and every commit into `ip nat`
-// costs the kernel time that grows with the table (iptables-nft.md §6).
+// binary that sends one generation-checked batch appending one rule (a counter and a jump to
+// chain TARGET) to `table ip nat` chain CHAIN, and waits for the kernel's answer. A plugin that
+// writes the iptables layout into nf_tables cannot do less: it is exec'd, and its ADD adds at
+// least one jump, after which the kernel validates the table's whole chain graph in the commit
+// (nft_table_validate), a cost that grows with the table.
 //
-//   nft_floor CHAIN        exit 0 when the rule was added
-//   nft_floor --noop       exit 0 at once (the exec alone)
+//   nft_floor CHAIN TARGET   exit 0 when the rule was added
+//   nft_floor --noop         exit 0 at once (the exec alone)
 #include <arpa/inet.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
@@ -103,7 +104,7 @@ int Await(int fd, uint32_t seq, uint32_t* genid) {
   }
 }
 
-int Commit(const std::string& chain) {
+int Commit(const std::string& chain, const std::string& target) {
   const int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
   if (fd < 0) return 1;
   sockaddr_nl local{};
@@ -131,6 +132,21 @@ int Commit(const std::string& chain) {
   rule.Attr(NFTA_COUNTER_PACKETS, &zero, sizeof(zero));
   rule.End(data);
   rule.End(elem);
+  // immediate: verdict register <- jump TARGET
+  const size_t jump = rule.Begin(NFTA_LIST_ELEM);
+  rule.String(NFTA_EXPR_NAME, "immediate");
+  const size_t imm = rule.Begin(NFTA_EXPR_DATA);
+  const uint32_t dreg = htonl(NFT_REG_VERDICT);
+  rule.Attr(NFTA_IMMEDIATE_DREG, &dreg, sizeof(dreg));
+  const size_t value = rule.Begin(NFTA_IMMEDIATE_DATA);
+  const size_t verdict = rule.Begin(NFTA_DATA_VERDICT);
+  const uint32_t code = htonl(static_cast<uint32_t>(NFT_JUMP));
+  rule.Attr(NFTA_VERDICT_CODE, &code, sizeof(code));
+  rule.String(NFTA_VERDICT_CHAIN, target);
+  rule.End(verdict);
+  rule.End(value);
+  rule.End(imm);
+  rule.End(jump);
   rule.End(exprs);
   Message end(NFNL_MSG_BATCH_END, 0, 4, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
   for (auto part : {begin.Done(), rule.Done(), end.Done()}) {
@@ -149,10 +165,10 @@ int Commit(const std::string& chain) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: nft_floor CHAIN | --noop\n");
+  if (argc == 2 && std::string(argv[1]) == "--noop") return 0;
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: nft_floor CHAIN TARGET | --noop\n");
     return 2;
   }
-  if (std::string(argv[1]) == "--noop") return 0;
-  return Commit(argv[1]);
+  return Commit(argv[1], argv[2]);
 }

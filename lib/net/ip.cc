@@ -26,7 +26,8 @@ IpAddress IpAddress::FromBytes(Family family, const uint8_t* bytes) {
 }
 
 std::optional<IpAddress> IpAddress::Parse(std::string_view text) {
-  if (text.empty() || text.size() > INET6_ADDRSTRLEN) {
+  // A NUL would end the text early for inet_pton: "1.2.3.4\0garbage" is not an address.
+  if (text.empty() || text.size() > INET6_ADDRSTRLEN || text.find('\0') != text.npos) {
     return std::nullopt;
   }
   const std::string s(text);

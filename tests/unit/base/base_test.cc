@@ -84,6 +84,9 @@ TEST(IpAddress, ParseFormatAndArithmetic) {
   EXPECT_EQ(v6->ToString(), "2001:db8::ff");  // RFC 5952
   EXPECT_EQ(v6->Next().ToString(), "2001:db8::100");
   EXPECT_FALSE(net::IpAddress::Parse("10.0.0.256"));
+  // An embedded NUL (a JSON "\u0000") must not cut the text short.
+  EXPECT_FALSE(net::IpAddress::Parse(std::string_view("1.2.3.4\0garbage", 15)));
+  EXPECT_FALSE(net::IpPrefix::Parse(std::string_view("10.0.0.0/8\0x", 12)));
   EXPECT_FALSE(net::IpAddress::Parse(""));
   EXPECT_FALSE(net::IpAddress::Parse("1.2.3"));
   EXPECT_LT(*net::IpAddress::Parse("10.0.0.9"), *net::IpAddress::Parse("10.0.0.10"));
