@@ -386,11 +386,13 @@ IptablesMode Other(IptablesMode mode) {
 
 class IptablesMapper : public PortMapper {
  public:
+  explicit IptablesMapper(std::optional<IptablesMode> configured) : configured_(configured) {}
+
   // The mode of each family, chosen once per call (iptables_mode.h).
-  IptablesMode ModeOf(net::Family family, const Config& config) {
+  IptablesMode ModeOf(net::Family family) {
     auto& slot = family == net::Family::kV4 ? mode4_ : mode6_;
     if (!slot) {
-      const ModeChoice choice = ChooseMode(family, config.iptables_mode, NodeView::Real());
+      const ModeChoice choice = ChooseMode(family, configured_, NodeView::Real());
       spdlog::debug("portmap: IPv{} iptables layout in {} mode ({})", Digit(family),
                     IptablesModeName(choice.mode), choice.reason);
       slot = choice.mode;
@@ -403,7 +405,7 @@ class IptablesMapper : public PortMapper {
     // A later family failing must not leave the earlier family's rules behind.
     ScopeGuard rollback([&] {
       for (auto family : done) {
-        Status s = TeardownFamily(family, ModeOf(family, config), config.network_name,
+        Status s = TeardownFamily(family, ModeOf(family), config.network_name,
                                   config.container_id);
         if (!s.ok()) spdlog::warn("rollback of the IPv{} rules failed: {}", Digit(family), s.error().msg);
       }
@@ -411,7 +413,7 @@ class IptablesMapper : public PortMapper {
     for (const auto family : {net::Family::kV4, net::Family::kV6}) {
       if (!config.container(family)) continue;
       const Plan plan = ipt::BuildPlan(config, family);
-      NG_RETURN_IF_ERROR(Transact(family, ModeOf(family, config), [&](ipt::NatTable& table) {
+      NG_RETURN_IF_ERROR(Transact(family, ModeOf(family), [&](ipt::NatTable& table) {
         return ApplyPlan(table, plan);
       }));
       done.push_back(family);
@@ -427,7 +429,7 @@ class IptablesMapper : public PortMapper {
       // A read-only transaction: the change reports nothing to commit.
       Status found = OkStatus();
       NG_RETURN_IF_ERROR(
-          Transact(family, ModeOf(family, config), [&](ipt::NatTable& table) -> Result<bool> {
+          Transact(family, ModeOf(family), [&](ipt::NatTable& table) -> Result<bool> {
             found = CheckPlan(table, plan);
             return false;
           }));
@@ -439,7 +441,7 @@ class IptablesMapper : public PortMapper {
   Status Unforward(const Config& config) override {
     int usable = 0;
     for (const auto family : {net::Family::kV4, net::Family::kV6}) {
-      const IptablesMode mode = ModeOf(family, config);
+      const IptablesMode mode = ModeOf(family);
       if (ModeUsable(family, mode)) {
         NG_RETURN_IF_ERROR(
             TeardownFamily(family, mode, config.network_name, config.container_id));
@@ -486,8 +488,7 @@ class IptablesMapper : public PortMapper {
   }
 
   Status Usable() override {
-    Config defaults;
-    const IptablesMode mode = ModeOf(net::Family::kV4, defaults);
+    const IptablesMode mode = ModeOf(net::Family::kV4);
     if (!ModeUsable(net::Family::kV4, mode)) {
       return Error(kErrPluginNotAvailable, "iptables (" + std::string(IptablesModeName(mode)) +
                                                "): table nat is not usable");
@@ -535,11 +536,14 @@ class IptablesMapper : public PortMapper {
     return OkStatus();
   }
 
+  std::optional<IptablesMode> configured_;  // "iptablesMode"
   std::optional<IptablesMode> mode4_, mode6_;
 };
 
 }  // namespace
 
-std::unique_ptr<PortMapper> MakeIptablesMapper() { return std::make_unique<IptablesMapper>(); }
+std::unique_ptr<PortMapper> MakeIptablesMapper(std::optional<IptablesMode> mode) {
+  return std::make_unique<IptablesMapper>(mode);
+}
 
 }  // namespace nodegate::portmap

@@ -11,8 +11,9 @@
 namespace nodegate::portmap {
 namespace {
 
-std::unique_ptr<PortMapper> Make(Backend backend) {
-  return backend == Backend::kIptables ? MakeIptablesMapper() : MakeNftablesMapper();
+std::unique_ptr<PortMapper> Make(Backend backend, const Config& config) {
+  return backend == Backend::kIptables ? MakeIptablesMapper(config.iptables_mode)
+                                       : MakeNftablesMapper();
 }
 
 // Stale UDP conntrack entries would keep sending a host port's traffic to the old target.
@@ -48,7 +49,7 @@ Status Explain(Status status, PortMapper& mapper, const Config& config) {
 }  // namespace
 
 Result<std::unique_ptr<PortMapper>> SelectMapper(const Config& config) {
-  if (config.backend) return Make(*config.backend);
+  if (config.backend) return Make(*config.backend, config);
   auto iptables = MakeIptablesMapper();
   Status ipt = iptables->Usable();
   if (ipt.ok()) return iptables;
@@ -91,7 +92,7 @@ Status UnforwardEverywhere(const cni::CmdArgs& args, const Error& why) {
   config.container_id = args.container_id;
   config.ifname = args.ifname;
   for (const auto backend : {Backend::kIptables, Backend::kNftables}) {
-    auto mapper = Make(backend);
+    auto mapper = Make(backend, config);
     if (!mapper->Usable().ok()) continue;
     NG_RETURN_IF_ERROR(mapper->Unforward(config));
   }
@@ -136,7 +137,7 @@ Status CmdGc(const cni::CmdArgs& args) {
   std::string errors;
   for (const auto backend : {Backend::kIptables, Backend::kNftables}) {
     if (config.backend && *config.backend != backend) continue;
-    auto mapper = Make(backend);
+    auto mapper = Make(backend, config);
     if (!mapper->Usable().ok()) continue;
     if (Status s = mapper->Gc(config.network_name, valid); !s.ok()) {
       errors += (errors.empty() ? "" : "; ") + s.error().msg;
@@ -151,7 +152,7 @@ Status CmdStatus(const cni::CmdArgs& args) {
       Config config,
       ParseConfig(args.conf, {.container_id = "", .ifname = "", .purpose = Purpose::kGc}));
   if (config.backend) {
-    return Make(*config.backend)->Usable();
+    return Make(*config.backend, config)->Usable();
   }
   auto mapper = SelectMapper(config);
   if (!mapper.ok()) return Error(kErrPluginNotAvailable, mapper.error().msg);

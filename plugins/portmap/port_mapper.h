@@ -32,7 +32,8 @@ class PortMapper {
   virtual Status Usable() = 0;
 };
 
-std::unique_ptr<PortMapper> MakeIptablesMapper();
+// `mode`: the config's "iptablesMode"; nullopt chooses the node's (iptables_mode.h).
+std::unique_ptr<PortMapper> MakeIptablesMapper(std::optional<IptablesMode> mode = std::nullopt);
 std::unique_ptr<PortMapper> MakeNftablesMapper();
 
 }  // namespace nodegate::portmap
