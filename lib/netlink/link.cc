@@ -17,6 +17,7 @@
 #include <memory>
 #include <vector>
 
+#include "lib/base/scope_guard.h"
 #include "lib/sys/fd.h"
 
 namespace nodegate::netlink {
@@ -158,6 +159,12 @@ Status CreateIfb(Socket& sock, const IfbSpec& spec) {
   if (int r = rtnl_link_add(sock.get(), link.get(), NLM_F_CREATE | NLM_F_EXCL); r < 0) {
     return LibnlError(r, "create ifb " + spec.name);
   }
+  // From here on the device exists: whatever fails deletes it again, so a caller's failed
+  // creation never leaves a half-configured ifb behind.
+  bool done = false;
+  ScopeGuard undo([&] {
+    if (!done) (void)DeleteLink(sock, spec.name);
+  });
   DisableIpv6(spec.name);
   // The kernel applies IFLA_IFALIAS only when changing a link, not when creating one; the
   // same change brings the ifb up.
@@ -165,7 +172,9 @@ Status CreateIfb(Socket& sock, const IfbSpec& spec) {
   if (!created) {
     return Error(kErrKernel, "create ifb " + spec.name + ": gone right after creation");
   }
-  return UpdateLink(sock, *created, spec);
+  NG_RETURN_IF_ERROR(UpdateLink(sock, *created, spec));
+  done = true;
+  return OkStatus();
 }
 
 void DisableIpv6(const std::string& name) {

@@ -43,8 +43,25 @@ std::string RetiredIfbName(int ifindex) {
   return name;
 }
 
+std::string HashedAliasField(const std::string& value) {
+  return "sha512:" + Sha512Hex(value).substr(0, 32);
+}
+
 std::string IfbAlias(const Attachment& a) {
-  return std::string(kAliasTag) + " " + a.network + " " + a.container_id + " " + a.ifname;
+  std::string alias =
+      std::string(kAliasTag) + " " + a.network + " " + a.container_id + " " + a.ifname;
+  if (alias.size() <= kMaxIfAliasBytes) return alias;
+  // Too long for the kernel: the network and container ID by their hashes (at most
+  // 18 + 2 * 40 + 1 + 15 = 114 bytes with a 15-byte ifname).
+  alias = std::string(kAliasTag) + " " + HashedAliasField(a.network) + " " +
+          HashedAliasField(a.container_id) + " " + a.ifname;
+  if (alias.size() > kMaxIfAliasBytes) alias.resize(kMaxIfAliasBytes);  // ifname over 15 bytes
+  return alias;
+}
+
+bool AliasFieldIs(const std::string& field, const std::string& value) {
+  return field == value ||
+         (field.size() == 39 && field.rfind("sha512:", 0) == 0 && field == HashedAliasField(value));
 }
 
 std::optional<Attachment> ParseIfbAlias(const std::string& alias) {

@@ -61,9 +61,16 @@ inline constexpr const char* kRetiredIfbPrefix = "bwpdel";
 std::string RetiredIfbName(int ifindex);
 
 // "nodegate/bandwidth <network> <containerID> <ifname>", stored as the ifb's ifalias so GC
-// can tell which attachment an ifb belongs to (the name's hash is one-way).
+// can tell which attachment an ifb belongs to (the name's hash is one-way). The kernel keeps
+// at most 255 bytes; when the plain form is longer (the CNI spec caps neither the network
+// name nor the container ID), the network and container ID are written as
+// "sha512:<first 32 hex digits of their sha512>", so the alias always fits and ifbs made with
+// the plain form (every alias that fits, as earlier versions wrote) are read as before.
+inline constexpr size_t kMaxIfAliasBytes = 255;
 std::string IfbAlias(const Attachment& attachment);
 std::optional<Attachment> ParseIfbAlias(const std::string& alias);
+// Whether a field of a parsed alias names `value` (plainly or by its hash).
+bool AliasFieldIs(const std::string& field, const std::string& value);
 
 struct IfbPlan {
   std::string name;

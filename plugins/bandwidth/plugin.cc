@@ -50,7 +50,8 @@ std::optional<netlink::LinkInfo> FindHostVethForDel(netlink::Socket& sock,
 
 bool AttachmentIsValid(const std::vector<cni::Attachment>& valid, const Attachment& a) {
   for (const cni::Attachment& v : valid) {
-    if (v.container_id == a.container_id && (v.ifname.empty() || v.ifname == a.ifname)) {
+    if (AliasFieldIs(a.container_id, v.container_id) &&
+        (v.ifname.empty() || v.ifname == a.ifname)) {
       return true;
     }
   }
@@ -180,7 +181,7 @@ Status CmdGc(const cni::CmdArgs& args) {
       stale = true;  // a DEL took it out of service; its helper did not get to delete it
     } else if (std::optional<Attachment> owner = ParseIfbAlias(link.alias)) {
       // Ours: the alias says which attachment it serves. Other networks' ifbs are theirs.
-      stale = owner->network == args.conf.name && !AttachmentIsValid(valid, *owner);
+      stale = AliasFieldIs(owner->network, args.conf.name) && !AttachmentIsValid(valid, *owner);
     } else {
       // No alias (made by the reference plugin): the name is a one-way hash, so keep it when it
       // is the name of a valid attachment of this network or when some veth still redirects to

@@ -5,6 +5,7 @@
 // leftovers.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <map>
@@ -118,6 +119,51 @@ Result<std::vector<std::pair<std::string, std::string>>> ListPairs(Nft& nft,
   return out;
 }
 
+// The elements of the network's hairpin set of `family` (prefixes and single addresses; ranges,
+// which we never write, are skipped). A missing table or set is an empty list.
+Result<std::vector<net::IpPrefix>> ListHairpin(Nft& nft, const std::string& network,
+                                               net::Family family) {
+  const std::string set = nft::NamesFor(network).Hairpin(family);
+  std::vector<net::IpPrefix> out;
+  NftRun run = nft.Run("list set " + Qualified(set), {.json_output = true});
+  if (!run.ok()) {
+    if (run.HasErrno(ENOENT)) return out;
+    return run.ToError("nftables: list set " + set);
+  }
+  const Json doc = Json::parse(run.output(), nullptr, false);
+  if (doc.is_discarded() || !doc.contains("nftables")) {
+    return Error(kErrKernel, "nftables: unreadable listing of set " + set);
+  }
+  for (const auto& object : doc["nftables"]) {
+    if (!object.contains("set") || !object["set"].contains("elem")) continue;
+    for (Json elem : object["set"]["elem"]) {
+      if (elem.is_object() && elem.contains("elem")) elem = elem["elem"]["val"];
+      std::optional<net::IpPrefix> prefix;
+      if (elem.is_string()) {
+        prefix = net::IpPrefix::Parse(elem.get<std::string>(), true);
+      } else if (elem.is_object() && elem.contains("prefix")) {
+        const Json& p = elem["prefix"];
+        prefix = net::IpPrefix::Parse(JsonScalar(p.value("addr", Json(""))) + "/" +
+                                      JsonScalar(p.value("len", Json(0))));
+      }
+      if (prefix) out.push_back(*prefix);
+    }
+  }
+  return out;
+}
+
+// The hairpin changes of an ADD, from a listing of the network's hairpin sets.
+Result<nft::HairpinPlan> PlanHairpin(Nft& nft, const Config& config) {
+  nft::HairpinPlan plan;
+  if (!config.snat || config.masq_all) return plan;
+  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+    if (!config.container(f)) continue;
+    NG_ASSIGN_OR_RETURN(auto existing, ListHairpin(nft, config.network_name, f));
+    (f == net::Family::kV4 ? plan.v4 : plan.v6) = nft::PlanHairpin(existing, *config.container(f));
+  }
+  return plan;
+}
+
 // Deletes elements whose existence is known from a listing, with their ownership records and
 // the owner's markers. Records are added before being deleted so the script succeeds whether
 // or not they exist.
@@ -207,9 +253,23 @@ class NftablesMapper : public PortMapper {
   Status Forward(const Config& config) override {
     NG_ASSIGN_OR_RETURN(Nft nft, Nft::Open());
     Script fast;
-    const nft::AddLines lines = nft::AppendAdd(config, true, true, fast);
+    nft::AddLines lines = nft::AppendAdd(config, true, true, fast);
     NftRun run = nft.Run(fast.text());
     if (run.ok()) return OkStatus();
+    if (!lines.hairpin.empty() && !run.errors().empty() &&
+        std::all_of(run.errors().begin(), run.errors().end(), [&](const auto& e) {
+          return std::find(lines.hairpin.begin(), lines.hairpin.end(), e.line) !=
+                 lines.hairpin.end();
+        })) {
+      // The container subnet overlaps a hairpin element (another container's subnet, or this
+      // network's before it changed): nft refuses the whole script before the kernel sees it.
+      // Rare: read the hairpin sets and add only what is not covered yet.
+      NG_ASSIGN_OR_RETURN(const nft::HairpinPlan plan, PlanHairpin(nft, config));
+      Script retry;
+      lines = nft::AppendAdd(config, true, true, retry, plan);
+      run = nft.Run(retry.text());
+      if (run.ok()) return OkStatus();
+    }
 
     const bool readd = AnyLineHas(run, EEXIST, lines.markers);
     const bool need_setup = run.HasErrno(ENOENT);
@@ -241,7 +301,8 @@ class NftablesMapper : public PortMapper {
       NG_ASSIGN_OR_RETURN(auto old, OwnedByListing(nft, config, std::nullopt));
       AppendForget(nft::OwnerTag(config.network_name, config.container_id), old, {}, slow);
     }
-    const nft::AddLines slow_lines = nft::AppendAdd(config, false, !readd, slow);
+    NG_ASSIGN_OR_RETURN(const nft::HairpinPlan plan, PlanHairpin(nft, config));
+    const nft::AddLines slow_lines = nft::AppendAdd(config, false, !readd, slow, plan);
     NftRun second = nft.Run(slow.text());
     if (second.ok()) return OkStatus();
     if (AnyLineHas(second, EEXIST, slow_lines.elements)) {
@@ -280,11 +341,6 @@ class NftablesMapper : public PortMapper {
             "the ownership record of " + e.key);
         values.Add("add element " + Qualified(e.map) + " { " + e.key + " : " + e.value + " }");
       }
-      if (config.snat && !config.masq_all) {
-        add("delete element " + Qualified(names.Hairpin(f)) + " { " +
-                config.container(f)->Masked().ToString() + " }",
-            "hairpin source " + config.container(f)->Masked().ToString());
-      }
     }
     NftRun run = nft.Run(exists.text(), {.dry_run = true});
     if (!run.ok()) {
@@ -303,7 +359,19 @@ class NftablesMapper : public PortMapper {
                      "nftables: a host port maps elsewhere: " + same.ToError("check").msg);
       }
     }
-    // 3. The network's chains hold their rules.
+    // 3. An element of the hairpin set covers the container's subnet (it may be another,
+    // larger container subnet of the network: ADD keeps only the outermost ones).
+    if (config.snat && !config.masq_all) {
+      for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+        if (!config.container(f)) continue;
+        NG_ASSIGN_OR_RETURN(auto existing, ListHairpin(nft, config.network_name, f));
+        if (nft::PlanHairpin(existing, *config.container(f)).add) {
+          return Error(kErrCheckFailed, "nftables: missing hairpin source " +
+                                            config.container(f)->Masked().ToString());
+        }
+      }
+    }
+    // 4. The network's chains hold their rules.
     const std::vector<std::pair<std::string, size_t>> chains = {
         {names.Prerouting(), 1},
         {names.Output(), 1},
@@ -375,18 +443,41 @@ class NftablesMapper : public PortMapper {
     NG_ASSIGN_OR_RETURN(Nft nft, Nft::Open());
     NG_ASSIGN_OR_RETURN(auto listed, ListNetworkElements(nft, network_name, std::nullopt));
     std::map<std::string, std::vector<Element>> stale;  // container ID -> elements
+    std::vector<net::IpAddress> kept;  // addresses of the remaining containers' mappings
     for (auto& l : listed) {
       bool keep = false;
       for (const auto& id : valid) keep |= nft::ElementComment(id) == l.comment;
-      if (!keep) stale[l.comment].push_back(std::move(l.element));
+      if (keep) {
+        const std::string addr = l.element.value.substr(0, l.element.value.find(' '));
+        if (auto ip = net::IpAddress::Parse(addr)) kept.push_back(*ip);
+      } else {
+        stale[l.comment].push_back(std::move(l.element));
+      }
     }
-    if (stale.empty()) return OkStatus();
     Script s;
     for (const auto& [id, elements] : stale) {
       spdlog::info("gc: removing nftables mappings of container {}", id);
       AppendForget(nft::OwnerTag(network_name, id), elements, {net::Family::kV4, net::Family::kV6},
                    s);
     }
+    // Hairpin sources no remaining container of the network is in (DEL leaves them: knowing
+    // that no other container needs one takes a listing of the network's maps, which DEL's
+    // fast path avoids).
+    const nft::NetworkNames names = nft::NamesFor(network_name);
+    for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+      NG_ASSIGN_OR_RETURN(auto hairpin, ListHairpin(nft, network_name, f));
+      for (const auto& source : hairpin) {
+        const bool needed = std::any_of(kept.begin(), kept.end(), [&](const net::IpAddress& ip) {
+          return ip.family() == source.family() && source.Contains(ip);
+        });
+        if (needed) continue;
+        spdlog::info("gc: removing hairpin source {} of network {}", source.Masked().ToString(),
+                     network_name);
+        s.Add("delete element " + Qualified(names.Hairpin(f)) + " { " + source.Masked().ToString() +
+              " }");
+      }
+    }
+    if (s.lines() == 0) return OkStatus();
     NftRun run = nft.Run(s.text());
     if (!run.ok()) return run.ToError("nftables: gc");
     return OkStatus();

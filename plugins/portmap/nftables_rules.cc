@@ -57,7 +57,19 @@ uint32_t ConfigHash(const Config& config) {
 }
 
 std::string ElementComment(const std::string& container_id) {
-  return container_id.size() <= 128 ? container_id : container_id.substr(0, 128);
+  return container_id.size() <= kMaxCommentBytes ? container_id
+                                                 : container_id.substr(0, kMaxCommentBytes);
+}
+
+std::string NetworkComment(const std::string& network_name) {
+  std::string comment = "network " + network_name;
+  if (comment.size() <= kMaxCommentBytes) return comment;
+  // "network <first bytes of the name>... sha512:<16 hex digits>", exactly 128 bytes. The
+  // name's prefix is cut at a UTF-8 character boundary so the comment stays valid text.
+  const std::string tail = "... sha512:" + Sha512Hex(network_name).substr(0, 16);
+  size_t keep = kMaxCommentBytes - tail.size() - std::string("network ").size();
+  while (keep > 0 && (static_cast<unsigned char>(network_name[keep]) & 0xC0) == 0x80) --keep;
+  return "network " + network_name.substr(0, keep) + tail;
 }
 
 std::vector<Element> ContainerElements(const Config& config, net::Family family) {
@@ -134,7 +146,7 @@ void AppendSetup(const Config& config, Script& s) {
           " . inet_proto . inet_service : " + addr + " . inet_service; }");
     s.Add("add set " + Qualified(n.Hairpin(f)) + " { type " + addr + "; flags interval; }");
   }
-  const std::string comment = " comment " + Quoted("network " + config.network_name) + ";";
+  const std::string comment = " comment " + Quoted(NetworkComment(config.network_name)) + ";";
   s.Add("add chain " + Qualified(n.Hostports()) + " {" + comment + " }");
   s.Add("add chain " + Qualified(n.Prerouting()) +
         " { type nat hook prerouting priority dstnat; policy accept;" + comment + " }");
@@ -161,7 +173,24 @@ void AppendSetup(const Config& config, Script& s) {
         Hex32(ConfigHash(config)) + " }");
 }
 
-AddLines AppendAdd(const Config& config, bool assert_netcfg, bool create_markers, Script& s) {
+HairpinChange PlanHairpin(const std::vector<net::IpPrefix>& existing, const net::IpPrefix& subnet) {
+  const net::IpPrefix want = subnet.Masked();
+  HairpinChange change;
+  for (const auto& e : existing) {
+    if (e.address().family() != want.address().family()) continue;
+    if (e.length() <= want.length() && e.Contains(want.address())) {
+      // Covered (or already there): nothing to add, nothing to delete.
+      return HairpinChange{.add = false, .remove = {}};
+    }
+    if (want.length() < e.length() && want.Contains(e.address())) {
+      change.remove.push_back(e.Masked().ToString());
+    }
+  }
+  return change;
+}
+
+AddLines AppendAdd(const Config& config, bool assert_netcfg, bool create_markers, Script& s,
+                   const HairpinPlan& hairpin) {
   const NetworkNames n = NamesFor(config.network_name);
   const std::string owner = Quoted(OwnerTag(config.network_name, config.container_id));
   const std::string comment = Quoted(ElementComment(config.container_id));
@@ -185,8 +214,16 @@ AddLines AppendAdd(const Config& config, bool assert_netcfg, bool create_markers
                                      " comment " + comment + " : " + e.value + " }"));
     }
     if (config.snat && !config.masq_all) {
-      s.Add("add element " + Qualified(n.Hairpin(f)) + " { " + container->Masked().ToString() +
-            " }");
+      const auto& plan = hairpin.of(f);
+      if (plan) {
+        for (const auto& covered : plan->remove) {
+          s.Add("delete element " + Qualified(n.Hairpin(f)) + " { " + covered + " }");
+        }
+      }
+      if (!plan || plan->add) {
+        lines.hairpin.push_back(s.Add("add element " + Qualified(n.Hairpin(f)) + " { " +
+                                      container->Masked().ToString() + " }"));
+      }
     }
   }
   return lines;

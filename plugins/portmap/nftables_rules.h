@@ -9,6 +9,8 @@
 //          n<h>_dnat_ip_v4   : ipv4_addr . inet_proto . inet_service  -> ipv4_addr . inet_service
 //          (and _v6 twins)   one element per mapping, commented with the container ID
 //   sets   n<h>_hairpin_v4/6 : container subnets whose traffic to a host port is masqueraded
+//          (interval sets holding only the outermost of nested subnets; see PlanHairpin;
+//          DEL leaves them, GC deletes those no remaining mapping's address is in)
 //   chains n<h>_prerouting / n<h>_output (nat hooks): fib daddr type local jump n<h>_hostports
 //          n<h>_hostports: mark for masquerade, then dnat through the maps
 //          n<h>_masquerade (postrouting): meta mark & M == M masquerade
@@ -70,8 +72,14 @@ std::string OwnerTag(const std::string& network_name, const std::string& contain
 std::string FamilyMarker(net::Family family);
 // 32-bit hash of everything the network's chains depend on.
 uint32_t ConfigHash(const Config& config);
-// The element comment: the container ID (nft limits comments to 128 bytes).
+// nft limits comments to 128 bytes.
+inline constexpr size_t kMaxCommentBytes = 128;
+// The element comment: the container ID (its first 128 bytes).
 std::string ElementComment(const std::string& container_id);
+// The network chains' comment: "network <name>" when that fits in 128 bytes (the layout every
+// version wrote), else "network <name's first bytes>... sha512:<16 hex digits of the name>",
+// 128 bytes. Only humans read it: chains are found by the hashed prefix n<hash>.
+std::string NetworkComment(const std::string& network_name);
 
 // Elements of `family` for the container: every mapping of that family. With a container
 // address, values are filled in.
@@ -98,11 +106,34 @@ struct AddLines {
   int netcfg = 0;             // the netcfg assertion (fast path only)
   std::vector<int> markers;   // create element owned {owner . allN}
   std::vector<int> elements;  // add element <map> {...}
+  std::vector<int> hairpin;   // add element <hairpin set> {subnet}
+};
+
+// The hairpin sets are interval sets, which refuse an element overlapping another one: a
+// container subnet inside one already there (10.1.0.0/24 after 10.1.0.0/16), or around one
+// (a /16 after a /24, a network whose subnet grew). Prefixes either nest or are disjoint, so
+// the set keeps only the outermost ones: a subnet is added only when no element covers it,
+// and the elements it covers are deleted in the same transaction (the set matches the same
+// sources as before, plus the new subnet).
+struct HairpinChange {
+  bool add = true;                  // add the container's subnet
+  std::vector<std::string> remove;  // elements (nft syntax) the subnet covers, deleted first
+};
+// What adding `subnet` (masked) to a set holding `existing` takes.
+HairpinChange PlanHairpin(const std::vector<net::IpPrefix>& existing, const net::IpPrefix& subnet);
+// Per family; nullopt = add the subnet unconditionally (the fast path, which needs no read).
+struct HairpinPlan {
+  std::optional<HairpinChange> v4, v6;
+  const std::optional<HairpinChange>& of(net::Family f) const {
+    return f == net::Family::kV4 ? v4 : v6;
+  }
 };
 
 // The container part of ADD. `assert_netcfg` (fast path) checks that the network's chains
 // were written for this config; `create_markers` makes a re-ADD fail on the marker line.
-AddLines AppendAdd(const Config& config, bool assert_netcfg, bool create_markers, Script& script);
+// `hairpin` (from a listing of the hairpin sets) replaces the plain hairpin add.
+AddLines AppendAdd(const Config& config, bool assert_netcfg, bool create_markers, Script& script,
+                   const HairpinPlan& hairpin = {});
 
 // Deletes elements and their ownership records; with `marker`, also the owner's family
 // marker (first, so its line tells "this owner has nothing in that family"). Returns the

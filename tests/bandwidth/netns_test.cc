@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/netlink/link.h"
+#include "lib/netlink/socket.h"
+#include "lib/sys/netns.h"
 #include "tests/bandwidth/support.h"
 
 namespace nodegate::bandwidth::testing {
@@ -264,6 +267,76 @@ TEST(BandwidthNetnsTest, FailedAddRollsBack) {
   const std::string qdiscs = QdiscShow(topo.node, topo.host_veth);
   EXPECT_EQ(qdiscs.find("tbf"), std::string::npos) << qdiscs;
   EXPECT_NE(qdiscs.find("clsact"), std::string::npos) << qdiscs;
+}
+
+// Issue 13 row 5: the owner tag kept in the ifb's alias ("nodegate/bandwidth <network>
+// <containerID> <ifname>") must fit the kernel's 255-byte ifalias whatever the lengths the CNI
+// spec allows (it caps none but the interface name), and the ifb is still recognised by CHECK,
+// GC and DEL. A failing ADD leaves no ifb behind.
+TEST(BandwidthNetnsTest, LongNamesFitTheIfbAlias) {
+  NG_REQUIRE_ROOT();
+  NodeWithContainer topo;
+  const std::string network(200, 'n');
+  const std::string id(256, 'c');
+  const std::string conf =
+      BandwidthConf(topo.host_veth, topo.container.path(), kBoth, "1.0.0", true, network);
+  auto run = [&](const std::string& command) {
+    return Invoke(Ours(), command, topo.node, topo.container.path(), conf, id,
+                  topo.container_ifname);
+  };
+  const PluginOutput add = run("ADD");
+  ASSERT_TRUE(Succeeds(add)) << add.out << add.err;
+  const std::string ifb = IfbNameFor(network, id);
+  EXPECT_EQ(SettledIfbNames(topo.node), ifb + "\n");
+  const std::string link = topo.node.MustRun("ip -d link show " + ifb);
+  const size_t at = link.find("alias nodegate/bandwidth sha512:");
+  ASSERT_NE(at, std::string::npos) << link;
+  const std::string alias = link.substr(at + 6, link.find('\n', at) - at - 6);
+  EXPECT_LE(alias.size(), 255u) << alias;
+  EXPECT_NE(alias.find(" " + topo.container_ifname), std::string::npos) << alias;
+  EXPECT_TRUE(Succeeds(run("CHECK")));
+  EXPECT_TRUE(Succeeds(run("ADD")));  // converges on the existing ifb
+
+  // GC of this network with the attachment valid keeps the ifb; GC of another network too.
+  auto gc = [&](const std::string& name, const std::string& valid) {
+    nodegate::testing::PluginCall call;
+    call.binary = Ours();
+    call.command = "GC";
+    call.stdin_data = R"({"cniVersion":"1.1.0","name":")" + name +
+                      R"(","type":"bandwidth","cni.dev/valid-attachments":[)" + valid + "]}";
+    call.run_in_netns = topo.node.path();
+    return nodegate::testing::RunPlugin(call);
+  };
+  const std::string valid =
+      R"({"containerID":")" + id + R"(","ifname":")" + topo.container_ifname + R"("})";
+  ASSERT_TRUE(Succeeds(gc(network, valid)));
+  ASSERT_TRUE(Succeeds(gc("othernet", "")));
+  EXPECT_EQ(SettledIfbNames(topo.node), ifb + "\n");
+  // A GC of this network where it is not valid removes it.
+  ASSERT_TRUE(Succeeds(gc(network, R"({"containerID":"other","ifname":"eth0"})")));
+  EXPECT_EQ(SettledIfbNames(topo.node), "");
+
+  ASSERT_TRUE(Succeeds(run("ADD")));
+  EXPECT_TRUE(Succeeds(run("DEL")));
+  EXPECT_EQ(SettledIfbNames(topo.node), "");
+  EXPECT_TRUE(FailsWith(run("CHECK"), 103, ""));
+}
+
+// An ifb whose creation fails half-way (here: an alias the kernel refuses, set after the
+// device exists) is deleted again, so a failing ADD never leaves it behind.
+TEST(BandwidthNetnsTest, FailedIfbCreationLeavesNoDevice) {
+  NG_REQUIRE_ROOT();
+  TestNetns node("ng-node");
+  {
+    auto scope = sys::NetnsScope::Enter(node.path());
+    ASSERT_TRUE(scope.ok()) << scope.error().msg;
+    auto sock = netlink::Socket::Open();
+    ASSERT_TRUE(sock.ok());
+    const Status s = netlink::CreateIfb(
+        *sock, netlink::IfbSpec{.name = "bwpfault", .mtu = 1500, .alias = std::string(300, 'a')});
+    EXPECT_FALSE(s.ok());
+  }
+  EXPECT_EQ(LinkNames(node, "ifb"), "");
 }
 
 TEST(BandwidthNetnsTest, SubnetLayoutAndCleanup) {

@@ -201,6 +201,36 @@ TEST(NamesTest, IfbNameAndAlias) {
   EXPECT_FALSE(ParseIfbAlias("nodegate/bandwidth rnet ctr1 eth0 extra").has_value());
 }
 
+// Issue 13 row 5: the alias always fits the kernel's 255 bytes; the plain form is kept
+// whenever it fits (ifbs of earlier versions stay recognised).
+TEST(PlanTest, IfbAliasFitsTheKernelLimit) {
+  const std::string prefix = "nodegate/bandwidth ";
+  // Exactly 255 bytes: plain.
+  Attachment fits{.network = "n", .container_id = "", .ifname = "eth0"};
+  fits.container_id = std::string(255 - prefix.size() - 1 - 1 - 1 - 4, 'c');
+  EXPECT_EQ(IfbAlias(fits).size(), 255u);
+  EXPECT_EQ(IfbAlias(fits), prefix + "n " + fits.container_id + " eth0");
+  // One byte more, and the longest values: hashed, at most 255 bytes, still parsed and matched.
+  Attachment over = fits;
+  over.container_id += "c";
+  Attachment longest{.network = std::string(4096, 'n'),
+                     .container_id = std::string(4096, 'c'),
+                     .ifname = std::string(15, 'i')};
+  for (const Attachment& a : {over, longest}) {
+    const std::string alias = IfbAlias(a);
+    EXPECT_LE(alias.size(), 255u) << alias;
+    auto back = ParseIfbAlias(alias);
+    ASSERT_TRUE(back.has_value()) << alias;
+    EXPECT_TRUE(AliasFieldIs(back->network, a.network));
+    EXPECT_TRUE(AliasFieldIs(back->container_id, a.container_id));
+    EXPECT_FALSE(AliasFieldIs(back->container_id, a.container_id + "x"));
+    EXPECT_FALSE(AliasFieldIs(back->network, "rnet"));
+    EXPECT_EQ(back->ifname, a.ifname);
+  }
+  EXPECT_TRUE(AliasFieldIs("rnet", "rnet"));
+  EXPECT_FALSE(AliasFieldIs("rnet", "rnet2"));
+}
+
 TEST(KeysTest, AddressKeys) {
   auto v4 = tc::AddressKeys(*net::IpPrefix::Parse("198.51.100.7/24"), /*source=*/false);
   ASSERT_EQ(v4.size(), 1u);

@@ -350,5 +350,99 @@ TEST(PortmapNftables, BadInputChangesNothing) {
   EXPECT_EQ(NftRuleset(node), before);
 }
 
+// Issue 13 row 8: the CNI spec allows long network names; the chain comments ("network
+// <name>") must not exceed nft's 128-byte comment limit.
+TEST(PortmapNftables, LongNetworkNameWorks) {
+  NG_REQUIRE_ROOT();
+  TestNetns node("ng-pmnlong");
+  const std::string name(200, 'n');
+  const std::string conf = Conf("nftables", kMappings, kPrev, "", name);
+  const auto add = Portmap(node, "ADD", "ctr-long", conf);
+  ASSERT_EQ(add.exit_code, 0) << add.out << add.err;
+  EXPECT_EQ(Elements(node, "ctr-long"), 3) << NftRuleset(node);
+  const auto check = Portmap(node, "CHECK", "ctr-long", conf);
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  // A short name keeps its plain comment (the layout older versions wrote).
+  ASSERT_EQ(
+      Portmap(node, "ADD", "ctr-short",
+              Conf("nftables", R"([{"hostPort":81,"containerPort":80,"protocol":"tcp"}])", kPrev))
+          .exit_code,
+      0);
+  EXPECT_NE(NftRuleset(node).find("comment \"network rnet\""), std::string::npos);
+  const auto del = Portmap(node, "DEL", "ctr-long", conf);
+  ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
+  EXPECT_EQ(Elements(node, "ctr-long"), 0) << NftRuleset(node);
+  EXPECT_NE(Portmap(node, "CHECK", "ctr-long", conf).exit_code, 0);
+}
+
+// Issue 13 row 6: containers of one network whose subnets overlap (a /24, then a /16 around
+// it, then a /24 inside both) or a network whose subnet changed: every ADD succeeds, hairpin
+// traffic works for every container, and stale hairpin sources go once nobody needs them.
+TEST(PortmapNftables, OverlappingContainerSubnetsHairpin) {
+  NG_REQUIRE_ROOT();
+  Topology topo;
+  // A second container address in the same namespace, for a second "container".
+  topo.container.MustRun("ip addr add 192.0.2.3/24 dev eth0");
+  EchoServer server(topo.container.path(), 80, "c");
+  auto conf = [](int port, const std::string& cidr) {
+    return Conf(
+        "nftables",
+        R"([{"hostPort":)" + std::to_string(port) + R"(,"containerPort":80,"protocol":"tcp"}])",
+        PrevResult(cidr, ""));
+  };
+  const std::string c1 = conf(8080, "192.0.2.2/24");
+  const std::string c2 = conf(8081, "192.0.2.3/16");
+  const std::string c3 = conf(8082, "192.0.2.2/25");
+  auto add1 = Portmap(topo.node, "ADD", "c1", c1);
+  ASSERT_EQ(add1.exit_code, 0) << add1.out << add1.err;
+  auto add2 = Portmap(topo.node, "ADD", "c2", c2);
+  ASSERT_EQ(add2.exit_code, 0) << add2.out << add2.err << NftRuleset(topo.node);
+  auto add3 = Portmap(topo.node, "ADD", "c3", c3);
+  ASSERT_EQ(add3.exit_code, 0) << add3.out << add3.err << NftRuleset(topo.node);
+  for (const auto& [id, c] : {std::pair{"c1", c1}, {"c2", c2}, {"c3", c3}}) {
+    const auto check = Portmap(topo.node, "CHECK", id, c);
+    EXPECT_EQ(check.exit_code, 0) << id << check.out << check.err;
+  }
+  for (int port : {8080, 8081, 8082}) {
+    EXPECT_EQ(TcpRequest(topo.container.path(), topo.node_ip4, port), "c") << "hairpin " << port;
+    EXPECT_EQ(TcpRequest(topo.client.path(), topo.node_client_ip4, port), "c") << port;
+  }
+  // A network whose subnet changed (c1 re-added with another subnet) still adds.
+  const std::string moved = conf(8080, "192.0.2.2/23");
+  auto readd = Portmap(topo.node, "ADD", "c1", moved);
+  ASSERT_EQ(readd.exit_code, 0) << readd.out << readd.err;
+  EXPECT_EQ(TcpRequest(topo.container.path(), topo.node_ip4, 8081), "c");
+
+  // DEL of c2 (whose /16 covered the others): the others still hairpin.
+  ASSERT_EQ(Portmap(topo.node, "DEL", "c2", c2).exit_code, 0);
+  EXPECT_EQ(TcpRequest(topo.container.path(), topo.node_ip4, 8080), "c") << "after DEL c2";
+  EXPECT_EQ(TcpRequest(topo.container.path(), topo.node_ip4, 8082), "c") << "after DEL c2";
+  EXPECT_EQ(Portmap(topo.node, "CHECK", "c1", moved).exit_code, 0);
+  EXPECT_EQ(Portmap(topo.node, "CHECK", "c3", c3).exit_code, 0);
+  // Only the outermost subnet is in the set.
+  const std::string set =
+      topo.node.Run("nft list set inet cni_hostport na355caee90_hairpin_v4").output;
+  EXPECT_NE(set.find("192.0.0.0/16"), std::string::npos) << set;
+  EXPECT_EQ(set.find("192.0.2.0/"), std::string::npos) << set;
+  // GC keeps the sources the remaining containers are in.
+  const auto keep = Portmap(
+      topo.node, "GC", "",
+      R"({"cniVersion":"1.1.0","name":"rnet","type":"portmap","backend":"nftables",)"
+      R"("cni.dev/valid-attachments":[{"containerID":"c1","ifname":"eth0"},{"containerID":"c3","ifname":"eth0"}]})");
+  ASSERT_EQ(keep.exit_code, 0) << keep.out << keep.err;
+  EXPECT_EQ(TcpRequest(topo.container.path(), topo.node_ip4, 8080), "c") << "after GC";
+  EXPECT_EQ(Portmap(topo.node, "CHECK", "c1", moved).exit_code, 0);
+  ASSERT_EQ(Portmap(topo.node, "DEL", "c1", moved).exit_code, 0);
+  ASSERT_EQ(Portmap(topo.node, "DEL", "c3", c3).exit_code, 0);
+  // GC (no valid attachments left) removes the hairpin sources nobody needs.
+  const std::string gc =
+      R"({"cniVersion":"1.1.0","name":"rnet","type":"portmap","backend":"nftables",)"
+      R"("cni.dev/valid-attachments":[]})";
+  const auto out = Portmap(topo.node, "GC", "", gc);
+  ASSERT_EQ(out.exit_code, 0) << out.out << out.err;
+  const std::string ruleset = NftRuleset(topo.node);
+  EXPECT_EQ(ruleset.find("192.0."), std::string::npos) << ruleset;
+}
+
 }  // namespace
 }  // namespace nodegate::portmap::testing

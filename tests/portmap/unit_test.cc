@@ -458,6 +458,72 @@ TEST(NftablesRules, DeleteScriptPutsTheMarkerFirst) {
             std::string::npos);
 }
 
+// Issue 13 row 8: chain comments fit nft's 128 bytes whatever the network name's length;
+// names that fit keep the comment earlier versions wrote.
+TEST(NftablesRules, NetworkCommentFitsTheCommentLimit) {
+  EXPECT_EQ(nft::NetworkComment("rnet"), "network rnet");
+  const std::string fits(120, 'a');  // "network " + 120 = 128 bytes
+  EXPECT_EQ(nft::NetworkComment(fits), "network " + fits);
+  for (const std::string& name :
+       {std::string(121, 'a'), std::string(200, 'n'), std::string(5000, 'x'),
+        std::string(118, 'a') + "\xc3\xa9\xc3\xa9\xc3\xa9"}) {
+    const std::string c = nft::NetworkComment(name);
+    EXPECT_LE(c.size(), 128u) << name.size();
+    EXPECT_EQ(c.rfind("network ", 0), 0u);
+    EXPECT_NE(c.find("... sha512:"), std::string::npos) << c;
+  }
+  // Cut at a character boundary, never inside a UTF-8 sequence.
+  const std::string accented = std::string(92, 'a') + "\xc3\xa9" + std::string(40, 'b');
+  const std::string c = nft::NetworkComment(accented);
+  EXPECT_EQ(c.substr(0, c.find("... ")), "network " + std::string(92, 'a')) << c;
+  // Names sharing their first bytes still differ.
+  EXPECT_NE(nft::NetworkComment(std::string(200, 'n')),
+            nft::NetworkComment(std::string(199, 'n') + "m"));
+  auto config = Parse(ConfText(R"(,"backend":"nftables")"));
+  ASSERT_TRUE(config.ok());
+  config->network_name = std::string(200, 'n');
+  nft::Script setup;
+  nft::AppendSetup(*config, setup);
+  EXPECT_EQ(setup.text().find(std::string(121, 'n')), std::string::npos);
+}
+
+// Issue 13 row 6: the hairpin set keeps the outermost container subnets only.
+TEST(NftablesRules, HairpinPlanKeepsTheOutermostSubnets) {
+  auto p = [](const char* text) { return *net::IpPrefix::Parse(text, true); };
+  // Empty set, or a disjoint or adjacent element: add.
+  EXPECT_TRUE(nft::PlanHairpin({}, p("10.1.0.5/24")).add);
+  auto adjacent = nft::PlanHairpin({p("10.1.1.0/24"), p("fd00::/64")}, p("10.1.0.5/24"));
+  EXPECT_TRUE(adjacent.add);
+  EXPECT_TRUE(adjacent.remove.empty());
+  // Covered by a larger element or already there: nothing.
+  auto covered = nft::PlanHairpin({p("10.1.0.0/16")}, p("10.1.0.5/24"));
+  EXPECT_FALSE(covered.add);
+  EXPECT_TRUE(covered.remove.empty());
+  EXPECT_FALSE(nft::PlanHairpin({p("10.1.0.0/24")}, p("10.1.0.6/24")).add);
+  EXPECT_FALSE(nft::PlanHairpin({p("10.1.0.6")}, p("10.1.0.6/32")).add);
+  // Around smaller elements: add, deleting what it covers.
+  auto around =
+      nft::PlanHairpin({p("10.1.0.0/24"), p("10.1.7.0/25"), p("10.2.0.0/24")}, p("10.1.0.6/16"));
+  EXPECT_TRUE(around.add);
+  EXPECT_EQ(around.remove, (std::vector<std::string>{"10.1.0.0/24", "10.1.7.0/25"}));
+  auto v6 = nft::PlanHairpin({p("fd00:88::/64")}, p("fd00::2/16"));
+  EXPECT_EQ(v6.remove, (std::vector<std::string>{"fd00:88::/64"}));
+
+  auto config = Parse(ConfText(R"(,"backend":"nftables")"));
+  ASSERT_TRUE(config.ok());
+  nft::HairpinPlan plan;
+  plan.v4 = around;
+  plan.v6 = nft::HairpinChange{.add = false, .remove = {}};
+  nft::Script script;
+  const nft::AddLines lines = nft::AppendAdd(*config, true, true, script, plan);
+  EXPECT_EQ(lines.hairpin.size(), 1u);
+  const auto names = nft::NamesFor("rnet");
+  EXPECT_NE(script.text().find("delete element inet cni_hostport " +
+                               names.Hairpin(net::Family::kV4) + " { 10.1.7.0/25 }"),
+            std::string::npos);
+  EXPECT_EQ(script.text().find(names.Hairpin(net::Family::kV6)), std::string::npos);
+}
+
 TEST(NftErrors, MessagesMapToErrno) {
   EXPECT_EQ(netfilter::NftMessageErrno("Error: Could not process rule: File exists"), EEXIST);
   EXPECT_EQ(netfilter::NftMessageErrno("Error: No such file or directory"), ENOENT);
