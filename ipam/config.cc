@@ -245,15 +245,14 @@ const cni::gojson::Shape& ConfigShape() {
                                       {"gateway", Any()}};
     const auto range_sets = ListOf(ListOf(Struct(range)));
     const auto ipam = cni::gojson::Embed({Struct(range)}, {{"Name", Any(), Null::kKeep},
-                                                          {"type", Any(), Null::kKeep},
-                                                          {"routes", ListOf(cni::RouteShape())},
-                                                          {"dataDir", Any(), Null::kKeep},
-                                                          {"resolvConf", Any(), Null::kKeep},
-                                                          {"ranges", range_sets}});
+                                                           {"type", Any(), Null::kKeep},
+                                                           {"routes", ListOf(cni::RouteShape())},
+                                                           {"dataDir", Any(), Null::kKeep},
+                                                           {"resolvConf", Any(), Null::kKeep},
+                                                           {"ranges", range_sets}});
     return cni::NetConfShape({
         {"ipam", ipam},
-        {"runtimeConfig", Struct({{"ipRanges", range_sets}, {"ips", ListOf(Any())}}),
-         Null::kKeep},
+        {"runtimeConfig", Struct({{"ipRanges", range_sets}, {"ips", ListOf(Any())}}), Null::kKeep},
         {"args", Struct({{"cni", Struct({{"ips", ListOf(Any())}})}})},
     });
   }();

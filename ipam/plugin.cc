@@ -2,9 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include <filesystem>
-
 #include <algorithm>
+#include <filesystem>
 
 #include "ipam/allocator.h"
 #include "ipam/disk_store.h"

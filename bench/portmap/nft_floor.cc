@@ -84,8 +84,7 @@ int Await(int fd, uint32_t seq, uint32_t* genid) {
         if (err->error != 0 || h->nlmsg_seq == seq) return -err->error;
         continue;
       }
-      if (genid != nullptr &&
-          h->nlmsg_type == ((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWGEN)) {
+      if (genid != nullptr && h->nlmsg_type == ((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWGEN)) {
         auto* attr = reinterpret_cast<nlattr*>(static_cast<uint8_t*>(NLMSG_DATA(h)) +
                                                NLMSG_ALIGN(sizeof(nfgenmsg)));
         int left = static_cast<int>(h->nlmsg_len - NLMSG_LENGTH(sizeof(nfgenmsg)));
@@ -119,8 +118,8 @@ int Commit(const std::string& chain, const std::string& target) {
   Message begin(NFNL_MSG_BATCH_BEGIN, 0, 2, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
   const uint32_t be_genid = htonl(genid);
   begin.Attr(NFNL_BATCH_GENID, &be_genid, sizeof(be_genid));
-  Message rule((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND | NLM_F_ACK,
-               3, NFPROTO_IPV4, 0);
+  Message rule((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWRULE,
+               NLM_F_CREATE | NLM_F_APPEND | NLM_F_ACK, 3, NFPROTO_IPV4, 0);
   rule.String(NFTA_RULE_TABLE, "nat");
   rule.String(NFTA_RULE_CHAIN, chain);
   const size_t exprs = rule.Begin(NFTA_RULE_EXPRESSIONS);

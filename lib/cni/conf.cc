@@ -45,7 +45,9 @@ gojson::Shape NetConfShape(std::vector<gojson::Field> plugin_fields) {
       {"capabilities", gojson::MapOf(Any())},
       {"ipam", Struct({{"type", Any(), Null::kKeep}}), Null::kKeep},
       {"dns",
-       Struct({{"nameservers", strings}, {"domain", Any(), Null::kKeep}, {"search", strings},
+       Struct({{"nameservers", strings},
+               {"domain", Any(), Null::kKeep},
+               {"search", strings},
                {"options", strings}}),
        Null::kKeep},
       // A map[string]interface{} in the reference, folded later (DecodePrevResult).

@@ -25,7 +25,7 @@ struct NetConf {
   std::string cni_version;  // "" in the input becomes "0.1.0" (the spec's default)
   std::string name;
   std::string type;
-  Json raw = Json::object();            // the whole stdin object
+  Json raw = Json::object();             // the whole stdin object
   Json runtime_config = Json::object();  // "runtimeConfig", {} when absent
   Json args = Json::object();            // "args", {} when absent
   Json ipam = Json::object();            // "ipam", {} when absent
@@ -45,7 +45,7 @@ gojson::Shape NetConfShape(std::vector<gojson::Field> plugin_fields = {});
 
 // How much of the config must be readable.
 enum class Strictness {
-  kAll,          // every known field (ADD, CHECK, GC, STATUS, tools)
+  kAll,             // every known field (ADD, CHECK, GC, STATUS, tools)
   kNameAndVersion,  // DEL: only JSON, cniVersion and name; a bad prevResult, runtimeConfig,
                     // args, ipam, type or log field is noted in `unreadable` and left unset
 };

@@ -139,7 +139,8 @@ class ShapedBuilder : public nlohmann::json_sax<Json> {
   bool start_array(std::size_t /*size*/) override {
     if (stack_.size() >= kMaxDepth) return Fail("exceeded max depth");
     const Shape& shape = NextShape();
-    Json* node = Reusable(shape.kind == Shape::Kind::kList, [](const Json& j) { return j.is_array(); });
+    Json* node =
+        Reusable(shape.kind == Shape::Kind::kList, [](const Json& j) { return j.is_array(); });
     if (node == nullptr) node = Put(Json::array());
     stack_.push_back({node, &shape});
     return true;

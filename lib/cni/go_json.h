@@ -28,11 +28,10 @@
 // Data that went through a Go map before the reference decoded it into a struct (prevResult,
 // the cache's result) is folded in the map's key order, not the document's: Refold().
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "lib/base/result.h"
 
@@ -59,8 +58,8 @@ struct Shape {
     kMap,     // a map[string]`element`: keys exact
   };
   Kind kind = Kind::kAny;
-  std::vector<Field> fields;    // kStruct
-  std::vector<Shape> element;   // kList, kMap: exactly one
+  std::vector<Field> fields;   // kStruct
+  std::vector<Shape> element;  // kList, kMap: exactly one
 
   // The field `key` selects: an exact name first, then one equal ignoring case; or nullptr.
   const Field* FindField(std::string_view key) const;

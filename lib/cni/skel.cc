@@ -2,13 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <iterator>
-#include <algorithm>
-#include <cctype>
 
 #include "lib/cni/args.h"
 #include "lib/cni/logging.h"
@@ -59,8 +59,7 @@ Status CheckVersion(const Plugin& plugin, Command command, const std::string& ve
   if ((command == Command::kGc || command == Command::kStatus) &&
       !VersionAtLeast(version, "1.1.0")) {
     return Error(kErrIncompatibleVersion,
-                 std::string("config version does not allow ") +
-                     std::string(CommandName(command)));
+                 std::string("config version does not allow ") + std::string(CommandName(command)));
   }
   const auto& supported = plugin.supported_versions;
   if (std::find(supported.begin(), supported.end(), version) == supported.end()) {
@@ -118,9 +117,9 @@ int Dispatch(const Plugin& plugin, const ProcessIo& io) {
 
   // A runtime stops a chain's teardown at the first failing DEL, so DEL needs only what names
   // the attachment; the plugin removes what it owns by that.
-  auto conf = ParseNetConf(
-      args.stdin_data, plugin.config_shape,
-      *command == Command::kDel ? Strictness::kNameAndVersion : Strictness::kAll);
+  auto conf =
+      ParseNetConf(args.stdin_data, plugin.config_shape,
+                   *command == Command::kDel ? Strictness::kNameAndVersion : Strictness::kAll);
   if (!conf.ok()) {
     return Fail(io, conf.error());
   }
@@ -154,8 +153,7 @@ int Dispatch(const Plugin& plugin, const ProcessIo& io) {
   }
 
   spdlog::debug("{} {} container={} ifname={} netns={} network={}", plugin.name,
-                CommandName(*command), args.container_id, args.ifname, args.netns,
-                args.conf.name);
+                CommandName(*command), args.container_id, args.ifname, args.netns, args.conf.name);
 
   if (*command == Command::kAdd) {
     if (!plugin.add) {

@@ -169,10 +169,10 @@ Result<CniResult> DecodeCurrent(const Json& j, CniResult out) {
       NG_ASSIGN_OR_RETURN(ip.interface, GetInt(item, "interface"));
       NG_ASSIGN_OR_RETURN(ip.address, GetPrefix(item, "address"));
       NG_ASSIGN_OR_RETURN(ip.gateway, GetAddress(item, "gateway"));
-      if (ip.interface && (*ip.interface < 0 ||
-                           *ip.interface >= static_cast<int>(out.interfaces.size()))) {
+      if (ip.interface &&
+          (*ip.interface < 0 || *ip.interface >= static_cast<int>(out.interfaces.size()))) {
         return MalformedError("ip interface index " + std::to_string(*ip.interface) +
-                           " out of range");
+                              " out of range");
       }
       out.ips.push_back(ip);
     }
@@ -326,13 +326,15 @@ const gojson::Shape& ResultShape() {
     const auto ip020 = Struct({value("ip"), value("gateway"), {"routes", ListOf(route)}});
     return Struct({
         value("cniVersion"),
-        {"interfaces", ListOf(Struct({value("name"), value("mac"), value("mtu"),
-                                      value("sandbox"), value("socketPath"), value("pciID")}))},
-        {"ips", ListOf(Struct({value("version"), pointer("interface"), value("address"),
-                               value("gateway")}))},
+        {"interfaces", ListOf(Struct({value("name"), value("mac"), value("mtu"), value("sandbox"),
+                                      value("socketPath"), value("pciID")}))},
+        {"ips", ListOf(Struct(
+                    {value("version"), pointer("interface"), value("address"), value("gateway")}))},
         {"routes", ListOf(route)},
         {"dns",
-         Struct({{"nameservers", strings}, value("domain"), {"search", strings},
+         Struct({{"nameservers", strings},
+                 value("domain"),
+                 {"search", strings},
                  {"options", strings}}),
          Null::kKeep},
         {"ip4", ip020},
@@ -421,8 +423,7 @@ std::string FormatError(const Error& error) {
 
 std::optional<Error> DecodeError(std::string_view text) {
   Json j = Json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("code") ||
-      !j["code"].is_number_integer()) {
+  if (j.is_discarded() || !j.is_object() || !j.contains("code") || !j["code"].is_number_integer()) {
     return std::nullopt;
   }
   Error e;

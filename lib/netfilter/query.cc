@@ -95,9 +95,9 @@ Result<bool> HasChain(uint8_t family, const std::string& table, const std::strin
   }
   bool found = false;
   const int reply_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWCHAIN;
-  NG_RETURN_IF_ERROR(nfnl.sock.Dump(msg.get(), "nftables: get chain " + table + " " + chain,
-                                    [&](const nlmsghdr* h) { found |= h->nlmsg_type == reply_type; },
-                                    {ENOENT}));
+  NG_RETURN_IF_ERROR(
+      nfnl.sock.Dump(msg.get(), "nftables: get chain " + table + " " + chain,
+                     [&](const nlmsghdr* h) { found |= h->nlmsg_type == reply_type; }, {ENOENT}));
   return found;
 }
 

@@ -17,9 +17,9 @@ extern "C" {  // libip6tc.h lacks its own C linkage block
 #include <vector>
 
 #include "lib/base/scope_guard.h"
+#include "lib/netfilter/query.h"
 #include "lib/sys/fd.h"
 #include "lib/sys/file_lock.h"
-#include "lib/netfilter/query.h"
 #include "plugins/portmap/iptables_encode.h"
 #include "plugins/portmap/iptables_mode.h"
 #include "plugins/portmap/iptables_nft_table.h"
@@ -295,9 +295,9 @@ Result<bool> ApplyPlan(ipt::NatTable& table, const Plan& plan) {
     if (!table.HasChain(chain)) NG_RETURN_IF_ERROR(table.CreateChain(chain));
   }
   for (const auto& shared : plan.shared_rules) {
-    NG_ASSIGN_OR_RETURN(const bool present,
-                        table.HasChain(shared.chain) ? table.HasRule(shared.chain, shared.rule)
-                                                     : Result<bool>(false));
+    NG_ASSIGN_OR_RETURN(const bool present, table.HasChain(shared.chain)
+                                                ? table.HasRule(shared.chain, shared.rule)
+                                                : Result<bool>(false));
     if (present) continue;
     NG_RETURN_IF_ERROR(shared.insert_first ? table.InsertFirst(shared.chain, shared.rule)
                                            : table.Append(shared.chain, shared.rule));
@@ -375,8 +375,8 @@ bool ModeUsable(net::Family family, IptablesMode mode) {
 // node that switched modes keeps the old mode's rules until they are removed.
 bool ModeHasLayout(net::Family family, IptablesMode mode) {
   if (mode == IptablesMode::kLegacy) return LegacyTableLoaded(family, ipt::kTable);
-  auto present = netfilter::HasChain(family == net::Family::kV4 ? 2 : 10, ipt::kTable,
-                                     ipt::kDnatChain);
+  auto present =
+      netfilter::HasChain(family == net::Family::kV4 ? 2 : 10, ipt::kTable, ipt::kDnatChain);
   return present.ok() && *present;
 }
 
@@ -405,17 +405,16 @@ class IptablesMapper : public PortMapper {
     // A later family failing must not leave the earlier family's rules behind.
     ScopeGuard rollback([&] {
       for (auto family : done) {
-        Status s = TeardownFamily(family, ModeOf(family), config.network_name,
-                                  config.container_id);
-        if (!s.ok()) spdlog::warn("rollback of the IPv{} rules failed: {}", Digit(family), s.error().msg);
+        Status s = TeardownFamily(family, ModeOf(family), config.network_name, config.container_id);
+        if (!s.ok())
+          spdlog::warn("rollback of the IPv{} rules failed: {}", Digit(family), s.error().msg);
       }
     });
     for (const auto family : {net::Family::kV4, net::Family::kV6}) {
       if (!config.container(family)) continue;
       const Plan plan = ipt::BuildPlan(config, family);
-      NG_RETURN_IF_ERROR(Transact(family, ModeOf(family), [&](ipt::NatTable& table) {
-        return ApplyPlan(table, plan);
-      }));
+      NG_RETURN_IF_ERROR(Transact(family, ModeOf(family),
+                                  [&](ipt::NatTable& table) { return ApplyPlan(table, plan); }));
       done.push_back(family);
     }
     rollback.Dismiss();
@@ -443,8 +442,7 @@ class IptablesMapper : public PortMapper {
     for (const auto family : {net::Family::kV4, net::Family::kV6}) {
       const IptablesMode mode = ModeOf(family);
       if (ModeUsable(family, mode)) {
-        NG_RETURN_IF_ERROR(
-            TeardownFamily(family, mode, config.network_name, config.container_id));
+        NG_RETURN_IF_ERROR(TeardownFamily(family, mode, config.network_name, config.container_id));
         ++usable;
       } else {
         spdlog::info("IPv{} table nat ({}) unavailable, nothing to remove", Digit(family),
@@ -523,7 +521,8 @@ class IptablesMapper : public PortMapper {
     for (const auto& rule : plan.container_rules) {
       NG_ASSIGN_OR_RETURN(bool found, has(plan.container_chain, rule));
       if (!found) {
-        return missing("rule \"-A " + plan.container_chain + " " + rule.ToString() + "\" not found");
+        return missing("rule \"-A " + plan.container_chain + " " + rule.ToString() +
+                       "\" not found");
       }
     }
     for (const auto& rule : plan.entry_rules) {

@@ -57,8 +57,8 @@ bool LegacyHasChain(net::Family family, const std::string& table, const std::str
 
 bool NftHasChain(net::Family family, const std::string& table, const std::string& chain) {
   constexpr uint8_t kNfprotoIpv4 = 2, kNfprotoIpv6 = 10;
-  auto found = netfilter::HasChain(family == net::Family::kV4 ? kNfprotoIpv4 : kNfprotoIpv6,
-                                   table, chain);
+  auto found =
+      netfilter::HasChain(family == net::Family::kV4 ? kNfprotoIpv4 : kNfprotoIpv6, table, chain);
   return found.ok() && *found;
 }
 
@@ -74,9 +74,7 @@ std::optional<IptablesMode> ParseIptablesMode(std::string_view text) {
   return std::nullopt;
 }
 
-NodeView NodeView::Real() {
-  return NodeView{LookPath, NftHasChain, LegacyHasChain};
-}
+NodeView NodeView::Real() { return NodeView{LookPath, NftHasChain, LegacyHasChain}; }
 
 std::optional<IptablesMode> ModeOfBinary(std::string_view resolved_path) {
   const std::string_view name = resolved_path.substr(resolved_path.rfind('/') + 1);
@@ -97,8 +95,8 @@ ModeChoice ChooseMode(net::Family family, std::optional<IptablesMode> configured
       return {*mode, binary + " is " + *resolved};
     }
   }
-  const std::string why = resolved ? binary + " (" + *resolved + ") names no mode"
-                                   : "no " + binary + " on PATH";
+  const std::string why =
+      resolved ? binary + " (" + *resolved + ") names no mode" : "no " + binary + " on PATH";
   for (const char* chain : kHintChains) {
     if (node.nft_has_chain(family, "mangle", chain)) {
       return {IptablesMode::kNft, why + "; the kubelet's " + chain + " is in nf_tables"};
@@ -120,7 +118,7 @@ ModeChoice ChooseMode(net::Family family, std::optional<IptablesMode> configured
 
 bool LegacyTableLoaded(net::Family family, const std::string& table) {
   std::ifstream names(family == net::Family::kV4 ? "/proc/net/ip_tables_names"
-                                                  : "/proc/net/ip6_tables_names");
+                                                 : "/proc/net/ip6_tables_names");
   for (std::string line; std::getline(names, line);) {
     if (line == table) return true;
   }

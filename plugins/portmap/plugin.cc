@@ -84,9 +84,10 @@ Result<cni::CniResult> CmdAdd(const cni::CmdArgs& args) {
 // DEL of a config that cannot be read: what the container owns is found by network name and
 // container ID alone, so remove it from every backend that is usable on this node.
 Status UnforwardEverywhere(const cni::CmdArgs& args, const Error& why) {
-  spdlog::warn("portmap DEL: config unreadable ({}); removing every mapping of container {} in "
-               "network {}",
-               why.msg, args.container_id, args.conf.name);
+  spdlog::warn(
+      "portmap DEL: config unreadable ({}); removing every mapping of container {} in "
+      "network {}",
+      why.msg, args.container_id, args.conf.name);
   Config config;
   config.network_name = args.conf.name;
   config.container_id = args.container_id;
@@ -100,9 +101,9 @@ Status UnforwardEverywhere(const cni::CmdArgs& args, const Error& why) {
 }
 
 Status CmdDel(const cni::CmdArgs& args) {
-  auto parsed = ParseConfig(args.conf, {.container_id = args.container_id,
-                                        .ifname = args.ifname,
-                                        .purpose = Purpose::kDel});
+  auto parsed = ParseConfig(
+      args.conf,
+      {.container_id = args.container_id, .ifname = args.ifname, .purpose = Purpose::kDel});
   if (!parsed.ok()) return UnforwardEverywhere(args, parsed.error());
   const Config& config = *parsed;
   NG_ASSIGN_OR_RETURN(auto mapper, SelectMapper(config));

@@ -250,8 +250,8 @@ Result<cni::CniResult> ExecPluginWithResult(Executor& exec, const std::string& b
       json["cniVersion"].get<std::string>().empty()) {
     json["cniVersion"] = config_version.empty() ? std::string("0.1.0") : config_version;
   }
-  auto result = cni::DecodeResult(cni::gojson::Refold(std::move(json), cni::ResultShape()),
-                                  config_version);
+  auto result =
+      cni::DecodeResult(cni::gojson::Refold(std::move(json), cni::ResultShape()), config_version);
   if (!result.ok()) {
     return result.error().WithContext("decoding the result of " + binary);
   }

@@ -1,13 +1,14 @@
 // Kernel-state tests of the built bandwidth plugin, each in throwaway namespaces (the plugin
 // runs inside the node namespace). State is read with the independent `tc`/`ip` tools and,
 // where the reference is right, compared with what Debian's reference plugin creates.
+#include "lib/sys/netns.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "lib/netlink/link.h"
 #include "lib/netlink/socket.h"
-#include "lib/sys/netns.h"
 #include "tests/bandwidth/support.h"
 
 namespace nodegate::bandwidth::testing {
@@ -216,9 +217,9 @@ TEST(BandwidthNetnsTest, DelNeedsNeitherNetnsNorPrevResult) {
 TEST(BandwidthNetnsTest, DelWithAnUnreadableConfigRemovesWhatTheContainerOwns) {
   NG_REQUIRE_ROOT();
   NodeWithContainer topo;
-  for (const std::string& bad : {BandwidthConf(topo, R"("ingressRate":5)"),
-                                 BandwidthConf(topo, R"("ingressRate":"fast")"),
-                                 BandwidthConf(topo, R"("runtimeConfig":[1])")}) {
+  for (const std::string& bad :
+       {BandwidthConf(topo, R"("ingressRate":5)"), BandwidthConf(topo, R"("ingressRate":"fast")"),
+        BandwidthConf(topo, R"("runtimeConfig":[1])")}) {
     SCOPED_TRACE(bad);
     ASSERT_TRUE(Succeeds(Invoke(Ours(), "ADD", topo, BandwidthConf(topo, kBoth))));
     ASSERT_NE(SettledIfbNames(topo.node), "");

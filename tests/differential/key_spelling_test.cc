@@ -105,7 +105,7 @@ std::string Describe(const Path& path) {
 
 struct KeyCase {
   Path path;
-  Json conf;             // a config in which this key changes the outcome
+  Json conf;              // a config in which this key changes the outcome
   bool removable = true;  // false: the key is also in the default (removing it changes nothing)
 };
 
@@ -119,7 +119,8 @@ void CheckEveryKey(const Runner& ours, const Runner& reference, const std::vecto
     const Outcome ours_canonical = ours(c.conf);
     const Outcome ref_canonical = reference(c.conf);
     EXPECT_EQ(ours_canonical.exit_code, ref_canonical.exit_code)
-        << ours_canonical.Full() << "\nreference:\n" << ref_canonical.Full();
+        << ours_canonical.Full() << "\nreference:\n"
+        << ref_canonical.Full();
     EXPECT_EQ(ours_canonical.state, ref_canonical.state);
     if (c.removable) {
       EXPECT_NE(ours(Without(c.conf, c.path)).Full(), ours_canonical.Full())
@@ -172,10 +173,12 @@ TEST(KeySpelling, PortmapReadsEveryKeyInAnyCase) {
   ResetNat();
   auto runner = [&](bool reference) -> Runner {
     return [&, reference](const Json& conf) {
-      const auto add = portmap::testing::Portmap(topo.node, "ADD", "keyctr", conf.dump(), reference);
+      const auto add =
+          portmap::testing::Portmap(topo.node, "ADD", "keyctr", conf.dump(), reference);
       const std::string state =
           portmap::testing::SaveNat(topo.node) + portmap::testing::SaveNat(topo.node, true);
-      const auto del = portmap::testing::Portmap(topo.node, "DEL", "keyctr", conf.dump(), reference);
+      const auto del =
+          portmap::testing::Portmap(topo.node, "DEL", "keyctr", conf.dump(), reference);
       // The shared chains stay (both plugins keep them); the container's rules must go.
       const std::string left =
           portmap::testing::SaveNat(topo.node) + portmap::testing::SaveNat(topo.node, true);
@@ -253,8 +256,7 @@ TEST(KeySpelling, BandwidthReadsEveryKeyInAnyCase) {
   cases.push_back({{"prevResult", "interfaces"}, capability});
   cases.push_back({{"prevResult", "interfaces", "*", "name"}, capability});
   cases.push_back({{"prevResult", "interfaces", "*", "sandbox"}, capability});
-  CheckEveryKey(runner(bandwidth::testing::Ours()), runner(bandwidth::testing::Reference()),
-                cases);
+  CheckEveryKey(runner(bandwidth::testing::Ours()), runner(bandwidth::testing::Reference()), cases);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -283,8 +285,12 @@ class HostLocalKeys : public ::testing::Test {
       std::string text = conf.dump();
       for (size_t at; (at = text.find("@DIR@")) != std::string::npos;) text.replace(at, 5, dir);
       fs::remove_all(kDefaultStore);
-      PluginCall call{.binary = binary, .command = "ADD", .container_id = "keyctr",
-                      .netns = "/run/netns/none", .ifname = "eth0", .stdin_data = text};
+      PluginCall call{.binary = binary,
+                      .command = "ADD",
+                      .container_id = "keyctr",
+                      .netns = "/run/netns/none",
+                      .ifname = "eth0",
+                      .stdin_data = text};
       const PluginOutput add = RunPlugin(call);
       std::string files;
       for (const char* network_dir : {"/keynet-hl", ""}) {
@@ -317,7 +323,8 @@ class HostLocalKeys : public ::testing::Test {
 TEST_F(HostLocalKeys, HostLocalReadsEveryKeyInAnyCase) {
   const std::string resolv = root_ + "/resolv.conf";
   const Json ranged = Json::parse(R"({"cniVersion": "1.0.0", "name": "keynet-hl", "type": "bridge",
-    "ipam": {"type": "host-local", "dataDir": "@DIR@", "resolvConf": ")" + resolv + R"(",
+    "ipam": {"type": "host-local", "dataDir": "@DIR@", "resolvConf": ")" +
+                                  resolv + R"(",
       "routes": [{"dst": "198.51.100.0/24", "gw": "10.5.0.1"}],
       "ranges": [[{"subnet": "10.5.0.0/24", "rangeStart": "10.5.0.10", "rangeEnd": "10.5.0.20",
                    "gateway": "10.5.0.2"}]]}})");

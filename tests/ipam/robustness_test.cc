@@ -252,9 +252,9 @@ TEST_F(RobustnessTest, MalformedConfigsGiveTheRightCodeAndWriteNothing) {
   };
   // DEL needs only what locates the attachment's reservations: JSON, version, name, dataDir.
   // Anything else unreadable is logged, and a DEL with nothing to release writes nothing.
-  const std::set<std::string> del_fails = {"not json", "no ipam", "network name with slash",
-                                           "network name ..", "dataDir escapes",
-                                           "unsupported version"};
+  const std::set<std::string> del_fails = {
+      "not json",        "no ipam",         "network name with slash",
+      "network name ..", "dataDir escapes", "unsupported version"};
   int n = 0;
   for (const auto& c : cases) {
     for (const char* verb : {"ADD", "DEL"}) {
@@ -263,7 +263,8 @@ TEST_F(RobustnessTest, MalformedConfigsGiveTheRightCodeAndWriteNothing) {
       if (std::string(verb) == "DEL" && del_fails.count(c.name) == 0) {
         const std::string data_dir = root_ + "/bad" + std::to_string(n++) + "/data";
         std::string conf = c.conf;
-        for (size_t p; (p = conf.find("DATADIR")) != std::string::npos;) conf.replace(p, 7, data_dir);
+        for (size_t p; (p = conf.find("DATADIR")) != std::string::npos;)
+          conf.replace(p, 7, data_dir);
         auto out = Run(Ours(), verb, "c1", conf, c.args);
         EXPECT_EQ(out.exit_code, 0) << c.name << " DEL: " << out.out;
         EXPECT_FALSE(fs::exists(fs::path(data_dir).parent_path())) << c.name << " wrote state";

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 namespace nodegate::portmap::testing {
@@ -28,24 +29,27 @@ bool EnterNetns(const std::string& path) {
   return ok;
 }
 
-// A folder where iptables/ip6tables(-save/-restore) are the legacy tools, so the reference
-// plugin writes the same x_tables libiptc does.
-const std::string& LegacyBinDir() {
-  static std::string dir = [] {
-    std::string d = "/tmp/ng-portmap-legacy-bin";
-    ::mkdir(d.c_str(), 0755);
+// A folder where iptables/ip6tables(-save/-restore) are the tools of `mode`, first on PATH for
+// both plugins, so the mode under test does not depend on the machine's alternatives.
+std::string ModeBinDir(IptablesMode mode) {
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  const std::string variant(IptablesModeName(mode));
+  const std::string dir = "/tmp/ng-portmap-" + variant + "-bin";
+  static std::set<std::string> made;
+  if (made.insert(dir).second) {
+    ::mkdir(dir.c_str(), 0755);
     for (const char* tool : {"iptables", "ip6tables"}) {
       for (const char* suffix : {"", "-save", "-restore"}) {
-        const std::string link = d + "/" + tool + suffix;
-        const std::string target = std::string("/usr/sbin/") + tool + "-legacy" + suffix;
+        const std::string link = dir + "/" + tool + suffix;
+        const std::string target = std::string("/usr/sbin/") + tool + "-" + variant + suffix;
         ::unlink(link.c_str());
         if (::symlink(target.c_str(), link.c_str()) != 0) {
           ADD_FAILURE() << "symlink " << link;
         }
       }
     }
-    return d;
-  }();
+  }
   return dir;
 }
 
@@ -155,17 +159,10 @@ PluginOutput Portmap(const TestNetns& node, const std::string& command,
   call.ifname = "eth0";
   call.stdin_data = conf;
   call.run_in_netns = node.path();
-  if (IptablesModeUnderTest() == IptablesMode::kNft) {
-    return nodegate::testing::RunPlugin(call);
-  }
-  // RunPlugin passes this process's PATH on; point it at the legacy tools for this call.
-  static std::mutex path_mutex;
-  std::lock_guard<std::mutex> lock(path_mutex);
-  const std::string saved = std::getenv("PATH") ? std::getenv("PATH") : "/usr/sbin:/usr/bin";
-  ::setenv("PATH", (LegacyBinDir() + ":" + saved).c_str(), 1);
-  auto out = nodegate::testing::RunPlugin(call);
-  ::setenv("PATH", saved.c_str(), 1);
-  return out;
+  const char* path = std::getenv("PATH");
+  call.extra_env["PATH"] = ModeBinDir(IptablesModeUnderTest()) + ":" +
+                           (path != nullptr ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
+  return nodegate::testing::RunPlugin(call);
 }
 
 namespace {

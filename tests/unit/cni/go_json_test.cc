@@ -12,16 +12,15 @@ namespace {
 // type entry struct { HostPort int `json:"hostPort"`; HostIP string `json:"hostIP"` }
 // type conf struct {
 //   Snat *bool `json:"snat"`; Name string `json:"name"`
-//   RuntimeConfig struct { PortMappings []entry `json:"portMappings"`; Extra string } `json:"runtimeConfig"`
-//   Caps map[string]bool `json:"capabilities"`
+//   RuntimeConfig struct { PortMappings []entry `json:"portMappings"`; Extra string }
+//   `json:"runtimeConfig"` Caps map[string]bool `json:"capabilities"`
 // }
 Shape ConfShape() {
   const Shape entry = Struct({{"hostPort", Any(), Null::kKeep}, {"hostIP", Any(), Null::kKeep}});
   return Struct({
       {"snat", Any()},
       {"name", Any(), Null::kKeep},
-      {"runtimeConfig",
-       Struct({{"portMappings", ListOf(entry)}, {"Extra", Any(), Null::kKeep}}),
+      {"runtimeConfig", Struct({{"portMappings", ListOf(entry)}, {"Extra", Any(), Null::kKeep}}),
        Null::kKeep},
       {"capabilities", MapOf(Any())},
   });
@@ -46,13 +45,13 @@ TEST(GoJsonKeys, ExactAndCaseInsensitiveKeysReachTheField) {
 
 TEST(GoJsonKeys, GoFoldingAcceptsKelvinAndLongSOnly) {
   EXPECT_TRUE(KeyMatchesField("SNAT", "snat"));
-  EXPECT_TRUE(KeyMatchesField("\xC5\xBFnat", "snat"));         // U+017F LATIN SMALL LONG S
-  EXPECT_TRUE(KeyMatchesField("mar\xE2\x84\xAA", "mark"));     // U+212A KELVIN SIGN
-  EXPECT_FALSE(KeyMatchesField("\xC3\x9Fnat", "snat"));        // U+00DF is not s
+  EXPECT_TRUE(KeyMatchesField("\xC5\xBFnat", "snat"));      // U+017F LATIN SMALL LONG S
+  EXPECT_TRUE(KeyMatchesField("mar\xE2\x84\xAA", "mark"));  // U+212A KELVIN SIGN
+  EXPECT_FALSE(KeyMatchesField("\xC3\x9Fnat", "snat"));     // U+00DF is not s
   EXPECT_FALSE(KeyMatchesField("snat ", "snat"));
   EXPECT_FALSE(KeyMatchesField("sna", "snat"));
   EXPECT_FALSE(KeyMatchesField("host_port", "hostPort"));
-  EXPECT_FALSE(KeyMatchesField("\xC5", "snat"));                // a lone lead byte
+  EXPECT_FALSE(KeyMatchesField("\xC5", "snat"));  // a lone lead byte
 }
 
 TEST(GoJsonKeys, UnknownKeysStayAsTheyAre) {
@@ -141,8 +140,12 @@ TEST(GoJsonValues, HostileDocumentsAreErrorsNotCrashes) {
 }
 
 TEST(GoJsonValues, InvalidUtf8InStringsBecomesReplacementCharacters) {
-  const Json j = Must("{\"name\": \"a\xff\xfe" "b\", \"x\xc3\": 1}");
-  EXPECT_EQ(j["name"], "a\xEF\xBF\xBD\xEF\xBF\xBD" "b");
+  const Json j = Must(
+      "{\"name\": \"a\xff\xfe"
+      "b\", \"x\xc3\": 1}");
+  EXPECT_EQ(j["name"],
+            "a\xEF\xBF\xBD\xEF\xBF\xBD"
+            "b");
   EXPECT_TRUE(j.contains("x\xEF\xBF\xBD"));
   EXPECT_NO_THROW(j.dump());
 }

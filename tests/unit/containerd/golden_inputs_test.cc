@@ -58,9 +58,9 @@ TEST(ContainerdGoldenInputs, PortmapReadsGoCasedMappings) {
   const Golden add = Load("02-run-portmap-ADD.json");
   ASSERT_NE(add.stdin_data.find("\"HostPort\""), std::string::npos) << "what containerd sends";
   const cni::NetConf conf = Parse(add, portmap::ConfigShape());
-  auto config = portmap::ParseConfig(
-      conf, {.container_id = add.env["CNI_CONTAINERID"], .ifname = "eth0",
-             .purpose = portmap::Purpose::kAdd});
+  auto config = portmap::ParseConfig(conf, {.container_id = add.env["CNI_CONTAINERID"],
+                                            .ifname = "eth0",
+                                            .purpose = portmap::Purpose::kAdd});
   ASSERT_TRUE(config.ok()) << config.error().msg;
   ASSERT_EQ(config->mappings.size(), 2u);
   EXPECT_EQ(config->mappings[0].host_port, 18080);
@@ -87,8 +87,8 @@ TEST(ContainerdGoldenInputs, BandwidthReadsGoCasedRates) {
 
 TEST(ContainerdGoldenInputs, HostLocalReadsTheBridgeConfigAndPodArgs) {
   const Golden add = Load("01-run-host-local-ADD.json");
-  auto config = ipam::LoadIpamConfig(Parse(add, ipam::ConfigShape()),
-                                     add.env.value("CNI_ARGS", ""), ipam::Verb::kAdd);
+  auto config = ipam::LoadIpamConfig(Parse(add, ipam::ConfigShape()), add.env.value("CNI_ARGS", ""),
+                                     ipam::Verb::kAdd);
   ASSERT_TRUE(config.ok()) << config.error().msg;
   EXPECT_EQ(config->network_name, "nodegate");
   ASSERT_EQ(config->range_sets.size(), 1u);
@@ -103,7 +103,8 @@ TEST(ContainerdGoldenInputs, BothDelsOfEachPluginRead) {
     const bool stop = std::string(phase) == "04-stop";
     const Golden bw = Load(std::string(phase) + "-bandwidth-DEL.json");
     EXPECT_EQ(bw.env.value("CNI_NETNS", "?").empty(), !stop);
-    const cni::NetConf bw_conf = Parse(bw, bandwidth::ConfigShape(), cni::Strictness::kNameAndVersion);
+    const cni::NetConf bw_conf =
+        Parse(bw, bandwidth::ConfigShape(), cni::Strictness::kNameAndVersion);
     EXPECT_TRUE(bw_conf.unreadable.empty());
     EXPECT_EQ(bw_conf.prev_result.has_value(), stop);
     EXPECT_TRUE(bandwidth::ValidateConfig(bw_conf).ok());
@@ -113,17 +114,17 @@ TEST(ContainerdGoldenInputs, BothDelsOfEachPluginRead) {
     const Golden pm = Load(std::string(phase) + "-portmap-DEL.json");
     const cni::NetConf conf = Parse(pm, portmap::ConfigShape(), cni::Strictness::kNameAndVersion);
     EXPECT_TRUE(conf.unreadable.empty());
-    auto config = portmap::ParseConfig(
-        conf, {.container_id = pm.env["CNI_CONTAINERID"], .ifname = "eth0",
-               .purpose = portmap::Purpose::kDel});
+    auto config = portmap::ParseConfig(conf, {.container_id = pm.env["CNI_CONTAINERID"],
+                                              .ifname = "eth0",
+                                              .purpose = portmap::Purpose::kDel});
     ASSERT_TRUE(config.ok()) << config.error().msg;
     EXPECT_EQ(config->mappings.size(), 2u);
   }
   for (const char* phase : {"06-stop", "09-remove"}) {
     SCOPED_TRACE(phase);
     const Golden hl = Load(std::string(phase) + "-host-local-DEL.json");
-    auto config = ipam::LoadIpamConfig(Parse(hl, ipam::ConfigShape()),
-                                       hl.env.value("CNI_ARGS", ""), ipam::Verb::kDel);
+    auto config = ipam::LoadIpamConfig(Parse(hl, ipam::ConfigShape()), hl.env.value("CNI_ARGS", ""),
+                                       ipam::Verb::kDel);
     EXPECT_TRUE(config.ok()) << config.error().msg;
   }
 }
