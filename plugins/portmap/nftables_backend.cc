@@ -94,11 +94,10 @@ Result<std::vector<ListedElement>> ListNetworkElements(Nft& nft, const std::stri
   return out;
 }
 
-// The elements of one of our sets as (first field, second field) text pairs; a missing table or
-// set is an empty list.
-Result<std::vector<std::pair<std::string, std::string>>> ListPairs(Nft& nft,
-                                                                   const std::string& set) {
-  std::vector<std::pair<std::string, std::string>> out;
+// The element values of one of our sets, as nft's JSON gives them (a commented element is
+// unwrapped); a missing table or set is an empty list.
+Result<std::vector<Json>> ListSetElements(Nft& nft, const std::string& set) {
+  std::vector<Json> out;
   NftRun run = nft.Run("list set " + Qualified(set), {.json_output = true});
   if (!run.ok()) {
     if (run.HasErrno(ENOENT)) return out;
@@ -112,42 +111,41 @@ Result<std::vector<std::pair<std::string, std::string>>> ListPairs(Nft& nft,
     if (!object.contains("set") || !object["set"].contains("elem")) continue;
     for (Json elem : object["set"]["elem"]) {
       if (elem.is_object() && elem.contains("elem")) elem = elem["elem"]["val"];
-      if (!elem.is_object() || !elem.contains("concat") || elem["concat"].size() != 2) continue;
-      out.emplace_back(JsonScalar(elem["concat"][0]), JsonScalar(elem["concat"][1]));
+      out.push_back(std::move(elem));
     }
   }
   return out;
 }
 
+// The elements of one of our sets as (first field, second field) text pairs.
+Result<std::vector<std::pair<std::string, std::string>>> ListPairs(Nft& nft,
+                                                                   const std::string& set) {
+  NG_ASSIGN_OR_RETURN(const auto elements, ListSetElements(nft, set));
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const Json& elem : elements) {
+    if (!elem.is_object() || !elem.contains("concat") || elem["concat"].size() != 2) continue;
+    out.emplace_back(JsonScalar(elem["concat"][0]), JsonScalar(elem["concat"][1]));
+  }
+  return out;
+}
+
 // The elements of the network's hairpin set of `family` (prefixes and single addresses; ranges,
-// which we never write, are skipped). A missing table or set is an empty list.
+// which we never write, are skipped).
 Result<std::vector<net::IpPrefix>> ListHairpin(Nft& nft, const std::string& network,
                                                net::Family family) {
-  const std::string set = nft::NamesFor(network).Hairpin(family);
+  NG_ASSIGN_OR_RETURN(const auto elements,
+                      ListSetElements(nft, nft::NamesFor(network).Hairpin(family)));
   std::vector<net::IpPrefix> out;
-  NftRun run = nft.Run("list set " + Qualified(set), {.json_output = true});
-  if (!run.ok()) {
-    if (run.HasErrno(ENOENT)) return out;
-    return run.ToError("nftables: list set " + set);
-  }
-  const Json doc = Json::parse(run.output(), nullptr, false);
-  if (doc.is_discarded() || !doc.contains("nftables")) {
-    return Error(kErrKernel, "nftables: unreadable listing of set " + set);
-  }
-  for (const auto& object : doc["nftables"]) {
-    if (!object.contains("set") || !object["set"].contains("elem")) continue;
-    for (Json elem : object["set"]["elem"]) {
-      if (elem.is_object() && elem.contains("elem")) elem = elem["elem"]["val"];
-      std::optional<net::IpPrefix> prefix;
-      if (elem.is_string()) {
-        prefix = net::IpPrefix::Parse(elem.get<std::string>(), true);
-      } else if (elem.is_object() && elem.contains("prefix")) {
-        const Json& p = elem["prefix"];
-        prefix = net::IpPrefix::Parse(JsonScalar(p.value("addr", Json(""))) + "/" +
-                                      JsonScalar(p.value("len", Json(0))));
-      }
-      if (prefix) out.push_back(*prefix);
+  for (const Json& elem : elements) {
+    std::optional<net::IpPrefix> prefix;
+    if (elem.is_string()) {
+      prefix = net::IpPrefix::Parse(elem.get<std::string>(), true);
+    } else if (elem.is_object() && elem.contains("prefix")) {
+      const Json& p = elem["prefix"];
+      prefix = net::IpPrefix::Parse(JsonScalar(p.value("addr", Json(""))) + "/" +
+                                    JsonScalar(p.value("len", Json(0))));
     }
+    if (prefix) out.push_back(*prefix);
   }
   return out;
 }
