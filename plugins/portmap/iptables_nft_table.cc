@@ -232,6 +232,23 @@ Result<uint32_t> ReadGeneration(int fd, uint32_t seq, const std::string& name) {
   return *generation;
 }
 
+// A GETRULE answer as a record, when it is a rule of `chain`.
+std::optional<NftRuleRecord> RuleRecordOf(const nlmsghdr* h, const std::string& chain) {
+  auto attrs = ReplyAttrs(h);
+  if (!attrs) return std::nullopt;
+  const Attr* in_chain = netfilter::FindAttr(*attrs, NFTA_RULE_CHAIN);
+  const Attr* handle = netfilter::FindAttr(*attrs, NFTA_RULE_HANDLE);
+  const Attr* exprs = netfilter::FindAttr(*attrs, NFTA_RULE_EXPRESSIONS);
+  const Attr* udata = netfilter::FindAttr(*attrs, NFTA_RULE_USERDATA);
+  if (in_chain == nullptr || in_chain->String() != chain || handle == nullptr) return std::nullopt;
+  NftRuleRecord r;
+  r.handle = handle->Be64();
+  if (exprs != nullptr) r.expressions.assign(exprs->data.begin(), exprs->data.end());
+  if (udata != nullptr) r.userdata.assign(udata->data.begin(), udata->data.end());
+  r.verdict = NftRuleVerdict(r.expressions);
+  return r;
+}
+
 }  // namespace
 
 NftNatTable::NftNatTable(net::Family family, sys::UniqueFd fd)
@@ -277,17 +294,17 @@ Status NftNatTable::ReadTableState() {
   const uint32_t get_seq = ++seq_;
   table_exists_ = false;
   NG_RETURN_IF_ERROR(Transact(
-      fd, Message(NftType(NFT_MSG_GETTABLE), NLM_F_ACK, get_seq, NfFamily(family_), 0,
-                  by_name.bytes()),
+      fd,
+      Message(NftType(NFT_MSG_GETTABLE), NLM_F_ACK, get_seq, NfFamily(family_), 0, by_name.bytes()),
       get_seq, name() + ": get table nat", [&](const nlmsghdr*) { table_exists_ = true; },
       {ENOENT}));
   return OkStatus();
 }
 
-bool NftNatTable::ChainInKernel(const std::string& chain) {
+const NftNatTable::ChainInfo* NftNatTable::KernelChain(const std::string& chain) {
   auto it = chains_.find(chain);
-  if (it != chains_.end()) return it->second;
-  bool found = false;
+  if (it != chains_.end()) return it->second ? &*it->second : nullptr;
+  std::optional<ChainInfo> found;
   if (table_exists_) {
     AttrWriter by_name;
     by_name.PutString(NFTA_CHAIN_TABLE, kTable);
@@ -296,15 +313,24 @@ bool NftNatTable::ChainInKernel(const std::string& chain) {
     const Status got = Transact(
         fd_.get(),
         Message(NftType(NFT_MSG_GETCHAIN), NLM_F_ACK, seq, NfFamily(family_), 0, by_name.bytes()),
-        seq, name() + ": get chain " + chain, [&](const nlmsghdr*) { found = true; }, {ENOENT});
+        seq, name() + ": get chain " + chain,
+        [&](const nlmsghdr* h) {
+          auto attrs = ReplyAttrs(h);
+          const Attr* handle = attrs ? netfilter::FindAttr(*attrs, NFTA_CHAIN_HANDLE) : nullptr;
+          const Attr* use = attrs ? netfilter::FindAttr(*attrs, NFTA_CHAIN_USE) : nullptr;
+          found = ChainInfo{handle ? handle->Be64() : 0, use ? use->Be32() : 0};
+        },
+        {ENOENT});
     // Not checked against the generation: a chain seen in a newer ruleset can only lead to a
     // batch, and the batch is refused for that generation anyway (ERESTART), so the caller
     // rebuilds. An unreadable chain counts as absent; the kernel then refuses what needs it.
-    if (!got.ok()) found = false;
+    if (!got.ok()) found.reset();
   }
-  chains_.emplace(chain, found);
-  return found;
+  it = chains_.emplace(chain, found).first;
+  return it->second ? &*it->second : nullptr;
 }
+
+bool NftNatTable::ChainInKernel(const std::string& chain) { return KernelChain(chain) != nullptr; }
 
 Status NftNatTable::CheckGeneration() {
   NG_ASSIGN_OR_RETURN(const uint32_t now, ReadGeneration(fd_.get(), ++seq_, name()));
@@ -325,24 +351,52 @@ Result<std::vector<NftRuleRecord>> NftNatTable::DumpRules(const std::string& cha
       Message(NftType(NFT_MSG_GETRULE), NLM_F_DUMP, seq, NfFamily(family_), 0, filter.bytes()), seq,
       name() + ": list rules of chain " + chain,
       [&](const nlmsghdr* h) {
-        auto attrs = ReplyAttrs(h);
-        if (!attrs) return;
-        const Attr* in_chain = netfilter::FindAttr(*attrs, NFTA_RULE_CHAIN);
-        const Attr* handle = netfilter::FindAttr(*attrs, NFTA_RULE_HANDLE);
-        const Attr* exprs = netfilter::FindAttr(*attrs, NFTA_RULE_EXPRESSIONS);
-        const Attr* udata = netfilter::FindAttr(*attrs, NFTA_RULE_USERDATA);
-        if (in_chain == nullptr || in_chain->String() != chain || handle == nullptr) return;
-        NftRuleRecord r;
-        r.handle = handle->Be64();
-        if (exprs != nullptr) r.expressions.assign(exprs->data.begin(), exprs->data.end());
-        if (udata != nullptr) r.userdata.assign(udata->data.begin(), udata->data.end());
-        r.verdict = NftRuleVerdict(r.expressions);
-        rules.push_back(std::move(r));
+        if (auto r = RuleRecordOf(h, chain)) rules.push_back(std::move(*r));
       },
       {ENOENT}));
   // Rules of a later generation than the chains would mix two states of the table.
   NG_RETURN_IF_ERROR(CheckGeneration());
   return rules;
+}
+
+// One rule by handle (a GETRULE that is not a dump): nullopt when `chain` has no such rule.
+Result<std::optional<NftRuleRecord>> NftNatTable::GetRule(const std::string& chain,
+                                                          uint64_t handle) {
+  std::optional<NftRuleRecord> rule;
+  AttrWriter key;
+  key.PutString(NFTA_RULE_TABLE, kTable);
+  key.PutString(NFTA_RULE_CHAIN, chain);
+  key.PutBe64(NFTA_RULE_HANDLE, handle);
+  const uint32_t seq = ++seq_;
+  NG_RETURN_IF_ERROR(
+      Transact(fd_.get(),
+               Message(NftType(NFT_MSG_GETRULE), NLM_F_ACK, seq, NfFamily(family_), 0, key.bytes()),
+               seq, name() + ": get rule " + std::to_string(handle) + " of chain " + chain,
+               [&](const nlmsghdr* h) { rule = RuleRecordOf(h, chain); }, {ENOENT}));
+  return rule;
+}
+
+// Only reads: whatever they conclude is committed only if nothing changed since Open (the
+// batch carries that generation), so a guess made on a newer ruleset is never applied.
+Result<std::optional<std::vector<NftRuleRecord>>> NftNatTable::JumpsByHandle(
+    const std::string& parent, const std::string& target) {
+  using Found = std::optional<std::vector<NftRuleRecord>>;
+  // Past this many handles without finding every jump, one dump is cheaper than more probes.
+  constexpr uint64_t kProbes = 16;
+  const ChainInfo* info = KernelChain(target);
+  if (info == nullptr) return Found(std::vector<NftRuleRecord>{});
+  NG_ASSIGN_OR_RETURN(const auto* own, Rules(target));
+  if (info->use < own->size()) return Found();  // a count we do not understand
+  const size_t jumps = info->use - own->size();
+  uint64_t last = info->handle;
+  for (const auto& r : *own) last = std::max(last, r.handle);
+  std::vector<NftRuleRecord> found;
+  for (uint64_t handle = last + 1; found.size() < jumps && handle <= last + kProbes; ++handle) {
+    NG_ASSIGN_OR_RETURN(auto rule, GetRule(parent, handle));
+    if (rule && rule->verdict.chain == target) found.push_back(std::move(*rule));
+  }
+  if (found.size() < jumps) return Found();
+  return Found(std::move(found));
 }
 
 Result<const std::vector<NftRuleRecord>*> NftNatTable::Rules(const std::string& chain) {
@@ -354,6 +408,12 @@ Result<const std::vector<NftRuleRecord>*> NftNatTable::Rules(const std::string& 
     it = rules_.emplace(chain, std::move(rules)).first;
   }
   return &it->second;
+}
+
+std::set<std::string> NftNatTable::listed_chains() const {
+  std::set<std::string> out;
+  for (const auto& [chain, rules] : rules_) out.insert(chain);
+  return out;
 }
 
 Result<std::vector<std::string>> NftNatTable::ListChains() {
@@ -501,19 +561,30 @@ Status NftNatTable::DeleteJumps(const std::string& chain, const std::set<std::st
   if (deleted_.count(chain) > 0 || flushed_.count(chain) > 0 || !ChainInKernel(chain)) {
     return OkStatus();
   }
-  NG_ASSIGN_OR_RETURN(const auto* rules, Rules(chain));
-  for (const auto& r : *rules) {
-    const std::string& target = r.verdict.chain;
-    if (target.empty() || targets.count(target) == 0 || !deleted_handles_.insert(r.handle).second) {
-      continue;
+  std::vector<NftRuleRecord> doomed;
+  bool complete = rules_.count(chain) == 0;  // a parent already listed needs no probing
+  for (const auto& target : targets) {
+    if (!complete) break;
+    NG_ASSIGN_OR_RETURN(auto jumps, JumpsByHandle(chain, target));
+    if (!jumps) complete = false;
+    if (jumps) doomed.insert(doomed.end(), jumps->begin(), jumps->end());
+  }
+  if (!complete) {
+    NG_ASSIGN_OR_RETURN(const auto* rules, Rules(chain));
+    doomed.clear();
+    for (const auto& r : *rules) {
+      if (targets.count(r.verdict.chain) > 0) doomed.push_back(r);
     }
+  }
+  for (const auto& r : doomed) {
+    if (!deleted_handles_.insert(r.handle).second) continue;
     AttrWriter a;
     a.PutString(NFTA_RULE_TABLE, kTable);
     a.PutString(NFTA_RULE_CHAIN, chain);
     a.PutBe64(NFTA_RULE_HANDLE, r.handle);
     ops_.push_back(
         {NFT_MSG_DELRULE, 0, a.Take(),
-         "delete rule " + std::to_string(r.handle) + " (-j " + target + ") of " + chain});
+         "delete rule " + std::to_string(r.handle) + " (-j " + r.verdict.chain + ") of " + chain});
   }
   return OkStatus();
 }

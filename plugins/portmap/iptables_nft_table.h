@@ -12,6 +12,12 @@
 //            created by the first rule added to them (as iptables-nft does), NEWRULE
 //            CREATE|APPEND (InsertFirst: CREATE, i.e. at the head, as `-I chain 1`),
 //            DELRULE by handle, flush = DELRULE without handle, DELCHAIN.
+//   DeleteJumps  finds the jumps to a container chain without listing the parent chain
+//            (thousands of entry rules on a busy node) when it can: the kernel hands out
+//            rule handles from one counter per table, so an entry rule added after its
+//            chain's own rules has the next handles; these are probed one by one (GETRULE by
+//            handle) until the chain's reference count (NFTA_CHAIN_USE: its own rules plus
+//            the jumps to it) is accounted for. Otherwise, one dump of the parent.
 //   Commit   one sendmsg: BATCH_BEGIN carrying the generation read at Open ... BATCH_END.
 //            If anything committed since, the kernel rejects the whole batch (ERESTART):
 //            IsStaleGeneration(error) is true, nothing was applied, and the caller opens a
@@ -90,6 +96,9 @@ class NftNatTable final : public NatTable {
   uint32_t generation() const { return generation_; }
   Result<std::vector<std::string>> ListChains();
   Result<const std::vector<NftRuleRecord>*> Rules(const std::string& chain);
+  // The chains whose rules this object has listed so far (DeleteJumps lists its parent only
+  // when probing by handle could not account for every jump).
+  std::set<std::string> listed_chains() const;
 
  private:
   // One message of the batch.
@@ -110,6 +119,17 @@ class NftNatTable final : public NatTable {
   Status ReadTableState();
   Result<std::vector<NftRuleRecord>> DumpRules(const std::string& chain);
   Status CheckGeneration();
+  // A chain as GETCHAIN answered: nullopt when it does not exist.
+  struct ChainInfo {
+    uint64_t handle = 0;
+    uint32_t use = 0;  // NFTA_CHAIN_USE: its rules plus the rules and elements that jump to it
+  };
+  const ChainInfo* KernelChain(const std::string& chain);
+  Result<std::optional<NftRuleRecord>> GetRule(const std::string& chain, uint64_t handle);
+  // The rules of `parent` that jump to `target`, found by probing the handles after the
+  // target's own rules; nullopt when not all of them could be accounted for that way.
+  Result<std::optional<std::vector<NftRuleRecord>>> JumpsByHandle(const std::string& parent,
+                                                                  const std::string& target);
   // In the kernel (looked up by name, then remembered), or created by this batch, and not
   // deleted by it.
   bool ChainInKernel(const std::string& chain);
@@ -125,7 +145,7 @@ class NftNatTable final : public NatTable {
   uint32_t seq_ = 0;
   uint32_t generation_ = 0;
   bool table_exists_ = false;
-  std::map<std::string, bool> chains_;  // chain -> exists in the kernel, as looked up
+  std::map<std::string, std::optional<ChainInfo>> chains_;   // as looked up by name
   std::map<std::string, std::vector<NftRuleRecord>> rules_;  // chain -> rules, read lazily
   std::set<std::string> created_;                            // chains this batch creates
   std::set<std::string> deleted_;                            // chains this batch deletes

@@ -365,6 +365,68 @@ TEST(IptablesNft, StaleGenerationAppliesNothing) {
   EXPECT_TRUE(NftNatTable::IsStaleGeneration(read.error())) << read.error().msg;
 }
 
+// Removes chain X and the jumps to it the way DEL does; returns the chains it had to list.
+std::set<std::string> RemoveX(const TestNetns& ns) {
+  auto table = OpenIn(ns, Family::kV4);
+  EXPECT_NE(table, nullptr);
+  if (table == nullptr) return {};
+  EXPECT_TRUE(table->DeleteJumps(ipt::kDnatChain, {"X"}).ok());
+  EXPECT_TRUE(table->Flush("X").ok());
+  EXPECT_TRUE(table->DeleteChain("X").ok());
+  const Status committed = table->Commit();
+  EXPECT_TRUE(committed.ok()) << committed.error().msg;
+  return table->listed_chains();
+}
+
+// Thousands of entry rules: DEL finds a container's entry rules by probing the handles after
+// its chain's rules (each command below is its own transaction, as the reference's iptables
+// calls are), and lists the parent only when a foreign writer put too much in between.
+TEST(IptablesNft, DeleteJumpsFindsEntryRulesByHandle) {
+  NG_REQUIRE_ROOT();
+  TestNetns ns("ng-nft-probe");
+  ns.MustRun(
+      "iptables-nft -t nat -N CNI-HOSTPORT-DNAT && iptables-nft -t nat -N SINK && "
+      "for i in $(seq 1 50); do iptables-nft -t nat -A CNI-HOSTPORT-DNAT -p tcp --dport $i -j "
+      "SINK; done");
+  const std::string x_with_two_entries =
+      "iptables-nft -t nat -N X && iptables-nft -t nat -A X -p tcp -j SINK && "
+      "iptables-nft -t nat -A X -p udp -j SINK && "
+      "iptables-nft -t nat -A CNI-HOSTPORT-DNAT -p tcp --dport 80 -j X && "
+      "iptables-nft -t nat -A CNI-HOSTPORT-DNAT -p udp --dport 80 -j X";
+  const std::string foreign_rules =
+      "for i in $(seq 1 20); do iptables-nft -t nat -A SINK -p tcp --dport $i; done";
+  auto gone = [&] {
+    const std::string after = Save(ns, Family::kV4);
+    return after.find(":X ") == std::string::npos && after.find("-j X") == std::string::npos &&
+           CountLines(after, "-j SINK") == 50;
+  };
+
+  ns.MustRun(x_with_two_entries);
+  EXPECT_EQ(RemoveX(ns), std::set<std::string>{"X"});
+  EXPECT_TRUE(gone()) << Save(ns, Family::kV4);
+
+  // A foreign writer between the chain and its entry rules: found by probing (a small gap) ...
+  ns.MustRun(
+      "iptables-nft -t nat -N X && iptables-nft -t nat -A X -j SINK && "
+      "iptables-nft -t nat -A SINK -p tcp --dport 1 && "
+      "iptables-nft -t nat -A CNI-HOSTPORT-DNAT -j X");
+  EXPECT_EQ(RemoveX(ns), std::set<std::string>{"X"});
+  EXPECT_TRUE(gone()) << Save(ns, Family::kV4);
+
+  // ... or by listing the parent (a large one).
+  ns.MustRun("iptables-nft -t nat -N X && iptables-nft -t nat -A X -j SINK && " + foreign_rules +
+             " && iptables-nft -t nat -A CNI-HOSTPORT-DNAT -j X");
+  EXPECT_EQ(RemoveX(ns), (std::set<std::string>{"X", ipt::kDnatChain}));
+  EXPECT_TRUE(gone()) << Save(ns, Family::kV4);
+
+  // An entry rule made before the chain's last rule (-I, or a re-ADD elsewhere): listed too.
+  ns.MustRun(
+      "iptables-nft -t nat -N X && iptables-nft -t nat -A CNI-HOSTPORT-DNAT -j X && "
+      "iptables-nft -t nat -A X -j SINK");
+  EXPECT_EQ(RemoveX(ns), (std::set<std::string>{"X", ipt::kDnatChain}));
+  EXPECT_TRUE(gone()) << Save(ns, Family::kV4);
+}
+
 // The reference config of a KindsConfigs() entry (the keys the reference plugin reads).
 std::string ReferenceConf(const Config& c) {
   auto list = [](const std::vector<std::string>& tokens) {
