@@ -18,6 +18,7 @@
 //   std::optional<Rule> existing = DecodeNftRule(dumped_expressions, net::Family::kV4);
 //   if (existing && SameNftRule(*existing, rule)) ...
 
+#include <compare>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -63,7 +64,7 @@ inline bool SameNftRule(const Rule& a, const Rule& b) {
 struct NftVerdict {
   std::string chain;
   std::string target;
-  bool operator==(const NftVerdict&) const = default;
+  auto operator<=>(const NftVerdict&) const = default;
 };
 NftVerdict NftRuleVerdict(std::span<const uint8_t> expressions);
 

@@ -447,17 +447,27 @@ bool NftNatTable::HasChain(const std::string& chain) {
   return FindBuiltin(chain) != nullptr || ChainInKernel(chain);
 }
 
-// Rules that end differently are skipped before the (costlier) full decode: in a chain of
-// thousands of entry rules only the one with the same jump target is decoded.
+// Only rules with the same verdict are decoded (cheap to read for every rule of a long chain),
+// each once, and looked up by printed canonical form; the form is only an index: equality is
+// SameNftRule's.
 Result<bool> NftNatTable::HasRule(const std::string& chain, const Rule& rule) {
-  NG_ASSIGN_OR_RETURN(const auto* rules, Rules(chain));
-  const NftVerdict wanted = VerdictOf(rule.target);
-  for (const auto& r : *rules) {
-    if (r.verdict != wanted) continue;
-    const auto existing = DecodeNftRule(r.expressions, family_, r.userdata);
-    if (existing && SameNftRule(*existing, rule)) return true;
+  const auto key = std::make_pair(chain, VerdictOf(rule.target));
+  auto it = decoded_.find(key);
+  if (it == decoded_.end()) {
+    NG_ASSIGN_OR_RETURN(const auto* rules, Rules(chain));
+    std::multimap<std::string, Rule> index;
+    for (const auto& r : *rules) {
+      if (r.verdict != key.second) continue;
+      if (auto existing = DecodeNftRule(r.expressions, family_, r.userdata)) {
+        Rule canonical = CanonicalRule(*existing);
+        index.emplace(canonical.ToString(), std::move(canonical));
+      }
+    }
+    it = decoded_.emplace(key, std::move(index)).first;
   }
-  return false;
+  const Rule wanted = CanonicalRule(rule);
+  auto [first, last] = it->second.equal_range(wanted.ToString());
+  return std::any_of(first, last, [&](const auto& entry) { return entry.second == wanted; });
 }
 
 Result<std::map<std::string, CommentOwner>> NftNatTable::EntryOwners() {

@@ -147,9 +147,13 @@ class NftNatTable final : public NatTable {
   bool table_exists_ = false;
   std::map<std::string, std::optional<ChainInfo>> chains_;   // as looked up by name
   std::map<std::string, std::vector<NftRuleRecord>> rules_;  // chain -> rules, read lazily
-  std::set<std::string> created_;                            // chains this batch creates
-  std::set<std::string> deleted_;                            // chains this batch deletes
-  std::set<std::string> flushed_;                            // chains this batch flushes
+  // (chain, verdict) -> the chain's rules ending in that verdict, decoded into canonical form
+  // and indexed by their printed form: built at the first HasRule that needs it, so a CHECK of
+  // thousands of rules is not quadratic, and rules ending elsewhere are never decoded.
+  std::map<std::pair<std::string, NftVerdict>, std::multimap<std::string, Rule>> decoded_;
+  std::set<std::string> created_;  // chains this batch creates
+  std::set<std::string> deleted_;  // chains this batch deletes
+  std::set<std::string> flushed_;  // chains this batch flushes
   std::set<uint64_t> deleted_handles_;
   std::vector<Op> ops_;
 };

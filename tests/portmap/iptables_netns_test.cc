@@ -352,6 +352,43 @@ TEST_P(PortmapIptables, AddFlushesStaleUdpConntrack) {
             "1\n");
 }
 
+// A pod author controls how many host ports a pod has: 2,000 UDP mappings install (one
+// transaction), flush the stale UDP entries of exactly those ports (one conntrack dump, not one
+// per port: that took 6.5 s), CHECK, and go away on DEL.
+TEST_P(PortmapIptables, TwoThousandUdpPorts) {
+  NG_REQUIRE_ROOT();
+  TestNetns node("ng-pmudp");
+  node.MustRun("ip link set lo up");
+  constexpr int kFirst = 20000, kPorts = 2000;
+  std::string mappings = "[";
+  for (int i = 0; i < kPorts; ++i) {
+    mappings += std::string(i ? "," : "") + R"({"hostPort":)" + std::to_string(kFirst + i) +
+                R"(,"containerPort":53,"protocol":"udp"})";
+  }
+  mappings += "]";
+  const std::string stale =
+      "conntrack -I -s 198.51.100.9 -d 198.51.100.1 -p udp --sport 999 -t 600 --dport ";
+  node.MustRun(stale + std::to_string(kFirst) + " && " + stale +
+               std::to_string(kFirst + kPorts - 1) + " && " + stale +
+               std::to_string(kFirst + kPorts) + " 2>/dev/null");
+  auto entries = [&](int port) {
+    return node
+        .Run("conntrack -L -f ipv4 -p udp --dport " + std::to_string(port) + " 2>/dev/null | wc -l")
+        .output;
+  };
+  const std::string conf = Conf("iptables", mappings, PrevResult("10.88.0.9/16", ""));
+  const auto add = Portmap(node, "ADD", "ctr1", conf);
+  ASSERT_EQ(add.exit_code, 0) << add.out << add.err;
+  EXPECT_EQ(entries(kFirst), "0\n");
+  EXPECT_EQ(entries(kFirst + kPorts - 1), "0\n");
+  EXPECT_EQ(entries(kFirst + kPorts), "1\n");  // not a port of the pod
+  const std::string save = SaveNat(node);
+  EXPECT_EQ(CountLines(save, "-j DNAT"), kPorts) << save.substr(0, 2000);
+  EXPECT_EQ(Portmap(node, "CHECK", "ctr1", conf).exit_code, 0);
+  ASSERT_EQ(Portmap(node, "DEL", "ctr1", conf).exit_code, 0);
+  EXPECT_EQ(CountLines(SaveNat(node), "CNI-DN-"), 0);
+}
+
 // kube-proxy's KUBE-MARK-MASQ, made by the node's own iptables, as the external mark chain:
 // ADD jumps to it in both families, CHECK passes, the reference's DEL removes our rules.
 TEST_P(PortmapIptables, ExternalMarkChainMadeByTheNodesIptables) {
