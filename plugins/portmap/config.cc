@@ -163,8 +163,8 @@ Status SelectBackend(const cni::Json& raw, Config& config) {
     iptables_keys.push_back("iptablesMode");
   }
   for (const auto& [key, list] : {std::pair<const char*, const std::vector<std::string>*>{
-                                      "conditionsV4", &config.conditions_v4},
-                                  {"conditionsV6", &config.conditions_v6}}) {
+                                      "conditionsV4", &config.conditions_v4.tokens},
+                                  {"conditionsV6", &config.conditions_v6.tokens}}) {
     const auto implied = BackendOfConditions(*list);
     if (implied == Backend::kIptables) iptables_keys.push_back(key);
     if (implied == Backend::kNftables) nftables_keys.push_back(key);
@@ -204,6 +204,25 @@ Status SelectBackend(const cni::Json& raw, Config& config) {
     return Invalid(
         "nftables backend was requested but configuration contains iptables-specific options " +
         join(iptables_keys));
+  }
+  return OkStatus();
+}
+
+// The conditions must be usable by the backend they belong to; parsed here, once, so a bad
+// token is a config error before any kernel call, not a half-applied rule set.
+Status ParseBothConditions(Config& config) {
+  struct Slot {
+    const char* key;
+    net::Family family;
+    Conditions* conditions;
+  };
+  for (const Slot& slot : {Slot{"conditionsV4", net::Family::kV4, &config.conditions_v4},
+                           Slot{"conditionsV6", net::Family::kV6, &config.conditions_v6}}) {
+    auto parsed = ParseConditions(std::move(slot.conditions->tokens), slot.family);
+    if (!parsed.ok()) {
+      return Invalid(std::string(slot.key) + ": " + parsed.error().msg);
+    }
+    *slot.conditions = std::move(*parsed);
   }
   return OkStatus();
 }
@@ -281,6 +300,18 @@ std::optional<Backend> BackendOfConditions(const std::vector<std::string>& condi
   return (first == '-' || first == '!') ? Backend::kIptables : Backend::kNftables;
 }
 
+Result<Conditions> ParseConditions(std::vector<std::string> tokens, net::Family family) {
+  Conditions out;
+  const std::optional<Backend> implied = BackendOfConditions(tokens);
+  if (implied == Backend::kIptables) {
+    NG_ASSIGN_OR_RETURN(out.parsed, ipt::ParseIptablesConditions(tokens, family));
+  } else if (implied == Backend::kNftables) {
+    NG_ASSIGN_OR_RETURN(out.parsed, nft::ParseNftConditions(tokens));
+  }
+  out.tokens = std::move(tokens);
+  return out;
+}
+
 Result<Config> ParseConfig(const cni::NetConf& conf, const Invocation& invocation) {
   const cni::Json& raw = conf.raw;
   Config config;
@@ -317,27 +348,10 @@ Result<Config> ParseConfig(const cni::NetConf& conf, const Invocation& invocatio
     }
     config.iptables_mode = mode;
   }
-  NG_ASSIGN_OR_RETURN(config.conditions_v4, OptionalStrings(raw, "conditionsV4"));
-  NG_ASSIGN_OR_RETURN(config.conditions_v6, OptionalStrings(raw, "conditionsV6"));
+  NG_ASSIGN_OR_RETURN(config.conditions_v4.tokens, OptionalStrings(raw, "conditionsV4"));
+  NG_ASSIGN_OR_RETURN(config.conditions_v6.tokens, OptionalStrings(raw, "conditionsV6"));
   NG_RETURN_IF_ERROR(SelectBackend(raw, config));
-
-  // The conditions must be usable by the backend they belong to; checked here so a bad token
-  // is a config error before any kernel call, not a half-applied rule set.
-  for (const auto family : {net::Family::kV4, net::Family::kV6}) {
-    const auto& conditions = config.conditions(family);
-    const auto implied = BackendOfConditions(conditions);
-    const char* key = family == net::Family::kV4 ? "conditionsV4" : "conditionsV6";
-    if (implied == Backend::kIptables) {
-      auto parsed = ipt::ParseIptablesConditions(conditions, family);
-      if (!parsed.ok()) {
-        return Invalid(std::string(key) + ": " + parsed.error().msg);
-      }
-    } else if (implied == Backend::kNftables) {
-      if (Status s = nft::CheckNftConditions(conditions); !s.ok()) {
-        return Invalid(std::string(key) + ": " + s.error().msg);
-      }
-    }
-  }
+  NG_RETURN_IF_ERROR(ParseBothConditions(config));
 
   if (invocation.purpose == Purpose::kGc) {
     return config;

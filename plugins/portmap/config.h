@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "lib/base/result.h"
@@ -44,6 +45,42 @@ struct PortMapping {
 enum class Backend { kIptables, kNftables };
 std::string_view BackendName(Backend backend);
 
+namespace ipt {
+// The ip/ip6 header part of an iptables rule (what iptables prints before the first -m).
+// Defined here because conditionsV4/V6 in iptables syntax are parsed into one (Conditions);
+// iptables_rules.h builds every rule on it.
+struct Header {
+  std::optional<net::IpPrefix> src;  // stored masked (10.88.0.0/16)
+  bool src_invert = false;
+  std::optional<net::IpPrefix> dst;
+  bool dst_invert = false;
+  std::string in_iface;
+  bool in_invert = false;
+  std::string out_iface;
+  bool out_invert = false;
+  std::optional<Protocol> protocol;
+  bool operator==(const Header&) const = default;
+};
+}  // namespace ipt
+
+// conditionsV4/V6 in nft syntax, checked to stay inside one rule: the tokens joined by spaces.
+struct NftConditions {
+  std::string text;  // "ip saddr != 203.0.113.0/24"
+  bool operator==(const NftConditions&) const = default;
+};
+
+// One family's conditionsV4/V6, parsed once by ParseConfig for the backend its syntax implies
+// (BackendOfConditions): nothing, the header fields of the iptables rules, or nft match text.
+struct Conditions {
+  std::vector<std::string> tokens;  // as given; the nftables network's config hash reads them
+  std::variant<std::monostate, ipt::Header, NftConditions> parsed;
+  bool operator==(const Conditions&) const = default;
+
+  // nullptr when the conditions are not of that backend's syntax (or absent).
+  const ipt::Header* iptables() const { return std::get_if<ipt::Header>(&parsed); }
+  const NftConditions* nftables() const { return std::get_if<NftConditions>(&parsed); }
+};
+
 struct Config {
   std::string network_name;
   std::string container_id;
@@ -53,8 +90,8 @@ struct Config {
   bool masq_all = false;
   int mark_masq_bit = 13;
   std::string external_set_mark_chain;  // empty: our CNI-HOSTPORT-SETMARK chain
-  std::vector<std::string> conditions_v4;
-  std::vector<std::string> conditions_v6;
+  Conditions conditions_v4;
+  Conditions conditions_v6;
   // Requested or implied by backend-specific options; nullopt: detect on the node.
   std::optional<Backend> backend;
   // "iptablesMode" (ours): where the iptables layout goes; nullopt: as the node's iptables
@@ -72,7 +109,7 @@ struct Config {
   const std::optional<net::IpPrefix>& container(net::Family family) const {
     return family == net::Family::kV4 ? container_v4 : container_v6;
   }
-  const std::vector<std::string>& conditions(net::Family family) const {
+  const Conditions& conditions(net::Family family) const {
     return family == net::Family::kV4 ? conditions_v4 : conditions_v6;
   }
   // Mappings that apply to `family`: no host IP, or a host IP of that family.
@@ -108,5 +145,9 @@ Status ValidateConfig(const cni::NetConf& conf);
 // Which backend a conditions list implies: "-x"/"!" tokens are iptables syntax, anything else
 // nft syntax; an empty list implies none (the reference's rule).
 std::optional<Backend> BackendOfConditions(const std::vector<std::string>& conditions);
+
+// Parses one family's conditions for the backend their syntax implies. Errors are code 7 with
+// the parser's message (ParseConfig prefixes the key).
+Result<Conditions> ParseConditions(std::vector<std::string> tokens, net::Family family);
 
 }  // namespace nodegate::portmap

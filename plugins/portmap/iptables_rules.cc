@@ -212,15 +212,12 @@ Plan BuildPlan(const Config& config, net::Family family) {
     ports_by_protocol[name].push_back(m.host_port);
     protocol_by_name[name] = m.protocol;
   }
-  Header conditions = *ParseIptablesConditions(config.conditions(family), family);
-  if (BackendOfConditions(config.conditions(family)) != Backend::kIptables) {
-    conditions = Header{};
-  }
+  const Header* conditions = config.conditions(family).iptables();
   const std::string comment = EntryComment(config.network_name, config.container_id);
   for (const auto& [name, ports] : ports_by_protocol) {
     for (size_t start = 0; start < ports.size(); start += kMultiportMax) {
       const size_t end = std::min(ports.size(), start + kMultiportMax);
-      Header header = conditions;
+      Header header = conditions ? *conditions : Header{};
       header.protocol = protocol_by_name[name];
       plan.entry_rules.push_back(
           Rule{header,
@@ -235,9 +232,6 @@ Plan BuildPlan(const Config& config, net::Family family) {
 
 Result<Header> ParseIptablesConditions(const std::vector<std::string>& tokens, net::Family family) {
   Header header;
-  if (BackendOfConditions(tokens) != Backend::kIptables) {
-    return header;
-  }
   bool invert = false;
   for (size_t i = 0; i < tokens.size(); ++i) {
     const std::string& token = tokens[i];

@@ -36,19 +36,7 @@ inline constexpr char kMasqComment[] = "CNI portfwd requiring masquerade";
 // Ports per multiport match (the kernel's XT_MULTI_PORTS).
 inline constexpr size_t kMultiportMax = 15;
 
-// The ip/ip6 header part of a rule (what iptables prints before the first -m).
-struct Header {
-  std::optional<net::IpPrefix> src;  // stored masked (10.88.0.0/16)
-  bool src_invert = false;
-  std::optional<net::IpPrefix> dst;
-  bool dst_invert = false;
-  std::string in_iface;
-  bool in_invert = false;
-  std::string out_iface;
-  bool out_invert = false;
-  std::optional<Protocol> protocol;
-  bool operator==(const Header&) const = default;
-};
+// Header, the ip/ip6 part of a rule, is in config.h (iptables conditions are parsed into one).
 
 struct CommentMatch {
   std::string text;
@@ -138,6 +126,7 @@ Plan BuildPlan(const Config& config, net::Family family);
 // conditionsV4/V6 in iptables syntax, reduced to the header fields libiptc can express
 // without iptables' extension loader: [!] -s/--source, [!] -d/--destination,
 // [!] -i/--in-interface, [!] -o/--out-interface. Anything else is an error (invalid config).
+// ParseConfig calls it once; BuildPlan reads the result from Config::conditions().
 Result<Header> ParseIptablesConditions(const std::vector<std::string>& tokens, net::Family family);
 
 }  // namespace nodegate::portmap::ipt

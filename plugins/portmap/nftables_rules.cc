@@ -23,12 +23,24 @@ std::string Ip(net::Family f) { return f == net::Family::kV4 ? "ip" : "ip6"; }
 std::string NfProto(net::Family f) { return f == net::Family::kV4 ? "ipv4" : "ipv6"; }
 std::string AddrType(net::Family f) { return f == net::Family::kV4 ? "ipv4_addr" : "ipv6_addr"; }
 
-std::string Conditions(const Config& config, net::Family family) {
-  const auto& tokens = config.conditions(family);
-  if (BackendOfConditions(tokens) != Backend::kNftables) return "";
-  std::string out;
-  for (const auto& t : tokens) out += t + " ";
-  return out;
+// The family's nft conditions as a rule prefix ("ip saddr != 203.0.113.0/24 "), or "".
+std::string ConditionsPrefix(const Config& config, net::Family family) {
+  const NftConditions* conditions = config.conditions(family).nftables();
+  return conditions ? conditions->text + " " : "";
+}
+
+// "{ "<owner>" . "<tag>" }": an element of the owned set.
+std::string OwnedElement(const std::string& owner, const std::string& tag) {
+  return "{ " + Quoted(owner) + " . " + Quoted(tag) + " }";
+}
+
+// "{ "<prefix>" . 0x<hash> }": an element of the netcfg set.
+std::string NetcfgElement(const std::string& prefix, uint32_t hash) {
+  return "{ " + Quoted(prefix) + " . " + Hex32(hash) + " }";
+}
+
+std::string DeleteFrom(const std::string& set, const std::string& element) {
+  return "delete element " + Qualified(set) + " " + element;
 }
 
 }  // namespace
@@ -51,8 +63,8 @@ std::string FamilyMarker(net::Family family) {
 uint32_t ConfigHash(const Config& config) {
   std::string text = "v1|" + config.network_name + "|" + (config.snat ? "snat" : "nosnat") + "|" +
                      (config.masq_all ? "masqall" : "") + "|" + std::to_string(config.mark());
-  for (const auto& t : config.conditions_v4) text += "|4:" + t;
-  for (const auto& t : config.conditions_v6) text += "|6:" + t;
+  for (const auto& t : config.conditions_v4.tokens) text += "|4:" + t;
+  for (const auto& t : config.conditions_v6.tokens) text += "|6:" + t;
   return static_cast<uint32_t>(std::stoul(Sha512Hex(text).substr(0, 8), nullptr, 16));
 }
 
@@ -96,11 +108,35 @@ std::vector<Element> ContainerElements(const Config& config, net::Family family)
   return out;
 }
 
-int Script::Add(const std::string& line) {
-  text_ += line;
-  text_ += '\n';
-  return ++lines_;
+void Script::Add(std::string text, Role role, std::string subject) {
+  commands_.push_back(Command{std::move(text), role, std::move(subject)});
 }
+
+std::string Script::text() const {
+  std::string out;
+  for (const auto& command : commands_) {
+    out += command.text;
+    out += '\n';
+  }
+  return out;
+}
+
+std::vector<int> Script::LinesOf(Role role) const {
+  std::vector<int> out;
+  for (size_t i = 0; i < commands_.size(); ++i) {
+    if (commands_[i].role == role) out.push_back(static_cast<int>(i) + 1);
+  }
+  return out;
+}
+
+const Command* Script::Line(int line) const {
+  if (line < 1 || static_cast<size_t>(line) > commands_.size()) return nullptr;
+  return &commands_[static_cast<size_t>(line) - 1];
+}
+
+std::string ListMapCommand(const std::string& map) { return "list map " + Qualified(map); }
+std::string ListSetCommand(const std::string& set) { return "list set " + Qualified(set); }
+std::string ListChainCommand(const std::string& chain) { return "list chain " + Qualified(chain); }
 
 std::vector<std::string> HostportsRules(const Config& config) {
   const NetworkNames n = NamesFor(config.network_name);
@@ -108,7 +144,7 @@ std::vector<std::string> HostportsRules(const Config& config) {
   const std::string set_mark = " meta mark set meta mark | " + mark;
   std::vector<std::string> rules;
   for (const auto f : {net::Family::kV4, net::Family::kV6}) {
-    const std::string cond = Conditions(config, f);
+    const std::string cond = ConditionsPrefix(config, f);
     const std::string ip = Ip(f);
     const std::string by_ip = ip + " daddr . meta l4proto . th dport";
     const std::string by_port = "meta nfproto " + NfProto(f) + " meta l4proto . th dport";
@@ -168,9 +204,20 @@ void AppendSetup(const Config& config, Script& s) {
     s.Add("add rule " + Qualified(n.Masquerade()) + " meta mark & " + mark + " == " + mark +
           " masquerade");
   }
-  // The caller deletes this network's records of other configs (it needs a listing).
-  s.Add("add element " + Qualified(kNetcfgSet) + " { " + Quoted(n.prefix) + " . " +
-        Hex32(ConfigHash(config)) + " }");
+  // AppendDropOtherConfigs deletes this network's records of other configs (from a listing).
+  s.Add("add element " + Qualified(kNetcfgSet) + " " + NetcfgElement(n.prefix, ConfigHash(config)));
+}
+
+void AppendDropOtherConfigs(const Config& config,
+                            const std::vector<std::pair<std::string, std::string>>& records,
+                            Script& s) {
+  const std::string prefix = NamesFor(config.network_name).prefix;
+  for (const auto& [network, hash_text] : records) {
+    if (network != prefix) continue;
+    const auto hash = static_cast<uint32_t>(std::stoul(hash_text, nullptr, 0));
+    if (hash == ConfigHash(config)) continue;
+    s.Add(DeleteFrom(kNetcfgSet, NetcfgElement(network, hash)));
+  }
 }
 
 HairpinChange PlanHairpin(const std::vector<net::IpPrefix>& existing, const net::IpPrefix& subnet) {
@@ -189,69 +236,155 @@ HairpinChange PlanHairpin(const std::vector<net::IpPrefix>& existing, const net:
   return change;
 }
 
-AddLines AppendAdd(const Config& config, bool assert_netcfg, bool create_markers, Script& s,
-                   const HairpinPlan& hairpin) {
-  const NetworkNames n = NamesFor(config.network_name);
-  const std::string owner = Quoted(OwnerTag(config.network_name, config.container_id));
+namespace {
+
+// The container's hairpin source of family `f`: covered elements deleted, then the subnet
+// added unless an element covers it.
+void AppendHairpin(const Config& config, net::Family f, const HairpinPlan& hairpin, Script& s) {
+  const std::string set = NamesFor(config.network_name).Hairpin(f);
+  const auto& plan = hairpin.of(f);
+  if (plan) {
+    for (const auto& covered : plan->remove) {
+      s.Add(DeleteFrom(set, "{ " + covered + " }"));
+    }
+  }
+  if (!plan || plan->add) {
+    s.Add("add element " + Qualified(set) + " { " + config.container(f)->Masked().ToString() + " }",
+          Role::kHairpin);
+  }
+}
+
+}  // namespace
+
+void AppendAdd(const Config& config, bool assert_netcfg, bool create_markers, Script& s,
+               const HairpinPlan& hairpin) {
+  const std::string owner = OwnerTag(config.network_name, config.container_id);
   const std::string comment = Quoted(ElementComment(config.container_id));
-  AddLines lines;
   if (assert_netcfg) {
     // Present only when the chains were written for exactly this config: delete fails with
     // ENOENT otherwise, and the add puts it back.
-    const std::string elem = "{ " + Quoted(n.prefix) + " . " + Hex32(ConfigHash(config)) + " }";
-    lines.netcfg = s.Add("delete element " + Qualified(kNetcfgSet) + " " + elem);
+    const std::string elem =
+        NetcfgElement(NamesFor(config.network_name).prefix, ConfigHash(config));
+    s.Add(DeleteFrom(kNetcfgSet, elem), Role::kNetcfg);
     s.Add("add element " + Qualified(kNetcfgSet) + " " + elem);
   }
   for (const auto f : {net::Family::kV4, net::Family::kV6}) {
-    const auto& container = config.container(f);
-    if (!container) continue;
-    lines.markers.push_back(s.Add(std::string(create_markers ? "create" : "add") + " element " +
-                                  Qualified(kOwnedSet) + " { " + owner + " . " +
-                                  Quoted(FamilyMarker(f)) + " }"));
+    if (!config.container(f)) continue;
+    s.Add(std::string(create_markers ? "create" : "add") + " element " + Qualified(kOwnedSet) +
+              " " + OwnedElement(owner, FamilyMarker(f)),
+          Role::kMarker);
     for (const auto& e : ContainerElements(config, f)) {
-      s.Add("add element " + Qualified(kOwnedSet) + " { " + owner + " . " + Quoted(e.Tag()) + " }");
-      lines.elements.push_back(s.Add("add element " + Qualified(e.map) + " { " + e.key +
-                                     " comment " + comment + " : " + e.value + " }"));
+      s.Add("add element " + Qualified(kOwnedSet) + " " + OwnedElement(owner, e.Tag()));
+      s.Add("add element " + Qualified(e.map) + " { " + e.key + " comment " + comment + " : " +
+                e.value + " }",
+            Role::kElement, e.key);
     }
-    if (config.snat && !config.masq_all) {
-      const auto& plan = hairpin.of(f);
-      if (plan) {
-        for (const auto& covered : plan->remove) {
-          s.Add("delete element " + Qualified(n.Hairpin(f)) + " { " + covered + " }");
-        }
-      }
-      if (!plan || plan->add) {
-        lines.hairpin.push_back(s.Add("add element " + Qualified(n.Hairpin(f)) + " { " +
-                                      container->Masked().ToString() + " }"));
-      }
-    }
+    if (config.snat && !config.masq_all) AppendHairpin(config, f, hairpin, s);
   }
-  return lines;
 }
 
-int AppendDelete(const std::string& owner, const std::vector<Element>& elements,
-                 std::optional<net::Family> marker, Script& s) {
-  int marker_line = 0;
+void AppendDelete(const std::string& owner, const std::vector<Element>& elements,
+                  std::optional<net::Family> marker, Script& s) {
   if (marker) {
-    marker_line = s.Add("delete element " + Qualified(kOwnedSet) + " { " + Quoted(owner) + " . " +
-                        Quoted(FamilyMarker(*marker)) + " }");
+    s.Add(DeleteFrom(kOwnedSet, OwnedElement(owner, FamilyMarker(*marker))), Role::kMarker);
   }
   for (const auto& e : elements) {
-    s.Add("delete element " + Qualified(kOwnedSet) + " { " + Quoted(owner) + " . " +
-          Quoted(e.Tag()) + " }");
-    s.Add("delete element " + Qualified(e.map) + " { " + e.key + " }");
+    s.Add(DeleteFrom(kOwnedSet, OwnedElement(owner, e.Tag())));
+    s.Add(DeleteFrom(e.map, "{ " + e.key + " }"));
   }
-  return marker_line;
 }
 
-Status CheckNftConditions(const std::vector<std::string>& tokens) {
-  for (const auto& t : tokens) {
+void AppendForget(const std::string& owner, const std::vector<Element>& elements,
+                  const std::vector<net::Family>& markers, Script& s) {
+  auto forget_record = [&](const std::string& tag) {
+    const std::string elem = OwnedElement(owner, tag);
+    s.Add("add element " + Qualified(kOwnedSet) + " " + elem);
+    s.Add(DeleteFrom(kOwnedSet, elem));
+  };
+  for (const auto f : markers) forget_record(FamilyMarker(f));
+  for (const auto& e : elements) {
+    forget_record(e.Tag());
+    s.Add(DeleteFrom(e.map, "{ " + e.key + " }"));
+  }
+}
+
+void AppendDeleteListed(const std::string& owner,
+                        const std::vector<std::pair<std::string, std::string>>& records,
+                        const std::vector<Element>& elements, Script& s) {
+  for (const auto& [who, tag] : records) {
+    if (who == owner) s.Add(DeleteFrom(kOwnedSet, OwnedElement(who, tag)));
+  }
+  for (const auto& e : elements) {
+    s.Add(DeleteFrom(e.map, "{ " + e.key + " }"));
+  }
+}
+
+void AppendDeleteHairpin(const std::string& network_name, const net::IpPrefix& source, Script& s) {
+  s.Add(DeleteFrom(NamesFor(network_name).Hairpin(source.family()),
+                   "{ " + source.Masked().ToString() + " }"));
+}
+
+CheckScripts BuildCheck(const Config& config) {
+  const std::string prefix = NamesFor(config.network_name).prefix;
+  const std::string owner = OwnerTag(config.network_name, config.container_id);
+  CheckScripts out;
+  Script& exists = out.exists;
+  exists.Add(DeleteFrom(kNetcfgSet, NetcfgElement(prefix, ConfigHash(config))), Role::kOther,
+             "the chains of network " + config.network_name + " for this configuration");
+  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+    if (!config.container(f)) continue;
+    exists.Add(DeleteFrom(kOwnedSet, OwnedElement(owner, FamilyMarker(f))), Role::kMarker,
+               "the ownership marker of the container");
+    for (const auto& e : ContainerElements(config, f)) {
+      exists.Add(DeleteFrom(e.map, "{ " + e.key + " }"), Role::kElement,
+                 "element " + e.key + " in map " + e.map);
+      exists.Add(DeleteFrom(kOwnedSet, OwnedElement(owner, e.Tag())), Role::kOther,
+                 "the ownership record of " + e.key);
+      out.values.Add("add element " + Qualified(e.map) + " { " + e.key + " : " + e.value + " }",
+                     Role::kElement, e.key);
+    }
+  }
+  return out;
+}
+
+std::vector<ChainRuleCount> NetworkChainRuleCounts(const Config& config) {
+  const NetworkNames n = NamesFor(config.network_name);
+  return {{n.Prerouting(), 1},
+          {n.Output(), 1},
+          {n.Hostports(), HostportsRules(config).size()},
+          {n.Masquerade(), config.snat ? 1u : 0u}};
+}
+
+std::string ReferenceTable(const std::string& family) { return family + " " + kTable; }
+
+std::string ListReferenceTableCommand(const std::string& family) {
+  return "list table " + ReferenceTable(family);
+}
+
+Script ReferenceLeftovers(const std::string& family, const std::vector<ListedRule>& rules,
+                          const std::string& container_id) {
+  Script s;
+  for (const auto& rule : rules) {
+    bool reference_chain = false;
+    for (const char* c : kReferenceChains) reference_chain |= rule.chain == c;
+    if (!reference_chain || rule.comment != container_id) continue;
+    s.Add("delete rule " + ReferenceTable(family) + " " + rule.chain + " handle " +
+          std::to_string(rule.handle));
+  }
+  return s;
+}
+
+Result<NftConditions> ParseNftConditions(const std::vector<std::string>& tokens) {
+  NftConditions out;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const std::string& t = tokens[i];
     if (t.find_first_of(";\n\r#") != std::string::npos) {
       return Error(kErrInvalidConfig, "nft condition token \"" + t +
                                           "\" contains a character that would end the rule");
     }
+    out.text += (i == 0 ? "" : " ") + t;
   }
-  return OkStatus();
+  return out;
 }
 
 }  // namespace nodegate::portmap::nft

@@ -1,7 +1,9 @@
 #pragma once
 // File: plugins/portmap/nftables_rules.h
 //
-// The nftables backend's layout, built as nft script text without touching the kernel.
+// The nftables backend's layout, and every nft command the backend runs (listings included),
+// built as data (Script: commands with their roles) without touching the kernel; the backend
+// only sequences and runs them.
 // One table, `inet cni_hostport` (the reference's name; the reference's own tables are in the
 // `ip` and `ip6` families, so both can live on one node). Per network (prefix n<hash>):
 //
@@ -23,8 +25,10 @@
 // other mappings exist. The chains are written only when a network is new or its config
 // changed.
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/base/result.h"
@@ -85,29 +89,55 @@ std::string NetworkComment(const std::string& network_name);
 // address, values are filled in.
 std::vector<Element> ContainerElements(const Config& config, net::Family family);
 
-// An nft script with its line numbers remembered, so a failure can be traced to its command.
+// What a command of a script is for: the backend classifies a failed transaction by the role
+// of the failing lines, and names what it concerns by the command's subject.
+enum class Role {
+  kOther,
+  kNetcfg,   // ADD's assertion that the network's chains match this config
+  kMarker,   // the owner's family marker in the owned set
+  kElement,  // a map element of a mapping (subject: its key)
+  kHairpin,  // the container subnet in a hairpin set
+};
+
+// One nft command (one line of a script), as data.
+struct Command {
+  std::string text;
+  Role role = Role::kOther;
+  std::string subject;  // kElement: the element's key; CHECK: the object it proves present
+  bool operator==(const Command&) const = default;
+};
+
+// One nft transaction: the commands in order; line N of text() is commands()[N - 1], so a
+// failure nft reports by line is traced back to its command.
 class Script {
  public:
-  int Add(const std::string& line);  // returns the 1-based line number
-  const std::string& text() const { return text_; }
-  int lines() const { return lines_; }
+  void Add(std::string text, Role role = Role::kOther, std::string subject = {});
+  const std::vector<Command>& commands() const { return commands_; }
+  int lines() const { return static_cast<int>(commands_.size()); }
+  std::string text() const;
+  // 1-based lines of the commands with `role`.
+  std::vector<int> LinesOf(Role role) const;
+  // The command of a 1-based line; nullptr outside the script.
+  const Command* Line(int line) const;
 
  private:
-  std::string text_;
-  int lines_ = 0;
+  std::vector<Command> commands_;
 };
+
+// Listings (the backend runs them with JSON output and reads the result).
+std::string ListMapCommand(const std::string& map);
+std::string ListSetCommand(const std::string& set);
+std::string ListChainCommand(const std::string& chain);
 
 // Table, shared sets, the network's maps/sets/chains, its rules (chains flushed first) and its
 // netcfg record.
 void AppendSetup(const Config& config, Script& script);
 
-// Line numbers of an ADD script's commands, for classifying failures.
-struct AddLines {
-  int netcfg = 0;             // the netcfg assertion (fast path only)
-  std::vector<int> markers;   // create element owned {owner . allN}
-  std::vector<int> elements;  // add element <map> {...}
-  std::vector<int> hairpin;   // add element <hairpin set> {subnet}
-};
+// The network's netcfg records of other configs, from a listing of the netcfg set as
+// (network prefix, hash) text pairs: deleted, so only the current config's record asserts.
+void AppendDropOtherConfigs(const Config& config,
+                            const std::vector<std::pair<std::string, std::string>>& records,
+                            Script& script);
 
 // The hairpin sets are interval sets, which refuse an element overlapping another one: a
 // container subnet inside one already there (10.1.0.0/24 after 10.1.0.0/16), or around one
@@ -130,21 +160,70 @@ struct HairpinPlan {
 };
 
 // The container part of ADD. `assert_netcfg` (fast path) checks that the network's chains
-// were written for this config; `create_markers` makes a re-ADD fail on the marker line.
-// `hairpin` (from a listing of the hairpin sets) replaces the plain hairpin add.
-AddLines AppendAdd(const Config& config, bool assert_netcfg, bool create_markers, Script& script,
-                   const HairpinPlan& hairpin = {});
+// were written for this config (Role::kNetcfg); `create_markers` makes a re-ADD fail on a
+// Role::kMarker line. `hairpin` (from a listing of the hairpin sets) replaces the plain
+// hairpin add. Element lines (Role::kElement) come in ContainerElements order, v4 first.
+void AppendAdd(const Config& config, bool assert_netcfg, bool create_markers, Script& script,
+               const HairpinPlan& hairpin = {});
 
 // Deletes elements and their ownership records; with `marker`, also the owner's family
-// marker (first, so its line tells "this owner has nothing in that family"). Returns the
-// marker's line (0 without one).
-int AppendDelete(const std::string& owner, const std::vector<Element>& elements,
-                 std::optional<net::Family> marker, Script& script);
+// marker (first, as Role::kMarker, so its line tells "this owner has nothing in that family").
+void AppendDelete(const std::string& owner, const std::vector<Element>& elements,
+                  std::optional<net::Family> marker, Script& script);
+
+// Deletes elements whose existence is known from a listing, with their ownership records and
+// the owner's `markers`. Records are added before being deleted so the script succeeds
+// whether or not they exist.
+void AppendForget(const std::string& owner, const std::vector<Element>& elements,
+                  const std::vector<net::Family>& markers, Script& script);
+
+// Deletes the listed ownership records of `owner` (the owned set as (owner, tag) text pairs;
+// other owners' are skipped) and the listed `elements`.
+void AppendDeleteListed(const std::string& owner,
+                        const std::vector<std::pair<std::string, std::string>>& records,
+                        const std::vector<Element>& elements, Script& script);
+
+// Deletes `source` (masked) from the network's hairpin set of its family.
+void AppendDeleteHairpin(const std::string& network_name, const net::IpPrefix& source,
+                         Script& script);
+
+// CHECK's dry runs. `exists` deletes everything ADD created (each command's subject names the
+// object, for the message when it is missing); `values` adds each map element again with its
+// value, which succeeds only when the element maps to this container.
+struct CheckScripts {
+  Script exists;
+  Script values;
+};
+CheckScripts BuildCheck(const Config& config);
+
+// The rule count of each of the network's chains after ADD, for CHECK.
+struct ChainRuleCount {
+  std::string chain;
+  size_t rules = 0;
+  bool operator==(const ChainRuleCount&) const = default;
+};
+std::vector<ChainRuleCount> NetworkChainRuleCounts(const Config& config);
 
 // The rules of the network's hostports chain, for tests and CHECK.
 std::vector<std::string> HostportsRules(const Config& config);
 
-// conditionsV4/V6 in nft syntax are pasted into rules; refuse what could end a command.
-Status CheckNftConditions(const std::vector<std::string>& tokens);
+// A rule of the reference nftables backend's tables, as listed.
+struct ListedRule {
+  std::string chain;
+  std::string comment;
+  uint64_t handle = 0;
+};
+// The families of the reference's tables, and the table in one of them ("ip cni_hostport").
+inline constexpr const char* kReferenceFamilies[] = {"ip", "ip6"};
+std::string ReferenceTable(const std::string& family);
+std::string ListReferenceTableCommand(const std::string& family);
+// Deletes, by handle, the rules the reference left for `container_id` in its chains of
+// `family` (comment = the bare ID).
+Script ReferenceLeftovers(const std::string& family, const std::vector<ListedRule>& rules,
+                          const std::string& container_id);
+
+// conditionsV4/V6 in nft syntax are pasted into rules: refuses what could end a command and
+// joins the tokens.
+Result<NftConditions> ParseNftConditions(const std::vector<std::string>& tokens);
 
 }  // namespace nodegate::portmap::nft

@@ -60,9 +60,11 @@ inline std::vector<Config> KindsConfigs() {
   b.mark_masq_bit = 5;
   for (int i = 0; i < 16; ++i) b.mappings.push_back(Mapping(9100 + i, 80, Protocol::kTcp));
   b.mappings.push_back(Mapping(9200, 80, Protocol::kUdp));
-  b.conditions_v4 = {"!", "-d", "192.0.2.0/24", "-i", "eth0",
-                     "!", "-o", "veth+",        "-s", "10.0.0.0/8"};
-  b.conditions_v6 = {"-s", "fd00::/60", "!", "-i", "+", "-o", "veth0"};
+  b.conditions_v4 = *ParseConditions(
+      {"!", "-d", "192.0.2.0/24", "-i", "eth0", "!", "-o", "veth+", "-s", "10.0.0.0/8"},
+      net::Family::kV4);
+  b.conditions_v6 =
+      *ParseConditions({"-s", "fd00::/60", "!", "-i", "+", "-o", "veth0"}, net::Family::kV6);
   return {a, b};
 }
 

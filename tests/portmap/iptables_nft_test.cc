@@ -445,9 +445,9 @@ std::string ReferenceConf(const Config& c) {
   mappings += "]";
   return R"({"cniVersion":"1.0.0","name":")" + c.network_name + R"(","type":"portmap",)" +
          R"("masqAll":)" + (c.masq_all ? "true" : "false") + R"(,"markMasqBit":)" +
-         std::to_string(c.mark_masq_bit) + R"(,"conditionsV4":)" + list(c.conditions_v4) +
-         R"(,"conditionsV6":)" + list(c.conditions_v6) + R"(,"runtimeConfig":{"portMappings":)" +
-         mappings +
+         std::to_string(c.mark_masq_bit) + R"(,"conditionsV4":)" + list(c.conditions_v4.tokens) +
+         R"(,"conditionsV6":)" + list(c.conditions_v6.tokens) +
+         R"(,"runtimeConfig":{"portMappings":)" + mappings +
          R"(},"prevResult":{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/x"}],)" +
          R"("ips":[{"interface":0,"address":")" + c.container_v4->ToString() +
          R"("},{"interface":0,"address":")" + c.container_v6->ToString() + R"("}]}})";

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
+#include <variant>
 
 #include "lib/netfilter/nft.h"
 #include "plugins/portmap/config.h"
@@ -397,10 +399,10 @@ TEST(NftablesRules, ElementsAndAddScript) {
   EXPECT_EQ(v6[0].value, "fd00:88::2 . 53");
 
   nft::Script script;
-  const nft::AddLines lines = nft::AppendAdd(*config, true, true, script);
-  EXPECT_EQ(lines.netcfg, 1);
-  EXPECT_EQ(lines.markers.size(), 2u);
-  EXPECT_EQ(lines.elements.size(), 3u);
+  nft::AppendAdd(*config, true, true, script);
+  EXPECT_EQ(script.LinesOf(nft::Role::kNetcfg), std::vector<int>{1});
+  EXPECT_EQ(script.LinesOf(nft::Role::kMarker).size(), 2u);
+  EXPECT_EQ(script.LinesOf(nft::Role::kElement).size(), 3u);
   const std::string owner = nft::OwnerTag("rnet", "ctr1");
   EXPECT_NE(
       script.text().find("create element inet cni_hostport owned { \"" + owner + "\" . \"all4\" }"),
@@ -448,10 +450,9 @@ TEST(NftablesRules, NetworkChainsAndConfigHash) {
 TEST(NftablesRules, DeleteScriptPutsTheMarkerFirst) {
   auto config = Parse(ConfText(R"(,"backend":"nftables")"), Purpose::kDel);
   nft::Script script;
-  const int marker = nft::AppendDelete(nft::OwnerTag("rnet", "ctr1"),
-                                       nft::ContainerElements(*config, net::Family::kV4),
-                                       net::Family::kV4, script);
-  EXPECT_EQ(marker, 1);
+  nft::AppendDelete(nft::OwnerTag("rnet", "ctr1"),
+                    nft::ContainerElements(*config, net::Family::kV4), net::Family::kV4, script);
+  EXPECT_EQ(script.LinesOf(nft::Role::kMarker), std::vector<int>{1});
   EXPECT_EQ(script.lines(), 5);
   EXPECT_NE(script.text().find("delete element inet cni_hostport " +
                                nft::NamesFor("rnet").DnatAny(net::Family::kV4) + " { udp . 5353 }"),
@@ -515,13 +516,189 @@ TEST(NftablesRules, HairpinPlanKeepsTheOutermostSubnets) {
   plan.v4 = around;
   plan.v6 = nft::HairpinChange{.add = false, .remove = {}};
   nft::Script script;
-  const nft::AddLines lines = nft::AppendAdd(*config, true, true, script, plan);
-  EXPECT_EQ(lines.hairpin.size(), 1u);
+  nft::AppendAdd(*config, true, true, script, plan);
+  EXPECT_EQ(script.LinesOf(nft::Role::kHairpin).size(), 1u);
   const auto names = nft::NamesFor("rnet");
   EXPECT_NE(script.text().find("delete element inet cni_hostport " +
                                names.Hairpin(net::Family::kV4) + " { 10.1.7.0/25 }"),
             std::string::npos);
   EXPECT_EQ(script.text().find(names.Hairpin(net::Family::kV6)), std::string::npos);
+}
+
+// conditionsV4/V6 are parsed once, in ParseConfig, into the form their backend's builder uses;
+// the tokens stay for the nftables config hash.
+TEST(PortmapConditions, ParsedOnceForTheBackendOfTheirSyntax) {
+  auto nft = Parse(ConfText(R"(,"conditionsV4":["ip","saddr","!=","203.0.113.0/24"])"));
+  ASSERT_TRUE(nft.ok()) << nft.error().msg;
+  ASSERT_NE(nft->conditions_v4.nftables(), nullptr);
+  EXPECT_EQ(nft->conditions_v4.nftables()->text, "ip saddr != 203.0.113.0/24");
+  EXPECT_EQ(nft->conditions_v4.iptables(), nullptr);
+  EXPECT_EQ(nft->conditions_v4.tokens,
+            (std::vector<std::string>{"ip", "saddr", "!=", "203.0.113.0/24"}));
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(nft->conditions_v6.parsed));
+
+  auto ipt = Parse(ConfText(R"(,"conditionsV6":["!","-s","fd00::1","-o","veth+"])"));
+  ASSERT_TRUE(ipt.ok()) << ipt.error().msg;
+  ipt::Header want;
+  want.src = net::IpPrefix::Parse("fd00::1/128");
+  want.src_invert = true;
+  want.out_iface = "veth+";
+  ASSERT_NE(ipt->conditions(net::Family::kV6).iptables(), nullptr);
+  EXPECT_EQ(*ipt->conditions(net::Family::kV6).iptables(), want);
+  EXPECT_EQ(ipt->conditions(net::Family::kV6).nftables(), nullptr);
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(ipt->conditions_v4.parsed));
+}
+
+TEST(PortmapConditions, ErrorsOfEachSyntax) {
+  const auto error = [](std::vector<std::string> tokens, net::Family family) {
+    auto parsed = ParseConditions(std::move(tokens), family);
+    return parsed.ok() ? std::string("ok") : parsed.error().msg;
+  };
+  EXPECT_EQ(error({}, net::Family::kV4), "ok");
+  EXPECT_EQ(error({"-d", "10.0.0.0/8"}, net::Family::kV6),
+            "condition -d needs an IPv6 address or prefix, got \"10.0.0.0/8\"");
+  EXPECT_EQ(error({"!", "!"}, net::Family::kV4), "double \"!\" in conditions");
+  EXPECT_EQ(error({"-i", ""}, net::Family::kV4), "condition -i needs an interface name");
+  EXPECT_EQ(error({"-m", "x"}, net::Family::kV4),
+            "unsupported iptables condition \"-m\" (supported: [!] -s, -d, -i, -o with a value)");
+  EXPECT_EQ(error({"ip", "saddr;"}, net::Family::kV4),
+            "nft condition token \"saddr;\" contains a character that would end the rule");
+  // Through ParseConfig the key is named.
+  ExpectInvalid(ConfText(R"(,"conditionsV6":["-d","10.0.0.0/8"])"), "conditionsV6: condition -d");
+}
+
+// The iptables builder reads the parsed header, not the tokens.
+TEST(IptablesRules, EntryRulesCarryTheParsedConditions) {
+  auto config = Parse(ConfText("", R"([{"hostPort":80,"containerPort":80,"protocol":"tcp"}])"));
+  ASSERT_TRUE(config.ok());
+  ipt::Header header;
+  header.in_iface = "eth0";
+  config->conditions_v4.parsed = header;
+  const ipt::Plan plan = ipt::BuildPlan(*config, net::Family::kV4);
+  ASSERT_EQ(plan.entry_rules.size(), 1u);
+  EXPECT_EQ(plan.entry_rules[0].header.in_iface, "eth0");
+  EXPECT_EQ(plan.entry_rules[0].header.protocol, Protocol::kTcp);
+  EXPECT_TRUE(ipt::BuildPlan(*config, net::Family::kV6).entry_rules[0].header.in_iface.empty());
+}
+
+std::string Hex32(uint32_t value) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "0x%08x", value);
+  return buf;
+}
+
+// One tcp mapping, IPv4 container only.
+Result<Config> OneMapping(Purpose purpose = Purpose::kAdd) {
+  return Parse(std::string(R"({"cniVersion":"1.0.0","name":"rnet","type":"portmap",
+    "backend":"nftables",
+    "runtimeConfig":{"portMappings":[{"hostPort":8080,"containerPort":80,"protocol":"tcp"}]},
+    "prevResult":{"cniVersion":"1.0.0","ips":[{"address":"10.88.0.2/16"}]}})"),
+               purpose);
+}
+
+TEST(NftablesRules, AddPlanForOneMapping) {
+  auto config = OneMapping();
+  ASSERT_TRUE(config.ok()) << config.error().msg;
+  const auto n = nft::NamesFor("rnet");
+  const std::string owner = nft::OwnerTag("rnet", "ctr1");
+  const std::string netcfg = "{ \"" + n.prefix + "\" . " + Hex32(nft::ConfigHash(*config)) + " }";
+  const nft::Element element = nft::ContainerElements(*config, net::Family::kV4).at(0);
+  const std::string t = "inet cni_hostport ";
+  nft::Script script;
+  nft::AppendAdd(*config, true, true, script);
+  const std::vector<nft::Command> want = {
+      {"delete element " + t + "netcfg " + netcfg, nft::Role::kNetcfg, ""},
+      {"add element " + t + "netcfg " + netcfg, nft::Role::kOther, ""},
+      {"create element " + t + "owned { \"" + owner + "\" . \"all4\" }", nft::Role::kMarker, ""},
+      {"add element " + t + "owned { \"" + owner + "\" . \"" + element.Tag() + "\" }",
+       nft::Role::kOther, ""},
+      {"add element " + t + n.DnatAny(net::Family::kV4) +
+           " { tcp . 8080 comment \"ctr1\" : 10.88.0.2 . 80 }",
+       nft::Role::kElement, "tcp . 8080"},
+      {"add element " + t + n.Hairpin(net::Family::kV4) + " { 10.88.0.0/16 }", nft::Role::kHairpin,
+       ""},
+  };
+  EXPECT_EQ(script.commands(), want);
+  EXPECT_EQ(script.Line(5)->subject, "tcp . 8080");
+  EXPECT_EQ(script.Line(0), nullptr);
+  EXPECT_EQ(script.Line(7), nullptr);
+  EXPECT_EQ(script.text().substr(0, script.text().find('\n') + 1), want[0].text + "\n");
+}
+
+TEST(NftablesRules, CheckPlanNamesEachObject) {
+  auto config = OneMapping(Purpose::kCheck);
+  ASSERT_TRUE(config.ok()) << config.error().msg;
+  const auto n = nft::NamesFor("rnet");
+  const std::string owner = nft::OwnerTag("rnet", "ctr1");
+  const std::string map = n.DnatAny(net::Family::kV4);
+  const std::string tag = nft::ContainerElements(*config, net::Family::kV4).at(0).Tag();
+  const nft::CheckScripts check = nft::BuildCheck(*config);
+  std::vector<std::pair<std::string, std::string>> exists;
+  for (const auto& c : check.exists.commands()) exists.emplace_back(c.text, c.subject);
+  const std::string t = "delete element inet cni_hostport ";
+  EXPECT_EQ(
+      exists,
+      (std::vector<std::pair<std::string, std::string>>{
+          {t + "netcfg { \"" + n.prefix + "\" . " + Hex32(nft::ConfigHash(*config)) + " }",
+           "the chains of network rnet for this configuration"},
+          {t + "owned { \"" + owner + "\" . \"all4\" }", "the ownership marker of the container"},
+          {t + map + " { tcp . 8080 }", "element tcp . 8080 in map " + map},
+          {t + "owned { \"" + owner + "\" . \"" + tag + "\" }",
+           "the ownership record of tcp . 8080"}}));
+  EXPECT_EQ(check.values.text(),
+            "add element inet cni_hostport " + map + " { tcp . 8080 : 10.88.0.2 . 80 }\n");
+  std::vector<std::pair<std::string, size_t>> counts;
+  for (const auto& c : nft::NetworkChainRuleCounts(*config)) counts.emplace_back(c.chain, c.rules);
+  EXPECT_EQ(counts,
+            (std::vector<std::pair<std::string, size_t>>{
+                {n.Prerouting(), 1}, {n.Output(), 1}, {n.Hostports(), 10}, {n.Masquerade(), 1}}));
+  EXPECT_EQ(nft::ListChainCommand(n.Output()), "list chain inet cni_hostport " + n.Output());
+}
+
+// The commands the backend builds from listings: re-ADD and GC (forget), DEL without the
+// ADD's mappings, stale netcfg records, GC's hairpin sources, the reference's leftovers.
+TEST(NftablesRules, ListingDrivenDeletes) {
+  auto config = OneMapping();
+  ASSERT_TRUE(config.ok()) << config.error().msg;
+  const auto n = nft::NamesFor("rnet");
+  const nft::Element e = nft::ContainerElements(*config, net::Family::kV4).at(0);
+  const std::string owned = "inet cni_hostport owned { \"o\" . ";
+  const std::string in_map = "delete element inet cni_hostport " + e.map + " { tcp . 8080 }\n";
+
+  nft::Script forget;
+  nft::AppendForget("o", {e}, {net::Family::kV6}, forget);
+  EXPECT_EQ(forget.text(), "add element " + owned + "\"all6\" }\ndelete element " + owned +
+                               "\"all6\" }\nadd element " + owned + "\"" + e.Tag() +
+                               "\" }\ndelete element " + owned + "\"" + e.Tag() + "\" }\n" +
+                               in_map);
+
+  nft::Script listed;
+  nft::AppendDeleteListed("o", {{"o", "all4"}, {"other", "all4"}, {"o", "abc"}}, {e}, listed);
+  EXPECT_EQ(listed.text(), "delete element " + owned + "\"all4\" }\ndelete element " + owned +
+                               "\"abc\" }\n" + in_map);
+
+  nft::Script netcfg;
+  const uint32_t hash = nft::ConfigHash(*config);
+  nft::AppendDropOtherConfigs(
+      *config, {{n.prefix, Hex32(hash)}, {n.prefix, "0x1f"}, {"n0000000000", "0x2"}}, netcfg);
+  EXPECT_EQ(netcfg.text(),
+            "delete element inet cni_hostport netcfg { \"" + n.prefix + "\" . 0x0000001f }\n");
+
+  nft::Script hairpin;
+  nft::AppendDeleteHairpin("rnet", *net::IpPrefix::Parse("fd00:88::5/64"), hairpin);
+  EXPECT_EQ(hairpin.text(), "delete element inet cni_hostport " + n.Hairpin(net::Family::kV6) +
+                                " { fd00:88::/64 }\n");
+
+  const nft::Script leftovers = nft::ReferenceLeftovers("ip6",
+                                                        {{"hostports", "ctr1", 7},
+                                                         {"hostports", "ctr2", 8},
+                                                         {"other", "ctr1", 9},
+                                                         {"masquerading", "ctr1", 12}},
+                                                        "ctr1");
+  EXPECT_EQ(leftovers.text(),
+            "delete rule ip6 cni_hostport hostports handle 7\n"
+            "delete rule ip6 cni_hostport masquerading handle 12\n");
+  EXPECT_EQ(nft::ListReferenceTableCommand("ip"), "list table ip cni_hostport");
 }
 
 TEST(NftErrors, MessagesMapToErrno) {
