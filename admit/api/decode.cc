@@ -111,20 +111,24 @@ std::optional<int64_t> IntField(const json& object, std::string_view key, const 
   if (j == nullptr) {
     return std::nullopt;
   }
+  // nlohmann counts unsigned numbers as integers too: test for unsigned first, or 2^63 would
+  // read as -2^63. The message shows the number as it was written.
+  bool in_range = false;
   int64_t value = 0;
-  if (j->is_number_integer()) {
+  if (j->is_number_unsigned()) {
+    const uint64_t u = j->get<uint64_t>();
+    in_range = max >= 0 && u <= static_cast<uint64_t>(max) &&
+               (min <= 0 || u >= static_cast<uint64_t>(min));
+    value = in_range ? static_cast<int64_t>(u) : 0;
+  } else if (j->is_number_integer()) {
     value = j->get<int64_t>();
-  } else if (j->is_number_unsigned()) {
-    uint64_t u = j->get<uint64_t>();
-    value = u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
-                ? std::numeric_limits<int64_t>::max()
-                : static_cast<int64_t>(u);
+    in_range = value >= min && value <= max;
   } else {
     WrongType(Join(path, key), "integer", *j);
   }
-  if (value < min || value > max) {
+  if (!in_range) {
     Fail(Join(path, key), "must be between " + std::to_string(min) + " and " + std::to_string(max) +
-                              ", got " + std::to_string(value));
+                              ", got " + j->dump());
   }
   return value;
 }

@@ -4,6 +4,7 @@
 #include "admit/api/decode.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -291,6 +292,39 @@ TEST(ParseDocumentsTest, HostileInputIsBounded) {
   }
 }
 
+// The kubelet's decoder (sigs.k8s.io/yaml, strict) refuses a key given twice in a mapping;
+// a plain YAML loader keeps the last value, which would check another pod than the kubelet runs.
+TEST(ParseDocumentsTest, YamlDuplicateKeysAreRefusedNamingTheKey) {
+  EXPECT_EQ(
+      ErrorOf("kind: Pod\nmetadata:\n  name: a\n  name: b\nspec: {containers: [{name: c}]}\n"),
+      "input.yaml: line 4: key \"name\" already set in this mapping (duplicate keys are "
+      "refused, as the kubelet refuses them)");
+  EXPECT_NE(ErrorOf("kind: Pod\nmetadata: {name: a}\nspec:\n  containers:\n  - name: c\n"
+                    "    ports: [{containerPort: 80, hostPort: 80, hostPort: 81}]\n")
+                .find("key \"hostPort\" already set"),
+            std::string::npos);
+  // The same key in different mappings is fine.
+  EXPECT_TRUE(PodsFrom("kind: Pod\nmetadata: {name: a, labels: {name: x}}\n"
+                       "spec: {containers: [{name: c}]}\n")
+                  .ok());
+}
+
+// 2^63 does not fit an int64: it must not read as -2^63, and the message shows it as written.
+TEST(DecodePodTest, PortPastInt64ShowsTheNumberAsGiven) {
+  const std::string want =
+      "spec.containers[0].ports[0].hostPort: must be between 0 and 65535, got "
+      "9223372036854775808";
+  const std::string json_error =
+      ErrorOf(R"({"kind":"Pod","metadata":{"name":"a"},"spec":{"containers":[{"name":"c","ports":[)"
+              R"({"containerPort":80,"hostPort":9223372036854775808}]}]}})");
+  EXPECT_NE(json_error.find(want), std::string::npos) << json_error;
+  const std::string yaml_error = ErrorOf(
+      "kind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, ports: "
+      "[{containerPort: 80, hostPort: 9223372036854775808}]}]}\n");
+  EXPECT_NE(yaml_error.find(want), std::string::npos) << yaml_error;
+  EXPECT_EQ(json_error.find("-9223372036854775808"), std::string::npos) << json_error;
+}
+
 TEST(ParseDocumentsTest, QuotedScalarsStayStrings) {
   auto pods = PodsFrom(
       "kind: Pod\nmetadata: {name: p, labels: {version: \"1.0\", enabled: 'true'}}\n"
@@ -376,6 +410,24 @@ TEST_F(ManifestDirTest, OnePodPerManifest) {
   ASSERT_FALSE(pods.ok());
   EXPECT_NE(pods.error().message.find("two.yaml: a static-pod manifest holds one Pod, got 2"),
             std::string::npos);
+}
+
+// Entries that are not regular files are named, not skipped silently and not read forever;
+// sub-folders are skipped, as the kubelet does.
+TEST_F(ManifestDirTest, NonRegularEntriesAreErrorsNamingThem) {
+  Write("a.yaml", "kind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: c}]}\n");
+  std::filesystem::create_directories(dir_ / "sub");
+  ASSERT_TRUE(LoadManifestDir(dir_.string(), "node1").ok());
+  ASSERT_EQ(::mkfifo((dir_ / "b.yaml").c_str(), 0600), 0);
+  auto pods = LoadManifestDir(dir_.string(), "node1");
+  ASSERT_FALSE(pods.ok());
+  EXPECT_EQ(pods.error().message, (dir_ / "b.yaml").string() + ": not a regular file (a FIFO)");
+  std::filesystem::remove(dir_ / "b.yaml");
+  std::filesystem::create_symlink("/dev/zero", dir_ / "c.yaml");
+  pods = LoadManifestDir(dir_.string(), "node1");
+  ASSERT_FALSE(pods.ok());
+  EXPECT_EQ(pods.error().message,
+            (dir_ / "c.yaml").string() + ": not a regular file (a character device)");
 }
 
 }  // namespace

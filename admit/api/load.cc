@@ -1,5 +1,6 @@
 #include "admit/api/load.h"
 
+#include <unistd.h>
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
@@ -7,12 +8,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <iterator>
-#include <sstream>
 
 #include "admit/api/decode.h"
+#include "lib/sys/io.h"
 
 namespace nodegate::admit {
 namespace {
@@ -47,7 +45,8 @@ bool DepthOk(std::string_view text) {
   return true;
 }
 
-struct YamlLimitExceeded {
+// YamlRefused: a YAML document the loader refuses (limits, duplicate keys); carries the reason.
+struct YamlRefused {
   std::string message;
 };
 
@@ -71,6 +70,13 @@ json ResolvePlainScalar(const std::string& s) {
     long long v = std::strtoll(s.c_str(), &end, 10);
     if (errno == 0 && end == s.c_str() + s.size()) {
       return static_cast<int64_t>(v);
+    }
+    // Past int64 but within uint64 (2^63): kept exact, as JSON input keeps it, so that range
+    // errors show the number as written.
+    errno = 0;
+    unsigned long long u = std::strtoull(s.c_str(), &end, 10);
+    if (s[0] != '-' && errno == 0 && end == s.c_str() + s.size()) {
+      return static_cast<uint64_t>(u);
     }
   }
   if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'o')) {
@@ -124,10 +130,10 @@ class YamlToJson {
 
   json Convert(const YAML::Node& node, int depth) {
     if (depth > kMaxDepth) {
-      throw YamlLimitExceeded{"nesting deeper than " + std::to_string(kMaxDepth) + " levels"};
+      throw YamlRefused{"nesting deeper than " + std::to_string(kMaxDepth) + " levels"};
     }
     if (budget_ == 0) {
-      throw YamlLimitExceeded{
+      throw YamlRefused{
           "document expands to too many values (YAML aliases expanding out of bounds?)"};
     }
     --budget_;
@@ -154,21 +160,32 @@ class YamlToJson {
         }
         return out;
       }
-      case YAML::NodeType::Map: {
-        json out = json::object();
-        for (const auto& kv : node) {
-          if (!kv.first.IsScalar()) {
-            throw YamlLimitExceeded{"mapping keys must be strings"};
-          }
-          out[kv.first.Scalar()] = Convert(kv.second, depth + 1);
-        }
-        return out;
-      }
+      case YAML::NodeType::Map:
+        return ConvertMap(node, depth);
     }
     return nullptr;
   }
 
  private:
+  // The kubelet's decoder (sigs.k8s.io/yaml, strict) refuses a key given twice in one mapping,
+  // where a plain YAML loader would keep the last value.
+  json ConvertMap(const YAML::Node& node, int depth) {
+    json out = json::object();
+    for (const auto& kv : node) {
+      if (!kv.first.IsScalar()) {
+        throw YamlRefused{"mapping keys must be strings"};
+      }
+      const std::string& key = kv.first.Scalar();
+      if (out.contains(key)) {
+        throw YamlRefused{"line " + std::to_string(kv.first.Mark().line + 1) + ": key \"" + key +
+                          "\" already set in this mapping (duplicate keys are refused, as the "
+                          "kubelet refuses them)"};
+      }
+      out[key] = Convert(kv.second, depth + 1);
+    }
+    return out;
+  }
+
   size_t budget_;
 };
 
@@ -298,7 +315,7 @@ Result<std::vector<Document>> ParseDocuments(std::string_view text, std::string_
       }
       docs.push_back({std::move(value), std::move(where)});
     }
-  } catch (const YamlLimitExceeded& e) {
+  } catch (const YamlRefused& e) {
     return Error{label + ": " + e.message};
   } catch (const YAML::DeepRecursion& e) {
     return Error{label + ": YAML nesting too deep (line " + std::to_string(e.mark.line + 1) + ")"};
@@ -316,34 +333,18 @@ Result<std::vector<Document>> ParseDocuments(std::string_view text, std::string_
 Result<std::string> ReadInput(const std::string& path) {
   if (path == "-") {
     std::string text;
-    char buf[65536];
-    while (std::cin.read(buf, sizeof buf) || std::cin.gcount() > 0) {
-      text.append(buf, static_cast<size_t>(std::cin.gcount()));
-      if (text.size() > kMaxInputBytes) {
-        return Error{"-: standard input larger than " + std::to_string(kMaxInputBytes >> 20) +
-                     " MiB"};
-      }
+    if (!sys::ReadAllCapped(STDIN_FILENO, kMaxInputBytes, text)) {
+      return Error{"-: standard input " + (errno == EFBIG
+                                               ? "larger than " + sys::FormatByteCap(kMaxInputBytes)
+                                               : std::string(std::strerror(errno)))};
     }
     return text;
   }
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return Error{path + ": is a directory"};
+  auto text = sys::ReadRegularFile(path, kMaxInputBytes);
+  if (!text.ok()) {
+    return Error{text.error().msg};
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Error{path + ": " + std::strerror(errno)};
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) {
-    return Error{path + ": read error"};
-  }
-  std::string text = ss.str();
-  if (text.size() > kMaxInputBytes) {
-    return Error{path + ": larger than " + std::to_string(kMaxInputBytes >> 20) + " MiB"};
-  }
-  return text;
+  return std::move(text).value();
 }
 
 Result<std::vector<Pod>> PodsFromDocuments(const std::vector<Document>& documents,
@@ -442,7 +443,10 @@ Result<std::vector<Pod>> LoadManifestDir(const std::string& dir, const std::stri
   for (auto it = std::filesystem::directory_iterator(dir, ec);
        !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
     const std::string filename = it->path().filename().string();
-    if (it->is_regular_file(ec) && IsManifestFile(filename) && filename != skip_filename) {
+    // The kubelet does not recurse into folders. Any other non-regular entry (a FIFO, a link to
+    // a device) is not skipped silently: ReadInput refuses it with its type in the message.
+    std::error_code type_ec;
+    if (IsManifestFile(filename) && filename != skip_filename && !it->is_directory(type_ec)) {
       files.push_back(it->path());
     }
   }

@@ -24,7 +24,9 @@ struct Document {
 // (every "---"-separated document; empty documents are skipped). `name` labels errors.
 Result<std::vector<Document>> ParseDocuments(std::string_view text, std::string_view name);
 
-// ReadInput: the contents of `path`, or of stdin when path is "-".
+// ReadInput: the contents of `path`, or of stdin when path is "-". A path must name a regular
+// file (symlinks followed): a FIFO, a device or a folder is an error, never a hang or an
+// endless read; both are capped at 256 MiB.
 Result<std::string> ReadInput(const std::string& path);
 
 // PodsFromDocuments: every pod in the documents. Pod (or no kind), PodList and List (non-Pod
@@ -48,8 +50,9 @@ void ApplyStaticPodDefaults(Pod& pod, const std::string& node_name);
 bool IsManifestFile(std::string_view filename);
 
 // LoadManifestDir: every manifest in a static-pod folder (sorted by file name), as static pods
-// on `node_name`. Hidden files are skipped, as the kubelet does; so is `skip_filename` (the file
-// a guarded install is about to replace).
+// on `node_name`. Hidden files and sub-folders are skipped, as the kubelet does; so is
+// `skip_filename` (the file a guarded install is about to replace). Any other entry that is
+// not a regular file (a FIFO, a link to a device or to nothing) is an error naming it.
 Result<std::vector<Pod>> LoadManifestDir(const std::string& dir, const std::string& node_name,
                                          const std::string& skip_filename = "");
 

@@ -13,6 +13,7 @@
 #include "admit/check/checker.h"
 #include "admit/cli/install.h"
 #include "admit/cli/report.h"
+#include "lib/sys/file_lock.h"
 
 namespace nodegate::admit {
 namespace {
@@ -107,17 +108,18 @@ Result<Environment> BuildEnvironment(const CommonFlags& f, const std::string& sk
   return env;
 }
 
-void Print(const Report& report, const std::string& output,
-           const nlohmann::json& extra = nlohmann::json::object()) {
-  if (output == "json") {
-    nlohmann::json j = ReportToJson(report);
-    for (auto it = extra.begin(); it != extra.end(); ++it) {
-      j[it.key()] = it.value();
-    }
-    std::cout << j.dump(2) << "\n";
-  } else {
-    std::cout << ReportToText(report);
+// Render: the report as it is printed. Names come from the input as bytes; invalid UTF-8 is
+// replaced (U+FFFD) so the JSON is always valid and dump() never throws.
+std::string Render(const Report& report, const std::string& output,
+                   const nlohmann::json& extra = nlohmann::json::object()) {
+  if (output != "json") {
+    return ReportToText(report);
   }
+  nlohmann::json j = ReportToJson(report);
+  for (auto it = extra.begin(); it != extra.end(); ++it) {
+    j[it.key()] = it.value();
+  }
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 // ParseFlags: CLI11 parsing with the project's exit codes (help is 0, misuse is 2).
@@ -138,6 +140,54 @@ std::optional<int> ParseFlags(CLI::App& app, int argc, char** argv) {
 int Fail(const std::string& command, const Error& error) {
   std::cerr << command << ": " << error.message << "\n";
   return kExitBadInput;
+}
+
+// GuardInstall: the check and the install of `nodegate guard`, as one critical section.
+int GuardInstall(const CommonFlags& flags, const std::string& file, const std::string& filename,
+                 const std::string& text) {
+  const std::string command = "nodegate guard";
+  // Guards of one folder take turns, so that what one checks is still true when it installs.
+  // The lock is on the folder itself: no lock file appears among the manifests.
+  auto lock = sys::FileLock::AcquireDirectory(flags.manifests_dir);
+  if (!lock.ok()) {
+    return Fail(command, Error{lock.error().msg});
+  }
+  // The file with the same name in DIR is the previous version: it is replaced, not counted.
+  auto env = BuildEnvironment(flags, filename);
+  if (!env.ok()) {
+    return Fail(command, env.error());
+  }
+  auto pod = DecodeManifest(text, file, env->report.node);
+  if (!pod.ok()) {
+    return Fail(command, pod.error());
+  }
+  Report& report = env->report;
+  report.pods.push_back(env->checker->Check(*pod));
+  if (!report.Admitted()) {
+    std::cout << Render(report, flags.output, {{"installed", false}});
+    if (flags.output == "text") {
+      std::cout << "not installed: " << flags.manifests_dir << " is unchanged\n";
+    }
+    return kExitRejected;
+  }
+  const std::filesystem::path target = std::filesystem::path(flags.manifests_dir) / filename;
+  std::error_code ec;
+  const bool same_file =
+      std::filesystem::exists(target, ec) && std::filesystem::equivalent(target, file, ec);
+  // Everything that can fail happens before the install: the report is rendered first.
+  std::string rendered =
+      Render(report, flags.output, {{"installed", true}, {"path", target.string()}});
+  if (flags.output == "text") {
+    rendered += (same_file ? "already in place: " : "installed ") + target.string() + "\n";
+  }
+  if (!same_file) {
+    auto installed = InstallFileAtomically(flags.manifests_dir, filename, text);
+    if (!installed.ok()) {
+      return Fail(command, installed.error());
+    }
+  }
+  std::cout << rendered;
+  return kExitAdmitted;
 }
 
 }  // namespace
@@ -180,7 +230,7 @@ int RunAdmitCli(int argc, char** argv) {
   for (const Pod& candidate : candidates) {
     report.pods.push_back(env->checker->CheckAndAdmit(candidate));
   }
-  Print(report, flags.output);
+  std::cout << Render(report, flags.output);
   return report.Admitted() ? kExitAdmitted : kExitRejected;
 }
 
@@ -212,43 +262,11 @@ int RunGuardCli(int argc, char** argv) {
   if (!IsManifestFile(filename)) {
     return Fail(command, Error{file + ": hidden files are ignored by the kubelet"});
   }
-  // The file with the same name in DIR is the previous version: it is replaced, not counted.
-  auto env = BuildEnvironment(flags, filename);
-  if (!env.ok()) {
-    return Fail(command, env.error());
-  }
   auto text = ReadInput(file);
   if (!text.ok()) {
     return Fail(command, text.error());
   }
-  auto pod = DecodeManifest(*text, file, env->report.node);
-  if (!pod.ok()) {
-    return Fail(command, pod.error());
-  }
-  Report& report = env->report;
-  report.pods.push_back(env->checker->Check(*pod));
-  const bool admitted = report.Admitted();
-  const std::filesystem::path target = std::filesystem::path(flags.manifests_dir) / filename;
-  if (!admitted) {
-    Print(report, flags.output, {{"installed", false}});
-    if (flags.output == "text") {
-      std::cout << "not installed: " << flags.manifests_dir << " is unchanged\n";
-    }
-    return kExitRejected;
-  }
-  const bool same_file =
-      std::filesystem::exists(target, ec) && std::filesystem::equivalent(target, file, ec);
-  if (!same_file) {
-    auto installed = InstallFileAtomically(flags.manifests_dir, filename, *text);
-    if (!installed.ok()) {
-      return Fail(command, installed.error());
-    }
-  }
-  Print(report, flags.output, {{"installed", true}, {"path", target.string()}});
-  if (flags.output == "text") {
-    std::cout << (same_file ? "already in place: " : "installed ") << target.string() << "\n";
-  }
-  return kExitAdmitted;
+  return GuardInstall(flags, file, filename, *text);
 }
 
 }  // namespace nodegate::admit

@@ -21,4 +21,17 @@ Result<FileLock> FileLock::Acquire(const std::string& path) {
   return FileLock(std::move(fd));
 }
 
+Result<FileLock> FileLock::AcquireDirectory(const std::string& dir) {
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) {
+    return Error(kErrIo, "open folder " + dir + " to lock it: " + std::strerror(errno));
+  }
+  while (::flock(fd.get(), LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      return Error(kErrIo, "flock " + dir + ": " + std::strerror(errno));
+    }
+  }
+  return FileLock(std::move(fd));
+}
+
 }  // namespace nodegate::sys

@@ -16,6 +16,9 @@ class FileLock {
  public:
   // Opens (creating if needed, mode 0600) and locks `path`, waiting for other holders.
   static Result<FileLock> Acquire(const std::string& path);
+  // Locks an existing folder itself (flock on its descriptor), waiting for other holders: a
+  // lock that leaves no file behind in a folder whose contents others read (nodegate guard).
+  static Result<FileLock> AcquireDirectory(const std::string& dir);
   // Locks an already open directory or file (host-local locks its directory's "lock" file).
   FileLock(FileLock&&) = default;
   FileLock& operator=(FileLock&&) = default;

@@ -9,6 +9,8 @@
 #include <cstring>
 
 #include "lib/sys/atomic_file.h"
+#include "lib/sys/io.h"
+#include "runtime/conflist/conflist.h"
 
 namespace nodegate::runtime {
 namespace {
@@ -112,6 +114,13 @@ Result<std::string> CacheFilePath(const std::string& cache_dir, const std::strin
   return cache_dir + "/results/" + network + "-" + container_id + "-" + ifname;
 }
 
+// An entry holds a conflist (base64) and a result: bounded like the conflists themselves.
+constexpr size_t kMaxCacheEntryBytes = 2 * kMaxConfFileBytes;
+
+// Entries hold bytes from the command line (CNI_ARGS, netns, IDs): invalid UTF-8 is replaced,
+// as Go's encoder (libcni's json.Marshal) does, so writing the entry never throws.
+constexpr auto kReplaceInvalidUtf8 = cni::OrderedJson::error_handler_t::replace;
+
 std::string EncodeCacheEntry(const CachedAttachment& e) {
   cni::OrderedJson j;
   j["kind"] = kCacheKindV1;
@@ -130,12 +139,13 @@ std::string EncodeCacheEntry(const CachedAttachment& e) {
     j["cniArgs"] = std::move(args);
   }
   if (e.capability_args.is_object() && !e.capability_args.empty()) {
-    j["capabilityArgs"] = cni::OrderedJson::parse(e.capability_args.dump());
+    j["capabilityArgs"] =
+        cni::OrderedJson::parse(e.capability_args.dump(-1, ' ', false, kReplaceInvalidUtf8));
   }
   if (e.result.is_object() && !e.result.empty()) {
-    j["result"] = cni::OrderedJson::parse(e.result.dump());
+    j["result"] = cni::OrderedJson::parse(e.result.dump(-1, ' ', false, kReplaceInvalidUtf8));
   }
-  return j.dump();
+  return j.dump(-1, ' ', false, kReplaceInvalidUtf8);
 }
 
 Result<CachedAttachment> DecodeCacheEntry(std::string_view bytes) {
@@ -206,7 +216,7 @@ Result<std::optional<CachedAttachment>> ReadCacheEntry(const std::string& cache_
   if (::access(path.c_str(), F_OK) != 0) {
     return std::optional<CachedAttachment>();
   }
-  NG_ASSIGN_OR_RETURN(std::string bytes, sys::ReadFile(path));
+  NG_ASSIGN_OR_RETURN(std::string bytes, sys::ReadRegularFile(path, kMaxCacheEntryBytes));
   auto entry = DecodeCacheEntry(bytes);
   if (!entry.ok()) {
     return entry.error().WithContext(path);
@@ -239,7 +249,7 @@ std::vector<CachedAttachment> ListCachedAttachments(const std::string& cache_dir
   }
   std::sort(names.begin(), names.end());
   for (const auto& name : names) {
-    auto bytes = sys::ReadFile(dir + "/" + name);
+    auto bytes = sys::ReadRegularFile(dir + "/" + name, kMaxCacheEntryBytes);
     if (!bytes.ok()) {
       continue;
     }

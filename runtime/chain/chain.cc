@@ -25,9 +25,15 @@ std::string EffectiveVersion(const NetworkConfigList& list) {
   return list.cni_version.empty() ? "0.1.0" : list.cni_version;
 }
 
+// Values passed on may hold bytes from the command line (CNI_ARGS, a netns path): invalid UTF-8
+// is replaced, as Go's encoder does, so dumping never throws.
+std::string DumpJson(const cni::Json& j) {
+  return j.dump(-1, ' ', false, cni::Json::error_handler_t::replace);
+}
+
 Result<cni::Json> EncodeAsJson(const cni::CniResult& result, const std::string& version) {
   NG_ASSIGN_OR_RETURN(cni::OrderedJson encoded, cni::EncodeResult(result, version));
-  return cni::Json::parse(encoded.dump());
+  return cni::Json::parse(encoded.dump(-1, ' ', false, cni::Json::error_handler_t::replace));
 }
 
 }  // namespace
@@ -64,7 +70,7 @@ Result<std::string> BuildPluginConfig(const NetworkConfigList& list, const Plugi
   if (!runtime_config.empty()) {
     conf["runtimeConfig"] = std::move(runtime_config);
   }
-  return conf.dump();
+  return DumpJson(conf);
 }
 
 CniEnv Chain::Env(const std::string& command, const RuntimeConf& rt) const {
@@ -143,7 +149,8 @@ Result<std::optional<cni::CniResult>> Chain::CachedResult(const NetworkConfigLis
   // Convert to the list's version, so plugins get prevResult in their config's version.
   const std::string version = EffectiveVersion(list);
   NG_ASSIGN_OR_RETURN(cni::OrderedJson encoded, cni::EncodeResult(*decoded, version));
-  auto converted = cni::DecodeResult(cni::Json::parse(encoded.dump()), version);
+  auto converted = cni::DecodeResult(
+      cni::Json::parse(encoded.dump(-1, ' ', false, cni::Json::error_handler_t::replace)), version);
   if (!converted.ok()) {
     return converted.error().WithContext("failed to convert cached result to config version \"" +
                                          version + "\"");
@@ -284,7 +291,7 @@ Status Chain::Gc(const NetworkConfigList& list, const std::vector<cni::Attachmen
         conf["cniVersion"] = list.cni_version;
         conf["cni.dev/valid-attachments"] = attachments;
         conf["cni.dev/attachments"] = attachments;
-        return ExecPluginWithoutResult(exec_, binary, Env("GC", RuntimeConf{}), conf.dump());
+        return ExecPluginWithoutResult(exec_, binary, Env("GC", RuntimeConf{}), DumpJson(conf));
       }();
       if (!status.ok()) {
         errors.push_back(status.error().WithContext("failed to GC plugin " + plugin.type));
@@ -306,7 +313,8 @@ Result<StatusOutcome> Chain::GetStatus(const NetworkConfigList& list) {
     cni::Json conf = plugin.raw;
     conf["name"] = list.name;
     conf["cniVersion"] = list.cni_version;
-    auto status = ExecPluginWithoutResult(exec_, binary, Env("STATUS", RuntimeConf{}), conf.dump());
+    auto status =
+        ExecPluginWithoutResult(exec_, binary, Env("STATUS", RuntimeConf{}), DumpJson(conf));
     if (!status.ok()) {
       return status.error().WithContext("plugin " + PluginDescription(plugin) + " (status)");
     }

@@ -9,7 +9,7 @@
 
 #include "lib/cni/conf.h"
 #include "lib/cni/version.h"
-#include "lib/sys/atomic_file.h"
+#include "lib/sys/io.h"
 
 namespace nodegate::runtime {
 namespace {
@@ -188,7 +188,7 @@ Result<NetworkConfigList> ParseSingleConf(std::string_view bytes) {
 }
 
 Result<NetworkConfigList> LoadConfFile(const std::string& path) {
-  NG_ASSIGN_OR_RETURN(std::string bytes, sys::ReadFile(path));
+  NG_ASSIGN_OR_RETURN(std::string bytes, sys::ReadRegularFile(path, kMaxConfFileBytes));
   auto list = EndsWith(path, ".conflist") ? ParseConfList(bytes) : ParseSingleConf(bytes);
   if (!list.ok()) {
     return list.error().WithContext(path);
@@ -211,7 +211,7 @@ Result<std::vector<std::string>> ConfFiles(const std::string& dir,
     const std::string name = entry->d_name;
     const std::string full = dir + "/" + name;
     struct stat st {};
-    if (::stat(full.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) {
+    if (::stat(full.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
       continue;
     }
     const auto dot = name.rfind('.');

@@ -43,6 +43,10 @@ struct NetworkConfigList {
   bool upconverted = false;  // came from a single-plugin .conf/.json file
 };
 
+// Configuration files are read whole, as libcni does, but never more than this: a file that is
+// not a regular file (a FIFO, a link to /dev/zero) or is larger is an error naming it.
+inline constexpr size_t kMaxConfFileBytes = size_t{16} << 20;
+
 // The spec version this runtime side implements; "cniVersions" entries above it are skipped.
 inline constexpr std::string_view kRuntimeSpecVersion = "1.1.0";
 
@@ -53,11 +57,13 @@ Result<NetworkConfigList> ParseConfList(std::string_view bytes);
 // list bytes as libcni does ({"cniVersion","name","plugins":[<the object>]}).
 Result<NetworkConfigList> ParseSingleConf(std::string_view bytes);
 
-// Reads and parses a file; `.conflist` is a list, anything else a single-plugin config.
+// Reads (sys::ReadRegularFile, kMaxConfFileBytes) and parses a file; `.conflist` is a list,
+// anything else a single-plugin config.
 Result<NetworkConfigList> LoadConfFile(const std::string& path);
 
 // Files in `dir` (not recursing) whose extension is one of `extensions` (".conflist"), sorted
-// by name. A missing folder gives an empty list, as in libcni.
+// by name. A missing folder gives an empty list, as in libcni. Only folders are left out:
+// FIFOs, devices and broken links are listed, so that reading them reports them.
 Result<std::vector<std::string>> ConfFiles(const std::string& dir,
                                            const std::vector<std::string>& extensions);
 

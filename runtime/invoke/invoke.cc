@@ -274,10 +274,12 @@ Result<std::vector<std::string>> GetVersionInfo(Executor& exec, const std::strin
     }
     return out.error().WithContext("VERSION of " + binary);
   }
-  cni::Json json = cni::Json::parse(*out, nullptr, false);
-  if (json.is_discarded() || !json.is_object()) {
+  // Any binary in the plugin path answers here: decoded with Go's limits (depth, numbers).
+  auto decoded = cni::gojson::Decode(*out, cni::gojson::Any());
+  if (!decoded.ok() || !decoded->is_object()) {
     return Error(kErrDecode, "VERSION of " + binary + ": reply is not a JSON object");
   }
+  const cni::Json& json = *decoded;
   if (auto it = json.find("supportedVersions"); it != json.end() && it->is_array()) {
     std::vector<std::string> versions;
     for (const auto& v : *it) {

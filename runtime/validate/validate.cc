@@ -7,10 +7,11 @@
 #include <optional>
 #include <sstream>
 
+#include "lib/cni/go_json.h"
 #include "lib/cni/skel.h"
 #include "lib/cni/version.h"
 #include "lib/net/ip.h"
-#include "lib/sys/atomic_file.h"
+#include "lib/sys/io.h"
 #include "runtime/chain/chain.h"
 #include "runtime/conflist/conflist.h"
 
@@ -101,24 +102,21 @@ void Validator::ValidatePath(const std::string& path) {
 }
 
 std::optional<Validator::Loaded> Validator::ValidateFile(const std::string& file) {
-  auto bytes = sys::ReadFile(file);
+  auto bytes = sys::ReadRegularFile(file, kMaxConfFileBytes);
   if (!bytes.ok()) {
     Add(Severity::kError, file, "", -1, "", "read", bytes.error().msg);
     return std::nullopt;
   }
-  Json parsed;
-  try {
-    parsed = Json::parse(*bytes);
-  } catch (const Json::parse_error& e) {
-    // nlohmann's message carries the line and column of the problem.
-    std::string what = e.what();
-    if (auto pos = what.find("parse error"); pos != std::string::npos) {
-      what = what.substr(pos);
-    }
+  // Decoded as libcni's Go decoder does: invalid UTF-8 becomes U+FFFD, nesting deeper than
+  // Go's limit and numbers past a double's range are errors (with line and column).
+  auto decoded = cni::gojson::Decode(*bytes, cni::gojson::Any(), "invalid JSON");
+  if (!decoded.ok()) {
     Add(Severity::kError, file, "", -1, "", "json",
-        what + "; libcni stops loading at a broken file, so networks in later files fail too");
+        decoded.error().msg +
+            "; libcni stops loading at a broken file, so networks in later files fail too");
     return std::nullopt;
   }
+  Json parsed = std::move(decoded).value();
   if (!parsed.is_object()) {
     Add(Severity::kError, file, "", -1, "", "json", "the file must hold one JSON object");
     return std::nullopt;
@@ -462,7 +460,8 @@ std::string FormatReportJson(const Report& report) {
     o["message"] = f.message;
     j["findings"].push_back(std::move(o));
   }
-  return j.dump(2) + "\n";
+  // File names and values are bytes from the folder: invalid UTF-8 is replaced, never thrown.
+  return j.dump(2, ' ', false, cni::OrderedJson::error_handler_t::replace) + "\n";
 }
 
 }  // namespace nodegate::runtime

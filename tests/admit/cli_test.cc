@@ -64,6 +64,28 @@ class CliTest : public ::testing::Test {
   }
   std::string Src(const std::string& rel) const { return (fs::path(src_) / rel).string(); }
 
+  // Spawn: starts nodegate ARGS... with stdin from /dev/null and stdout, stderr into files.
+  pid_t Spawn(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      int fd_in = ::open("/dev/null", O_RDONLY);
+      int fd_out = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      int fd_err = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      ::dup2(fd_in, 0);
+      ::dup2(fd_out, 1);
+      ::dup2(fd_err, 2);
+      std::vector<char*> argv;
+      argv.push_back(const_cast<char*>(bin_.c_str()));
+      for (const std::string& a : args) {
+        argv.push_back(const_cast<char*>(a.c_str()));
+      }
+      argv.push_back(nullptr);
+      ::execv(bin_.c_str(), argv.data());
+      ::_exit(127);
+    }
+    return pid;
+  }
+
   // Run: nodegate ARGS..., stdin from `input`, stdout and stderr captured through files.
   RunResult Run(const std::vector<std::string>& args, const std::string& input = "") {
     const fs::path in = tmp_ / ".stdin", out = tmp_ / ".stdout", err = tmp_ / ".stderr";
@@ -467,6 +489,124 @@ TEST_F(CliTest, GuardRejectsUnusableInputWithoutTouchingTheFolder) {
   RunResult r = Run({"guard", "--node", Data("node.yaml"), Data("candidates/small.yaml")});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--manifests is required"), std::string::npos) << r.err;
+}
+
+// A static-pod manifest: pod NAME, one container CONTAINER, hostPort PORT (0: none).
+std::string Manifest(const std::string& name, const std::string& container, int port) {
+  std::string text = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name +
+                     "\n  namespace: kube-system\nspec:\n  containers:\n  - name: " + container +
+                     "\n    image: registry.k8s.io/pause:3.9\n";
+  if (port != 0) {
+    text += "    ports:\n    - containerPort: " + std::to_string(port) +
+            "\n      hostPort: " + std::to_string(port) + "\n";
+  }
+  return text;
+}
+
+// Issue 13 row 1: names that are not UTF-8 (pod, container, and so a conflict's detail) give
+// valid JSON with U+FFFD in their place; guard's install comes after the report is rendered.
+TEST_F(CliTest, JsonIsValidUtf8WhateverTheNamesAndGuardInstallsAfterRendering) {
+  const fs::path dir = tmp_ / "manifests";
+  fs::create_directories(dir);
+  WriteFile(dir / "holder.yaml", Manifest("holder-\xff", "c-\xfe", 8080));
+  WriteFile(tmp_ / "wants-8080.yaml", Manifest("wants-\xff", "w-\xfe", 8080));
+  json j = RunJson({"admit", "--profile", "kubelet", "--node", Data("node.yaml"), "--manifests",
+                    dir.string(), (tmp_ / "wants-8080.yaml").string()},
+                   1);
+  EXPECT_EQ(j["pods"][0]["pod"], "kube-system/wants-\xEF\xBF\xBD");
+  const std::string detail = j["pods"][0]["failures"][0]["detail"];
+  EXPECT_NE(detail.find("(container \"w-\xEF\xBF\xBD\") is held by pod "
+                        "kube-system/holder-\xEF\xBF\xBD-worker-1, container \"c-\xEF\xBF\xBD\""),
+            std::string::npos)
+      << detail;
+  // Rejected by guard: valid JSON, nothing installed.
+  j = RunJson({"guard", "--node", Data("node.yaml"), "--manifests", dir.string(),
+               (tmp_ / "wants-8080.yaml").string()},
+              1);
+  EXPECT_EQ(j["installed"], false);
+  EXPECT_FALSE(fs::exists(dir / "wants-8080.yaml"));
+  // Admitted by guard: valid JSON and the file installed.
+  WriteFile(tmp_ / "other.yaml", Manifest("other-\xff", "o-\xfe", 9090));
+  j = RunJson({"guard", "--node", Data("node.yaml"), "--manifests", dir.string(),
+               (tmp_ / "other.yaml").string()},
+              0);
+  EXPECT_EQ(j["installed"], true);
+  EXPECT_EQ(j["pods"][0]["pod"], "kube-system/other-\xEF\xBF\xBD-worker-1");
+  EXPECT_EQ(ReadFile(dir / "other.yaml"), ReadFile(tmp_ / "other.yaml"));
+}
+
+// Issue 13 row 2: every file input must be a regular file (or '-'); a FIFO would hang the
+// reader and a device never ends. Each is refused by type, with exit 2.
+TEST_F(CliTest, InputsThatAreNotRegularFilesAreRefusedByType) {
+  const std::string node = Data("node.yaml");
+  const std::string small = Data("candidates/small.yaml");
+  const std::string fifo = (tmp_ / "fifo.yaml").string();
+  const std::string zero = (tmp_ / "zero.yaml").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  fs::create_symlink("/dev/zero", zero);
+  const fs::path fifo_dir = tmp_ / "with-fifo";
+  fs::create_directories(fifo_dir);
+  ASSERT_EQ(::mkfifo((fifo_dir / "a.yaml").c_str(), 0600), 0);
+  const fs::path dir = tmp_ / "manifests";
+  fs::create_directories(dir);
+  struct Case {
+    std::vector<std::string> args;
+    std::string want;
+  };
+  const std::string kDevice = ": not a regular file (a character device)";
+  const std::string kFifo = ": not a regular file (a FIFO)";
+  const std::vector<Case> cases = {
+      {{"admit", "--node", node, "--pods", "/dev/zero", small}, "/dev/zero" + kDevice},
+      {{"admit", "--node", node, "--pods", zero, small}, zero + kDevice},
+      {{"admit", "--node", node, "/dev/urandom"}, "/dev/urandom" + kDevice},
+      {{"admit", "--node", node, fifo}, fifo + kFifo},
+      {{"admit", "--node", fifo, small}, fifo + kFifo},
+      {{"admit", "--node", node, "--manifests", fifo_dir.string(), small},
+       (fifo_dir / "a.yaml").string() + kFifo},
+      {{"guard", "--node", node, "--manifests", dir.string(), fifo}, fifo + kFifo},
+      {{"guard", "--node", node, "--manifests", fifo_dir.string(), small},
+       (fifo_dir / "a.yaml").string() + kFifo},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args[c.args.size() - 1]);
+    RunResult r = Run(c.args);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find(c.want), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+  EXPECT_TRUE(fs::is_empty(dir));
+}
+
+// Issue 13 row 3: guards of one folder check and install as one critical section: of 20 run at
+// once, with different files all asking for hostPort 8080, exactly one installs.
+TEST_F(CliTest, TwentyConcurrentGuardsOnOneHostPortInstallExactlyOne) {
+  constexpr int kGuards = 20;
+  const fs::path dir = tmp_ / "manifests";
+  const fs::path staged = tmp_ / "staged";
+  fs::create_directories(dir);
+  fs::create_directories(staged);
+  std::vector<pid_t> pids;
+  for (int i = 0; i < kGuards; ++i) {
+    const std::string name = "web-" + std::to_string(i);
+    WriteFile(staged / (name + ".yaml"), Manifest(name, "web", 8080));
+  }
+  for (int i = 0; i < kGuards; ++i) {
+    const std::string name = "web-" + std::to_string(i);
+    pids.push_back(Spawn({"guard", "--node", Data("node.yaml"), "--manifests", dir.string(),
+                          (staged / (name + ".yaml")).string()},
+                         tmp_ / (name + ".out"), tmp_ / (name + ".err")));
+  }
+  std::map<int, int> exit_codes;  // exit code -> how many guards
+  for (pid_t pid : pids) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
+    ++exit_codes[WEXITSTATUS(status)];
+  }
+  EXPECT_EQ(exit_codes, (std::map<int, int>{{0, 1}, {1, kGuards - 1}}));
+  const auto installed = Snapshot(dir);
+  ASSERT_EQ(installed.size(), 1u) << "installed: " << installed.size() << " manifests";
+  EXPECT_EQ(installed.begin()->first.rfind("web-", 0), 0u) << installed.begin()->first;
 }
 
 }  // namespace

@@ -41,6 +41,23 @@ TEST(CacheEntryTest, EncodesInGoStructOrderOmittingEmpties) {
       R"("result":{"cniVersion":"1.0.0"}})");
 }
 
+// CNI_ARGS, the netns path and IDs come from the command line as bytes: an entry holding
+// invalid UTF-8 is written with U+FFFD in its place (as Go's encoder writes it), not thrown on.
+TEST(CacheEntryTest, InvalidUtf8IsReplacedNotThrown) {
+  CachedAttachment e{.container_id = "c1", .network_name = "n", .ifname = "eth0", .config = "{}"};
+  e.netns = "/run/netns/\xff";
+  e.cni_args = {{"K", "V\xfe"}};
+  e.capability_args = {{"x", "\xff"}};
+  std::string encoded;
+  ASSERT_NO_THROW(encoded = EncodeCacheEntry(e));
+  auto decoded = DecodeCacheEntry(encoded);
+  ASSERT_TRUE(decoded.ok()) << decoded.error().msg;
+  EXPECT_EQ(decoded->netns, "/run/netns/\xEF\xBF\xBD");
+  ASSERT_EQ(decoded->cni_args.size(), 1u);
+  EXPECT_EQ(decoded->cni_args[0].second, "V\xEF\xBF\xBD");
+  EXPECT_EQ(decoded->capability_args["x"], "\xEF\xBF\xBD");
+}
+
 // In libcni's layout, with the "netns" key libcni 1.2+ adds; chain_test reads an entry podman
 // 4.3.1 itself wrote.
 constexpr char kPodmanEntry[] =

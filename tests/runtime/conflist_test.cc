@@ -4,10 +4,12 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 namespace nodegate::runtime {
 namespace {
@@ -166,6 +168,48 @@ TEST_F(ConfDirTest, NotFoundAndEmptyAndBrokenFiles) {
   auto none = ConfFiles(dir_ + "/does-not-exist", {".conflist"});
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
+}
+
+// Issue 13 row 4: a FIFO, a link to /dev/zero or a broken link in the folder is reported by
+// `nodegate cni` as the reason the search stopped: no hang, no endless read, no silent skip.
+TEST_F(ConfDirTest, FilesThatAreNotRegularStopTheSearchNamingThem) {
+  Write("50-a.conflist", List("a", "bridge"));
+  struct Case {
+    std::string name;
+    std::function<void(const std::string&)> make;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {"10-fifo.conflist", [](const std::string& p) { ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0); },
+       ": not a regular file (a FIFO)"},
+      {"10-zero.conflist",
+       [](const std::string& p) { std::filesystem::create_symlink("/dev/zero", p); },
+       ": not a regular file (a character device)"},
+      {"10-dangling.conflist",
+       [](const std::string& p) { std::filesystem::create_symlink("/nonexistent", p); }, ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string path = dir_ + "/" + c.name;
+    c.make(path);
+    auto net = LoadNetwork(dir_, "a");
+    ASSERT_FALSE(net.ok());
+    EXPECT_EQ(net.error().msg, c.want.empty() ? "not found: " + path : path + c.want);
+    std::filesystem::remove(path);
+  }
+  EXPECT_TRUE(LoadNetwork(dir_, "a").ok());
+}
+
+TEST_F(ConfDirTest, HostileJsonIsAnErrorNotACrash) {
+  Write("10-deep.conflist", std::string(100000, '[') + std::string(100000, ']'));
+  auto deep = LoadNetwork(dir_, "a");
+  ASSERT_FALSE(deep.ok());
+  EXPECT_THAT(deep.error().msg, HasSubstr("10-deep.conflist"));
+  std::filesystem::remove(dir_ + "/10-deep.conflist");
+  Write("10-huge.conflist", R"({"name":"a","cniVersion":"1.0.0","mtu":1e400,"plugins":[]})");
+  auto huge = LoadNetwork(dir_, "a");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_THAT(huge.error().msg, HasSubstr("10-huge.conflist"));
 }
 
 TEST(PluginDescriptionTest, LibcniWording) {

@@ -4,9 +4,12 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 
 #include "tests/runtime/fake_executor.h"
 
@@ -68,6 +71,38 @@ TEST_F(ValidateTest, BrokenJsonNamesLineAndColumn) {
   ASSERT_EQ(Of(r, "json").size(), 1u) << Dump(r);
   EXPECT_THAT(Of(r, "json")[0]->message, HasSubstr("line 3"));
   EXPECT_TRUE(r.HasErrors());
+}
+
+// Issue 13 row 4: hostile files in the folder each become a finding; the run neither crashes
+// (100,000 nested '[', 1e400), nor hangs (a FIFO), nor reads forever (a link to /dev/zero), and
+// the JSON report stays valid UTF-8 whatever bytes the names hold.
+TEST_F(ValidateTest, HostileFilesAreFindingsNotCrashes) {
+  Write("10-deep.conflist", std::string(100000, '[') + std::string(100000, ']'));
+  Write("20-huge.conflist", R"({"cniVersion":"1.0.0","name":"h","mtu":1e400,"plugins":[]})");
+  Write("30-\xff.conflist",
+        "{\"cniVersion\":\"1.0.0\",\"name\":\"n\xff\",\"plugins\":[{\"type\":\"bridge\"}]}");
+  ASSERT_EQ(::mkfifo((dir_ + "/40-fifo.conflist").c_str(), 0600), 0);
+  std::filesystem::create_symlink("/dev/zero", dir_ + "/50-zero.conflist");
+  const Report r = Run();
+  std::map<std::string, std::string> first_finding;  // file name -> "check: message"
+  for (const auto& f : r.findings) {
+    const std::string name = std::filesystem::path(f.file).filename();
+    first_finding.emplace(name, f.check + ": " + f.message);
+  }
+  EXPECT_THAT(first_finding["10-deep.conflist"], HasSubstr("json: invalid JSON"));
+  EXPECT_THAT(first_finding["20-huge.conflist"],
+              HasSubstr("json: invalid JSON: number 1e400 is out of range"));
+  EXPECT_THAT(first_finding["30-\xff.conflist"], HasSubstr("name: "));
+  EXPECT_EQ(first_finding["40-fifo.conflist"],
+            "read: " + dir_ + "/40-fifo.conflist: not a regular file (a FIFO)");
+  EXPECT_EQ(first_finding["50-zero.conflist"],
+            "read: " + dir_ + "/50-zero.conflist: not a regular file (a character device)");
+  EXPECT_TRUE(r.HasErrors());
+  std::string json;
+  ASSERT_NO_THROW(json = FormatReportJson(r));
+  const auto parsed = nlohmann::json::parse(json, nullptr, false);
+  ASSERT_FALSE(parsed.is_discarded());
+  EXPECT_THAT(json, HasSubstr("30-\xEF\xBF\xBD.conflist"));
 }
 
 TEST_F(ValidateTest, FormatNameAndVersionProblems) {
