@@ -3,7 +3,7 @@
 #include <sstream>
 #include <vector>
 
-#include "lib/sys/atomic_file.h"
+#include "lib/sys/io.h"
 
 namespace nodegate::ipam {
 
@@ -34,9 +34,12 @@ cni::Dns ParseResolvConfText(std::string_view text) {
 }
 
 Result<cni::Dns> ReadResolvConf(const std::string& path) {
-  auto text = sys::ReadFile(path);
+  // A resolv.conf is a few hundred bytes; a device such as /dev/zero never ends, and a FIFO
+  // would block the call.
+  constexpr size_t kCap = 1 << 20;
+  auto text = sys::ReadRegularFile(path, kCap);
   if (!text.ok()) {
-    return Error(kErrIo, "open " + path + ": " + text.error().msg);
+    return Error(kErrIo, "resolvConf: " + text.error().msg);
   }
   return ParseResolvConfText(*text);
 }

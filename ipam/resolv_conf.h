@@ -17,7 +17,7 @@ namespace nodegate::ipam {
 cni::Dns ParseResolvConfText(std::string_view text);
 
 // Reads and parses the file. A missing or unreadable file is an error (code 5), as in the
-// reference.
+// reference; so is anything but a regular file (a FIFO, /dev/zero) or one over 1 MiB.
 Result<cni::Dns> ReadResolvConf(const std::string& path);
 
 }  // namespace nodegate::ipam

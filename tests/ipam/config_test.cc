@@ -165,5 +165,15 @@ TEST(ResolvConfTest, ParsesLikeTheReference) {
   EXPECT_EQ(missing.error().code, kErrIo);
 }
 
+// Issue 13 row 9: /dev/zero as resolvConf read until the allocation failed (code 999).
+TEST(ResolvConfTest, RefusesWhatIsNotARegularFile) {
+  for (const char* path : {"/dev/zero", "/dev/urandom", "/"}) {
+    auto dns = ReadResolvConf(path);
+    ASSERT_FALSE(dns.ok()) << path;
+    EXPECT_EQ(dns.error().code, kErrIo) << path;
+    EXPECT_NE(dns.error().msg.find(path), std::string::npos) << dns.error().msg;
+  }
+}
+
 }  // namespace
 }  // namespace nodegate::ipam
