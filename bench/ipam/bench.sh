@@ -79,11 +79,12 @@ def p(xs, q):
 print("host-local ADD/DEL latency, ms per call (fork+exec included), %d iterations each" % reps)
 print("%-6s %-5s %9s %9s %9s %9s %12s" % ("resv", "impl", "ADD p50", "ADD p90", "DEL p50",
                                            "DEL p90", "first call"))
-results = {}
+results, firsts = {}, {}
 for count in SIZES:
     for name, binary in (("ours", ours), ("ref", ref)):
         first, adds, dels = measure(binary, count)
         results[(name, count)] = (statistics.median(adds), statistics.median(dels))
+        firsts[(name, count)] = first
         print("%-6d %-5s %9.2f %9.2f %9.2f %9.2f %12.2f" % (count, name, statistics.median(adds),
               p(adds, 0.9), statistics.median(dels), p(dels, 0.9), first))
         sys.stdout.flush()
@@ -107,6 +108,10 @@ print()
 for label, cond in (("ours >= 10x faster than the reference at 5,000 (ADD)", ra / oa >= 10),
                     ("ours >= 10x faster than the reference at 5,000 (DEL)", rd / od >= 10),
                     ("ours at 5,000 within 2x of ours at 0 (ADD)", oa <= 2 * oa0),
-                    ("ours at 5,000 within 2x of ours at 0 (DEL)", od <= 2 * od0)):
-    print("target: %-55s %s" % (label, "MET" if cond else "NOT MET"))
+                    ("ours at 5,000 within 2x of ours at 0 (DEL)", od <= 2 * od0),
+                    # The upgrade path: the reference left 5,000 reservations and our first
+                    # call builds its owner index from them (issue 13, item 5).
+                    ("ours' first call at 5,000 (%.1f ms) within the reference's ADD (%.1f ms)"
+                     % (firsts[("ours", 5000)], ra), firsts[("ours", 5000)] <= ra)):
+    print("target: %-75s %s" % (label, "MET" if cond else "NOT MET"))
 PY
