@@ -6,10 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 namespace nodegate::testing {
@@ -74,12 +76,28 @@ PluginOutput RunPlugin(const PluginCall& call) {
     in_open = false;
   }
   bool out_open = true, err_open = true;
+  using Clock = std::chrono::steady_clock;
+  std::optional<Clock::time_point> kill_at;
+  if (call.kill_after_us) kill_at = Clock::now() + std::chrono::microseconds(*call.kill_after_us);
   while (out_open || err_open || in_open) {
+    // Microsecond resolution: a call may take only a few milliseconds.
+    std::optional<timespec> timeout;
+    if (kill_at) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(*kill_at - Clock::now());
+      if (left.count() <= 0) {
+        ::kill(pid, SIGKILL);
+        kill_at.reset();
+      } else {
+        timeout = timespec{static_cast<time_t>(left.count() / 1000000000),
+                           static_cast<long>(left.count() % 1000000000)};
+      }
+    }
     std::vector<pollfd> fds;
     if (in_open) fds.push_back({in_pipe[1], POLLOUT, 0});
     if (out_open) fds.push_back({out_pipe[0], POLLIN, 0});
     if (err_open) fds.push_back({err_pipe[0], POLLIN, 0});
-    if (::poll(fds.data(), fds.size(), -1) < 0) {
+    if (::ppoll(fds.data(), fds.size(), timeout ? &*timeout : nullptr, nullptr) < 0) {
       if (errno == EINTR) continue;
       break;
     }
@@ -108,11 +126,13 @@ PluginOutput RunPlugin(const PluginCall& call) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
   return result;
 }
 
 std::string BinPath(const std::string& name) {
-  const char* dir = std::getenv("NODEGATE_BIN_DIR");
+  const char* dir = std::getenv("NODEGATE_BIN_DIR_OVERRIDE");
+  if (dir == nullptr || *dir == '\0') dir = std::getenv("NODEGATE_BIN_DIR");
   return std::string(dir ? dir : "build/bin") + "/" + name;
 }
 

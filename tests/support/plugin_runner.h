@@ -9,6 +9,7 @@
 //   PluginOutput out = RunPlugin(call);
 
 #include <map>
+#include <optional>
 #include <string>
 
 namespace nodegate::testing {
@@ -25,17 +26,23 @@ struct PluginCall {
   std::map<std::string, std::string> extra_env;
   // When set, the plugin runs inside this netns (the "node"), as a runtime on that node would.
   std::string run_in_netns;
+  // When set, the plugin is sent SIGKILL this many microseconds after it started, if it is
+  // still running (crash-consistency tests).
+  std::optional<long> kill_after_us;
 };
 
 struct PluginOutput {
   int exit_code = -1;
   std::string out;
   std::string err;
+  bool killed = false;  // ended by SIGKILL (kill_after_us)
 };
 
 PluginOutput RunPlugin(const PluginCall& call);
 
-// $NODEGATE_BIN_DIR/<name> (set by CTest), else build/bin/<name>.
+// $NODEGATE_BIN_DIR/<name> (set by CTest), else build/bin/<name>. $NODEGATE_BIN_DIR_OVERRIDE,
+// when set, wins over both: `make test` runs the netns tier a second time against the
+// AddressSanitizer + UndefinedBehaviorSanitizer builds of the executables that way.
 std::string BinPath(const std::string& name);
 
 // Debian's reference plugin: /usr/lib/cni/<name>.
