@@ -150,11 +150,19 @@ Result<std::vector<cni::Route>> ParseRoutes(const Json& ipam) {
   return routes;
 }
 
-// "ip" or "ip/prefix" (the prefix is ignored, as the reference does).
+// "ip" or "ip/prefix", as the reference's ip.ParseIP reads it: a prefix must be a valid one for
+// the address's family (Go's ParseCIDR), and is then ignored.
 Result<net::IpAddress> ParseRequestedIp(const std::string& text) {
-  const std::string bare = text.substr(0, text.find('/'));
-  auto ip = net::IpAddress::Parse(bare);
-  if (!ip) {
+  const size_t slash = text.find('/');
+  auto ip = net::IpAddress::Parse(text.substr(0, slash));
+  bool valid = ip.has_value();
+  if (valid && slash != std::string::npos) {
+    const std::string prefix = text.substr(slash + 1);
+    valid = !prefix.empty() && prefix.size() <= 3 &&
+            prefix.find_first_not_of("0123456789") == std::string::npos &&
+            std::stoi(prefix) <= ip->bit_length();
+  }
+  if (!valid) {
     return ConfigError("cannot understand ip: invalid IP address: " + text);
   }
   return CanonicalIp(*ip);

@@ -108,6 +108,16 @@ TEST(ConfigTest, Errors) {
        "ARGS: error parsing value of \"IP\": cannot understand ip: invalid IP address: nope"},
       {"route without dst", WithIpam(R"({"ranges":)" + r + R"(,"routes":[{"gw":"10.1.0.1"}]})"), "",
        7, "route 0 has no dst"},
+      // Issue 13: a prefix out of the family's range was accepted and ignored.
+      {"CNI_ARGS IP prefix past 32", WithIpam(R"({"ranges":)" + r + "}"), "IP=10.1.0.50/99", 4,
+       "ARGS: error parsing value of \"IP\": cannot understand ip: invalid IP address: "
+       "10.1.0.50/99"},
+      {"CNI_ARGS IP empty prefix", WithIpam(R"({"ranges":)" + r + "}"), "IP=10.1.0.50/", 4,
+       "ARGS: error parsing value of \"IP\": cannot understand ip: invalid IP address: "
+       "10.1.0.50/"},
+      {"requested ip prefix not a number",
+       WithIpam(R"({"ranges":)" + r + "}", R"("args":{"cni":{"ips":["2001:db8::9/129"]}},)"), "", 7,
+       "cannot understand ip: invalid IP address: 2001:db8::9/129"},
   };
   for (const auto& c : cases) {
     auto cfg = LoadIpamConfig(Conf(c.json), c.args, Verb::kAdd);
