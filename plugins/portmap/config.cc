@@ -208,6 +208,14 @@ Status SelectBackend(const cni::Json& raw, Config& config) {
   return OkStatus();
 }
 
+Result<HostPortConflicts> ParseHostPortConflicts(const cni::Json& raw) {
+  auto it = raw.find("hostPortConflicts");
+  if (it == raw.end() || it->is_null()) return HostPortConflicts::kAllow;
+  if (it->is_string() && it->get<std::string>() == "allow") return HostPortConflicts::kAllow;
+  if (it->is_string() && it->get<std::string>() == "reject") return HostPortConflicts::kReject;
+  return Invalid("\"hostPortConflicts\" must be \"allow\" or \"reject\", got " + it->dump());
+}
+
 // The conditions must be usable by the backend they belong to; parsed here, once, so a bad
 // token is a config error before any kernel call, not a half-applied rule set.
 Status ParseBothConditions(Config& config) {
@@ -266,6 +274,7 @@ const cni::gojson::Shape& ConfigShape() {
   static const cni::gojson::Shape shape = cni::NetConfShape({
       {"backend", Any()},
       {"iptablesMode", Any()},
+      {"hostPortConflicts", Any()},
       {"snat", Any()},
       {"conditionsV4", ListOf(Any())},
       {"conditionsV6", ListOf(Any())},
@@ -348,6 +357,7 @@ Result<Config> ParseConfig(const cni::NetConf& conf, const Invocation& invocatio
     }
     config.iptables_mode = mode;
   }
+  NG_ASSIGN_OR_RETURN(config.host_port_conflicts, ParseHostPortConflicts(raw));
   NG_ASSIGN_OR_RETURN(config.conditions_v4.tokens, OptionalStrings(raw, "conditionsV4"));
   NG_ASSIGN_OR_RETURN(config.conditions_v6.tokens, OptionalStrings(raw, "conditionsV6"));
   NG_RETURN_IF_ERROR(SelectBackend(raw, config));

@@ -45,6 +45,10 @@ struct PortMapping {
 enum class Backend { kIptables, kNftables };
 std::string_view BackendName(Backend backend);
 
+// "hostPortConflicts" (ours): what ADD does when another container already maps one of its
+// host ports in any layout (installed_mappings.h). kAllow is the reference's behaviour.
+enum class HostPortConflicts { kAllow, kReject };
+
 namespace ipt {
 // The ip/ip6 header part of an iptables rule (what iptables prints before the first -m).
 // Defined here because conditionsV4/V6 in iptables syntax are parsed into one (Conditions);
@@ -97,6 +101,7 @@ struct Config {
   // "iptablesMode" (ours): where the iptables layout goes; nullopt: as the node's iptables
   // (iptables_mode.h).
   std::optional<IptablesMode> iptables_mode;
+  HostPortConflicts host_port_conflicts = HostPortConflicts::kAllow;
 
   std::vector<PortMapping> mappings;
 

@@ -314,3 +314,121 @@ std::string EntryCommentText(const uint8_t* entry, net::Family family) {
 }
 
 }  // namespace nodegate::portmap::ipt
+
+namespace nodegate::portmap::ipt {
+namespace {
+
+std::optional<Protocol> ProtocolOfNumber(int number) {
+  if (number == 6) return Protocol::kTcp;
+  if (number == 17) return Protocol::kUdp;
+  if (number == 132) return Protocol::kSctp;
+  return std::nullopt;
+}
+
+int MaskLength(const uint8_t* mask, int bytes) {
+  int length = 0;
+  for (int i = 0; i < bytes; ++i) length += __builtin_popcount(mask[i]);
+  return length;
+}
+
+// -d and -p of an entry's header.
+template <typename Entry>
+Header ListedHeader(const uint8_t* entry, net::Family family) {
+  const auto* e = reinterpret_cast<const Entry*>(entry);
+  Header h;
+  const auto& ip = [&]() -> const auto& {
+    if constexpr (std::is_same_v<Entry, ipt_entry>) {
+      return e->ip;
+    } else {
+      return e->ipv6;
+    }
+  }
+  ();
+  const int bytes = family == net::Family::kV4 ? 4 : 16;
+  const auto* mask = reinterpret_cast<const uint8_t*>(&ip.dmsk);
+  if (const int length = MaskLength(mask, bytes); length > 0) {
+    const auto address =
+        net::IpAddress::FromBytes(family, reinterpret_cast<const uint8_t*>(&ip.dst));
+    h.dst = net::IpPrefix(address, length);
+    h.dst_invert = (ip.invflags & IPT_INV_DSTIP) != 0;
+  }
+  h.protocol = ProtocolOfNumber(ip.proto);
+  return h;
+}
+
+std::optional<Match> ListedMatch(const xt_entry_match* m) {
+  const std::string_view name(m->u.user.name, strnlen(m->u.user.name, sizeof(m->u.user.name)));
+  const size_t data = m->u.match_size - sizeof(xt_entry_match);
+  const auto fits = [&](size_t size) { return data >= size; };
+  if (name == "comment" && fits(sizeof(xt_comment_info))) {
+    const auto* info = reinterpret_cast<const xt_comment_info*>(m->data);
+    return CommentMatch{std::string(info->comment, strnlen(info->comment, XT_MAX_COMMENT_LEN))};
+  }
+  if (name == "tcp" && fits(sizeof(xt_tcp))) {
+    return PortMatch{Protocol::kTcp, reinterpret_cast<const xt_tcp*>(m->data)->dpts[0]};
+  }
+  if (name == "udp" && fits(sizeof(xt_udp))) {
+    return PortMatch{Protocol::kUdp, reinterpret_cast<const xt_udp*>(m->data)->dpts[0]};
+  }
+  if (name == "sctp" && fits(sizeof(xt_sctp_info))) {
+    return PortMatch{Protocol::kSctp, reinterpret_cast<const xt_sctp_info*>(m->data)->dpts[0]};
+  }
+  if (name == "multiport" && m->u.user.revision == 1 && fits(sizeof(xt_multiport_v1))) {
+    const auto* info = reinterpret_cast<const xt_multiport_v1*>(m->data);
+    MultiportMatch out;
+    for (unsigned i = 0; i < info->count && i < XT_MULTI_PORTS; ++i) {
+      out.dports.push_back(info->ports[i]);
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
+// DNAT revisions 0 (IPv4 only), 1 and 2: the first address and port of the range.
+std::optional<DnatTarget> ListedDnat(const xt_entry_target* t, net::Family family) {
+  const size_t data = t->u.target_size - sizeof(xt_entry_target);
+  if (t->u.user.revision == 0 && family == net::Family::kV4) {
+    if (data < sizeof(nf_nat_ipv4_multi_range_compat)) return std::nullopt;
+    const auto* info = reinterpret_cast<const nf_nat_ipv4_multi_range_compat*>(t->data);
+    const auto* addr = reinterpret_cast<const uint8_t*>(&info->range[0].min_ip);
+    return DnatTarget{net::IpAddress::FromBytes(family, addr), ntohs(info->range[0].min.all)};
+  }
+  if (data < sizeof(nf_nat_range)) return std::nullopt;
+  const auto* info = reinterpret_cast<const nf_nat_range*>(t->data);  // a prefix of range2
+  const auto* addr = reinterpret_cast<const uint8_t*>(&info->min_addr);
+  return DnatTarget{net::IpAddress::FromBytes(family, addr), ntohs(info->min_proto.all)};
+}
+
+}  // namespace
+
+std::optional<Rule> DecodeEntryForListing(const uint8_t* entry, const std::string& target,
+                                          net::Family family) {
+  const bool v4 = family == net::Family::kV4;
+  const uint16_t target_offset =
+      v4 ? Offsets<ipt_entry>::Target(entry) : Offsets<ip6t_entry>::Target(entry);
+  const uint16_t next = v4 ? Offsets<ipt_entry>::Next(entry) : Offsets<ip6t_entry>::Next(entry);
+  if (target_offset < EntryHeaderSize(family) || next < target_offset + sizeof(xt_entry_target)) {
+    return std::nullopt;
+  }
+  Rule rule;
+  rule.header =
+      v4 ? ListedHeader<ipt_entry>(entry, family) : ListedHeader<ip6t_entry>(entry, family);
+  for (size_t offset = EntryHeaderSize(family); offset + sizeof(xt_entry_match) <= target_offset;) {
+    const auto* m = reinterpret_cast<const xt_entry_match*>(entry + offset);
+    if (m->u.match_size < sizeof(xt_entry_match) || offset + m->u.match_size > target_offset) {
+      return std::nullopt;
+    }
+    if (auto match = ListedMatch(m)) rule.matches.push_back(std::move(*match));
+    offset += m->u.match_size;
+  }
+  rule.target = JumpTarget{target};
+  if (target == "DNAT") {
+    const auto* t = reinterpret_cast<const xt_entry_target*>(entry + target_offset);
+    auto dnat = ListedDnat(t, family);
+    if (!dnat) return std::nullopt;
+    rule.target = *dnat;
+  }
+  return rule;
+}
+
+}  // namespace nodegate::portmap::ipt

@@ -7,6 +7,7 @@
 // `iptables-legacy-save` prints both the same way.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,5 +34,12 @@ bool SameRule(const uint8_t* existing, const std::string& existing_target,
 
 // The text of the first comment match of an entry, or "" when it has none.
 std::string EntryCommentText(const uint8_t* entry, net::Family family);
+
+// What listing the installed mappings reads from an entry (libiptc's `target` name given):
+// -d and -p of the header, the comment, tcp/udp/sctp --dport and multiport matches, and a
+// DNAT target (revisions 0-2) or a jump. Other matches are left out, so the result is for
+// reading only, never for comparing; nullopt for an entry too short to hold what it claims.
+std::optional<Rule> DecodeEntryForListing(const uint8_t* entry, const std::string& target,
+                                          net::Family family);
 
 }  // namespace nodegate::portmap::ipt

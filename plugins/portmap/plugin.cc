@@ -6,6 +6,7 @@
 
 #include "lib/cni/version.h"
 #include "lib/conntrack/conntrack.h"
+#include "plugins/portmap/conflicts.h"
 #include "plugins/portmap/localnet.h"
 
 namespace nodegate::portmap {
@@ -71,7 +72,14 @@ Result<cni::CniResult> CmdAdd(const cni::CmdArgs& args) {
   if (config.mappings.empty()) return result;
 
   NG_ASSIGN_OR_RETURN(auto mapper, SelectMapper(config));
+  // "reject": the check and the install under one lock, so two ADDs cannot both pass.
+  std::optional<sys::FileLock> conflict_lock;
+  if (config.host_port_conflicts == HostPortConflicts::kReject) {
+    NG_ASSIGN_OR_RETURN(conflict_lock, LockForConflictCheck());
+    NG_RETURN_IF_ERROR(RefuseTakenPorts(config));
+  }
   NG_RETURN_IF_ERROR(Explain(mapper->Forward(config), *mapper, config));
+  conflict_lock.reset();
   FlushUdpConntrack(config, /*only_known_families=*/true);
   if (config.snat && config.container_v4) {
     if (Status s = EnableRouteLocalnet(config.container_v4->address()); !s.ok()) {

@@ -150,6 +150,12 @@ std::string Conf(const std::string& backend, const std::string& mappings,
 
 PluginOutput Portmap(const TestNetns& node, const std::string& command,
                      const std::string& container_id, const std::string& conf, bool reference) {
+  return Portmap(node, command, container_id, conf, reference, {});
+}
+
+PluginOutput Portmap(const TestNetns& node, const std::string& command,
+                     const std::string& container_id, const std::string& conf, bool reference,
+                     const std::map<std::string, std::string>& env) {
   nodegate::testing::PluginCall call;
   call.binary = reference ? nodegate::testing::ReferencePath("portmap")
                           : nodegate::testing::BinPath("portmap");
@@ -162,6 +168,7 @@ PluginOutput Portmap(const TestNetns& node, const std::string& command,
   const char* path = std::getenv("PATH");
   call.extra_env["PATH"] = ModeBinDir(IptablesModeUnderTest()) + ":" +
                            (path != nullptr ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
+  for (const auto& [key, value] : env) call.extra_env[key] = value;
   return nodegate::testing::RunPlugin(call);
 }
 

@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -66,6 +67,10 @@ std::string ModeParamName(const ::testing::TestParamInfo<IptablesMode>& info);
 PluginOutput Portmap(const TestNetns& node, const std::string& command,
                      const std::string& container_id, const std::string& conf,
                      bool reference = false);
+// The same with more environment variables (NODEGATE_PORTMAP_LOCK, NODEGATE_CNI_CACHE_DIR).
+PluginOutput Portmap(const TestNetns& node, const std::string& command,
+                     const std::string& container_id, const std::string& conf, bool reference,
+                     const std::map<std::string, std::string>& env);
 
 // `iptables-save -t nat` (or ip6tables) of the mode under test, without comment lines.
 std::string SaveNat(const TestNetns& node, bool v6 = false);

@@ -1,0 +1,82 @@
+#pragma once
+// File: plugins/portmap/installed_mappings.h
+//
+// Every host-port mapping installed on this node, read back from the kernel in every layout a
+// node can have: the reference's iptables layout in the legacy x_tables ("iptables-legacy") or
+// in nf_tables ("iptables-nft"), our nftables table ("nftables"), and the reference's nftables
+// backend tables `ip`/`ip6 cni_hostport` ("nftables-reference"). Used by portmap's
+// "hostPortConflicts": "reject" and by `nodegate ports` / `admit --live` (issue 12).
+//
+//   NG_ASSIGN_OR_RETURN(auto mappings, portmap::ListInstalledMappings());
+//   for (const auto& m : mappings) ... m.layout, m.host_port, m.container_id ...
+
+#include <compare>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "lib/base/result.h"
+#include "lib/net/ip.h"
+#include "plugins/portmap/config.h"
+#include "plugins/portmap/iptables_rules.h"
+
+namespace nodegate::portmap {
+
+struct InstalledMapping {
+  std::string layout;  // "iptables-legacy" | "iptables-nft" | "nftables" | "nftables-reference"
+  net::Family family = net::Family::kV4;
+  std::optional<net::IpAddress> host_ip;  // nullopt: every local address of the family
+  Protocol protocol = Protocol::kTcp;
+  int host_port = 0;
+  std::string target;        // "10.88.0.2:80" / "[fd00::2]:80"
+  std::string network;       // the CNI network name
+  std::string container_id;  // the CNI container ID
+};
+
+// The mappings in the calling thread's network namespace. A layout whose tables do not exist
+// is skipped without creating or loading anything; a layout that exists but cannot be read is
+// an error (code 100) naming it.
+Result<std::vector<InstalledMapping>> ListInstalledMappings();
+
+// A (family, protocol, host port) key, for reading only what can matter.
+struct PortKey {
+  net::Family family = net::Family::kV4;
+  Protocol protocol = Protocol::kTcp;
+  int port = 0;
+  auto operator<=>(const PortKey&) const = default;
+};
+inline PortKey KeyOf(const InstalledMapping& m) { return {m.family, m.protocol, m.host_port}; }
+
+// The mappings whose key is in `only`. The iptables layouts then read only the container
+// chains whose entry rules name one of the ports (the entry rules carry protocol and ports),
+// not every CNI-DN-* chain of the node.
+Result<std::vector<InstalledMapping>> ListInstalledMappings(const std::set<PortKey>& only);
+
+// Pure parts, for tests.
+// "10.88.0.2:80" / "[fd00::2]:80".
+std::string TargetText(const net::IpAddress& address, int port);
+// A DNAT rule of a CNI-DN-* chain as a mapping (layout, network and container left empty);
+// nullopt for the chain's other rules.
+std::optional<InstalledMapping> MappingOfDnatRule(const ipt::Rule& rule, net::Family family);
+// Whether an entry rule of CNI-HOSTPORT-DNAT may lead to one of `only` (true when its ports
+// cannot be read).
+bool EntryRuleMayMatch(const ipt::Rule& rule, net::Family family, const std::set<PortKey>& only);
+// `nft -j list table inet cni_hostport`: the elements of every network's dnat maps, the
+// network named by its chains' comments ("network <name>"; "" when cut or absent).
+// nft 1.0.x leaves chain comments out of JSON: `networks` (prefix n<hash> -> name, from
+// NetworkOfChainListing) fills them in.
+std::vector<InstalledMapping> ParseOurTableListing(
+    const std::string& json, const std::map<std::string, std::string>& networks = {});
+// The network prefixes (n<hash>) of the maps in that listing.
+std::set<std::string> NetworkPrefixes(const std::string& json);
+// The network of a text listing of one of its chains (`comment "network <name>"`); "" when
+// absent or cut.
+std::string NetworkOfChainListing(const std::string& text);
+// `nft -j list table ip|ip6 cni_hostport` of the reference's nftables backend: its dnat rules
+// (comment = container ID; the network is not recorded there, so it is "").
+std::vector<InstalledMapping> ParseReferenceTableListing(const std::string& json,
+                                                         net::Family family);
+
+}  // namespace nodegate::portmap

@@ -1,0 +1,181 @@
+// The pure parts of the installed-mapping listing and of "hostPortConflicts": rules and nft
+// listings read back as mappings, the overlap rule, ownership, the libcni cache's pod, and the
+// config key.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "lib/cni/conf.h"
+#include "plugins/portmap/conflicts.h"
+#include "plugins/portmap/installed_mappings.h"
+
+namespace nodegate::portmap {
+namespace {
+
+net::IpAddress Ip(const char* text) { return *net::IpAddress::Parse(text); }
+
+TEST(InstalledMappingsParse, DnatRuleOfAContainerChain) {
+  ipt::Rule rule;
+  rule.header.dst = net::IpPrefix(Ip("10.88.0.1"), 32);
+  rule.header.protocol = Protocol::kTcp;
+  const ipt::Match port = ipt::PortMatch{Protocol::kTcp, 8080};
+  rule.matches = {port};
+  rule.target = ipt::DnatTarget{Ip("10.88.0.2"), 80};
+  const auto m = MappingOfDnatRule(rule, net::Family::kV4);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->host_ip, Ip("10.88.0.1"));
+  EXPECT_EQ(m->protocol, Protocol::kTcp);
+  EXPECT_EQ(m->host_port, 8080);
+  EXPECT_EQ(m->target, "10.88.0.2:80");
+  rule.target = ipt::JumpTarget{"CNI-HOSTPORT-SETMARK"};
+  EXPECT_FALSE(MappingOfDnatRule(rule, net::Family::kV4));
+  EXPECT_EQ(TargetText(Ip("fd00::2"), 53), "[fd00::2]:53");
+}
+
+TEST(InstalledMappingsParse, EntryRulePortsFilterChains) {
+  ipt::Rule entry;
+  entry.header.protocol = Protocol::kUdp;
+  const ipt::Match ports = ipt::MultiportMatch{{5353, 9000}};
+  entry.matches = {ports};
+  const std::set<PortKey> want = {{net::Family::kV4, Protocol::kUdp, 9000}};
+  EXPECT_TRUE(EntryRuleMayMatch(entry, net::Family::kV4, want));
+  EXPECT_FALSE(EntryRuleMayMatch(entry, net::Family::kV6, want));
+  entry.header.protocol = Protocol::kTcp;
+  EXPECT_FALSE(EntryRuleMayMatch(entry, net::Family::kV4, want));
+}
+
+TEST(InstalledMappingsParse, OurTableListing) {
+  const std::string json = R"({"nftables":[
+    {"table":{"family":"inet","name":"cni_hostport"}},
+    {"chain":{"family":"inet","table":"cni_hostport","name":"nabc_hostports","comment":"network rnet"}},
+    {"map":{"family":"inet","name":"nabc_dnat_any_v4","table":"cni_hostport","elem":[
+      [{"elem":{"val":{"concat":["udp",5353]},"comment":"ctr1"}},{"concat":["10.88.0.2",53]}]]}},
+    {"map":{"family":"inet","name":"nabc_dnat_ip_v6","table":"cni_hostport","elem":[
+      [{"elem":{"val":{"concat":["fd00::1","tcp",8080]},"comment":"ctr2"}},{"concat":["fd00::2",80]}]]}},
+    {"set":{"family":"inet","name":"owned","table":"cni_hostport","elem":[{"concat":["a","b"]}]}}]})";
+  const auto mappings = ParseOurTableListing(json);
+  ASSERT_EQ(mappings.size(), 2u);
+  EXPECT_EQ(mappings[0].layout, "nftables");
+  EXPECT_EQ(mappings[0].network, "rnet");
+  EXPECT_EQ(mappings[0].container_id, "ctr1");
+  EXPECT_FALSE(mappings[0].host_ip);
+  EXPECT_EQ(mappings[0].protocol, Protocol::kUdp);
+  EXPECT_EQ(mappings[0].target, "10.88.0.2:53");
+  EXPECT_EQ(mappings[1].family, net::Family::kV6);
+  EXPECT_EQ(mappings[1].host_ip, Ip("fd00::1"));
+  EXPECT_EQ(mappings[1].host_port, 8080);
+  EXPECT_EQ(mappings[1].target, "[fd00::2]:80");
+}
+
+TEST(InstalledMappingsParse, NetworkOfOurChains) {
+  EXPECT_EQ(NetworkOfChainListing("table inet cni_hostport {\n\tchain nabc_hostports {\n"
+                                  "\t\tcomment \"network rnet\"\n\t}\n}\n"),
+            "rnet");
+  EXPECT_EQ(NetworkOfChainListing("chain x {\n}"), "");
+  EXPECT_EQ(NetworkPrefixes(R"({"nftables":[{"map":{"name":"nabc_dnat_any_v4"}},)"
+                            R"({"set":{"name":"owned"}},{"map":{"name":"ndef_dnat_ip_v6"}}]})"),
+            (std::set<std::string>{"nabc", "ndef"}));
+}
+
+TEST(InstalledMappingsParse, ReferenceTableListing) {
+  const std::string json = R"({"nftables":[
+    {"rule":{"family":"ip","table":"cni_hostport","chain":"hostports","handle":4,"comment":"ctr1",
+     "expr":[{"match":{"op":"==","left":{"payload":{"protocol":"ip","field":"daddr"}},"right":"10.88.0.1"}},
+             {"match":{"op":"==","left":{"payload":{"protocol":"tcp","field":"dport"}},"right":8080}},
+             {"dnat":{"addr":"10.88.0.2","port":80}}]}},
+    {"rule":{"family":"ip","table":"cni_hostport","chain":"masquerading","handle":5,"comment":"ctr1",
+     "expr":[{"masquerade":null}]}}]})";
+  const auto mappings = ParseReferenceTableListing(json, net::Family::kV4);
+  ASSERT_EQ(mappings.size(), 1u);
+  EXPECT_EQ(mappings[0].layout, "nftables-reference");
+  EXPECT_EQ(mappings[0].container_id, "ctr1");
+  EXPECT_EQ(mappings[0].network, "");
+  EXPECT_EQ(mappings[0].host_ip, Ip("10.88.0.1"));
+  EXPECT_EQ(mappings[0].target, "10.88.0.2:80");
+}
+
+InstalledMapping Installed(std::optional<const char*> host_ip, Protocol protocol, int port) {
+  InstalledMapping m;
+  m.family = net::Family::kV4;
+  if (host_ip) m.host_ip = Ip(*host_ip);
+  m.protocol = protocol;
+  m.host_port = port;
+  return m;
+}
+
+TEST(HostPortConflicts, Overlap) {
+  const Claim any{net::Family::kV4, std::nullopt, Protocol::kTcp, 8080};
+  const Claim one{net::Family::kV4, Ip("10.0.0.1"), Protocol::kTcp, 8080};
+  EXPECT_TRUE(Overlaps(Installed(std::nullopt, Protocol::kTcp, 8080), any));
+  EXPECT_TRUE(Overlaps(Installed(std::nullopt, Protocol::kTcp, 8080), one));
+  EXPECT_TRUE(Overlaps(Installed("10.0.0.1", Protocol::kTcp, 8080), any));
+  EXPECT_TRUE(Overlaps(Installed("10.0.0.1", Protocol::kTcp, 8080), one));
+  EXPECT_TRUE(Overlaps(Installed("0.0.0.0", Protocol::kTcp, 8080), one));
+  EXPECT_FALSE(Overlaps(Installed("10.0.0.2", Protocol::kTcp, 8080), one));
+  EXPECT_FALSE(Overlaps(Installed(std::nullopt, Protocol::kUdp, 8080), any));
+  EXPECT_FALSE(Overlaps(Installed(std::nullopt, Protocol::kTcp, 8081), any));
+  Claim v6 = any;
+  v6.family = net::Family::kV6;
+  EXPECT_FALSE(Overlaps(Installed(std::nullopt, Protocol::kTcp, 8080), v6));
+}
+
+TEST(HostPortConflicts, ClaimsAndOwnership) {
+  Config config;
+  config.network_name = "rnet";
+  config.container_id = "ctr1";
+  config.container_v4 = net::IpPrefix::Parse("10.88.0.2/16");
+  config.mappings = {{8080, 80, Protocol::kTcp, Ip("0.0.0.0")},
+                     {53, 53, Protocol::kUdp, std::nullopt},
+                     {443, 443, Protocol::kTcp, Ip("fd00::1")}};
+  const auto claims = ClaimsOf(config);  // no IPv6 address: v4 only
+  ASSERT_EQ(claims.size(), 2u);
+  EXPECT_FALSE(claims[0].host_ip);  // 0.0.0.0 is every address
+  InstalledMapping m = Installed(std::nullopt, Protocol::kTcp, 8080);
+  m.container_id = "ctr1";
+  m.network = "rnet";
+  EXPECT_TRUE(OwnedBy(m, config));
+  m.network = "";  // the reference's nftables rules carry the ID only
+  EXPECT_TRUE(OwnedBy(m, config));
+  m.network = "other";
+  EXPECT_FALSE(OwnedBy(m, config));
+}
+
+TEST(HostPortConflicts, PodFromTheLibcniCache) {
+  EXPECT_EQ(
+      PodOfCacheEntry(R"({"cniArgs":[["IgnoreUnknown","1"],["K8S_POD_NAMESPACE","kube-system"],)"
+                      R"(["K8S_POD_NAME","coredns-1"]]})"),
+      "kube-system/coredns-1");
+  EXPECT_FALSE(PodOfCacheEntry(R"({"cniArgs":[]})"));
+  EXPECT_FALSE(PodOfCacheEntry("not json"));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("ng-cache-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "rnet-abc-eth0")
+      << R"({"containerId":"abc","networkName":"rnet","cniArgs":[["K8S_POD_NAME","p"],)"
+      << R"(["K8S_POD_NAMESPACE","n"]]})";
+  EXPECT_EQ(PodFromCache(dir.string(), "rnet", "abc"), "n/p");
+  EXPECT_EQ(PodFromCache(dir.string(), "", "abc"), "n/p");
+  EXPECT_FALSE(PodFromCache(dir.string(), "other", "abc"));
+  EXPECT_FALSE(PodFromCache((dir / "missing").string(), "rnet", "abc"));
+  std::filesystem::remove_all(dir);
+}
+
+Result<Config> ParseWith(const std::string& value) {
+  const std::string text = R"({"cniVersion":"1.0.0","name":"rnet","type":"portmap")" +
+                           (value.empty() ? "" : R"(,"HostPortConflicts":)" + value) + "}";
+  NG_ASSIGN_OR_RETURN(auto conf, cni::ParseNetConf(text, ConfigShape()));
+  return ParseConfig(conf, {.container_id = "c", .ifname = "eth0", .purpose = Purpose::kValidate});
+}
+
+TEST(HostPortConflicts, ConfigKey) {
+  ASSERT_TRUE(ParseWith("").ok());
+  EXPECT_EQ(ParseWith("").value().host_port_conflicts, HostPortConflicts::kAllow);
+  EXPECT_EQ(ParseWith(R"("reject")").value().host_port_conflicts, HostPortConflicts::kReject);
+  EXPECT_EQ(ParseWith(R"("allow")").value().host_port_conflicts, HostPortConflicts::kAllow);
+  EXPECT_EQ(ParseWith(R"("deny")").error().code, kErrInvalidConfig);
+  EXPECT_EQ(ParseWith("true").error().code, kErrInvalidConfig);
+}
+
+}  // namespace
+}  // namespace nodegate::portmap
