@@ -18,6 +18,8 @@ PACKAGES=(
   containerd python3-grpcio
   # benchmarks
   hyperfine
+  # fuzzing (make fuzz: libFuzzer and the sanitizers come with Debian's clang)
+  clang
 )
 
 missing=()

@@ -642,7 +642,9 @@ class Decoder {
         *protocol == Protocol::kSctp) {
       return false;
     }
-    rule_.matches.emplace_back(std::in_place_type<PortMatch>, *protocol, (data[0] << 8) | data[1]);
+    // Braces, not in_place_type with arguments: clang 14 (make fuzz) lacks C++20's
+    // parenthesized aggregate initialization.
+    rule_.matches.emplace_back(PortMatch{*protocol, (data[0] << 8) | data[1]});
     return true;
   }
 
@@ -794,7 +796,7 @@ std::optional<Rule> DecodeNftRule(std::span<const uint8_t> expressions, net::Fam
   auto rule = decoder.Finish();
   if (rule) {
     if (auto comment = UserdataComment(userdata))
-      rule->matches.emplace_back(std::in_place_type<CommentMatch>, *comment);
+      rule->matches.emplace_back(CommentMatch{*comment});  // braces: clang 14, as above
   }
   return rule;
 }
