@@ -189,6 +189,73 @@ class YamlToJson {
   size_t budget_;
 };
 
+// yaml-cpp 0.7 never returns from LoadAll when a line in block context starts with ',' (a
+// flow entry outside any flow collection: invalid YAML, since ',' cannot start a plain scalar;
+// found by fuzzing). Such a line is refused before yaml-cpp sees the text. The scan follows
+// only what decides "block context": flow brackets, quotes, comments and block scalars.
+class StrayFlowEntryScan {
+ public:
+  // The 1-based line of the first stray ',', or 0.
+  int Run(std::string_view text) {
+    int number = 0;
+    for (size_t start = 0; start <= text.size();) {
+      const size_t end = std::min(text.find('\n', start), text.size());
+      ++number;
+      if (StartsWithStrayComma(text.substr(start, end - start))) return number;
+      start = end + 1;
+    }
+    return 0;
+  }
+
+ private:
+  bool StartsWithStrayComma(std::string_view line) {
+    const size_t indent = std::min(line.find_first_not_of(' '), line.size());
+    if (block_indent_ >= 0) {
+      if (indent == line.size() || static_cast<int>(indent) > block_indent_) return false;
+      block_indent_ = -1;  // the block scalar ended
+    }
+    std::string_view rest = line.substr(indent);
+    if (rest.substr(0, 4) == "--- ") rest = rest.substr(4);
+    if (depth_ == 0 && quote_ == 0 && !rest.empty() && rest.front() == ',') return true;
+    Scan(line, static_cast<int>(indent));
+    return false;
+  }
+
+  void Scan(std::string_view line, int indent) {
+    char previous = ' ';
+    for (size_t i = 0; i < line.size(); previous = line[i], ++i) {
+      const char c = line[i];
+      if (quote_ != 0) {
+        if (c == '\\' && quote_ == '"') {
+          ++i;
+        } else if (c == quote_) {
+          quote_ = 0;
+        }
+      } else if ((c == '"' || c == '\'') && IsNodeStart(previous)) {
+        quote_ = c;
+      } else if (c == '#' && previous == ' ') {
+        return;
+      } else if (c == '[' || c == '{') {
+        ++depth_;
+      } else if ((c == ']' || c == '}') && depth_ > 0) {
+        --depth_;
+      } else if ((c == '|' || c == '>') && depth_ == 0 && IsNodeStart(previous)) {
+        block_indent_ = indent;  // the following more-indented lines are its content
+        return;
+      }
+    }
+  }
+
+  static bool IsNodeStart(char previous) {
+    return previous == ' ' || previous == '[' || previous == '{' || previous == ',' ||
+           previous == ':' || previous == '-';
+  }
+
+  int depth_ = 0;
+  char quote_ = 0;
+  int block_indent_ = -1;
+};
+
 bool LooksLikeJson(std::string_view text) {
   for (char c : text) {
     if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
@@ -299,6 +366,10 @@ Result<std::vector<Document>> ParseDocuments(std::string_view text, std::string_
       return Error{label + ": invalid JSON: " + e.what()};
     }
     return docs;
+  }
+  if (const int line = StrayFlowEntryScan().Run(text); line != 0) {
+    return Error{label + ": invalid YAML: line " + std::to_string(line) +
+                 ": ',' outside a flow collection"};
   }
   try {
     // yaml-cpp shares aliased nodes, so loading stays small; the budget bounds the expansion.
