@@ -12,8 +12,10 @@
 #include "admit/api/load.h"
 #include "admit/check/checker.h"
 #include "admit/cli/install.h"
+#include "admit/cli/live.h"
 #include "admit/cli/report.h"
 #include "lib/sys/file_lock.h"
+#include "ports/cni_cache.h"
 
 namespace nodegate::admit {
 namespace {
@@ -31,6 +33,9 @@ struct CommonFlags {
   std::vector<std::string> pods_files;
   std::string manifests_dir;
   std::string output = "text";
+  bool live = false;
+  bool strict = false;
+  std::string cni_cache_dir = ports::kDefaultCniCacheDir;
 };
 
 void AddCommonFlags(CLI::App& app, CommonFlags& f) {
@@ -51,13 +56,53 @@ void AddCommonFlags(CLI::App& app, CommonFlags& f) {
   app.add_option("-o,--output", f.output, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
+  auto* live = app.add_flag("--live", f.live,
+                            "also warn about host ports a process listens on or a portmap "
+                            "mapping of another container holds on this node");
+  app.add_flag("--strict", f.strict, "with --live: a warning rejects the pod")->needs(live);
+  app.add_option("--cni-cache", f.cni_cache_dir,
+                 "with --live: the runtime's libcni result cache, to name mapped pods")
+      ->capture_default_str();
 }
 
 // Environment: the node and the pods on it, as the flags describe them.
 struct Environment {
   std::optional<Checker> checker;
   Report report;
+  std::optional<ports::LiveClaims> live;  // --live
 };
+
+// AttachLiveClaims: --live reads the node's listeners and mappings once, before any check.
+Result<Ok> AttachLiveClaims(const CommonFlags& f, Environment& env) {
+  if (!f.live) {
+    return Ok{};
+  }
+  auto live = ReadNodeLiveClaims(f.cni_cache_dir);
+  if (!live.ok()) {
+    return live.error();
+  }
+  env.live = std::move(live).value();
+  env.report.live = true;
+  return Ok{};
+}
+
+// CheckCandidate: the verdict for one candidate, recorded in the report with its --live
+// warnings. With `join`, an admitted candidate joins the node (admit); guard only checks.
+// --strict decides before joining, so a pod it rejects holds nothing for later candidates.
+void CheckCandidate(const CommonFlags& f, Environment& env, const Pod& candidate, bool join) {
+  std::vector<ports::PortWarning> warnings;
+  if (env.live) {
+    warnings = ports::LiveWarningsFor(candidate, *env.live);
+  }
+  const bool strict_reject = f.strict && !warnings.empty();
+  PodVerdict verdict = join && !strict_reject ? env.checker->CheckAndAdmit(candidate)
+                                              : env.checker->Check(candidate);
+  if (strict_reject) {
+    RejectForWarnings(verdict, warnings, env.report.profile);
+  }
+  env.report.pods.push_back(std::move(verdict));
+  env.report.warnings.push_back(std::move(warnings));
+}
 
 Result<Environment> BuildEnvironment(const CommonFlags& f, const std::string& skip_manifest) {
   auto gates = FeatureGates::Parse(f.feature_gates);
@@ -157,12 +202,15 @@ int GuardInstall(const CommonFlags& flags, const std::string& file, const std::s
   if (!env.ok()) {
     return Fail(command, env.error());
   }
+  if (auto live = AttachLiveClaims(flags, *env); !live.ok()) {
+    return Fail(command, live.error());
+  }
   auto pod = DecodeManifest(text, file, env->report.node);
   if (!pod.ok()) {
     return Fail(command, pod.error());
   }
+  CheckCandidate(flags, *env, *pod, /*join=*/false);
   Report& report = env->report;
-  report.pods.push_back(env->checker->Check(*pod));
   if (!report.Admitted()) {
     std::cout << Render(report, flags.output, {{"installed", false}});
     if (flags.output == "text") {
@@ -216,6 +264,9 @@ int RunAdmitCli(int argc, char** argv) {
   if (!env.ok()) {
     return Fail("nodegate admit", env.error());
   }
+  if (auto live = AttachLiveClaims(flags, *env); !live.ok()) {
+    return Fail("nodegate admit", live.error());
+  }
   std::vector<Pod> candidates;
   for (const std::string& file : pod_files) {
     auto pods = LoadPods(file, /*allow_workloads=*/true);
@@ -226,10 +277,10 @@ int RunAdmitCli(int argc, char** argv) {
       candidates.push_back(std::move(p));
     }
   }
-  Report& report = env->report;
   for (const Pod& candidate : candidates) {
-    report.pods.push_back(env->checker->CheckAndAdmit(candidate));
+    CheckCandidate(flags, *env, candidate, /*join=*/true);
   }
+  const Report& report = env->report;
   std::cout << Render(report, flags.output);
   return report.Admitted() ? kExitAdmitted : kExitRejected;
 }

@@ -13,6 +13,27 @@ bool Report::Admitted() const {
   return true;
 }
 
+namespace {
+
+const std::vector<ports::PortWarning>& WarningsOf(const Report& report, size_t i) {
+  static const std::vector<ports::PortWarning> kNone;
+  return i < report.warnings.size() ? report.warnings[i] : kNone;
+}
+
+nlohmann::json WarningsToJson(const std::vector<ports::PortWarning>& warnings) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const ports::PortWarning& w : warnings) {
+    out.push_back({{"kind", w.kind},
+                   {"hostIP", w.key.host_ip},
+                   {"protocol", w.key.protocol},
+                   {"port", w.key.port},
+                   {"detail", w.detail}});
+  }
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json ReportToJson(const Report& report) {
   nlohmann::json out;
   out["node"] = report.node;
@@ -21,7 +42,8 @@ nlohmann::json ReportToJson(const Report& report) {
   out["admitted"] = report.Admitted();
   out["existingPods"] = report.pods_on_node;
   nlohmann::json pods = nlohmann::json::array();
-  for (const PodVerdict& v : report.pods) {
+  for (size_t i = 0; i < report.pods.size(); ++i) {
+    const PodVerdict& v = report.pods[i];
     nlohmann::json p;
     p["pod"] = v.pod;
     p["admitted"] = v.admitted;
@@ -43,6 +65,9 @@ nlohmann::json ReportToJson(const Report& report) {
     if (v.replaced_previous) {
       p["replacesPrevious"] = true;
     }
+    if (report.live) {
+      p["warnings"] = WarningsToJson(WarningsOf(report, i));
+    }
     pods.push_back(std::move(p));
   }
   out["pods"] = std::move(pods);
@@ -63,7 +88,8 @@ std::string ReportToText(const Report& report) {
          std::to_string(report.existing.other_node) + " bound to other nodes)";
   }
   s += "\n";
-  for (const PodVerdict& v : report.pods) {
+  for (size_t i = 0; i < report.pods.size(); ++i) {
+    const PodVerdict& v = report.pods[i];
     s += "\n" + std::string(v.admitted ? "ADMITTED " : "REJECTED ") + v.pod;
     if (!v.source.empty()) {
       s += " (" + v.source + ")";
@@ -80,6 +106,9 @@ std::string ReportToText(const Report& report) {
       if (!f.detail.empty()) {
         s += "    " + f.detail + "\n";
       }
+    }
+    for (const ports::PortWarning& w : WarningsOf(report, i)) {
+      s += "  warning (" + w.kind + "): hostPort " + w.key.ToString() + ": " + w.detail + "\n";
     }
   }
   const size_t rejected = static_cast<size_t>(std::count_if(

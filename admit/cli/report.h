@@ -5,13 +5,15 @@
 //    "pods": [{"pod": "NS/NAME", "admitted": BOOL,
 //              "failures": [{"plugin": PLUGIN, "reason": REASON, "detail": TEXT}],
 //              "admitReason": R, "admitMessage": M}]}          (admitReason/Message: kubelet only)
-// plus "nodeSource" ("host" or the --node file) and "existingPods".
+// plus "nodeSource" ("host" or the --node file) and "existingPods"; with --live each pod also
+// has "warnings": [{"kind", "hostIP", "protocol", "port", "detail"}] (issue 12).
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "admit/check/checker.h"
+#include "ports/warnings.h"
 
 namespace nodegate::admit {
 
@@ -23,6 +25,9 @@ struct Report {
   ExistingPodsSummary existing;
   size_t pods_on_node = 0;
   std::vector<PodVerdict> pods;
+  // --live: the live host-port warnings of each pod, index-aligned with `pods`.
+  bool live = false;
+  std::vector<std::vector<ports::PortWarning>> warnings;
 
   bool Admitted() const;
 };

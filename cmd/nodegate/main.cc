@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "admit/cli/cli.h"
+#include "ports/cli/cli.h"
 #include "runtime/cli/cli.h"
 
 namespace {
@@ -15,6 +16,7 @@ constexpr std::string_view kUsage =
     "commands:\n"
     "  admit     check pods against this node as the scheduler and kubelet would\n"
     "  guard     install a static-pod manifest only when the node admits it\n"
+    "  ports     show every host port: declared by pods, mapped by portmap, listened on\n"
     "  cni       run a CNI network (.conflist) as a container runtime does\n"
     "  conf      validate CNI configuration files (conf validate [DIR|FILE]...)\n";
 
@@ -32,6 +34,9 @@ int main(int argc, char** argv) {
   }
   if (command == "guard") {
     return nodegate::admit::RunGuardCli(argc - 1, argv + 1);
+  }
+  if (command == "ports") {
+    return nodegate::ports::RunPortsCli(argc - 1, argv + 1);
   }
   if (command == "cni") {
     return nodegate::runtime::RunCniCli(argc - 1, argv + 1);

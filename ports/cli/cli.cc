@@ -1,0 +1,108 @@
+// `nodegate ports`: flags, inputs, exit codes. The claims and their join are in ports/.
+
+#include "ports/cli/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <iostream>
+#include <optional>
+
+#include "admit/api/host_node.h"
+#include "ports/cni_cache.h"
+#include "ports/declared.h"
+#include "ports/portmap_source.h"
+#include "ports/report.h"
+
+namespace nodegate::ports {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitBadInput = 2;
+
+struct PortsFlags {
+  std::string manifests_dir;
+  std::vector<std::string> pods_files;
+  std::string cni_cache_dir = kDefaultCniCacheDir;
+  int port = 0;  // 0: every port
+  std::string output = "text";
+};
+
+void AddFlags(CLI::App& app, PortsFlags& f) {
+  app.add_option("--manifests", f.manifests_dir,
+                 "a static-pod folder: every manifest declares its host ports");
+  app.add_option("--pods", f.pods_files,
+                 "pods on the node: Pod, PodList, List, JSON array or multi-document YAML; "
+                 "'-' is stdin (repeatable)")
+      ->allow_extra_args(false);
+  app.add_option("--cni-cache", f.cni_cache_dir,
+                 "the runtime's libcni result cache, to name the pods of mappings")
+      ->capture_default_str();
+  app.add_option("--port", f.port, "only this host port")->check(CLI::Range(1, 65535));
+  app.add_option("-o,--output", f.output, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+}
+
+// ParseFlags: CLI11 parsing with the project's exit codes (help is 0, misuse is 2).
+std::optional<int> ParseFlags(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << app.get_name() << ": " << e.what() << "\n"
+              << "run '" << app.get_name() << " --help' for usage\n";
+    return kExitBadInput;
+  }
+  return std::nullopt;
+}
+
+Result<NodeClaims> CollectClaims(const PortsFlags& f) {
+  if (std::count(f.pods_files.begin(), f.pods_files.end(), "-") > 1) {
+    return Error(kErrInvalidConfig, "'-' (stdin) may be given once");
+  }
+  NG_ASSIGN_OR_RETURN(auto pods,
+                      LoadNodePods(f.manifests_dir, f.pods_files, admit::HostNode().name));
+  NG_ASSIGN_OR_RETURN(LiveClaims live, ReadLiveClaims(PortmapMappedSource(), f.cni_cache_dir));
+  NodeClaims claims;
+  claims.declared = DeclaredClaimsOf(pods);
+  claims.mapped = std::move(live.mapped);
+  claims.listening = std::move(live.listening);
+  return claims;
+}
+
+}  // namespace
+
+int RunPortsCli(int argc, char** argv) {
+  CLI::App app{
+      "Shows every host port of this node with who claims it: pods that declare it (static "
+      "manifests, --pods), portmap mappings (every layout) and listening sockets (with their "
+      "process), and a verdict per (host IP, protocol, port).\n"
+      "Exit status: 0 shown, 2 unusable input.",
+      "nodegate ports"};
+  PortsFlags flags;
+  AddFlags(app, flags);
+  if (auto code = ParseFlags(app, argc, argv)) {
+    return *code;
+  }
+  auto claims = CollectClaims(flags);
+  if (!claims.ok()) {
+    std::cerr << "nodegate ports: " << claims.error().msg << "\n";
+    return kExitBadInput;
+  }
+  std::vector<PortRow> rows = JoinClaims(*claims);
+  if (flags.port != 0) {
+    std::erase_if(rows, [&](const PortRow& r) { return r.key.port != flags.port; });
+  }
+  if (flags.output == "json") {
+    // Names are bytes from the input: invalid UTF-8 is replaced so the JSON stays valid.
+    std::cout << RowsToJson(rows).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n";
+  } else {
+    std::cout << RowsToText(rows);
+  }
+  return kExitOk;
+}
+
+}  // namespace nodegate::ports

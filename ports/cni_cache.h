@@ -1,0 +1,26 @@
+#pragma once
+// File: ports/cni_cache.h
+//
+// Pod names for container IDs, from the runtime's libcni result cache (runtime/chain/cache.h
+// describes the format): each file under /var/lib/cni/results holds "containerId" and, for
+// pods a kubelet started, "cniArgs" with K8S_POD_NAMESPACE and K8S_POD_NAME.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace nodegate::ports {
+
+inline constexpr char kDefaultCniCacheDir[] = "/var/lib/cni/results";
+
+// PodOfCacheEntry: (container ID, "NAMESPACE/NAME") from one cache file's bytes, or nullopt
+// when they are not JSON or lack the container ID or either pod argument.
+std::optional<std::pair<std::string, std::string>> PodOfCacheEntry(std::string_view bytes);
+
+// PodsByContainerId: every pod the cache files in `dir` name. A missing folder is an empty
+// cache; unreadable, foreign and non-regular files are skipped (the runtime owns the folder).
+std::map<std::string, std::string> PodsByContainerId(const std::string& dir);
+
+}  // namespace nodegate::ports

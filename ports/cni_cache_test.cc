@@ -1,0 +1,54 @@
+// Pod names from the runtime's libcni cache files.
+
+#include "ports/cni_cache.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace nodegate::ports {
+namespace {
+
+constexpr char kContainerdEntry[] =
+    R"({"kind":"cniCacheV1","containerId":"abc","config":"e30=","ifName":"eth0",)"
+    R"("networkName":"cbr0","cniArgs":[["K8S_POD_INFRA_CONTAINER_ID","abc"],)"
+    R"(["K8S_POD_NAMESPACE","kube-system"],["K8S_POD_NAME","coredns-1"],)"
+    R"(["K8S_POD_UID","u"]],"result":{}})";
+
+TEST(PodOfCacheEntry, KubeletPod) {
+  const auto pod = PodOfCacheEntry(kContainerdEntry);
+  ASSERT_TRUE(pod.has_value());
+  EXPECT_EQ(pod->first, "abc");
+  EXPECT_EQ(pod->second, "kube-system/coredns-1");
+}
+
+TEST(PodOfCacheEntry, NotAPod) {
+  // podman without a pod: no K8S_ arguments.
+  EXPECT_EQ(PodOfCacheEntry(R"({"containerId":"abc","cniArgs":[["IgnoreUnknown","1"]]})"),
+            std::nullopt);
+  EXPECT_EQ(PodOfCacheEntry(R"({"containerId":"abc"})"), std::nullopt);
+  EXPECT_EQ(PodOfCacheEntry(R"({"cniArgs":[["K8S_POD_NAMESPACE","a"],["K8S_POD_NAME","b"]]})"),
+            std::nullopt);
+  EXPECT_EQ(PodOfCacheEntry(R"({"containerId":"abc","cniArgs":[["K8S_POD_NAMESPACE",1]]})"),
+            std::nullopt);
+  EXPECT_EQ(PodOfCacheEntry("not json"), std::nullopt);
+  EXPECT_EQ(PodOfCacheEntry("[]"), std::nullopt);
+}
+
+TEST(PodsByContainerId, ReadsAFolderAndSkipsWhatItCannotUse) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("ports-cache-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "subdir");
+  std::ofstream(dir / "cbr0-abc-eth0") << kContainerdEntry;
+  std::ofstream(dir / "garbage") << "{";
+  const auto pods = PodsByContainerId(dir.string());
+  fs::remove_all(dir);
+  EXPECT_EQ(pods, (std::map<std::string, std::string>{{"abc", "kube-system/coredns-1"}}));
+  EXPECT_TRUE(PodsByContainerId((dir / "missing").string()).empty());
+}
+
+}  // namespace
+}  // namespace nodegate::ports
