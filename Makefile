@@ -9,7 +9,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 CNI_BIN_DIR ?= /opt/cni/bin
 
-.PHONY: all deps configure build test test-unit test-asan demo bench install format clean
+.PHONY: all deps configure build test test-unit test-asan demo bench install format clean fuzz
 
 all: build
 
@@ -23,10 +23,14 @@ build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 	@ls $(BUILD_DIR)/bin/portmap $(BUILD_DIR)/bin/bandwidth $(BUILD_DIR)/bin/host-local $(BUILD_DIR)/bin/nodegate >/dev/null
 
-# Every tier: unit, netns (root, private namespaces), e2e (real runtime), then the unit tier
-# again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Every tier: unit, netns (root, private namespaces), e2e (real runtime); the unit tier again
+# under AddressSanitizer + UndefinedBehaviorSanitizer, and the netns tests that exec the
+# executables (label `plugins`) again against their sanitizer builds.
 test: build test-asan
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+	@echo "== the netns tests that exec the executables, against their sanitizer builds"
+	@cd $(BUILD_DIR) && NODEGATE_BIN_DIR_OVERRIDE=$(abspath $(ASAN_DIR))/bin NODEGATE_CRASH_CYCLES=15 \
+	  ctest --output-on-failure -L plugins
 
 test-unit: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -L unit -j $(JOBS)
@@ -39,6 +43,16 @@ demo: build
 
 bench: build
 	@bash bench/run.sh $(BUILD_DIR)
+
+# libFuzzer targets (tests/fuzz) built with clang and ASan+UBSan in $(FUZZ_DIR), each run for
+# FUZZ_SECONDS (default 60) with FUZZ_JOBS processes (default 1); then the crash-consistency
+# soak: every plugin killed at CRASH_CYCLES (default 500) random points of ADD and DEL.
+FUZZ_DIR ?= build-fuzz
+CRASH_CYCLES ?= 500
+fuzz: build
+	@JOBS=$(JOBS) bash scripts/fuzz.sh $(FUZZ_DIR)
+	@cd $(BUILD_DIR) && set -o pipefail && NODEGATE_CRASH_CYCLES=$(CRASH_CYCLES) \
+	  ctest --output-on-failure -V -R crash_consistency_test | grep -E 'crash cycles|killed|OK|FAILED|Passed|Failed'
 
 install: build
 	@DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" CNI_BIN_DIR="$(CNI_BIN_DIR)" \
