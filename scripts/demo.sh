@@ -156,7 +156,18 @@ say "the node's static pods: $(ls "$SRC/conf/manifests" | tr '\n' ' ')"
 show "$NG" admit --manifests "$SRC/conf/manifests" "$SRC/conf/candidates/coredns-hostnetwork.yaml" || true
 say "(no process listens on 8080: the pod is rejected because another pod declares the port)"
 
-heading "8. nodegate guard: install a static pod only when the node admits it"
+heading "8. nodegate ports: who holds each host port of the node"
+say "declared by pods, mapped by portmap, listened on by processes: side by side, with a verdict"
+nsenter --net="/run/netns/$NODE" python3 -c 'import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 9100)); s.listen(); time.sleep(60)' &
+PIDS+=($!)
+sleep 0.5
+show in_node "$NG" ports --manifests "$SRC/conf/manifests" --cni-cache "$CACHE_DIR" || true
+say "(8080: a static pod declares it and nothing listens, which is what the scheduler counts;"
+say " 9100: a process listens that no pod declares, so a pod asking for it would fail to bind)"
+
+heading "9. nodegate guard: install a static pod only when the node admits it"
 mkdir -p "$T/manifests"
 cp "$SRC"/conf/manifests/*.yaml "$T/manifests/"
 show "$NG" guard --manifests "$T/manifests" "$SRC/conf/candidates/coredns-hostnetwork.yaml" || true

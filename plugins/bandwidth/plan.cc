@@ -1,7 +1,9 @@
 #include "plugins/bandwidth/plan.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
+#include <string_view>
 
 #include "lib/base/hash.h"
 
@@ -37,10 +39,9 @@ std::string IfbName(const std::string& network, const std::string& container_id)
   return HashedName(kIfbPrefix, network, container_id, 15);
 }
 
-std::string RetiredIfbName(int ifindex) {
-  char name[16];
-  std::snprintf(name, sizeof(name), "%s%x", kRetiredIfbPrefix, static_cast<unsigned>(ifindex));
-  return name;
+std::string RetiredIfbName(const std::string& ifb_name) {
+  const size_t prefix = std::string_view(kIfbPrefix).size();
+  return kRetiredIfbPrefix + ifb_name.substr(std::min(prefix, ifb_name.size()), 9);
 }
 
 std::string HashedAliasField(const std::string& value) {

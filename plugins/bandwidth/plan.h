@@ -56,9 +56,11 @@ inline constexpr const char* kAliasTag = "nodegate/bandwidth";
 std::string IfbName(const std::string& network, const std::string& container_id);
 
 // The name of an ifb DEL has taken out of service and left to a helper to delete:
-// bwpdel + the ifindex in hex. Never a reference name ('l' is not hex); GC deletes any left.
+// bwpdel + the first 9 hex digits of the ifb's own name: never a reference name ('l' is not
+// hex), and found by name again when a DEL was killed between retiring the ifb and handing it
+// to its helper (the next DEL of the container deletes it). GC deletes any left.
 inline constexpr const char* kRetiredIfbPrefix = "bwpdel";
-std::string RetiredIfbName(int ifindex);
+std::string RetiredIfbName(const std::string& ifb_name);
 
 // "nodegate/bandwidth <network> <containerID> <ifname>", stored as the ifb's ifalias so GC
 // can tell which attachment an ifb belongs to (the name's hash is one-way). The kernel keeps

@@ -439,11 +439,17 @@ Status RemoveIfb(netlink::Socket& sock, const std::string& name) {
 }
 
 Status RetireIfb(netlink::Socket& sock, const std::string& name) {
+  // A DEL killed after retiring this container's ifb and before its helper started left it
+  // under the retired name: delete it now (also frees that name for this retirement).
+  const std::string retired = RetiredIfbName(name);
+  NG_ASSIGN_OR_RETURN(std::optional<netlink::LinkInfo> left, netlink::GetLinkByName(sock, retired));
+  if (left && left->kind == "ifb")
+    NG_RETURN_IF_ERROR(netlink::DeleteLinkByIndex(sock, left->index));
   if (!sys::DetachedWorkAllowed()) return RemoveIfb(sock, name);
   NG_ASSIGN_OR_RETURN(std::optional<netlink::LinkInfo> ifb, netlink::GetLinkByName(sock, name));
   if (!ifb) return OkStatus();
   if (ifb->kind != "ifb") return RemoveIfb(sock, name);
-  NG_RETURN_IF_ERROR(netlink::RetireLink(sock, *ifb, RetiredIfbName(ifb->index)));
+  NG_RETURN_IF_ERROR(netlink::RetireLink(sock, *ifb, retired));
   const int index = ifb->index;
   const bool detached = sys::SpawnDetached([index] {
     if (auto helper = netlink::Socket::Open(); helper.ok()) {

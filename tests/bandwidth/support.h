@@ -53,7 +53,7 @@ std::string IngressFilterShow(const TestNetns& node, const std::string& host_vet
 std::string LinkNames(const TestNetns& node, const std::string& type);  // "ip -br link show type"
 
 // The ifbs of `node` once the helpers of earlier DELs are done: DEL renames an ifb it takes out
-// of service to bwpdel<index> and leaves the deletion (an RCU barrier) to a detached helper.
+// of service to bwpdel<9 hex digits of its name> and leaves the deletion (an RCU barrier) to a detached helper.
 // Waits up to 5 s for those to go, then lists like LinkNames(node, "ifb").
 std::string SettledIfbNames(const TestNetns& node);
 
