@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <limits>
 
 #include "lib/sys/fd.h"
 
@@ -46,20 +47,7 @@ Error OpenError(const std::string& path) {
 }  // namespace
 
 bool ReadAll(int fd, std::string& out) {
-  char buf[4096];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return false;
-    }
-    if (n == 0) {
-      return true;
-    }
-    out.append(buf, static_cast<size_t>(n));
-  }
+  return ReadAllCapped(fd, std::numeric_limits<size_t>::max(), out);
 }
 
 bool ReadAllCapped(int fd, size_t cap, std::string& out) {
