@@ -20,6 +20,7 @@ extern "C" {  // libip6tc.h lacks its own C linkage block
 #include "lib/netfilter/nft.h"
 #include "lib/netfilter/query.h"
 #include "plugins/portmap/iptables_encode.h"
+#include "plugins/portmap/iptables_legacy_ops.h"
 #include "plugins/portmap/iptables_mode.h"
 #include "plugins/portmap/iptables_nft_encode.h"
 #include "plugins/portmap/iptables_nft_table.h"
@@ -121,56 +122,11 @@ Status AppendIptablesNft(net::Family family, const std::set<PortKey>* only,
   }
 }
 
-// libiptc and libip6tc: the same calls under two prefixes.
-struct LegacyOps {
-  xtc_handle* (*init)(const char*);
-  void (*free)(xtc_handle*);
-  int (*is_chain)(const char*, xtc_handle* const);
-  const uint8_t* (*first_rule)(const char*, xtc_handle*);
-  const uint8_t* (*next_rule)(const uint8_t*, xtc_handle*);
-  const char* (*get_target)(const uint8_t*, xtc_handle*);
-  const char* (*strerror)(int);
-};
-
-const LegacyOps kLegacy4 = {
-    iptc_init,
-    iptc_free,
-    iptc_is_chain,
-    [](const char* c, xtc_handle* h) {
-      return reinterpret_cast<const uint8_t*>(iptc_first_rule(c, h));
-    },
-    [](const uint8_t* e, xtc_handle* h) {
-      return reinterpret_cast<const uint8_t*>(
-          iptc_next_rule(reinterpret_cast<const ipt_entry*>(e), h));
-    },
-    [](const uint8_t* e, xtc_handle* h) {
-      return iptc_get_target(reinterpret_cast<const ipt_entry*>(e), h);
-    },
-    iptc_strerror,
-};
-
-const LegacyOps kLegacy6 = {
-    ip6tc_init,
-    ip6tc_free,
-    ip6tc_is_chain,
-    [](const char* c, xtc_handle* h) {
-      return reinterpret_cast<const uint8_t*>(ip6tc_first_rule(c, h));
-    },
-    [](const uint8_t* e, xtc_handle* h) {
-      return reinterpret_cast<const uint8_t*>(
-          ip6tc_next_rule(reinterpret_cast<const ip6t_entry*>(e), h));
-    },
-    [](const uint8_t* e, xtc_handle* h) {
-      return ip6tc_get_target(reinterpret_cast<const ip6t_entry*>(e), h);
-    },
-    ip6tc_strerror,
-};
-
 // The legacy x_tables `nat` of `family`, read from one snapshot. Called only when that table
 // is loaded (reading an unloaded one would load it).
 Status AppendIptablesLegacy(net::Family family, const std::set<PortKey>* only,
                             std::vector<InstalledMapping>& out) {
-  const LegacyOps& ops = family == net::Family::kV4 ? kLegacy4 : kLegacy6;
+  const ipt::LegacyOps& ops = ipt::OpsFor(family);
   std::unique_ptr<xtc_handle, void (*)(xtc_handle*)> handle(ops.init(ipt::kTable), ops.free);
   if (!handle) {
     return Error(kErrKernel, std::string("list iptables-legacy mappings: cannot read table nat: ") +

@@ -21,6 +21,7 @@ extern "C" {  // libip6tc.h lacks its own C linkage block
 #include "lib/sys/fd.h"
 #include "lib/sys/file_lock.h"
 #include "plugins/portmap/iptables_encode.h"
+#include "plugins/portmap/iptables_legacy_ops.h"
 #include "plugins/portmap/iptables_mode.h"
 #include "plugins/portmap/iptables_nft_table.h"
 #include "plugins/portmap/iptables_rules.h"
@@ -30,7 +31,9 @@ extern "C" {  // libip6tc.h lacks its own C linkage block
 namespace nodegate::portmap {
 namespace {
 
+using ipt::LegacyOps;
 using ipt::NftNatTable;
+using ipt::OpsFor;
 using ipt::Plan;
 using ipt::Rule;
 
@@ -40,93 +43,10 @@ constexpr int kCommitAttempts = 3;
 // read and our batch makes one fail, so under heavy churn this is still ample.
 constexpr int kNftCommitAttempts = 50;
 
-// libiptc and libip6tc have the same API under two prefixes; Ops hides the difference.
-struct Ops {
-  net::Family family;
-  xtc_handle* (*init)(const char*);
-  void (*free)(xtc_handle*);
-  int (*is_chain)(const char*, xtc_handle* const);
-  int (*create_chain)(const char*, xtc_handle*);
-  int (*flush_entries)(const char*, xtc_handle*);
-  int (*delete_chain)(const char*, xtc_handle*);
-  int (*delete_num_entry)(const char*, unsigned int, xtc_handle*);
-  int (*commit)(xtc_handle*);
-  const char* (*strerror)(int);
-  // Entry access through untyped pointers (ipt_entry vs ip6t_entry).
-  const uint8_t* (*first_rule)(const char*, xtc_handle*);
-  const uint8_t* (*next_rule)(const uint8_t*, xtc_handle*);
-  const char* (*get_target)(const uint8_t*, xtc_handle*);
-  int (*append)(const char*, const uint8_t*, xtc_handle*);
-  int (*insert)(const char*, const uint8_t*, unsigned int, xtc_handle*);
-  const char* name;  // "iptables" / "ip6tables" in messages
-};
-
-const Ops kOps4 = {
-    net::Family::kV4,
-    iptc_init,
-    iptc_free,
-    iptc_is_chain,
-    iptc_create_chain,
-    iptc_flush_entries,
-    iptc_delete_chain,
-    iptc_delete_num_entry,
-    iptc_commit,
-    iptc_strerror,
-    [](const char* c, xtc_handle* h) {
-      return reinterpret_cast<const uint8_t*>(iptc_first_rule(c, h));
-    },
-    [](const uint8_t* e, xtc_handle* h) {
-      return reinterpret_cast<const uint8_t*>(
-          iptc_next_rule(reinterpret_cast<const ipt_entry*>(e), h));
-    },
-    [](const uint8_t* e, xtc_handle* h) {
-      return iptc_get_target(reinterpret_cast<const ipt_entry*>(e), h);
-    },
-    [](const char* c, const uint8_t* e, xtc_handle* h) {
-      return iptc_append_entry(c, reinterpret_cast<const ipt_entry*>(e), h);
-    },
-    [](const char* c, const uint8_t* e, unsigned int n, xtc_handle* h) {
-      return iptc_insert_entry(c, reinterpret_cast<const ipt_entry*>(e), n, h);
-    },
-    "iptables",
-};
-
-const Ops kOps6 = {
-    net::Family::kV6,
-    ip6tc_init,
-    ip6tc_free,
-    ip6tc_is_chain,
-    ip6tc_create_chain,
-    ip6tc_flush_entries,
-    ip6tc_delete_chain,
-    ip6tc_delete_num_entry,
-    ip6tc_commit,
-    ip6tc_strerror,
-    [](const char* c, xtc_handle* h) {
-      return reinterpret_cast<const uint8_t*>(ip6tc_first_rule(c, h));
-    },
-    [](const uint8_t* e, xtc_handle* h) {
-      return reinterpret_cast<const uint8_t*>(
-          ip6tc_next_rule(reinterpret_cast<const ip6t_entry*>(e), h));
-    },
-    [](const uint8_t* e, xtc_handle* h) {
-      return ip6tc_get_target(reinterpret_cast<const ip6t_entry*>(e), h);
-    },
-    [](const char* c, const uint8_t* e, xtc_handle* h) {
-      return ip6tc_append_entry(c, reinterpret_cast<const ip6t_entry*>(e), h);
-    },
-    [](const char* c, const uint8_t* e, unsigned int n, xtc_handle* h) {
-      return ip6tc_insert_entry(c, reinterpret_cast<const ip6t_entry*>(e), n, h);
-    },
-    "ip6tables",
-};
-
-const Ops& OpsFor(net::Family family) { return family == net::Family::kV4 ? kOps4 : kOps6; }
-
 // One snapshot of a legacy table nat; changes are buffered until Commit().
 class LegacyNatTable final : public ipt::NatTable {
  public:
-  static Result<std::unique_ptr<LegacyNatTable>> Open(const Ops& ops) {
+  static Result<std::unique_ptr<LegacyNatTable>> Open(const LegacyOps& ops) {
     xtc_handle* h = ops.init(ipt::kTable);
     if (h == nullptr) {
       const int err = errno;
@@ -228,12 +148,12 @@ class LegacyNatTable final : public ipt::NatTable {
   int commit_errno() const { return commit_errno_; }
 
  private:
-  LegacyNatTable(const Ops& ops, xtc_handle* h) : ops_(&ops), h_(h) {}
+  LegacyNatTable(const LegacyOps& ops, xtc_handle* h) : ops_(&ops), h_(h) {}
   Status Fail(const std::string& what) const {
     const int err = errno;
     return Error(kErrKernel, std::string(ops_->name) + ": " + what + ": " + ops_->strerror(err));
   }
-  const Ops* ops_;
+  const LegacyOps* ops_;
   xtc_handle* h_;
   int commit_errno_ = 0;
 };
@@ -243,7 +163,7 @@ using Change = std::function<Result<bool>(ipt::NatTable&)>;
 // Legacy: runs `change` on a fresh snapshot under the xtables lock and commits it when it
 // reports a change. A commit that raced with a writer that ignores the lock (EAGAIN) is retried
 // on a new snapshot.
-Status TransactLegacy(const Ops& ops, const Change& change) {
+Status TransactLegacy(const LegacyOps& ops, const Change& change) {
   NG_ASSIGN_OR_RETURN(auto lock, sys::FileLock::Acquire(kXtablesLock));
   for (int attempt = 1;; ++attempt) {
     NG_ASSIGN_OR_RETURN(auto table, LegacyNatTable::Open(ops));
