@@ -177,3 +177,16 @@ sed -e 's/"-health-port", "8080"/"-health-port", "8081"/' -e 's/containerPort: 8
 say "moving the DNS pod's health port to 8081, and trying again:"
 show "$NG" guard --manifests "$T/manifests" "$T/node-local-dns.yaml" || true
 say "folder now: $(ls "$T/manifests" | tr '\n' ' ')"
+
+heading "10. a control-plane static pod on a full node: the kubelet evicts others to admit it"
+CP="$SRC/tests/admit/testdata/control-plane"
+say "node cp-1 has 2 CPUs and 4Gi; its pods already ask for 1800m and 2374Mi:"
+say "a batch job (BestEffort), two web caches (Burstable), an exporter (Guaranteed), coredns (critical)"
+mkdir -p "$T/cp-manifests"
+show "$NG" guard --node "$CP/node.yaml" --pods "$CP/pods.yaml" --manifests "$T/cp-manifests" \
+  "$CP/kube-apiserver.yaml" || true
+say "(a static pod short only of resources is not rejected: the kubelet evicts pods for it,"
+say " BestEffort and Burstable before Guaranteed, never critical ones; evicting is your call)"
+show "$NG" guard --allow-preemption --node "$CP/node.yaml" --pods "$CP/pods.yaml" \
+  --manifests "$T/cp-manifests" "$CP/kube-apiserver.yaml" || true
+say "folder now: $(ls "$T/cp-manifests" | tr '\n' ' ')"

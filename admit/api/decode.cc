@@ -257,20 +257,27 @@ ContainerPort DecodePort(const json& j, const std::string& path) {
   return port;
 }
 
+// DecodedResources: a resources block as the API stores it.
+struct DecodedResources {
+  ResourceList requests;
+  ResourceList limits;
+};
+
 // Requests default to limits for every resource that has a limit but no request
 // (SetDefaults_ResourceList via SetDefaults_Container).
-ResourceList DecodeRequests(const json& owner, const std::string& path) {
+DecodedResources DecodeResources(const json& owner, const std::string& path) {
   const json* resources = ObjectField(owner, "resources", path);
   if (resources == nullptr) {
     return {};
   }
   const std::string rpath = Join(path, "resources");
-  ResourceList requests = ResourceListField(*resources, "requests", rpath, false);
-  ResourceList limits = ResourceListField(*resources, "limits", rpath, false);
-  for (auto& [name, q] : limits) {
-    requests.emplace(name, q);
+  DecodedResources out;
+  out.requests = ResourceListField(*resources, "requests", rpath, false);
+  out.limits = ResourceListField(*resources, "limits", rpath, false);
+  for (const auto& [name, q] : out.limits) {
+    out.requests.emplace(name, q);
   }
-  return requests;
+  return out;
 }
 
 Container DecodeContainer(const json& j, const std::string& path, bool init) {
@@ -287,7 +294,9 @@ Container DecodeContainer(const json& j, const std::string& path, bool init) {
       c.ports.push_back(DecodePort((*ports)[i], Index(Join(path, "ports"), i)));
     }
   }
-  c.requests = DecodeRequests(j, path);
+  DecodedResources resources = DecodeResources(j, path);
+  c.requests = std::move(resources.requests);
+  c.limits = std::move(resources.limits);
   c.restart_policy = StringField(j, "restartPolicy", path);
   if (init) {
     CheckEnum(c.restart_policy, std::array<std::string_view, 2>{"", "Always"},
@@ -462,8 +471,9 @@ void DecodeSpec(const json& spec, const std::string& spath, Pod& pod) {
   pod.required_node_affinity = DecodeRequiredAffinity(spec, spath);
   pod.overhead = ResourceListField(spec, "overhead", spath, false);
   if (Field(spec, "resources") != nullptr) {
-    ResourceList requests = DecodeRequests(spec, spath);
-    pod.pod_level_requests = std::move(requests);
+    DecodedResources resources = DecodeResources(spec, spath);
+    pod.pod_level_requests = std::move(resources.requests);
+    pod.pod_level_limits = std::move(resources.limits);
   }
   if (const json* os = ObjectField(spec, "os", spath)) {
     pod.os_name = StringField(*os, "name", Join(spath, "os"));
@@ -479,6 +489,7 @@ void DecodeSpec(const json& spec, const std::string& spath, Pod& pod) {
                                std::numeric_limits<int32_t>::max())) {
     pod.priority = static_cast<int32_t>(*priority);
   }
+  pod.priority_class_name = StringField(spec, "priorityClassName", spath);
 }
 
 Error ToError(std::string_view where, const DecodeFailure& f) {
@@ -521,6 +532,10 @@ Result<Pod> DecodePod(const json& object, std::string_view where) {
     DecodeSpec(*spec, "spec", pod);
     if (const json* status = ObjectField(object, "status", "")) {
       pod.phase = StringField(*status, "phase", "status");
+      pod.qos_class = StringField(*status, "qosClass", "status");
+      CheckEnum(pod.qos_class,
+                std::array<std::string_view, 4>{"", "Guaranteed", "Burstable", "BestEffort"},
+                "status.qosClass");
       DecodeStatuses(*status, "containerStatuses", "status", pod.container_statuses);
       DecodeStatuses(*status, "initContainerStatuses", "status", pod.container_statuses);
     }

@@ -465,12 +465,16 @@ Result<Node> LoadNode(const std::string& path) {
   return DecodeNode(docs->front().value, docs->front().where);
 }
 
-void ApplyStaticPodDefaults(Pod& pod, const std::string& node_name) {
+void ApplyKubeletSourceDefaults(Pod& pod, const std::string& node_name, std::string_view source) {
   if (!node_name.empty() && !pod.name.ends_with("-" + node_name)) {
     pod.name += "-" + node_name;
   }
   pod.node_name = node_name;
-  pod.annotations[std::string(kAnnotationConfigSource)] = "file";
+  pod.annotations[std::string(kAnnotationConfigSource)] = std::string(source);
+}
+
+void ApplyStaticPodDefaults(Pod& pod, const std::string& node_name) {
+  ApplyKubeletSourceDefaults(pod, node_name, kConfigSourceFile);
   pod.tolerations.push_back(Toleration{"", "Exists", "", "NoExecute", std::nullopt});
 }
 

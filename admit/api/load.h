@@ -46,6 +46,11 @@ Result<Node> LoadNode(const std::string& path);
 // "-<node>", config.source=file annotation, and the toleration {Exists, NoExecute}.
 void ApplyStaticPodDefaults(Pod& pod, const std::string& node_name);
 
+// ApplyKubeletSourceDefaults: what both local sources do: nodeName = the node, name suffixed
+// with "-<node>", and kubernetes.io/config.source = `source` ("file" or "http"). Only the file
+// source adds the {Exists, NoExecute} toleration (ApplyStaticPodDefaults).
+void ApplyKubeletSourceDefaults(Pod& pod, const std::string& node_name, std::string_view source);
+
 // IsManifestFile: the names the kubelet's file source reads from a folder (not hidden).
 bool IsManifestFile(std::string_view filename);
 

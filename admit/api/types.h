@@ -40,8 +40,9 @@ struct ContainerStatusResources {
 struct Container {
   std::string name;
   std::vector<ContainerPort> ports;
-  ResourceList requests;
+  ResourceList requests;       // limits already copied in where a request is missing
   std::string restart_policy;  // init containers: "Always" makes a sidecar
+  ResourceList limits;         // only the kubelet's QoS class reads them
 };
 
 struct Toleration {
@@ -75,6 +76,9 @@ struct NodeSelector {
 
 inline constexpr std::string_view kAnnotationConfigSource = "kubernetes.io/config.source";
 inline constexpr std::string_view kAnnotationConfigMirror = "kubernetes.io/config.mirror";
+// The values of kubernetes.io/config.source for the kubelet's two local pod sources.
+inline constexpr std::string_view kConfigSourceFile = "file";
+inline constexpr std::string_view kConfigSourceHttp = "http";
 inline constexpr std::string_view kLabelOs = "kubernetes.io/os";
 inline constexpr std::string_view kLabelArch = "kubernetes.io/arch";
 inline constexpr std::string_view kLabelHostname = "kubernetes.io/hostname";
@@ -97,11 +101,14 @@ struct Pod {
   std::optional<NodeSelector> required_node_affinity;
   ResourceList overhead;
   std::optional<ResourceList> pod_level_requests;  // spec.resources.requests
+  ResourceList pod_level_limits;                   // spec.resources.limits
   std::string os_name;                             // spec.os.name
   std::string supplemental_groups_policy;          // spec.securityContext.supplementalGroupsPolicy
   std::optional<int32_t> priority;
+  std::string priority_class_name;
   // status
   std::string phase;
+  std::string qos_class;  // status.qosClass: Guaranteed, Burstable, BestEffort or ""
   std::vector<ContainerStatusResources> container_statuses;  // regular and init
 
   // Where the pod came from ("pods.json", "/etc/kubernetes/manifests/web.yaml"), for reports.

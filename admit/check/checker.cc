@@ -75,6 +75,9 @@ PodVerdict Checker::Evaluate(const Pod& candidate) {
   }
   v.admit_reason = kv.reason;
   v.admit_message = kv.message;
+  v.evictions = std::move(kv.evictions);
+  v.shortfall = std::move(kv.shortfall);
+  v.critical = std::move(kv.critical);
   return v;
 }
 
@@ -96,6 +99,10 @@ PodVerdict Checker::Check(const Pod& candidate) {
 PodVerdict Checker::CheckAndAdmit(const Pod& candidate) {
   PodVerdict v = Check(candidate);
   if (v.admitted) {
+    // The kubelet kills its victims before it starts the candidate.
+    for (const kubelet::Eviction& e : v.evictions) {
+      node_info_.RemovePod(e.pod);
+    }
     node_info_.AddPod(MakePodInfo(candidate, options_.gates, /*already_on_node=*/false));
   }
   return v;

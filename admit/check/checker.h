@@ -8,6 +8,9 @@
 //   Checker checker(node, {Profile::kScheduler, gates});
 //   checker.AddExistingPods(pods);
 //   PodVerdict v = checker.CheckAndAdmit(candidate);
+//
+// Kubelet profile: a critical candidate admitted by evicting pods (kubelet/preemption.h) lists
+// them in `evictions`; CheckAndAdmit takes them off the node before the candidate joins it.
 
 #include <string>
 #include <vector>
@@ -45,6 +48,11 @@ struct PodVerdict {
   std::string admit_reason;        // kubelet rejections only
   std::string admit_message;       // kubelet rejections only
   bool replaced_previous = false;  // a pod with the same NAMESPACE/NAME was on the node
+  // Kubelet profile, a critical candidate admitted by eviction: whom it evicts, in the
+  // kubelet's order, what the node was short of, and why the candidate is critical.
+  std::vector<kubelet::Eviction> evictions;
+  kubelet::AdmissionRequirements shortfall;
+  std::string critical;
 };
 
 // ExistingPodsSummary: what AddExistingPods kept and skipped.

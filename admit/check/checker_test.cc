@@ -149,5 +149,31 @@ TEST(CheckerExistingPodsTest, ADuplicateCountsOnce) {
   EXPECT_EQ(checker.node_info().requested().milli_cpu, 1000);
 }
 
+// A critical candidate admitted by eviction: Check leaves the node as it was; CheckAndAdmit
+// takes the victims off it, so the next candidate finds what they freed (minus the new pod).
+TEST(CheckerKubeletTest, VictimsLeaveTheNodeWhenTheCriticalPodJoins) {
+  Checker checker(TestNode(), Options(Profile::kKubelet));
+  checker.AddExistingPods({MakePod("batch").Container("c", {{"cpu", "1500m"}}).Obj(),
+                           MakePod("web").Container("c", {{"cpu", "500m"}}).Obj()});
+  const Pod apiserver = MakePod("kube-apiserver").Static().Container("c", {{"cpu", "1"}}).Obj();
+  PodVerdict v = checker.Check(apiserver);
+  ASSERT_TRUE(v.admitted) << v.admit_message;
+  ASSERT_EQ(v.evictions.size(), 1u);
+  EXPECT_EQ(v.evictions[0].pod, "default/batch");
+  EXPECT_EQ(v.critical, "static pod");
+  EXPECT_EQ(checker.node_info().pods().size(), 2u) << "Check changes nothing";
+
+  v = checker.CheckAndAdmit(apiserver);
+  ASSERT_TRUE(v.admitted);
+  EXPECT_EQ(checker.node_info().FindPod("default/batch"), nullptr);
+  EXPECT_EQ(checker.node_info().requested().milli_cpu, 1500);
+  // 500m are left: a plain pod of 500m fits, one of 501m does not.
+  EXPECT_TRUE(checker.Check(MakePod("p").Container("c", {{"cpu", "500m"}}).Obj()).admitted);
+  PodVerdict rejected = checker.Check(MakePod("p").Container("c", {{"cpu", "501m"}}).Obj());
+  EXPECT_FALSE(rejected.admitted);
+  EXPECT_EQ(rejected.admit_reason, "OutOfcpu");
+  EXPECT_TRUE(rejected.evictions.empty());
+}
+
 }  // namespace
 }  // namespace nodegate::admit

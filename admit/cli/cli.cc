@@ -4,12 +4,17 @@
 #include "admit/cli/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <iterator>
 #include <optional>
 
 #include "admit/api/host_node.h"
 #include "admit/api/load.h"
+#include "admit/api/manifest_url.h"
+#include "admit/api/priority.h"
 #include "admit/check/checker.h"
 #include "admit/cli/install.h"
 #include "admit/cli/live.h"
@@ -36,6 +41,10 @@ struct CommonFlags {
   bool live = false;
   bool strict = false;
   std::string cni_cache_dir = ports::kDefaultCniCacheDir;
+  std::string priority_classes_file;
+  std::string manifest_url;
+  double manifest_url_timeout = 10;  // seconds, the kubelet's HTTP client timeout
+  bool allow_preemption = false;     // guard only
 };
 
 void AddCommonFlags(CLI::App& app, CommonFlags& f) {
@@ -63,6 +72,18 @@ void AddCommonFlags(CLI::App& app, CommonFlags& f) {
   app.add_option("--cni-cache", f.cni_cache_dir,
                  "with --live: the runtime's libcni result cache, to name mapped pods")
       ->capture_default_str();
+  app.add_option("--priority-classes", f.priority_classes_file,
+                 "the cluster's PriorityClass objects: priorityClassName of --pods and candidate "
+                 "pods is resolved into spec.priority as the API server does (without it only "
+                 "system-cluster-critical and system-node-critical are known)");
+  auto* url = app.add_option("--manifest-url", f.manifest_url,
+                             "the kubelet's --manifest-url: its Pod or PodList are static pods "
+                             "on the node (http:// only)");
+  app.add_option("--manifest-url-timeout", f.manifest_url_timeout,
+                 "seconds for the whole --manifest-url request")
+      ->check(CLI::Range(0.001, 3600.0))
+      ->needs(url)
+      ->capture_default_str();
 }
 
 // Environment: the node and the pods on it, as the flags describe them.
@@ -70,7 +91,19 @@ struct Environment {
   std::optional<Checker> checker;
   Report report;
   std::optional<ports::LiveClaims> live;  // --live
+  PriorityClasses priority_classes = PriorityClasses::BuiltIn();
+  std::vector<std::string> notes;  // for stderr: what the kubelet would silently ignore
 };
+
+// ResolvePriorities: priority admission for pods that reach the node through the API server.
+VoidResult ResolvePriorities(std::vector<Pod>& pods, const PriorityClasses& classes) {
+  for (Pod& pod : pods) {
+    if (auto r = ResolvePriority(pod, classes); !r.ok()) {
+      return Error{pod.source + ": pod " + pod.Key() + ": " + r.error().message};
+    }
+  }
+  return Ok{};
+}
 
 // AttachLiveClaims: --live reads the node's listeners and mappings once, before any check.
 Result<Ok> AttachLiveClaims(const CommonFlags& f, Environment& env) {
@@ -104,53 +137,92 @@ void CheckCandidate(const CommonFlags& f, Environment& env, const Pod& candidate
   env.report.warnings.push_back(std::move(warnings));
 }
 
-Result<Environment> BuildEnvironment(const CommonFlags& f, const std::string& skip_manifest) {
-  auto gates = FeatureGates::Parse(f.feature_gates);
-  if (!gates.ok()) {
-    return gates.error();
-  }
-  Environment env;
-  Node node;
+Result<Node> LoadNodeFor(const CommonFlags& f, Environment& env) {
   if (f.node_file.empty()) {
-    node = HostNode();
+    Node node = HostNode();
     env.report.host_summary = HostSummary(node);
-  } else {
-    auto loaded = LoadNode(f.node_file);
-    if (!loaded.ok()) {
-      return loaded.error();
-    }
-    node = std::move(loaded).value();
-    env.report.node_source = f.node_file;
+    return node;
   }
+  env.report.node_source = f.node_file;
+  return LoadNode(f.node_file);
+}
+
+// ExistingPods: --pods (priorities resolved), the --manifests folder and the --manifest-url
+// source, in that order.
+Result<std::vector<Pod>> ExistingPods(const CommonFlags& f, const std::string& node_name,
+                                      const std::string& skip_manifest, Environment& env) {
   std::vector<Pod> existing;
   for (const std::string& file : f.pods_files) {
     auto pods = LoadPods(file, /*allow_workloads=*/false);
     if (!pods.ok()) {
       return pods.error();
     }
-    for (Pod& p : *pods) {
-      existing.push_back(std::move(p));
+    if (auto r = ResolvePriorities(*pods, env.priority_classes); !r.ok()) {
+      return r.error();
     }
+    std::move(pods->begin(), pods->end(), std::back_inserter(existing));
   }
   if (!f.manifests_dir.empty()) {
-    auto pods = LoadManifestDir(f.manifests_dir, node.name, skip_manifest);
+    auto pods = LoadManifestDir(f.manifests_dir, node_name, skip_manifest);
     if (!pods.ok()) {
       return pods.error();
     }
-    for (Pod& p : *pods) {
-      existing.push_back(std::move(p));
+    std::move(pods->begin(), pods->end(), std::back_inserter(existing));
+  }
+  if (!f.manifest_url.empty()) {
+    FetchOptions options;
+    options.timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(f.manifest_url_timeout * 1000));
+    std::string note;
+    auto pods = LoadManifestUrl(f.manifest_url, node_name, options, &note);
+    if (!pods.ok()) {
+      return pods.error();
     }
+    if (!note.empty()) {
+      env.notes.push_back(std::move(note));
+    }
+    std::move(pods->begin(), pods->end(), std::back_inserter(existing));
+  }
+  return existing;
+}
+
+Result<Environment> BuildEnvironment(const CommonFlags& f, const std::string& skip_manifest) {
+  auto gates = FeatureGates::Parse(f.feature_gates);
+  if (!gates.ok()) {
+    return gates.error();
+  }
+  Environment env;
+  if (!f.priority_classes_file.empty()) {
+    auto classes = LoadPriorityClasses(f.priority_classes_file);
+    if (!classes.ok()) {
+      return classes.error();
+    }
+    env.priority_classes = std::move(classes).value();
+  }
+  auto node = LoadNodeFor(f, env);
+  if (!node.ok()) {
+    return node.error();
+  }
+  auto existing = ExistingPods(f, node->name, skip_manifest, env);
+  if (!existing.ok()) {
+    return existing.error();
   }
   CheckOptions options;
   options.profile = f.profile == "kubelet" ? Profile::kKubelet : Profile::kScheduler;
   options.gates = *gates;
   options.host_os = f.host_os;
-  env.report.node = node.name;
+  env.report.node = node->name;
   env.report.profile = options.profile;
-  env.checker.emplace(std::move(node), std::move(options));
-  env.report.existing = env.checker->AddExistingPods(std::move(existing));
+  env.checker.emplace(std::move(node).value(), std::move(options));
+  env.report.existing = env.checker->AddExistingPods(std::move(existing).value());
   env.report.pods_on_node = env.checker->node_info().pods().size();
   return env;
+}
+
+void PrintNotes(const std::string& command, const Environment& env) {
+  for (const std::string& note : env.notes) {
+    std::cerr << command << ": note: " << note << "\n";
+  }
 }
 
 // Render: the report as it is printed. Names come from the input as bytes; invalid UTF-8 is
@@ -187,6 +259,52 @@ int Fail(const std::string& command, const Error& error) {
   return kExitBadInput;
 }
 
+// Install: renders the report, then puts FILE's bytes into DIR (nothing that can fail comes
+// after the report is printed).
+int Install(const CommonFlags& flags, const std::string& file, const std::string& filename,
+            const std::string& text, const Report& report) {
+  const std::filesystem::path target = std::filesystem::path(flags.manifests_dir) / filename;
+  std::error_code ec;
+  const bool same_file =
+      std::filesystem::exists(target, ec) && std::filesystem::equivalent(target, file, ec);
+  std::string rendered =
+      Render(report, flags.output, {{"installed", true}, {"path", target.string()}});
+  if (flags.output == "text") {
+    rendered += (same_file ? "already in place: " : "installed ") + target.string() + "\n";
+    if (const PodVerdict& v = report.pods.front(); !v.evictions.empty()) {
+      rendered += "the kubelet evicts " + EvictedPods(v) + " when it admits it\n";
+    }
+  }
+  if (!same_file) {
+    auto installed = InstallFileAtomically(flags.manifests_dir, filename, text);
+    if (!installed.ok()) {
+      return Fail("nodegate guard", installed.error());
+    }
+  }
+  std::cout << rendered;
+  return kExitAdmitted;
+}
+
+// RefuseInstall: the report of a manifest guard does not install, DIR untouched. An admission
+// that evicts pods is the operator's decision: without --allow-preemption it is refused too.
+int RefuseInstall(const CommonFlags& flags, const Report& report) {
+  const PodVerdict& verdict = report.pods.front();
+  const bool needs_permission = verdict.admitted && !verdict.evictions.empty();
+  nlohmann::json extra = {{"installed", false}};
+  if (needs_permission) {
+    extra["needsAllowPreemption"] = true;
+  }
+  std::cout << Render(report, flags.output, extra);
+  if (flags.output == "text") {
+    if (needs_permission) {
+      std::cout << "not installed: the kubelet would evict " << EvictedPods(verdict)
+                << " to admit it; to let it, run again with --allow-preemption\n";
+    }
+    std::cout << "not installed: " << flags.manifests_dir << " is unchanged\n";
+  }
+  return kExitRejected;
+}
+
 // GuardInstall: the check and the install of `nodegate guard`, as one critical section.
 int GuardInstall(const CommonFlags& flags, const std::string& file, const std::string& filename,
                  const std::string& text) {
@@ -202,6 +320,7 @@ int GuardInstall(const CommonFlags& flags, const std::string& file, const std::s
   if (!env.ok()) {
     return Fail(command, env.error());
   }
+  PrintNotes(command, *env);
   if (auto live = AttachLiveClaims(flags, *env); !live.ok()) {
     return Fail(command, live.error());
   }
@@ -210,32 +329,11 @@ int GuardInstall(const CommonFlags& flags, const std::string& file, const std::s
     return Fail(command, pod.error());
   }
   CheckCandidate(flags, *env, *pod, /*join=*/false);
-  Report& report = env->report;
-  if (!report.Admitted()) {
-    std::cout << Render(report, flags.output, {{"installed", false}});
-    if (flags.output == "text") {
-      std::cout << "not installed: " << flags.manifests_dir << " is unchanged\n";
-    }
-    return kExitRejected;
+  const Report& report = env->report;
+  if (!report.Admitted() || (!report.pods.front().evictions.empty() && !flags.allow_preemption)) {
+    return RefuseInstall(flags, report);
   }
-  const std::filesystem::path target = std::filesystem::path(flags.manifests_dir) / filename;
-  std::error_code ec;
-  const bool same_file =
-      std::filesystem::exists(target, ec) && std::filesystem::equivalent(target, file, ec);
-  // Everything that can fail happens before the install: the report is rendered first.
-  std::string rendered =
-      Render(report, flags.output, {{"installed", true}, {"path", target.string()}});
-  if (flags.output == "text") {
-    rendered += (same_file ? "already in place: " : "installed ") + target.string() + "\n";
-  }
-  if (!same_file) {
-    auto installed = InstallFileAtomically(flags.manifests_dir, filename, text);
-    if (!installed.ok()) {
-      return Fail(command, installed.error());
-    }
-  }
-  std::cout << rendered;
-  return kExitAdmitted;
+  return Install(flags, file, filename, text, report);
 }
 
 }  // namespace
@@ -264,6 +362,7 @@ int RunAdmitCli(int argc, char** argv) {
   if (!env.ok()) {
     return Fail("nodegate admit", env.error());
   }
+  PrintNotes("nodegate admit", *env);
   if (auto live = AttachLiveClaims(flags, *env); !live.ok()) {
     return Fail("nodegate admit", live.error());
   }
@@ -273,9 +372,11 @@ int RunAdmitCli(int argc, char** argv) {
     if (!pods.ok()) {
       return Fail("nodegate admit", pods.error());
     }
-    for (Pod& p : *pods) {
-      candidates.push_back(std::move(p));
+    // Candidates are created through the API server, whose priority admission runs first.
+    if (auto r = ResolvePriorities(*pods, env->priority_classes); !r.ok()) {
+      return Fail("nodegate admit", r.error());
     }
+    std::move(pods->begin(), pods->end(), std::back_inserter(candidates));
   }
   for (const Pod& candidate : candidates) {
     CheckCandidate(flags, *env, candidate, /*join=*/true);
@@ -289,7 +390,8 @@ int RunGuardCli(int argc, char** argv) {
   CLI::App app{
       "Checks a static-pod manifest against the node and the other manifests in DIR and, only "
       "when it is admitted, installs it into DIR atomically (temporary file + rename). When it "
-      "is rejected DIR is left untouched.\n"
+      "is rejected, or admitted only by evicting pods without --allow-preemption, DIR is left "
+      "untouched.\n"
       "Exit status: 0 installed, 1 rejected, 2 unusable input or install failure.",
       "nodegate guard"};
   CommonFlags flags;
@@ -297,6 +399,9 @@ int RunGuardCli(int argc, char** argv) {
   std::string file;
   AddCommonFlags(app, flags);
   app.add_option("--manifests", flags.manifests_dir, "the static-pod folder")->required();
+  app.add_flag("--allow-preemption", flags.allow_preemption,
+               "install a critical manifest also when the kubelet admits it only by evicting "
+               "other pods (default: refuse, and name them)");
   app.add_option("FILE", file, "the manifest to install")->required();
   if (auto code = ParseFlags(app, argc, argv)) {
     return *code;

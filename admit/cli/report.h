@@ -6,10 +6,14 @@
 //              "failures": [{"plugin": PLUGIN, "reason": REASON, "detail": TEXT}],
 //              "admitReason": R, "admitMessage": M}]}          (admitReason/Message: kubelet only)
 // plus "nodeSource" ("host" or the --node file) and "existingPods"; with --live each pod also
-// has "warnings": [{"kind", "hostIP", "protocol", "port", "detail"}] (issue 12).
+// has "warnings": [{"kind", "hostIP", "protocol", "port", "detail"}] (issue 12); a critical pod
+// the kubelet admits by evicting pods has "evicts": [{"pod": "NS/NAME", "qos": CLASS,
+// "frees": {RESOURCE: QUANTITY}}] (issue 17), and its text verdict is
+// "ADMITTED (evicts ns/a, ns/b: frees cpu 1500m, memory 2Gi)".
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "admit/check/checker.h"
@@ -33,6 +37,10 @@ struct Report {
 };
 
 nlohmann::json ReportToJson(const Report& report);
+// EvictedPods: "ns/a, ns/b", the pods the verdict evicts.
+std::string EvictedPods(const PodVerdict& verdict);
+// FreedInTotal: per resource the node was short of, what the evicted pods free together.
+std::vector<std::pair<std::string, int64_t>> FreedInTotal(const PodVerdict& verdict);
 std::string ReportToText(const Report& report);
 
 }  // namespace nodegate::admit

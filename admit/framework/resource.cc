@@ -121,6 +121,16 @@ PodRequestOptions PodRequestOptions::FromGates(const FeatureGates& gates, bool a
   return o;
 }
 
+std::string FormatResourceAmount(std::string_view resource, int64_t amount) {
+  if (resource == kResourceCpu) {
+    return FormatMilliCpu(amount);
+  }
+  if (resource == kResourcePods) {
+    return std::to_string(amount);
+  }
+  return FormatBytes(amount);
+}
+
 bool IsSupportedPodLevelResource(std::string_view name) {
   return name == kResourceCpu || name == kResourceMemory || IsHugePageResourceName(name);
 }

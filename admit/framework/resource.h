@@ -48,6 +48,10 @@ struct PodRequestOptions {
 // ComputePodRequests: the pod's effective requests as exact quantities.
 ResourceList ComputePodRequests(const Pod& pod, const PodRequestOptions& options);
 
+// FormatResourceAmount: an amount in comparison units as people read it: cpu "1500m" or "2",
+// pods as a count, everything else as a quantity ("2Gi", "1").
+std::string FormatResourceAmount(std::string_view resource, int64_t amount);
+
 // IsSupportedPodLevelResource: cpu, memory and hugepages-* (component-helpers).
 bool IsSupportedPodLevelResource(std::string_view name);
 

@@ -53,55 +53,65 @@ std::string InsufficientResourceMessage(const InsufficientResource& r) {
          ", capacity: " + std::to_string(r.capacity);
 }
 
-KubeletVerdict Admit(const Pod& candidate, const NodeInfo& node, const KubeletOptions& options) {
-  KubeletVerdict v;
-  const Node& n = node.node();
+namespace {
 
+// OsAndGroupsFailure: steps 1-3, which no eviction can fix; the kubelet stops at the first.
+std::optional<KubeletFailure> OsAndGroupsFailure(const Pod& candidate, const Node& n,
+                                                 const KubeletOptions& options) {
   // 1. The pod's kubernetes.io/os LABEL (not its nodeSelector) against the kubelet's OS.
   if (auto it = candidate.labels.find(std::string(kLabelOs));
       it != candidate.labels.end() && it->second != options.host_os) {
-    v.failures.push_back(KubeletFailure{"PodOS", std::string(kMessageOsSelectorMismatch),
-                                        "the pod label kubernetes.io/os=" + it->second +
-                                            " but the kubelet runs on " + options.host_os,
-                                        std::string(kReasonOsSelectorMismatch),
-                                        std::string(kMessageOsSelectorMismatch)});
-    Finish(v);
-    return v;
+    return KubeletFailure{"PodOS", std::string(kMessageOsSelectorMismatch),
+                          "the pod label kubernetes.io/os=" + it->second +
+                              " but the kubelet runs on " + options.host_os,
+                          std::string(kReasonOsSelectorMismatch),
+                          std::string(kMessageOsSelectorMismatch)};
   }
   // 2. spec.os.name.
   if (!candidate.os_name.empty() && candidate.os_name != options.host_os) {
-    v.failures.push_back(KubeletFailure{
+    return KubeletFailure{
         "PodOS", std::string(kMessageOsNotSupported),
         "spec.os.name is " + candidate.os_name + " but the kubelet runs on " + options.host_os,
-        std::string(kReasonOsNotSupported), std::string(kMessageOsNotSupported)});
-    Finish(v);
-    return v;
+        std::string(kReasonOsNotSupported), std::string(kMessageOsNotSupported)};
   }
   // 3. supplementalGroupsPolicy: Strict needs node support (gate at least beta).
   if (options.gates.Enabled(kGateSupplementalGroupsPolicy) &&
       candidate.supplemental_groups_policy == "Strict" &&
       !n.supports_supplemental_groups_policy.value_or(false)) {
-    v.failures.push_back(KubeletFailure{
+    return KubeletFailure{
         "SupplementalGroupsPolicy", std::string(kMessageSupplementalGroupsPolicyNotSupported),
         "spec.securityContext.supplementalGroupsPolicy is Strict and the node does not report "
         "status.features.supplementalGroupsPolicy: true",
         std::string(kReasonSupplementalGroupsPolicyNotSupported),
-        std::string(kMessageSupplementalGroupsPolicyNotSupported)});
-    Finish(v);
-    return v;
+        std::string(kMessageSupplementalGroupsPolicyNotSupported)};
   }
+  return std::nullopt;
+}
 
-  // 4. Extended resources the node does not know are cluster-level: dropped.
-  const Pod pod = RemoveMissingExtendedResources(candidate, n);
+void AddPortConflicts(KubeletVerdict& v, const PodInfo& info, const NodeInfo& node) {
+  auto conflicts = node_ports::FindConflicts(info.ports, node.used_ports());
+  if (conflicts.empty()) {
+    return;
+  }
+  std::string detail;
+  for (const auto& c : conflicts) {
+    detail += (detail.empty() ? "" : "; ") + node_ports::ExplainConflict(c);
+  }
+  AddPredicateFailure(v, node_ports::kName, node_ports::kErrReason, detail);
+}
+
+// GeneralFilter: steps 5 and 6 on the pod without unknown extended resources.
+void GeneralFilter(KubeletVerdict& v, const Pod& pod, const NodeInfo& node,
+                   const KubeletOptions& options) {
+  const Node& n = node.node();
   const PodInfo info = MakePodInfo(pod, options.gates, /*already_on_node=*/false);
-
   // 5. AdmissionCheck with all failures: resources, affinity, name, ports.
   for (const auto& insufficient : node_resources_fit::Fits(info, node)) {
     const std::string resource = insufficient.numbers.resource;
-    v.failures.push_back(KubeletFailure{std::string(node_resources_fit::kName), insufficient.reason,
-                                        node_resources_fit::Explain(insufficient, node),
-                                        "OutOf" + resource,
-                                        InsufficientResourceMessage(insufficient.numbers)});
+    v.failures.push_back(
+        KubeletFailure{std::string(node_resources_fit::kName), insufficient.reason,
+                       node_resources_fit::Explain(insufficient, node), "OutOf" + resource,
+                       InsufficientResourceMessage(insufficient.numbers), insufficient.numbers});
   }
   std::string why;
   if (!node_affinity::PodMatchesNode(pod, n, &why)) {
@@ -112,14 +122,7 @@ KubeletVerdict Admit(const Pod& candidate, const NodeInfo& node, const KubeletOp
                         "the pod is bound to node \"" + pod.node_name +
                             "\" (spec.nodeName) but this node is \"" + n.name + "\"");
   }
-  auto conflicts = node_ports::FindConflicts(info.ports, node.used_ports());
-  if (!conflicts.empty()) {
-    std::string detail;
-    for (const auto& c : conflicts) {
-      detail += (detail.empty() ? "" : "; ") + node_ports::ExplainConflict(c);
-    }
-    AddPredicateFailure(v, node_ports::kName, node_ports::kErrReason, detail);
-  }
+  AddPortConflicts(v, info, node);
   // 6. NoExecute taints, except for static pods.
   if (!pod.IsStaticPod()) {
     const Taint* taint = taint_toleration::FindMatchingUntoleratedTaint(
@@ -131,8 +134,71 @@ KubeletVerdict Admit(const Pod& candidate, const NodeInfo& node, const KubeletOp
                               " is not tolerated (the kubelet checks NoExecute taints only)");
     }
   }
+}
+
+Eviction ToEviction(const Preemptee& victim, const AdmissionRequirements& shortfall) {
+  Eviction e{victim.pod->Key(), victim.qos, {}};
+  for (const AdmissionRequirement& r : shortfall) {
+    if (const int64_t amount = victim.Request(r.resource); amount != 0) {
+      e.frees.emplace_back(r.resource, amount);
+    }
+  }
+  return e;
+}
+
+}  // namespace
+
+KubeletVerdict Admit(const Pod& candidate, const NodeInfo& node, const KubeletOptions& options) {
+  KubeletVerdict v;
+  if (auto failure = OsAndGroupsFailure(candidate, node.node(), options)) {
+    v.failures.push_back(std::move(*failure));
+    Finish(v);
+    return v;
+  }
+  // 4. Extended resources the node does not know are cluster-level: dropped.
+  GeneralFilter(v, RemoveMissingExtendedResources(candidate, node.node()), node, options);
   Finish(v);
+  if (!v.admitted) {
+    HandleAdmissionFailure(candidate, node, options, v);
+  }
   return v;
+}
+
+void HandleAdmissionFailure(const Pod& candidate, const NodeInfo& node,
+                            const KubeletOptions& options, KubeletVerdict& v) {
+  v.critical = CriticalReason(candidate);
+  if (v.critical.empty()) {
+    return;
+  }
+  // A critical pod is never rejected for resources: with any other failure, the first of those
+  // is the rejection; with none, pods are evicted.
+  AdmissionRequirements shortfall;
+  for (const KubeletFailure& f : v.failures) {
+    if (!f.insufficient.has_value()) {
+      v.reason = f.admit_reason;
+      v.message = f.admit_message;
+      return;
+    }
+    shortfall.push_back(RequirementFor(*f.insufficient));
+  }
+  const std::vector<Preemptee> pods = MakePreemptees(node.pods(), shortfall, options.gates);
+  auto victims = PodsToPreempt(candidate, pods, shortfall);
+  if (!victims.ok()) {
+    v.reason = std::string(kReasonUnexpectedAdmissionError);
+    v.message =
+        "Unexpected error while attempting to recover from admission failure: preemption: error "
+        "finding a set of pods to preempt: " +
+        victims.error().message;
+    return;
+  }
+  for (const Preemptee& victim : *victims) {
+    v.evictions.push_back(ToEviction(victim, shortfall));
+  }
+  v.shortfall = std::move(shortfall);
+  v.failures.clear();
+  v.admitted = true;
+  v.reason.clear();
+  v.message.clear();
 }
 
 }  // namespace nodegate::admit::kubelet

@@ -9,18 +9,24 @@
 //   4. extended resources unknown to the node are dropped from the requests
 //   5. AdmissionCheck: resources (all), node affinity, node name, node ports
 //   6. NoExecute taints, except for static pods
+//   7. the admission-failure handler (preemption.h): a critical pod whose every failure is an
+//      insufficient resource is admitted, and the pods the kubelet evicts for it are listed;
+//      when no set of pods frees enough, the rejection is UnexpectedAdmissionError; a critical
+//      pod with other failures is rejected for the first of those.
 // Only the first failure becomes the rejection reason and message; all are kept for the report.
-// Not modelled: critical-pod preemption (a static or critical pod short only of resources makes
-// the kubelet evict lower-priority pods), device-plugin allocation, the eviction manager.
+// Not modelled: device-plugin allocation, the eviction manager.
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "admit/api/types.h"
 #include "admit/framework/feature_gates.h"
 #include "admit/framework/node_info.h"
 #include "admit/framework/status.h"
+#include "admit/kubelet/preemption.h"
 
 namespace nodegate::admit::kubelet {
 
@@ -34,6 +40,7 @@ inline constexpr std::string_view kReasonSupplementalGroupsPolicyNotSupported =
     "SupplementalGroupsPolicyNotSupported";
 inline constexpr std::string_view kMessageSupplementalGroupsPolicyNotSupported =
     "SupplementalGroupsPolicy=Strict is not supported in this node";
+inline constexpr std::string_view kReasonUnexpectedAdmissionError = "UnexpectedAdmissionError";
 
 struct KubeletOptions {
   std::string host_os = "linux";  // the kubelet's runtime.GOOS
@@ -49,11 +56,24 @@ struct KubeletFailure {
   std::string detail;
   std::string admit_reason;   // the rejection Reason this failure would produce ("OutOfcpu")
   std::string admit_message;  // and its Message
+  std::optional<InsufficientResource> insufficient;  // set for NodeResourcesFit failures
+};
+
+// Eviction: a pod the kubelet evicts to admit a critical pod, and what it frees of each
+// resource the node was short of (zero amounts left out).
+struct Eviction {
+  std::string pod;  // NAMESPACE/NAME
+  QosClass qos = QosClass::kBestEffort;
+  std::vector<std::pair<std::string, int64_t>> frees;  // comparison units, cpu in millicores
 };
 
 struct KubeletVerdict {
   bool admitted = true;
-  std::vector<KubeletFailure> failures;  // in the kubelet's order
+  std::vector<KubeletFailure> failures;  // in the kubelet's order; empty when admitted
+  // Admitted by evicting pods: they, and what the node was short of, in the kubelet's order.
+  std::vector<Eviction> evictions;
+  AdmissionRequirements shortfall;
+  std::string critical;  // CriticalReason of the candidate, when it is critical
   // The rejection (first failure): Reason and Message as the kubelet sets them.
   std::string reason;
   std::string message;
@@ -70,6 +90,11 @@ Pod RemoveMissingExtendedResources(const Pod& pod, const Node& node);
 // Admit: the candidate against the node whose NodeInfo holds the other active pods (the
 // candidate's previous version must not be in it).
 KubeletVerdict Admit(const Pod& candidate, const NodeInfo& node, const KubeletOptions& options);
+
+// HandleAdmissionFailure: step 7 on a verdict with failures (the candidate as it was given,
+// before step 4; `node` holds the pods that may be evicted).
+void HandleAdmissionFailure(const Pod& candidate, const NodeInfo& node,
+                            const KubeletOptions& options, KubeletVerdict& verdict);
 
 // InsufficientResourceMessage: "Node didn't have enough resource: cpu, requested: 500, used: 0,
 // capacity: 400".

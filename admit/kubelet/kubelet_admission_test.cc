@@ -280,5 +280,108 @@ TEST(KubeletAdmitTest, UnknownExtendedResourcesAreAdmittedKnownZeroOnesAreNot) {
              "capacity: 0"}});
 }
 
+// AdmitOn: Run, under a name a TEST body does not hide.
+KubeletVerdict AdmitOn(const Pod& pod, const Node& node, const std::vector<Pod>& existing) {
+  return Run(pod, node, existing);
+}
+
+// Step 7, the critical-pod admission handler, on a full node: 1000m and 3 pods allowed.
+struct PreemptionCase {
+  std::string name;
+  Pod pod;
+  std::vector<Pod> existing;
+  std::string want_reason;  // "" = admitted
+  std::string want_message;
+  std::vector<std::string> want_evicted = {};  // in the kubelet's order
+};
+
+TEST(KubeletAdmitTest, CriticalPodsEvictToGetIn) {
+  const Node node = MakeNode("n").Allocatable({{"cpu", "1000m"}, {"pods", "3"}}).Obj();
+  const Pod best_effort = MakePod("be").Container("c").Obj();
+  const Pod burstable = MakePod("web").Container("c", {{"cpu", "600m"}}).Obj();
+  const Pod guaranteed =
+      MakePod("db").Container("c").Limits({{"cpu", "300m"}, {"memory", "1Gi"}}).Obj();
+  const std::vector<Pod> full = {best_effort, burstable, guaranteed};
+  const std::string too_few =
+      "Unexpected error while attempting to recover from admission failure: preemption: error "
+      "finding a set of pods to preempt: no set of running pods found to reclaim resources: ";
+  const std::vector<PreemptionCase> cases = {
+      {"a static pod short of cpu and of a pod slot evicts the Burstable pod, which frees both",
+       MakePod("apiserver").Static().Container("c", {{"cpu", "500m"}}).Obj(),
+       full,
+       "",
+       "",
+       {"default/web"}},
+      {"the same pod, not critical, is rejected for its first failure",
+       MakePod("apiserver").Container("c", {{"cpu", "500m"}}).Obj(), full, "OutOfpods",
+       "Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3"},
+      {"critical by priority; a pod slot alone takes the last BestEffort pod",
+       MakePod("dns").Priority(2000001000).Container("c").Obj(),
+       {burstable, MakePod("be1").Container("c").Obj(), MakePod("be2").Container("c").Obj()},
+       "",
+       "",
+       {"default/be2"}},
+      {"a mirror pod is critical",
+       MakePod("etcd").Mirror().Container("c", {{"cpu", "500m"}}).Obj(),
+       full,
+       "",
+       "",
+       {"default/web"}},
+      {"Guaranteed pods go only when the others cannot free enough",
+       MakePod("apiserver").Static().Container("c", {{"cpu", "900m"}}).Obj(),
+       {best_effort, burstable, guaranteed},
+       "",
+       "",
+       {"default/web", "default/db"}},
+      {"critical pods are never evicted: the kubelet's UnexpectedAdmissionError",
+       MakePod("apiserver").Static().Container("c", {{"cpu", "500m"}}).Obj(),
+       {MakePod("etcd").Static().Container("c", {{"cpu", "900m"}}).Obj()},
+       "UnexpectedAdmissionError",
+       too_few + "[(res: cpu, q: 400), ]"},
+      {"a critical pod short of a host port as well is rejected for the port",
+       MakePod("apiserver").Static().Container("c", {{"cpu", "500m"}}).HostPort("TCP//6443").Obj(),
+       {MakePod("proxy").Container("c", {{"cpu", "600m"}}).HostPort("TCP//6443").Obj()},
+       "NodePorts",
+       "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"},
+  };
+  for (const PreemptionCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    KubeletVerdict v = AdmitOn(c.pod, node, c.existing);
+    EXPECT_EQ(v.admitted, c.want_reason.empty());
+    EXPECT_EQ(v.reason, c.want_reason);
+    EXPECT_EQ(v.message, c.want_message);
+    std::vector<std::string> evicted;
+    for (const Eviction& e : v.evictions) {
+      evicted.push_back(e.pod);
+    }
+    EXPECT_EQ(evicted, c.want_evicted);
+    EXPECT_EQ(v.admitted && !c.want_evicted.empty(), !v.shortfall.empty());
+  }
+}
+
+TEST(KubeletAdmitTest, EvictionsSayWhatEachPodFrees) {
+  const Node node =
+      MakeNode("n").Allocatable({{"cpu", "2"}, {"memory", "4Gi"}, {"pods", "110"}}).Obj();
+  const Pod batch = MakePod("batch").Namespace("jobs").Container("c").Obj();
+  const Pod cache =
+      MakePod("cache").Namespace("web").Container("c", {{"cpu", "1500m"}, {"memory", "2Gi"}}).Obj();
+  const Pod apiserver = MakePod("kube-apiserver")
+                            .Static()
+                            .Container("c", {{"cpu", "1500m"}, {"memory", "2Gi"}})
+                            .Obj();
+  const Pod guaranteed =
+      MakePod("x").Container("c").Limits({{"cpu", "500m"}, {"memory", "2Gi"}}).Obj();
+  KubeletVerdict v = AdmitOn(apiserver, node, {batch, cache, guaranteed});
+  ASSERT_TRUE(v.admitted) << v.message;
+  EXPECT_EQ(v.critical, "static pod");
+  EXPECT_TRUE(v.failures.empty());
+  EXPECT_EQ(v.shortfall, (AdmissionRequirements{{"cpu", 1500}, {"memory", 2048ll << 20}}));
+  ASSERT_EQ(v.evictions.size(), 1u);
+  EXPECT_EQ(v.evictions[0].pod, "web/cache");
+  EXPECT_EQ(v.evictions[0].qos, QosClass::kBurstable);
+  EXPECT_EQ(v.evictions[0].frees, (std::vector<std::pair<std::string, int64_t>>{
+                                      {"cpu", 1500}, {"memory", 2048ll << 20}}));
+}
+
 }  // namespace
 }  // namespace nodegate::admit::kubelet

@@ -82,6 +82,35 @@ PodBuilder& PodBuilder::SupplementalGroupsPolicy(std::string policy) {
 PodBuilder& PodBuilder::Static() {
   return Annotation(std::string(kAnnotationConfigSource), "file");
 }
+PodBuilder& PodBuilder::Mirror() {
+  return Annotation(std::string(kAnnotationConfigMirror), "mirror");
+}
+PodBuilder& PodBuilder::PriorityClassName(std::string name) {
+  pod_.priority_class_name = std::move(name);
+  return *this;
+}
+PodBuilder& PodBuilder::QosClass(std::string qos) {
+  pod_.qos_class = std::move(qos);
+  return *this;
+}
+PodBuilder& PodBuilder::Limits(ResourcePairs limits) {
+  admit::Container& c = LastContainer();
+  c.limits = Resources(limits);
+  for (const auto& [name, q] : c.limits) {
+    c.requests.emplace(name, q);
+  }
+  return *this;
+}
+PodBuilder& PodBuilder::PodLimits(ResourcePairs resources) {
+  pod_.pod_level_limits = Resources(resources);
+  if (!pod_.pod_level_requests.has_value()) {
+    pod_.pod_level_requests.emplace();
+  }
+  for (const auto& [name, q] : pod_.pod_level_limits) {
+    pod_.pod_level_requests->emplace(name, q);
+  }
+  return *this;
+}
 PodBuilder& PodBuilder::Source(std::string source) {
   pod_.source = std::move(source);
   return *this;

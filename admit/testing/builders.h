@@ -40,6 +40,9 @@ class PodBuilder {
   PodBuilder& Os(std::string os);
   PodBuilder& SupplementalGroupsPolicy(std::string policy);
   PodBuilder& Static();  // kubernetes.io/config.source: file
+  PodBuilder& Mirror();  // kubernetes.io/config.mirror
+  PodBuilder& PriorityClassName(std::string name);
+  PodBuilder& QosClass(std::string qos);  // status.qosClass
   PodBuilder& Source(std::string source);
 
   // Container: a new regular container with requests; later port calls apply to it.
@@ -47,12 +50,15 @@ class PodBuilder {
   // InitContainer / SidecarContainer: a new (restartable) init container.
   PodBuilder& InitContainer(std::string name = "", ResourcePairs requests = {});
   PodBuilder& SidecarContainer(std::string name = "", ResourcePairs requests = {});
+  // Limits: limits of the last container; missing requests default to them (API defaulting).
+  PodBuilder& Limits(ResourcePairs limits);
   // HostPort: "PROTO/IP/PORT" on the last container (one is created if none).
   PodBuilder& HostPort(const std::string& spec);
   // ContainerPort: a port with hostPort 0 (hostNetwork turns it into a host port).
   PodBuilder& ContainerPort(int32_t port, std::string protocol = "");
   PodBuilder& Overhead(ResourcePairs resources);
   PodBuilder& PodRequests(ResourcePairs resources);
+  PodBuilder& PodLimits(ResourcePairs resources);  // missing pod-level requests default to them
   PodBuilder& ContainerStatus(std::string name, ResourcePairs allocated);
 
   PodBuilder& Toleration(std::string key, std::string op, std::string value, std::string effect);

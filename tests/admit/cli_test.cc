@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "admit/testing/http_server.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -607,6 +609,263 @@ TEST_F(CliTest, TwentyConcurrentGuardsOnOneHostPortInstallExactlyOne) {
   const auto installed = Snapshot(dir);
   ASSERT_EQ(installed.size(), 1u) << "installed: " << installed.size() << " manifests";
   EXPECT_EQ(installed.begin()->first.rfind("web-", 0), 0u) << installed.begin()->first;
+}
+
+// --- Issue 17: critical pods, the kubelet's evictions, priority classes, --manifest-url ------
+
+// ControlPlane: the fixtures of tests/admit/testdata/control-plane.
+std::string ControlPlane(const std::string& rel) {
+  return (fs::path(Env("NODEGATE_SOURCE_DIR")) / "tests/admit/testdata/control-plane" / rel)
+      .string();
+}
+
+// WithoutLine: a copy of `file` in `dir` without the line holding `needle`.
+fs::path WithoutLine(const fs::path& file, const fs::path& dir, const std::string& needle) {
+  std::istringstream in(ReadFile(file));
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(needle) == std::string::npos) {
+      out += line + "\n";
+    }
+  }
+  const fs::path copy = dir / file.filename();
+  WriteFile(copy, out);
+  return copy;
+}
+
+const json kApiserverEvicts = json::parse(R"([
+  {"pod": "web/cache-0", "qos": "Burstable", "frees": {"cpu": "800m", "memory": "1Gi"}},
+  {"pod": "web/cache-1", "qos": "Burstable", "frees": {"cpu": "700m", "memory": "1Gi"}}])");
+
+// The kube-apiserver manifest asks for 1500m/2Gi on a node with 200m/1722Mi left: it is critical
+// (system-node-critical resolves to 2000001000), so the kubelet evicts Burstable pods for it.
+TEST_F(CliTest, CriticalApiserverOnAFullNodeIsAdmittedWithTheKubeletsVictims) {
+  const std::vector<std::string> args = {"admit",
+                                         "--profile",
+                                         "kubelet",
+                                         "--node",
+                                         ControlPlane("node.yaml"),
+                                         "--pods",
+                                         ControlPlane("pods.yaml"),
+                                         ControlPlane("kube-apiserver.yaml")};
+  json j = RunJson(args, 0);
+  const json& pod = j["pods"][0];
+  EXPECT_EQ(j["admitted"], true);
+  EXPECT_EQ(pod["admitted"], true);
+  EXPECT_EQ(pod["failures"], json::array());
+  EXPECT_FALSE(pod.contains("admitReason"));
+  EXPECT_EQ(pod["evicts"], kApiserverEvicts) << pod.dump(2);
+  RunResult r = Run(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ADMITTED (evicts web/cache-0, web/cache-1: frees cpu 1500m, memory 2Gi) "
+                       "kube-system/kube-apiserver"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("a critical pod (priority 2000001000) short of cpu 1300m, memory 326Mi"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("web/cache-1 (Burstable): frees cpu 700m, memory 1Gi"), std::string::npos)
+      << r.out;
+}
+
+TEST_F(CliTest, TheSamePodWithoutCriticalityIsRejectedOutOfcpu) {
+  const fs::path plain =
+      WithoutLine(ControlPlane("kube-apiserver.yaml"), tmp_, "priorityClassName");
+  json j = RunJson({"admit", "--profile", "kubelet", "--node", ControlPlane("node.yaml"), "--pods",
+                    ControlPlane("pods.yaml"), plain.string()},
+                   1);
+  const json& pod = j["pods"][0];
+  EXPECT_EQ(pod["admitReason"], "OutOfcpu");
+  EXPECT_EQ(pod["admitMessage"],
+            "Node didn't have enough resource: cpu, requested: 1500, used: 1800, capacity: 2000");
+  EXPECT_FALSE(pod.contains("evicts"));
+  ASSERT_EQ(pod["failures"].size(), 2u);  // cpu and memory
+  EXPECT_EQ(pod["failures"][1]["reason"], "Insufficient memory");
+}
+
+// A critical pod is spared resource failures only: a host port held by another static pod
+// (haproxy on 6443) still rejects it, with the port as the kubelet's reason.
+TEST_F(CliTest, CriticalPodShortOfAHostPortIsStillRejected) {
+  const fs::path dir = tmp_ / "manifests";
+  fs::create_directories(dir);
+  fs::copy_file(ControlPlane("haproxy.yaml"), dir / "haproxy.yaml");
+  const auto before = Snapshot(dir);
+  for (const bool allow : {false, true}) {
+    SCOPED_TRACE(allow ? "--allow-preemption" : "default");
+    std::vector<std::string> args = {"guard",
+                                     "--node",
+                                     ControlPlane("node.yaml"),
+                                     "--pods",
+                                     ControlPlane("pods.yaml"),
+                                     "--manifests",
+                                     dir.string(),
+                                     ControlPlane("kube-apiserver.yaml")};
+    if (allow) {
+      args.insert(args.begin() + 1, "--allow-preemption");
+    }
+    json j = RunJson(args, 1);
+    const json& pod = j["pods"][0];
+    EXPECT_EQ(pod["admitted"], false);
+    EXPECT_EQ(pod["admitReason"], "NodePorts");
+    EXPECT_EQ(pod["admitMessage"],
+              "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod "
+              "ports");
+    std::vector<std::string> plugins;
+    for (const json& f : pod["failures"]) {
+      plugins.push_back(f["plugin"]);
+    }
+    EXPECT_EQ(plugins,
+              (std::vector<std::string>{"NodeResourcesFit", "NodeResourcesFit", "NodePorts"}));
+    EXPECT_FALSE(pod.contains("evicts"));
+    EXPECT_EQ(j["installed"], false);
+    EXPECT_EQ(Snapshot(dir), before);
+  }
+}
+
+TEST_F(CliTest, GuardRefusesToEvictWithoutAllowPreemption) {
+  const fs::path dir = tmp_ / "manifests";
+  fs::create_directories(dir);
+  const std::vector<std::string> args = {"guard",
+                                         "--node",
+                                         ControlPlane("node.yaml"),
+                                         "--pods",
+                                         ControlPlane("pods.yaml"),
+                                         "--manifests",
+                                         dir.string(),
+                                         ControlPlane("kube-apiserver.yaml")};
+  RunResult r = Run(args);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("ADMITTED (evicts web/cache-0, web/cache-1: frees cpu 1500m, memory 2Gi) "
+                       "kube-system/kube-apiserver-cp-1"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("a critical pod (static pod)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not installed: the kubelet would evict web/cache-0, web/cache-1 to admit "
+                       "it; to let it, run again with --allow-preemption"),
+            std::string::npos)
+      << r.out;
+  EXPECT_TRUE(fs::is_empty(dir));
+  json j = RunJson(args, 1);
+  EXPECT_EQ(j["installed"], false);
+  EXPECT_EQ(j["needsAllowPreemption"], true);
+  EXPECT_EQ(j["pods"][0]["admitted"], true);
+  EXPECT_EQ(j["pods"][0]["evicts"], kApiserverEvicts);
+  EXPECT_TRUE(fs::is_empty(dir));
+}
+
+TEST_F(CliTest, GuardWithAllowPreemptionInstallsAndNamesTheVictims) {
+  const fs::path dir = tmp_ / "manifests";
+  fs::create_directories(dir);
+  std::vector<std::string> args = {"guard",
+                                   "--allow-preemption",
+                                   "--node",
+                                   ControlPlane("node.yaml"),
+                                   "--pods",
+                                   ControlPlane("pods.yaml"),
+                                   "--manifests",
+                                   dir.string(),
+                                   ControlPlane("kube-apiserver.yaml")};
+  json j = RunJson(args, 0);
+  EXPECT_EQ(j["installed"], true);
+  EXPECT_EQ(j["pods"][0]["evicts"], kApiserverEvicts);
+  EXPECT_EQ(ReadFile(dir / "kube-apiserver.yaml"), ReadFile(ControlPlane("kube-apiserver.yaml")));
+  fs::remove(dir / "kube-apiserver.yaml");
+  RunResult r = Run(args);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("installed " + (dir / "kube-apiserver.yaml").string()), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("the kubelet evicts web/cache-0, web/cache-1 when it admits it"),
+            std::string::npos)
+      << r.out;
+}
+
+// priorityClassName is resolved for --pods and candidates as the API server's admission does.
+TEST_F(CliTest, PriorityClassesDecideWhoIsCritical) {
+  auto with_class = [&](const std::string& name) {
+    std::string text = ReadFile(ControlPlane("kube-apiserver.yaml"));
+    text.replace(text.find("system-node-critical"), 20, name);
+    const fs::path path = tmp_ / (name + ".yaml");
+    WriteFile(path, text);
+    return path.string();
+  };
+  const std::vector<std::string> base = {"admit",
+                                         "--profile",
+                                         "kubelet",
+                                         "--node",
+                                         ControlPlane("node.yaml"),
+                                         "--pods",
+                                         ControlPlane("pods.yaml")};
+  auto args = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  // Built in, no file needed.
+  json j = RunJson(args({with_class("system-cluster-critical")}), 0);
+  EXPECT_EQ(j["pods"][0]["evicts"], kApiserverEvicts);
+  // A user class is never critical (at most 1000000000).
+  j = RunJson(
+      args({"--priority-classes", ControlPlane("priority-classes.yaml"), with_class("web-high")}),
+      1);
+  EXPECT_EQ(j["pods"][0]["admitReason"], "OutOfcpu");
+  // A class the cluster does not have: the API server would refuse the pod.
+  const std::string gold = with_class("gold");
+  RunResult r = Run(args({"--priority-classes", ControlPlane("priority-classes.yaml"), gold}));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find(gold + ": pod kube-system/kube-apiserver: spec.priorityClassName: no "
+                              "PriorityClass with name gold was found"),
+            std::string::npos)
+      << r.err;
+  // Without the file an unknown class is left alone (it could not make the pod critical).
+  j = RunJson(args({gold}), 1);
+  EXPECT_EQ(j["pods"][0]["admitReason"], "OutOfcpu");
+}
+
+// --manifest-url: pods served like the kubelet's HTTP source are static pods on the node.
+TEST_F(CliTest, ManifestUrlPodsAreOnTheNode) {
+  nodegate::admit::testing::LocalHttpServer server;
+  using Server = nodegate::admit::testing::LocalHttpServer;
+  const std::string pods = ReadFile(ControlPlane("http-pods.yaml"));
+  server.Route("/pods", Server::Ok(pods));
+  server.Route("/two-docs", Server::Ok(ReadFile(Data("pods/holder-pod.yaml")) + "---\n" +
+                                       ReadFile(Data("candidates/small.yaml"))));
+  server.Route("/slow", Server::Hang());
+  const std::vector<std::string> base = {"admit",  "--profile",       "kubelet",
+                                         "--node", Data("node.yaml"), "--manifest-url"};
+  auto args = [&](const std::string& path, std::vector<std::string> extra = {}) {
+    std::vector<std::string> a = base;
+    a.push_back(server.Url(path));
+    a.insert(a.end(), extra.begin(), extra.end());
+    a.push_back(Data("candidates/wants-9000.yaml"));
+    return a;
+  };
+  json j = RunJson(args("/pods"), 1);
+  EXPECT_EQ(j["existingPods"], 1);
+  const json& f = j["pods"][0]["failures"][0];
+  EXPECT_EQ(f["plugin"], "NodePorts");
+  const std::string detail = f["detail"];
+  EXPECT_NE(detail.find("held by pod kube-system/log-agent-worker-1, container \"agent\""),
+            std::string::npos)
+      << detail;
+  EXPECT_NE(detail.find("from " + server.Url("/pods")), std::string::npos) << detail;
+  // Only the first document of a stream counts, and stderr says so.
+  RunResult r = Run(args("/two-docs"));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("nodegate admit: note: " + server.Url("/two-docs") +
+                       ": 1 document(s) after the first ignored"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("1 pod(s) on the node"), std::string::npos) << r.out;
+  // A server that never answers: the timeout, exit 2.
+  r = Run(args("/slow", {"--manifest-url-timeout", "0.3"}));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find(server.Url("/slow") + ": no complete response in time (timeout 300 ms)"),
+            std::string::npos)
+      << r.err;
+  r = Run(args("/missing"));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find(server.Url("/missing") + ": 404 Not Found"), std::string::npos) << r.err;
+  EXPECT_EQ(server.requests(), 4);  // one GET per run
 }
 
 }  // namespace

@@ -7,16 +7,6 @@ namespace {
 
 constexpr size_t kTopConsumers = 3;
 
-std::string FormatAmount(std::string_view resource, int64_t amount) {
-  if (resource == kResourceCpu) {
-    return FormatMilliCpu(amount);
-  }
-  if (resource == kResourcePods) {
-    return std::to_string(amount);
-  }
-  return FormatBytes(amount);
-}
-
 class NodeResourcesFit final : public Predicate {
  public:
   explicit NodeResourcesFit(bool sidecars) : sidecars_(sidecars) {}
@@ -95,8 +85,8 @@ std::string Explain(const Insufficient& insufficient, const NodeInfo& node) {
     return "the node allows " + std::to_string(n.capacity) + " pods and " + std::to_string(n.used) +
            " are already on it";
   }
-  std::string s = resource + ": the pod requests " + FormatAmount(resource, n.requested) +
-                  ", the node has " + FormatAmount(resource, n.capacity) + " allocatable";
+  std::string s = resource + ": the pod requests " + FormatResourceAmount(resource, n.requested) +
+                  ", the node has " + FormatResourceAmount(resource, n.capacity) + " allocatable";
   if (n.capacity == 0) {
     s += " (the node does not offer " + resource + ")";
   }
@@ -108,12 +98,12 @@ std::string Explain(const Insufficient& insufficient, const NodeInfo& node) {
       users.emplace_back(amount, &p);
     }
   }
-  s += " and " + FormatAmount(resource, n.used) + " already requested by " +
+  s += " and " + FormatResourceAmount(resource, n.used) + " already requested by " +
        std::to_string(users.size()) + " pod(s)";
   if (n.requested > n.capacity) {
     s += "; the request exceeds the whole allocatable";
   } else {
-    s += ", leaving " + FormatAmount(resource, std::max<int64_t>(0, n.capacity - n.used));
+    s += ", leaving " + FormatResourceAmount(resource, std::max<int64_t>(0, n.capacity - n.used));
   }
   if (!users.empty()) {
     const size_t top = std::min(kTopConsumers, users.size());
@@ -127,7 +117,7 @@ std::string Explain(const Insufficient& insufficient, const NodeInfo& node) {
     s += "; top: ";
     for (size_t i = 0; i < top; ++i) {
       s += (i ? ", " : "") + users[i].second->pod.Key() + " " +
-           FormatAmount(resource, users[i].first);
+           FormatResourceAmount(resource, users[i].first);
     }
   }
   return s;
