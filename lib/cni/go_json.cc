@@ -285,7 +285,8 @@ void DecodeInto(Json& target, Json value, const Shape& shape) {
     case Shape::Kind::kAny:
       if (value.is_number_float()) {
         const double d = value.get<double>();
-        if (std::nearbyint(d) == d && std::fabs(d) < 9.2e18) {
+        // A whole number in int64's range (checked first: the cast is undefined outside it).
+        if (std::fabs(d) < 9.2e18 && static_cast<double>(static_cast<int64_t>(d)) == d) {
           value = static_cast<int64_t>(d);
         }
       }

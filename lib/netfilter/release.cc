@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <linux/membarrier.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
@@ -22,9 +23,6 @@
 
 namespace nodegate::netfilter {
 namespace {
-
-int g_helper = -1;  // this process's end of the socket pair to the helper; kept until exit
-bool g_helper_failed = false;  // no helper could be started: plain closes from then on
 
 bool IsNfnetlinkSocket(int fd) {
   int value = 0;
@@ -102,78 +100,36 @@ void WaitForQuietNfTables(const std::vector<int>& held) {
   }
 }
 
-// The helper: holds every descriptor it receives until the parent's end closes (the parent
-// has exited), waits until nf_tables is quiet, then exits, closing them.
-// It runs in a sys::SpawnDetached child, which keeps nothing of the parent's but `channel`.
-void RunHelper(int channel) {
-  std::vector<int> held;
-  for (;;) {
-    char byte;
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    const ssize_t n = ::recvmsg(channel, &msg, MSG_CMSG_CLOEXEC);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-        int fd;
-        std::memcpy(&fd, CMSG_DATA(c), sizeof(fd));
-        held.push_back(fd);
-      }
-    }
-  }
-  WaitForQuietNfTables(held);
+// Copies of the sockets handed off, kept open until this process exits.
+std::vector<int>& Held() {
+  static std::vector<int>* held = new std::vector<int>;  // never destroyed: used by atexit
+  return *held;
 }
 
-bool StartHelper() {
-  int pair[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return false;
-  const bool started = sys::SpawnDetached([&] { RunHelper(pair[1]); }, pair[1]);
-  ::close(pair[1]);
-  if (!started) {
-    ::close(pair[0]);
-    return false;
-  }
-  g_helper = pair[0];
-  return true;
-}
-
-void Send(int fd) {
-  char byte = 0;
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &fd, sizeof(fd));
-  while (::sendmsg(g_helper, &msg, MSG_NOSIGNAL) < 0 && errno == EINTR) {
-  }
+// At exit: one child keeps the copies until nf_tables is quiet, then exits, closing them.
+// Forking here rather than at the first hand-off matters: a fork makes every page the parent
+// writes afterwards a copy-on-write fault, and at exit the parent writes nothing more.
+void ReleaseHeldAtExit() {
+  std::vector<int>& held = Held();
+  if (held.empty()) return;
+  // Without a child the copies close with the process, as a plain close would have.
+  (void)sys::SpawnDetached([&held] { WaitForQuietNfTables(held); }, held);
+  for (int fd : held) ::close(fd);
+  held.clear();
 }
 
 }  // namespace
 
 void HandOffBeforeClose(int fd) {
-  if (!sys::DetachedWorkAllowed() || g_helper_failed || fd < 0 || !IsNfnetlinkSocket(fd)) return;
-  if (g_helper < 0 && !StartHelper()) {
-    g_helper_failed = true;
-    return;
-  }
-  Send(fd);
+  if (!sys::DetachedWorkAllowed() || fd < 0 || !IsNfnetlinkSocket(fd)) return;
+  const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  if (copy < 0) return;
+  if (Held().empty()) std::atexit(ReleaseHeldAtExit);
+  Held().push_back(copy);
 }
 
 void HandOffOpenNfnetlinkSockets() {
-  if (!sys::DetachedWorkAllowed() || g_helper_failed) return;
+  if (!sys::DetachedWorkAllowed()) return;
   DIR* dir = ::opendir("/proc/self/fd");
   if (dir == nullptr) return;
   std::vector<int> fds;

@@ -10,22 +10,22 @@
 // period, and so does every other nf_tables writer of the namespace meanwhile. For a CNI
 // plugin that is most of its run time.
 //
-// A process that allows detached work (sys::AllowDetachedWork, in a plugin's main) hands a
-// reference to each such socket to a helper child (sys::SpawnDetached) before closing its own.
-// The helper keeps them until this process has exited, waits until the namespace has gone a
-// grace period without a commit (so the destroy work is done and nothing waits on the mutex;
-// bounded at 2 s) and exits. The process's close() returns at once; the kernel state was
-// already committed and visible before that, so nothing the caller sees changes. Processes
-// that do not allow detached work (tests, long-lived tools) keep the plain close.
+// A process that allows detached work (sys::AllowDetachedWork, in a plugin's main) keeps a
+// copy of each such socket its owner closes, and at exit forks one child (sys::SpawnDetached)
+// that holds the copies, waits until the namespace has gone a grace period without a commit
+// (so the destroy work is done and nothing waits on the mutex; bounded at 2 s) and exits. The
+// owner's close() returns at once; the kernel state was already committed and visible before
+// that, so nothing the caller sees changes. The fork waits until exit because every page the
+// parent writes after a fork costs a copy-on-write fault. Processes that do not allow detached
+// work (tests, long-lived tools) keep the plain close.
 //
 //   int main() { sys::AllowDetachedWork(); ... }        // once, in a plugin's main
 //   netfilter::HandOffBeforeClose(fd); close(fd);       // by the socket's owner
 
 namespace nodegate::netfilter {
 
-// When detached work is allowed and `fd` is a NETLINK_NETFILTER socket, gives the helper a
-// reference to it (starting the helper on first use). Never fails: without a helper the close just
-// waits.
+// When detached work is allowed and `fd` is a NETLINK_NETFILTER socket, keeps a copy of it
+// for the child started at exit. Never fails: without a copy or a child the close just waits.
 void HandOffBeforeClose(int fd);
 
 // The same for every NETLINK_NETFILTER socket open in this process (for libraries that do not

@@ -2,7 +2,7 @@
 // File: lib/sys/detached.h
 //
 // Work a short-lived process may leave behind. SpawnDetached() forks a child that first closes
-// every descriptor it inherited but `keep_fd` (a runtime reading our stdout sees EOF when we
+// every descriptor it inherited but `keep_fds` (a runtime reading our stdout sees EOF when we
 // exit, and no lock stays held), then runs `work` and exits. Nobody waits for it: when this
 // process exits the child is reparented to init or the nearest subreaper, which reaps it.
 //
@@ -15,6 +15,7 @@
 //   if (!sys::SpawnDetached(remove)) remove();
 
 #include <functional>
+#include <vector>
 
 namespace nodegate::sys {
 
@@ -23,6 +24,6 @@ bool DetachedWorkAllowed();
 
 // Starts `work` in a detached child and returns true; returns false without running it when
 // detached work is not allowed or fork fails.
-bool SpawnDetached(const std::function<void()>& work, int keep_fd = -1);
+bool SpawnDetached(const std::function<void()>& work, std::vector<int> keep_fds = {});
 
 }  // namespace nodegate::sys

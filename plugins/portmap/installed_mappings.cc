@@ -90,7 +90,7 @@ Status AppendIptablesLayout(const ChainReader& read, net::Family family, const c
 }
 
 // nf_tables `ip nat` / `ip6 nat` in iptables-nft's encoding; read again from the start when a
-// writer commits meanwhile (each read is checked against the generation).
+// writer commits meanwhile (the reads are confirmed against the generation).
 Status AppendIptablesNft(net::Family family, const std::set<PortKey>* only,
                          std::vector<InstalledMapping>& out) {
   for (int attempt = 1;; ++attempt) {
@@ -112,6 +112,7 @@ Status AppendIptablesNft(net::Family family, const std::set<PortKey>* only,
     };
     std::vector<InstalledMapping> found;
     Status s = AppendIptablesLayout(read, family, "iptables-nft", only, found);
+    if (s.ok()) s = (*table)->ConfirmReads();
     if (s.ok()) {
       out.insert(out.end(), found.begin(), found.end());
       return OkStatus();
@@ -126,7 +127,9 @@ Status AppendIptablesNft(net::Family family, const std::set<PortKey>* only,
 // is loaded (reading an unloaded one would load it).
 Status AppendIptablesLegacy(net::Family family, const std::set<PortKey>* only,
                             std::vector<InstalledMapping>& out) {
-  const ipt::LegacyOps& ops = ipt::OpsFor(family);
+  const auto loaded = ipt::LoadLegacyOps(family);
+  if (!loaded.ok()) return loaded.error().WithContext("list iptables-legacy mappings");
+  const ipt::LegacyOps& ops = **loaded;
   std::unique_ptr<xtc_handle, void (*)(xtc_handle*)> handle(ops.init(ipt::kTable), ops.free);
   if (!handle) {
     return Error(kErrKernel, std::string("list iptables-legacy mappings: cannot read table nat: ") +

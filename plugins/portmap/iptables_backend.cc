@@ -33,7 +33,6 @@ namespace {
 
 using ipt::LegacyOps;
 using ipt::NftNatTable;
-using ipt::OpsFor;
 using ipt::Plan;
 using ipt::Rule;
 
@@ -196,16 +195,26 @@ Status TransactNft(net::Family family, const Change& change) {
       if (stale(changed.error())) continue;
       return changed.error();
     }
-    if (!*changed) return OkStatus();
+    if (!*changed) {
+      // Nothing to commit: what the change read is its answer, so it must be of one generation.
+      Status confirmed = (*table)->ConfirmReads();
+      if (confirmed.ok() || !stale(confirmed.error())) return confirmed;
+      continue;
+    }
     Status committed = (*table)->Commit();
     if (committed.ok() || !stale(committed.error())) return committed;
     spdlog::debug("{}: ruleset changed during the transaction, rebuilding", (*table)->name());
   }
 }
 
+Status TransactLegacyFamily(net::Family family, const Change& change) {
+  NG_ASSIGN_OR_RETURN(const LegacyOps* ops, ipt::LoadLegacyOps(family));
+  return TransactLegacy(*ops, change);
+}
+
 Status Transact(net::Family family, IptablesMode mode, const Change& change) {
   return mode == IptablesMode::kNft ? TransactNft(family, change)
-                                    : TransactLegacy(OpsFor(family), change);
+                                    : TransactLegacyFamily(family, change);
 }
 
 // The rule set of a plan into `table`: shared chains and rules when missing, this container's

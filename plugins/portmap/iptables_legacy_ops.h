@@ -3,7 +3,9 @@
 //
 // libiptc and libip6tc, the x_tables (legacy) interface of each family, behind one table of
 // functions: the legacy mode of the iptables backend and the listing of installed mappings
-// both read table nat through it.
+// both read table nat through it. Only the libraries' headers are used at build time; the
+// libraries themselves are opened when a process first needs them, so the plugin's executable
+// needs nothing but libc.
 
 extern "C" {  // libip6tc.h lacks its own C linkage block
 #include <libiptc/libip6tc.h>
@@ -12,6 +14,7 @@ extern "C" {  // libip6tc.h lacks its own C linkage block
 
 #include <cstdint>
 
+#include "lib/base/result.h"
 #include "lib/net/ip.h"
 
 namespace nodegate::portmap::ipt {
@@ -37,68 +40,9 @@ struct LegacyOps {
   const char* name;  // "iptables" / "ip6tables" in messages
 };
 
-inline const LegacyOps kOps4 = {
-    net::Family::kV4,
-    iptc_init,
-    iptc_free,
-    iptc_is_chain,
-    iptc_create_chain,
-    iptc_flush_entries,
-    iptc_delete_chain,
-    iptc_delete_num_entry,
-    iptc_commit,
-    iptc_strerror,
-    [](const char* c, xtc_handle* h) {
-      return reinterpret_cast<const uint8_t*>(iptc_first_rule(c, h));
-    },
-    [](const uint8_t* e, xtc_handle* h) {
-      return reinterpret_cast<const uint8_t*>(
-          iptc_next_rule(reinterpret_cast<const ipt_entry*>(e), h));
-    },
-    [](const uint8_t* e, xtc_handle* h) {
-      return iptc_get_target(reinterpret_cast<const ipt_entry*>(e), h);
-    },
-    [](const char* c, const uint8_t* e, xtc_handle* h) {
-      return iptc_append_entry(c, reinterpret_cast<const ipt_entry*>(e), h);
-    },
-    [](const char* c, const uint8_t* e, unsigned int n, xtc_handle* h) {
-      return iptc_insert_entry(c, reinterpret_cast<const ipt_entry*>(e), n, h);
-    },
-    "iptables",
-};
-
-inline const LegacyOps kOps6 = {
-    net::Family::kV6,
-    ip6tc_init,
-    ip6tc_free,
-    ip6tc_is_chain,
-    ip6tc_create_chain,
-    ip6tc_flush_entries,
-    ip6tc_delete_chain,
-    ip6tc_delete_num_entry,
-    ip6tc_commit,
-    ip6tc_strerror,
-    [](const char* c, xtc_handle* h) {
-      return reinterpret_cast<const uint8_t*>(ip6tc_first_rule(c, h));
-    },
-    [](const uint8_t* e, xtc_handle* h) {
-      return reinterpret_cast<const uint8_t*>(
-          ip6tc_next_rule(reinterpret_cast<const ip6t_entry*>(e), h));
-    },
-    [](const uint8_t* e, xtc_handle* h) {
-      return ip6tc_get_target(reinterpret_cast<const ip6t_entry*>(e), h);
-    },
-    [](const char* c, const uint8_t* e, xtc_handle* h) {
-      return ip6tc_append_entry(c, reinterpret_cast<const ip6t_entry*>(e), h);
-    },
-    [](const char* c, const uint8_t* e, unsigned int n, xtc_handle* h) {
-      return ip6tc_insert_entry(c, reinterpret_cast<const ip6t_entry*>(e), n, h);
-    },
-    "ip6tables",
-};
-
-inline const LegacyOps& OpsFor(net::Family family) {
-  return family == net::Family::kV4 ? kOps4 : kOps6;
-}
+// libip4tc or libip6tc, opened at the first call for that family and kept (dlopen): loading them
+// at every exec costs about a millisecond, and only the legacy mode and the listing of legacy
+// tables use them. Errors: code 100 when the library is missing or lacks a function.
+Result<const LegacyOps*> LoadLegacyOps(net::Family family);
 
 }  // namespace nodegate::portmap::ipt

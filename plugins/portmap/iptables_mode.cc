@@ -1,9 +1,5 @@
 #include "plugins/portmap/iptables_mode.h"
 
-extern "C" {  // libip6tc.h lacks its own C linkage block
-#include <libiptc/libip6tc.h>
-}
-#include <libiptc/libiptc.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +9,7 @@ extern "C" {  // libip6tc.h lacks its own C linkage block
 #include <sstream>
 
 #include "lib/netfilter/query.h"
+#include "plugins/portmap/iptables_legacy_ops.h"
 
 namespace nodegate::portmap {
 namespace {
@@ -41,17 +38,12 @@ std::optional<std::string> LookPath(const std::string& name) {
 
 bool LegacyHasChain(net::Family family, const std::string& table, const std::string& chain) {
   if (!LegacyTableLoaded(family, table)) return false;
-  if (family == net::Family::kV4) {
-    xtc_handle* h = iptc_init(table.c_str());
-    if (h == nullptr) return false;
-    const bool found = iptc_is_chain(chain.c_str(), h) != 0;
-    iptc_free(h);
-    return found;
-  }
-  xtc_handle* h = ip6tc_init(table.c_str());
+  const auto ops = ipt::LoadLegacyOps(family);
+  if (!ops.ok()) return false;
+  xtc_handle* h = (*ops)->init(table.c_str());
   if (h == nullptr) return false;
-  const bool found = ip6tc_is_chain(chain.c_str(), h) != 0;
-  ip6tc_free(h);
+  const bool found = (*ops)->is_chain(chain.c_str(), h) != 0;
+  (*ops)->free(h);
   return found;
 }
 

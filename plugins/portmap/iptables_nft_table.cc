@@ -8,11 +8,13 @@
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <mutex>
 
 #include "lib/netfilter/nlattr.h"
 #include "lib/netfilter/release.h"
@@ -135,6 +137,48 @@ Result<sys::UniqueFd> OpenSocket() {
   return fd;
 }
 
+// The socket of the last Usable probe, kept for the next Open in the same network namespace: a
+// plugin probes the mode and then opens the table at once, and a new socket costs about ten
+// system calls (most of the time of a call here is system calls).
+struct SpareSocket {
+  std::mutex mutex;
+  sys::UniqueFd fd;
+  ino_t netns = 0;
+};
+SpareSocket& Spare() {
+  static auto* spare = new SpareSocket;  // never destroyed: the process may exit any time
+  return *spare;
+}
+// Sequence numbers on a kept socket: everything sent on it before was answered, so any value
+// past the probe's is free.
+constexpr uint32_t kSpareSeq = 1;
+
+ino_t CurrentNetns() {
+  struct stat st {};
+  return ::stat("/proc/thread-self/ns/net", &st) == 0 ? st.st_ino : 0;
+}
+
+Result<sys::UniqueFd> TakeSpareOrOpenSocket() {
+  SpareSocket& spare = Spare();
+  {
+    const std::lock_guard<std::mutex> lock(spare.mutex);
+    if (spare.fd.valid()) {
+      sys::UniqueFd fd = std::move(spare.fd);
+      if (spare.netns != 0 && spare.netns == CurrentNetns()) return fd;
+      netfilter::HandOffBeforeClose(fd.get());
+    }
+  }
+  return OpenSocket();
+}
+
+void KeepSpare(sys::UniqueFd fd) {
+  SpareSocket& spare = Spare();
+  const std::lock_guard<std::mutex> lock(spare.mutex);
+  if (spare.fd.valid()) netfilter::HandOffBeforeClose(spare.fd.get());
+  spare.netns = CurrentNetns();
+  spare.fd = std::move(fd);
+}
+
 // A netlink send must fit the socket's send buffer: grow it for a large batch.
 void FitSendBuffer(int fd, size_t bytes) {
   int current = 0;
@@ -187,13 +231,17 @@ Result<bool> ReceiveOnce(int fd, bool block, const std::string& what,
   return true;
 }
 
-// Sends `request` (sequence `seq`) and reads its replies: for a dump until NLMSG_DONE, else
-// until the ack. An errno in `ok_errnos` ends it successfully. A dump the kernel flags as
+// Sends `request` (sequence `seq`) and reads its replies: for a dump until NLMSG_DONE, for a
+// request with NLM_F_ACK until the ack, else until its one answer (a GET of one object is
+// answered by the object or an error; an ack after it would cost one more receive). An errno
+// in `ok_errnos` ends it successfully. A dump the kernel flags as
 // interrupted (the ruleset changed during it) is a stale-generation error.
 Status Transact(int fd, const Bytes& request, uint32_t seq, const std::string& what,
                 const std::function<void(const nlmsghdr*)>& on_reply,
                 std::initializer_list<int> ok_errnos = {}) {
   NG_RETURN_IF_ERROR(SendAll(fd, request, what));
+  const auto* sent = reinterpret_cast<const nlmsghdr*>(request.data());
+  const bool single_answer = (sent->nlmsg_flags & (NLM_F_DUMP | NLM_F_ACK)) == 0;
   bool done = false, interrupted = false;
   int error = 0;
   std::string ext_ack;
@@ -209,6 +257,7 @@ Status Transact(int fd, const Bytes& request, uint32_t seq, const std::string& w
         done = true;
       } else {
         on_reply(h);
+        done = single_answer;
       }
     }));
   }
@@ -221,13 +270,13 @@ Status Transact(int fd, const Bytes& request, uint32_t seq, const std::string& w
 
 Result<uint32_t> ReadGeneration(int fd, uint32_t seq, const std::string& name) {
   std::optional<uint32_t> generation;
-  NG_RETURN_IF_ERROR(
-      Transact(fd, Message(NftType(NFT_MSG_GETGEN), NLM_F_ACK, seq, AF_UNSPEC, 0, {}), seq,
-               name + ": get nf_tables generation", [&](const nlmsghdr* h) {
-                 auto attrs = ReplyAttrs(h);
-                 const Attr* id = attrs ? netfilter::FindAttr(*attrs, NFTA_GEN_ID) : nullptr;
-                 if (id != nullptr) generation = id->Be32();
-               }));
+  NG_RETURN_IF_ERROR(Transact(fd, Message(NftType(NFT_MSG_GETGEN), 0, seq, AF_UNSPEC, 0, {}), seq,
+                              name + ": get nf_tables generation", [&](const nlmsghdr* h) {
+                                auto attrs = ReplyAttrs(h);
+                                const Attr* id =
+                                    attrs ? netfilter::FindAttr(*attrs, NFTA_GEN_ID) : nullptr;
+                                if (id != nullptr) generation = id->Be32();
+                              }));
   if (!generation) return Error(kErrKernel, name + ": get nf_tables generation: no answer");
   return *generation;
 }
@@ -268,15 +317,17 @@ bool NftNatTable::IsStaleGeneration(const Error& error) {
 }
 
 Status NftNatTable::Usable(net::Family family) {
-  NG_ASSIGN_OR_RETURN(sys::UniqueFd fd, OpenSocket());
-  const std::unique_ptr<NftNatTable> probe(new NftNatTable(family, std::move(fd)));
-  NG_RETURN_IF_ERROR(ReadGeneration(probe->fd_.get(), 1, probe->name()));
+  NG_ASSIGN_OR_RETURN(sys::UniqueFd fd, TakeSpareOrOpenSocket());
+  const std::string what = family == net::Family::kV4 ? "iptables-nft" : "ip6tables-nft";
+  NG_RETURN_IF_ERROR(ReadGeneration(fd.get(), kSpareSeq, what));
+  KeepSpare(std::move(fd));
   return OkStatus();
 }
 
 Result<std::unique_ptr<NftNatTable>> NftNatTable::Open(net::Family family) {
-  NG_ASSIGN_OR_RETURN(sys::UniqueFd fd, OpenSocket());
+  NG_ASSIGN_OR_RETURN(sys::UniqueFd fd, TakeSpareOrOpenSocket());
   std::unique_ptr<NftNatTable> table(new NftNatTable(family, std::move(fd)));
+  table->seq_ = kSpareSeq;  // a reused socket answered kSpareSeq already; start past it
   NG_RETURN_IF_ERROR(table->ReadTableState());
   return table;
 }
@@ -294,8 +345,7 @@ Status NftNatTable::ReadTableState() {
   const uint32_t get_seq = ++seq_;
   table_exists_ = false;
   NG_RETURN_IF_ERROR(Transact(
-      fd,
-      Message(NftType(NFT_MSG_GETTABLE), NLM_F_ACK, get_seq, NfFamily(family_), 0, by_name.bytes()),
+      fd, Message(NftType(NFT_MSG_GETTABLE), 0, get_seq, NfFamily(family_), 0, by_name.bytes()),
       get_seq, name() + ": get table nat", [&](const nlmsghdr*) { table_exists_ = true; },
       {ENOENT}));
   return OkStatus();
@@ -312,8 +362,8 @@ const NftNatTable::ChainInfo* NftNatTable::KernelChain(const std::string& chain)
     const uint32_t seq = ++seq_;
     const Status got = Transact(
         fd_.get(),
-        Message(NftType(NFT_MSG_GETCHAIN), NLM_F_ACK, seq, NfFamily(family_), 0, by_name.bytes()),
-        seq, name() + ": get chain " + chain,
+        Message(NftType(NFT_MSG_GETCHAIN), 0, seq, NfFamily(family_), 0, by_name.bytes()), seq,
+        name() + ": get chain " + chain,
         [&](const nlmsghdr* h) {
           auto attrs = ReplyAttrs(h);
           const Attr* handle = attrs ? netfilter::FindAttr(*attrs, NFTA_CHAIN_HANDLE) : nullptr;
@@ -354,8 +404,7 @@ Result<std::vector<NftRuleRecord>> NftNatTable::DumpRules(const std::string& cha
         if (auto r = RuleRecordOf(h, chain)) rules.push_back(std::move(*r));
       },
       {ENOENT}));
-  // Rules of a later generation than the chains would mix two states of the table.
-  NG_RETURN_IF_ERROR(CheckGeneration());
+  reads_unconfirmed_ = true;
   return rules;
 }
 
@@ -368,11 +417,10 @@ Result<std::optional<NftRuleRecord>> NftNatTable::GetRule(const std::string& cha
   key.PutString(NFTA_RULE_CHAIN, chain);
   key.PutBe64(NFTA_RULE_HANDLE, handle);
   const uint32_t seq = ++seq_;
-  NG_RETURN_IF_ERROR(
-      Transact(fd_.get(),
-               Message(NftType(NFT_MSG_GETRULE), NLM_F_ACK, seq, NfFamily(family_), 0, key.bytes()),
-               seq, name() + ": get rule " + std::to_string(handle) + " of chain " + chain,
-               [&](const nlmsghdr* h) { rule = RuleRecordOf(h, chain); }, {ENOENT}));
+  NG_RETURN_IF_ERROR(Transact(
+      fd_.get(), Message(NftType(NFT_MSG_GETRULE), 0, seq, NfFamily(family_), 0, key.bytes()), seq,
+      name() + ": get rule " + std::to_string(handle) + " of chain " + chain,
+      [&](const nlmsghdr* h) { rule = RuleRecordOf(h, chain); }, {ENOENT}));
   return rule;
 }
 
@@ -436,7 +484,7 @@ Result<std::vector<std::string>> NftNatTable::ListChains() {
         }
       },
       {ENOENT}));
-  NG_RETURN_IF_ERROR(CheckGeneration());
+  reads_unconfirmed_ = true;
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -687,6 +735,13 @@ Status NftNatTable::ReadBatchAnswers(const Batch& batch, const std::vector<Op>& 
     return Error(kErrKernel, what + ": " + object + ": " + ErrnoText(err, ext_ack));
   }
   if (!acked) return Error(kErrKernel, what + ": the kernel did not acknowledge the batch");
+  return OkStatus();
+}
+
+Status NftNatTable::ConfirmReads() {
+  if (!reads_unconfirmed_) return OkStatus();
+  NG_RETURN_IF_ERROR(CheckGeneration());
+  reads_unconfirmed_ = false;
   return OkStatus();
 }
 

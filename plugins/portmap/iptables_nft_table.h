@@ -30,8 +30,10 @@
 //     if (s.ok() || !NftNatTable::IsStaleGeneration(s.error()) || attempt == kMax) return s;
 //   }
 //
-// Reads (HasRule, DeleteJumps, EntryOwners) that find the ruleset changed since Open fail the
-// same way (IsStaleGeneration), so one object never mixes two generations.
+// Reads are not checked one by one: a decision made on a newer ruleset can only become a batch,
+// which the kernel refuses for the old generation. A caller that commits nothing and trusts
+// what it read (CHECK, GC, listings) calls ConfirmReads: one GETGEN, failing the same way
+// (IsStaleGeneration) when anything committed since Open, so no answer mixes two generations.
 
 #include <cstdint>
 #include <map>
@@ -86,6 +88,9 @@ class NftNatTable final : public NatTable {
   Status DeleteChain(const std::string& chain) override;
   Result<std::map<std::string, CommentOwner>> EntryOwners() override;
 
+  // Whether everything read since Open (or the last confirmation) was of Open's generation.
+  // Errors: code 100; IsStaleGeneration when the ruleset changed meanwhile.
+  Status ConfirmReads();
   // Sends the buffered changes as one batch and reads the kernel's answers. Nothing buffered:
   // nothing sent. Errors: code 100, "<name>: commit table nat: <what failed>: <errno text>".
   Status Commit();
@@ -145,6 +150,7 @@ class NftNatTable final : public NatTable {
   uint32_t seq_ = 0;
   uint32_t generation_ = 0;
   bool table_exists_ = false;
+  bool reads_unconfirmed_ = false;  // rules or chains listed since the last ConfirmReads
   std::map<std::string, std::optional<ChainInfo>> chains_;   // as looked up by name
   std::map<std::string, std::vector<NftRuleRecord>> rules_;  // chain -> rules, read lazily
   // (chain, verdict) -> the chain's rules ending in that verdict, decoded into canonical form

@@ -356,11 +356,15 @@ TEST(IptablesNft, StaleGenerationAppliesNothing) {
   EXPECT_NE(after.find(":X - "), std::string::npos) << after;
   EXPECT_EQ(ns.Run("nft list chain ip nat PREROUTING").exit_code, 1);
 
-  // A read after a foreign change is refused the same way (one object, one generation).
+  // Reads after a foreign change are refused the same way when confirmed (one object, one
+  // generation); without a change since Open they are confirmed.
   table = OpenIn(ns, Family::kV4);
   ASSERT_NE(table, nullptr);
+  ASSERT_TRUE(table->HasRule("KEEP", rule).ok());
+  EXPECT_TRUE(table->ConfirmReads().ok());
   ns.MustRun("iptables-nft -t nat -A KEEP -j SINK");
-  auto read = table->HasRule("KEEP", rule);
+  ASSERT_TRUE(table->HasRule("SINK", rule).ok());
+  const Status read = table->ConfirmReads();
   ASSERT_FALSE(read.ok());
   EXPECT_TRUE(NftNatTable::IsStaleGeneration(read.error())) << read.error().msg;
 }
