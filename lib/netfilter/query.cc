@@ -101,6 +101,20 @@ Result<bool> HasChain(uint8_t family, const std::string& table, const std::strin
   return found;
 }
 
+Result<bool> HasTable(uint8_t family, const std::string& table) {
+  NG_ASSIGN_OR_RETURN(NfnlSocket nfnl, OpenNfnl());
+  netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETTABLE, family);
+  if (!msg || nla_put_string(msg.get(), NFTA_TABLE_NAME, table.c_str()) != 0) {
+    return Error(kErrKernel, "nftables: cannot build a get-table request");
+  }
+  bool found = false;
+  const int reply_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWTABLE;
+  NG_RETURN_IF_ERROR(
+      nfnl.sock.Dump(msg.get(), "nftables: get table " + table,
+                     [&](const nlmsghdr* h) { found |= h->nlmsg_type == reply_type; }, {ENOENT}));
+  return found;
+}
+
 Status ProbeNfTables() {
   NG_ASSIGN_OR_RETURN(NfnlSocket nfnl, OpenNfnl());
   netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETGEN, NFPROTO_UNSPEC);

@@ -39,6 +39,10 @@ Result<bool> HasElement(const SetRef& set, const std::vector<uint8_t>& key);
 // table does not exist. One NFT_MSG_GETCHAIN request. Errors: code 100.
 Result<bool> HasChain(uint8_t family, const std::string& table, const std::string& chain);
 
+// True when nf_tables `family` has a table named `table`. One NFT_MSG_GETTABLE request.
+// Errors: code 100.
+Result<bool> HasTable(uint8_t family, const std::string& table);
+
 // nf_tables answers (NFT_MSG_GETGEN) in this network namespace. Errors: code 100 naming the
 // kernel's reason (no nf_tables, no permission).
 Status ProbeNfTables();

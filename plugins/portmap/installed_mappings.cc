@@ -5,17 +5,15 @@
 // created: a missing table, or an unloaded legacy one, is skipped.
 #include "plugins/portmap/installed_mappings.h"
 
-extern "C" {  // libip6tc.h lacks its own C linkage block
-#include <libiptc/libip6tc.h>
-}
-#include <libiptc/libiptc.h>
-
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "lib/netfilter/nft.h"
 #include "lib/netfilter/query.h"
@@ -104,7 +102,11 @@ Status AppendIptablesNft(net::Family family, const std::set<PortKey>* only,
     ChainReader read = [&](const std::string& chain) -> Result<std::vector<ListedRule>> {
       NG_ASSIGN_OR_RETURN(const auto* records, (*table)->Rules(chain));
       std::vector<ListedRule> rules;
+      const bool entries = chain == ipt::kDnatChain;
       for (const auto& r : *records) {
+        // Decoding is most of the cost on a busy node: entry rules that cannot be the ones
+        // sought are left out undecoded (AppendIptablesLayout would drop them anyway).
+        if (entries && only != nullptr && !RawEntryMayMatch(r, family, *only)) continue;
         rules.push_back({r.verdict.chain.empty() ? r.verdict.target : r.verdict.chain,
                          ipt::DecodeNftRule(r.expressions, family, r.userdata)});
       }
@@ -168,15 +170,31 @@ std::map<std::string, std::string> NetworkNames(netfilter::Nft& nft, const std::
   return out;
 }
 
+// Which of the nftables layouts' tables exist: [ours, the reference's ip, ip6]. One request
+// each; libnftables (a millisecond to load, more to list) is opened only when one does.
+Result<std::array<bool, 3>> NftablesTablesPresent() {
+  constexpr uint8_t kNfprotoIpv4 = 2, kNfprotoIpv6 = 10;
+  std::array<bool, 3> present{};
+  NG_ASSIGN_OR_RETURN(present[0], netfilter::HasTable(netfilter::kNfprotoInet, nft::kTable));
+  NG_ASSIGN_OR_RETURN(present[1], netfilter::HasTable(kNfprotoIpv4, nft::kTable));
+  NG_ASSIGN_OR_RETURN(present[2], netfilter::HasTable(kNfprotoIpv6, nft::kTable));
+  return present;
+}
+
 // Our table and the reference nftables backend's, through libnftables (not available: none).
 Status AppendNftables(const std::set<PortKey>* only, std::vector<InstalledMapping>& out) {
+  const auto present = NftablesTablesPresent();
+  if (!present.ok() || *present == std::array<bool, 3>{}) return OkStatus();
   auto nft = netfilter::Nft::Open();
   if (!nft.ok()) return OkStatus();
   std::vector<InstalledMapping> found;
-  NG_ASSIGN_OR_RETURN(const auto ours,
-                      ListTable(*nft, std::string(nft::kFamily) + " " + nft::kTable));
-  if (ours) found = ParseOurTableListing(*ours, NetworkNames(*nft, *ours));
+  if ((*present)[0]) {
+    NG_ASSIGN_OR_RETURN(const auto ours,
+                        ListTable(*nft, std::string(nft::kFamily) + " " + nft::kTable));
+    if (ours) found = ParseOurTableListing(*ours, NetworkNames(*nft, *ours));
+  }
   for (const char* family : nft::kReferenceFamilies) {
+    if (!(*present)[std::string(family) == "ip" ? 1 : 2]) continue;
     NG_ASSIGN_OR_RETURN(const auto listing, ListTable(*nft, nft::ReferenceTable(family)));
     if (!listing) continue;
     const auto f = std::string(family) == "ip" ? net::Family::kV4 : net::Family::kV6;
@@ -329,6 +347,25 @@ bool EntryRuleMayMatch(const ipt::Rule& rule, net::Family family, const std::set
     return false;
   }
   return true;
+}
+
+bool RawEntryMayMatch(const ipt::NftRuleRecord& record, net::Family family,
+                      const std::set<PortKey>& only) {
+  if (record.verdict.chain.rfind("CNI-DN-", 0) != 0) return false;
+  const auto& bytes = record.expressions;
+  constexpr std::string_view kMultiport = "multiport";
+  if (std::search(bytes.begin(), bytes.end(), kMultiport.begin(), kMultiport.end()) ==
+      bytes.end()) {
+    return true;
+  }
+  for (const auto& key : only) {
+    if (key.family != family) continue;
+    const uint16_t port = static_cast<uint16_t>(key.port);
+    uint8_t pattern[2];
+    std::memcpy(pattern, &port, sizeof(port));
+    if (std::search(bytes.begin(), bytes.end(), pattern, pattern + 2) != bytes.end()) return true;
+  }
+  return false;
 }
 
 std::vector<InstalledMapping> ParseOurTableListing(

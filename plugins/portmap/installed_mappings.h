@@ -20,6 +20,7 @@
 #include "lib/base/result.h"
 #include "lib/net/ip.h"
 #include "plugins/portmap/config.h"
+#include "plugins/portmap/iptables_nft_table.h"
 #include "plugins/portmap/iptables_rules.h"
 
 namespace nodegate::portmap {
@@ -63,6 +64,12 @@ std::optional<InstalledMapping> MappingOfDnatRule(const ipt::Rule& rule, net::Fa
 // Whether an entry rule of CNI-HOSTPORT-DNAT may lead to one of `only` (true when its ports
 // cannot be read).
 bool EntryRuleMayMatch(const ipt::Rule& rule, net::Family family, const std::set<PortKey>& only);
+// The same before decoding, for the nf_tables encoding (decoding is most of a listing's cost on
+// a busy node): the rule jumps to a CNI-DN-* chain, and when it has a multiport match (the
+// reference's entry rules all do), its info (ports in host byte order) holds the two bytes of
+// one of the ports. A false "may" costs one decode; a false "cannot" does not happen.
+bool RawEntryMayMatch(const ipt::NftRuleRecord& record, net::Family family,
+                      const std::set<PortKey>& only);
 // `nft -j list table inet cni_hostport`: the elements of every network's dnat maps, the
 // network named by its chains' comments ("network <name>"; "" when cut or absent).
 // nft 1.0.x leaves chain comments out of JSON: `networks` (prefix n<hash> -> name, from

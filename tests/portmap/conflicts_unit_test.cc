@@ -9,6 +9,7 @@
 #include "lib/cni/conf.h"
 #include "plugins/portmap/conflicts.h"
 #include "plugins/portmap/installed_mappings.h"
+#include "plugins/portmap/iptables_nft_encode.h"
 
 namespace nodegate::portmap {
 namespace {
@@ -43,6 +44,42 @@ TEST(InstalledMappingsParse, EntryRulePortsFilterChains) {
   EXPECT_FALSE(EntryRuleMayMatch(entry, net::Family::kV6, want));
   entry.header.protocol = Protocol::kTcp;
   EXPECT_FALSE(EntryRuleMayMatch(entry, net::Family::kV4, want));
+}
+
+// The undecoded filter never drops an entry rule the decoded one keeps, and drops the others.
+TEST(InstalledMappingsParse, RawEntryRulesFilteredBeforeDecoding) {
+  ipt::Rule entry;
+  entry.header.protocol = Protocol::kTcp;
+  entry.matches = {ipt::CommentMatch{"dnat name: \"net\" id: \"ctr\""},
+                   ipt::MultiportMatch{{8080, 9000}}};
+  entry.target = ipt::JumpTarget{"CNI-DN-0123456789abcdef01234"};
+  auto encoded = ipt::EncodeNftRule(entry, net::Family::kV4);
+  ASSERT_TRUE(encoded.ok()) << encoded.error().msg;
+  ipt::NftRuleRecord record;
+  record.expressions = encoded->expressions;
+  record.verdict = ipt::NftRuleVerdict(record.expressions);
+  ASSERT_EQ(record.verdict.chain, "CNI-DN-0123456789abcdef01234");
+  const auto key = [](int port) {
+    return std::set<PortKey>{{net::Family::kV4, Protocol::kTcp, port}};
+  };
+  EXPECT_TRUE(RawEntryMayMatch(record, net::Family::kV4, key(9000)));
+  EXPECT_TRUE(RawEntryMayMatch(record, net::Family::kV4, key(8080)));
+  EXPECT_FALSE(RawEntryMayMatch(record, net::Family::kV4, key(9001)));
+  EXPECT_FALSE(RawEntryMayMatch(record, net::Family::kV6, key(9000)));
+  // Every port the decoded filter keeps, the raw one keeps too.
+  for (int port = 1; port < 65536; port += 97) {
+    if (EntryRuleMayMatch(entry, net::Family::kV4, key(port))) {
+      EXPECT_TRUE(RawEntryMayMatch(record, net::Family::kV4, key(port))) << port;
+    }
+  }
+  // A rule without multiport is never dropped undecoded; one that jumps elsewhere always is.
+  entry.matches = {ipt::PortMatch{Protocol::kTcp, 9000}};
+  auto single = ipt::EncodeNftRule(entry, net::Family::kV4);
+  ASSERT_TRUE(single.ok());
+  record.expressions = single->expressions;
+  EXPECT_TRUE(RawEntryMayMatch(record, net::Family::kV4, key(1)));
+  record.verdict.chain = "CNI-HOSTPORT-SETMARK";
+  EXPECT_FALSE(RawEntryMayMatch(record, net::Family::kV4, key(9000)));
 }
 
 TEST(InstalledMappingsParse, OurTableListing) {
