@@ -33,6 +33,8 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
+# shellcheck source=bench/lib/node.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/node.sh"
 
 [ "$(id -u)" = 0 ] || { echo "portmap bench needs root (network namespaces)" >&2; exit 1; }
 [ -x "$OURS" ] || { echo "missing $OURS (build first)" >&2; exit 1; }
@@ -56,33 +58,6 @@ conf() {  # backend id port
   fi
   printf '"prevResult":{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/run/netns/%s"}],' "$2"
   printf '"ips":[{"interface":0,"address":"10.88.200.2/16","gateway":"10.88.0.1"}]}}'
-}
-
-# N other containers in the reference's iptables layout (one mapping each).
-iptables_population() {
-  local n=$1
-  awk -v n="$n" -v net="$NET" 'BEGIN {
-    print "*nat"
-    print ":PREROUTING ACCEPT [0:0]"; print ":INPUT ACCEPT [0:0]"
-    print ":OUTPUT ACCEPT [0:0]"; print ":POSTROUTING ACCEPT [0:0]"
-    print ":CNI-HOSTPORT-DNAT - [0:0]"; print ":CNI-HOSTPORT-SETMARK - [0:0]"
-    print ":CNI-HOSTPORT-MASQ - [0:0]"
-    for (i = 0; i < n; i++) printf ":CNI-DN-%021x - [0:0]\n", i + 1
-    print "-A PREROUTING -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT"
-    print "-A OUTPUT -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT"
-    print "-A POSTROUTING -m comment --comment \"CNI portfwd requiring masquerade\" -j CNI-HOSTPORT-MASQ"
-    print "-A CNI-HOSTPORT-SETMARK -m comment --comment \"CNI portfwd masquerade mark\" -j MARK --set-xmark 0x2000/0x2000"
-    print "-A CNI-HOSTPORT-MASQ -m mark --mark 0x2000/0x2000 -j MASQUERADE"
-    for (i = 0; i < n; i++) {
-      chain = sprintf("CNI-DN-%021x", i + 1); port = 10000 + i
-      ip = sprintf("10.88.%d.%d", int(i / 250), i % 250 + 2)
-      printf "-A %s -s 10.88.0.0/16 -p tcp -m tcp --dport %d -j CNI-HOSTPORT-SETMARK\n", chain, port
-      printf "-A %s -s 127.0.0.1/32 -p tcp -m tcp --dport %d -j CNI-HOSTPORT-SETMARK\n", chain, port
-      printf "-A %s -p tcp -m tcp --dport %d -j DNAT --to-destination %s:80\n", chain, port, ip
-      printf "-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment \"dnat name: \\\"%s\\\" id: \\\"other%d\\\"\" -m multiport --dports %d -j %s\n", net, i, port, chain
-    }
-    print "COMMIT"
-  }'
 }
 
 # N other containers in our nftables layout: map elements and ownership records.
@@ -135,9 +110,7 @@ floor_ms() {  # args...
 declare -A ADD DEL FLOOR_MS EXEC_MS
 for n in $SIZES; do
   NODE="ng-pm-bench-$$-$n"
-  ip netns add "$NODE"
-  ip netns exec "$NODE" sh -c 'ip link set lo up && ip link add br0 type veth peer name br0p && ip link set br0p up &&
-    ip addr add 10.88.0.1/16 dev br0 && ip link set br0 up'
+  make_node "$NODE"
   iptables_population "$n" > "$WORK/ipt.rules"
   ip netns exec "$NODE" iptables-nft-restore < "$WORK/ipt.rules"
   # The floor's rule is the least an ADD adds: one entry rule in CNI-HOSTPORT-DNAT jumping to a
@@ -170,9 +143,7 @@ for n in $SIZES; do
   # with a populated legacy table too, DEL also reads that table to remove the container's
   # rules of the other mode).
   NODE="ng-pm-bench-$$-$n-legacy"
-  ip netns add "$NODE"
-  ip netns exec "$NODE" sh -c 'ip link set lo up && ip link add br0 type veth peer name br0p && ip link set br0p up &&
-    ip addr add 10.88.0.1/16 dev br0 && ip link set br0 up'
+  make_node "$NODE"
   ip netns exec "$NODE" iptables-legacy-restore < "$WORK/ipt.rules"
   echo "legacy node with $n other mappings: $(ip netns exec "$NODE" iptables-legacy-save -t nat | grep -c -- '-A CNI-HOSTPORT-DNAT') entry rules in x_tables" >&2
   read -r a d < <(measure "ours-legacy-$n" "$OURS" ',"iptablesMode":"legacy"' "$RUNS" "")
@@ -188,9 +159,7 @@ done
 CT_ENTRIES="${CT_ENTRIES:-20000}"
 if [ "$CT_ENTRIES" -gt 0 ]; then
   NODE="ng-pm-bench-$$-ct"
-  ip netns add "$NODE"
-  ip netns exec "$NODE" sh -c 'ip link set lo up && ip link add br0 type veth peer name br0p && ip link set br0p up &&
-    ip addr add 10.88.0.1/16 dev br0 && ip link set br0 up'
+  make_node "$NODE"
   awk -v n="$CT_ENTRIES" 'BEGIN { for (i = 0; i < n; i++)
     printf "-I -s 10.1.%d.%d -d 10.2.0.1 -p tcp --sport %d --dport 80 --state ESTABLISHED -u ASSURED -t 3600\n",
       int(i / 250) % 250, i % 250 + 1, 10000 + i % 50000 }' > "$WORK/ct.txt"
@@ -213,9 +182,7 @@ fi
 MANY_PORTS="${MANY_PORTS:-2000}"
 if [ "$MANY_PORTS" -gt 0 ]; then
   NODE="ng-pm-bench-$$-many"
-  ip netns add "$NODE"
-  ip netns exec "$NODE" sh -c 'ip link set lo up && ip link add br0 type veth peer name br0p && ip link set br0p up &&
-    ip addr add 10.88.0.1/16 dev br0 && ip link set br0 up'
+  make_node "$NODE"
   MAPPINGS=$(awk -v n="$MANY_PORTS" 'BEGIN { printf "["; for (i = 0; i < n; i++)
     printf "%s{\"hostPort\":%d,\"containerPort\":53,\"protocol\":\"udp\"}", (i ? "," : ""), 20000 + i; printf "]" }')
   echo "one pod with $MANY_PORTS UDP host ports" >&2

@@ -99,6 +99,12 @@ Status AppendIptablesNft(net::Family family, const std::set<PortKey>* only,
       if (ipt::NftNatTable::IsStaleGeneration(table.error()) && attempt < kStaleRetries) continue;
       return table.error().WithContext("list iptables-nft mappings");
     }
+    // Everything: one dump of the table (thousands of chain dumps would cost far more).
+    Status loaded = only == nullptr ? (*table)->LoadAllRules() : OkStatus();
+    if (!loaded.ok()) {
+      if (ipt::NftNatTable::IsStaleGeneration(loaded.error()) && attempt < kStaleRetries) continue;
+      return loaded.error().WithContext("list iptables-nft mappings");
+    }
     ChainReader read = [&](const std::string& chain) -> Result<std::vector<ListedRule>> {
       NG_ASSIGN_OR_RETURN(const auto* records, (*table)->Rules(chain));
       std::vector<ListedRule> rules;
