@@ -16,8 +16,6 @@ Error TypeError(const std::string& path, const char* want) {
   return Error(kErrDecode, "error decoding ipam config: " + path + " must be " + want);
 }
 
-Error ConfigError(std::string msg) { return Error(kErrInvalidConfig, std::move(msg)); }
-
 // A JSON object member, or nullptr when absent or null (Go's decoder treats null as absent).
 const Json* Member(const Json& obj, const char* key) {
   auto it = obj.find(key);

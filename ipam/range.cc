@@ -4,9 +4,10 @@
 #include <limits>
 
 namespace nodegate::ipam {
-namespace {
 
 Error ConfigError(std::string msg) { return Error(kErrInvalidConfig, std::move(msg)); }
+
+namespace {
 
 // Number of addresses in [a, b] (same family, a <= b), saturating at UINT64_MAX.
 uint64_t CountInclusive(const net::IpAddress& a, const net::IpAddress& b) {

@@ -18,6 +18,9 @@
 
 namespace nodegate::ipam {
 
+// An invalid-configuration error (CNI code 7): what every ipam parser reports.
+Error ConfigError(std::string msg);
+
 // One range as written in the config, before defaults.
 struct RangeSpec {
   std::optional<net::IpPrefix> subnet;
