@@ -9,7 +9,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 CNI_BIN_DIR ?= /opt/cni/bin
 
-.PHONY: all deps configure build test test-unit test-asan demo bench install format clean fuzz
+.PHONY: all deps configure build test test-unit test-asan demo bench install deb image format clean fuzz
 
 all: build
 
@@ -57,6 +57,16 @@ fuzz: build
 install: build
 	@DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" CNI_BIN_DIR="$(CNI_BIN_DIR)" \
 	  bash scripts/install.sh $(BUILD_DIR)/bin
+
+# A Debian package of the built binaries: $(BUILD_DIR)/nodegate_<version>_<arch>.deb (plugins in
+# /opt/cni/bin, nodegate in /usr/bin; Depends from dpkg-shlibdeps).
+deb: build
+	@bash scripts/deb.sh $(BUILD_DIR)/bin $(BUILD_DIR)
+
+# The OCI image localhost/nodegate-cni:<version> (podman, FROM scratch, nothing fetched): the
+# plugins and their node installer, for deploy/daemonset.yaml.
+image: build
+	@bash scripts/image.sh $(BUILD_DIR)/bin
 
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i

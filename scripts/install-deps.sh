@@ -16,6 +16,8 @@ PACKAGES=(
   containernetworking-plugins podman runc busybox-static
   # the CRI runtime of the containerd e2e test and its small gRPC client
   containerd python3-grpcio
+  # make deb (dpkg-shlibdeps computes Depends) and the deploy tests (the DaemonSet's YAML)
+  dpkg-dev python3-yaml
   # benchmarks
   hyperfine
   # fuzzing (make fuzz: libFuzzer and the sanitizers come with Debian's clang)

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# make deb: a Debian package of the built binaries, made with dpkg-deb (nothing is fetched).
+#
+#   bash scripts/deb.sh BUILD_BIN_DIR OUT_DIR     -> OUT_DIR/nodegate_<version>_<arch>.deb
+#
+# Contents: the plugins host-local, portmap and bandwidth in /opt/cni/bin (where runtimes and
+# network add-ons look; Debian's containernetworking-plugins uses /usr/lib/cni, so the two
+# packages share no file), nodegate in /usr/bin, its manual page, the copyright notices and
+# the example network configurations in /usr/share/doc/nodegate. No configuration is
+# installed: /etc/cni/net.d is the operator's. dpkg unpacks every file under a temporary name
+# and renames it into place, so a plugin a runtime is executing keeps its old inode, as with
+# `make install`.
+#
+# Version: project(nodegate VERSION ...) of CMakeLists.txt (a native package: no Debian
+# revision). Architecture: dpkg --print-architecture. Depends: dpkg-shlibdeps on the
+# executables (dpkg-dev). Binaries are stripped unless DEB_BUILD_OPTIONS has nostrip.
+# Maintainer: $DEB_MAINTAINER, else the author of the source tree's last commit. File dates
+# and the changelog date are that commit's date (SOURCE_DATE_EPOCH when set; without git, the
+# nodegate binary's mtime), so the same tree and binaries give the same package.
+set -euo pipefail
+umask 022
+
+BIN_DIR="${1:-build/bin}"
+OUT_DIR="${2:-build}"
+SRC="$(cd "$(dirname "$0")/.." && pwd)"
+PLUGINS=(host-local portmap bandwidth)
+
+for f in "${PLUGINS[@]}" nodegate; do
+  if [ ! -x "$BIN_DIR/$f" ]; then
+    echo "deb: $BIN_DIR/$f is missing; run 'make build' first" >&2
+    exit 1
+  fi
+done
+for tool in dpkg-deb dpkg-shlibdeps strip gzip; do
+  command -v "$tool" >/dev/null || { echo "deb: $tool not found (scripts/install-deps.sh)" >&2; exit 1; }
+done
+
+VERSION="$(sed -n 's/^project(nodegate VERSION \([0-9][0-9.]*\).*/\1/p' "$SRC/CMakeLists.txt")"
+[ -n "$VERSION" ] || { echo "deb: no project(nodegate VERSION ...) in CMakeLists.txt" >&2; exit 1; }
+ARCH="$(dpkg --print-architecture)"
+
+git_src() { git -C "$SRC" "$@" 2>/dev/null; }
+if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
+  SOURCE_DATE_EPOCH="$(git_src log -1 --format=%ct || stat -c %Y "$BIN_DIR/nodegate")"
+fi
+export SOURCE_DATE_EPOCH
+MAINTAINER="${DEB_MAINTAINER:-$(git_src log -1 --format='%an <%ae>' || true)}"
+MAINTAINER="${MAINTAINER:-nodegate maintainers <root@localhost>}"
+REVISION="$(git_src describe --always --dirty || echo unknown)"
+
+WORK="$(mktemp -d /tmp/ng-deb.XXXXXX)"
+trap 'rm -rf "$WORK"' EXIT
+PKG="$WORK/debian/nodegate"
+DOC="$PKG/usr/share/doc/nodegate"
+mkdir -p "$PKG/DEBIAN" "$PKG/opt/cni/bin" "$PKG/usr/bin" "$PKG/usr/share/man/man1" "$DOC/examples"
+
+# put_binary SRC DEST: stripped (Debian policy 10.1) unless nostrip, mode 0755.
+put_binary() {
+  case " ${DEB_BUILD_OPTIONS:-} " in
+    *" nostrip "*) cp "$1" "$2" ;;
+    *) strip --strip-unneeded --remove-section=.comment --remove-section=.note -o "$2" "$1" ;;
+  esac
+  chmod 0755 "$2"
+}
+for p in "${PLUGINS[@]}"; do put_binary "$BIN_DIR/$p" "$PKG/opt/cni/bin/$p"; done
+put_binary "$BIN_DIR/nodegate" "$PKG/usr/bin/nodegate"
+
+DATE_DAY="$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%d)"
+sed -e "s/@VERSION@/$VERSION/g" -e "s/@DATE@/$DATE_DAY/g" "$SRC/deploy/debian/nodegate.1" |
+  gzip -9n >"$PKG/usr/share/man/man1/nodegate.1.gz"
+
+# The copyright file: ours, then the notices of what is compiled in, from the Debian packages
+# the binaries were built with.
+{
+  cat "$SRC/deploy/debian/copyright"
+  for dev in libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev; do
+    f="/usr/share/doc/$dev/copyright"
+    [ -f "$f" ] || { echo "deb: $f is missing (scripts/install-deps.sh)" >&2; exit 1; }
+    printf '\n==== %s (from %s)\n\n' "${dev%-dev}" "$f"
+    cat "$f"
+  done
+} >"$DOC/copyright"
+
+# A native package's changelog is changelog.gz (changelog.Debian.gz is for non-native ones).
+{
+  echo "nodegate ($VERSION) unstable; urgency=medium"
+  echo
+  echo "  * Built from the nodegate source tree at $REVISION with make deb."
+  echo
+  echo " -- $MAINTAINER  $(LC_ALL=C date -u -R -d "@$SOURCE_DATE_EPOCH")"
+} | gzip -9n >"$DOC/changelog.gz"
+cp "$SRC"/conf/examples/*.conflist "$DOC/examples/"
+chmod 0644 "$DOC/copyright" "$DOC/changelog.gz" "$DOC"/examples/* "$PKG/usr/share/man/man1/nodegate.1.gz"
+
+# Depends from the executables' NEEDED entries and the installed libraries' shlibs/symbols.
+printf 'Source: nodegate\n\nPackage: nodegate\nArchitecture: any\n' >"$WORK/debian/control"
+DEPENDS="$(cd "$WORK" && dpkg-shlibdeps -O -edebian/nodegate/usr/bin/nodegate \
+  "${PLUGINS[@]/#/-edebian/nodegate/opt/cni/bin/}" | sed -n 's/^shlibs:Depends=//p')"
+[ -n "$DEPENDS" ] || { echo "deb: dpkg-shlibdeps found no dependency" >&2; exit 1; }
+
+INSTALLED_SIZE="$(du -sk --exclude=DEBIAN "$PKG" | cut -f1)"
+cat >"$PKG/DEBIAN/control" <<CONTROL
+Package: nodegate
+Version: $VERSION
+Architecture: $ARCH
+Maintainer: $MAINTAINER
+Installed-Size: $INSTALLED_SIZE
+Depends: $DEPENDS
+Recommends: containernetworking-plugins
+Section: net
+Priority: optional
+Description: CNI plugins portmap, bandwidth, host-local and the nodegate node tool
+ Drop-in replacements for the reference containernetworking plugins portmap,
+ bandwidth and host-local, installed into /opt/cni/bin: same type names,
+ configuration keys, kernel objects and on-disk state, with the netfilter and
+ traffic-control changes made in-process.
+ .
+ The nodegate command checks pods against the node as the kube-scheduler and
+ the kubelet would (admit, guard), lists every host port with its owner
+ (ports), runs and validates CNI network configurations (cni, conf validate).
+ .
+ containernetworking-plugins provides bridge and loopback, which the example
+ configurations in /usr/share/doc/nodegate/examples use.
+CONTROL
+(cd "$PKG" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z |
+  xargs -0 md5sum) >"$PKG/DEBIAN/md5sums"
+chmod 0644 "$PKG/DEBIAN/control" "$PKG/DEBIAN/md5sums"
+find "$PKG" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+
+mkdir -p "$OUT_DIR"
+DEB="$OUT_DIR/nodegate_${VERSION}_${ARCH}.deb"
+dpkg-deb --root-owner-group -Zxz --build "$PKG" "$WORK/out.deb" >/dev/null
+mv -f "$WORK/out.deb" "$DEB"
+echo "built $DEB (Depends: $DEPENDS)"

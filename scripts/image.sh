@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# make image: the OCI image localhost/nodegate-cni:<version> (deploy/Containerfile), built with
+# podman from the built plugins, Debian's static busybox and deploy/install-cni.sh; nothing is
+# fetched (FROM scratch).
+#
+#   bash scripts/image.sh BUILD_BIN_DIR [TAG]
+#
+# TAG defaults to localhost/nodegate-cni:<project(nodegate VERSION ...)>, the name
+# deploy/daemonset.yaml uses. podman's own settings apply (CONTAINERS_STORAGE_CONF and
+# CONTAINERS_CONF select another image store). The image's creation date and file dates are
+# the source tree's last commit date (SOURCE_DATE_EPOCH when set).
+set -euo pipefail
+umask 022
+
+BIN_DIR="${1:-build/bin}"
+SRC="$(cd "$(dirname "$0")/.." && pwd)"
+VERSION="$(sed -n 's/^project(nodegate VERSION \([0-9][0-9.]*\).*/\1/p' "$SRC/CMakeLists.txt")"
+[ -n "$VERSION" ] || { echo "image: no project(nodegate VERSION ...) in CMakeLists.txt" >&2; exit 1; }
+TAG="${2:-localhost/nodegate-cni:$VERSION}"
+PLUGINS=(host-local portmap bandwidth)
+# The installer's shell and tools (busybox applets, as symbolic links).
+APPLETS=(sh ls cat cp mv rm ln chmod cmp sleep sync mkdir stat tr echo test)
+
+for p in "${PLUGINS[@]}"; do
+  [ -x "$BIN_DIR/$p" ] || { echo "image: $BIN_DIR/$p is missing; run 'make build' first" >&2; exit 1; }
+done
+command -v podman >/dev/null || { echo "image: podman not found (scripts/install-deps.sh)" >&2; exit 1; }
+BUSYBOX=/bin/busybox
+# The image has no libc: its busybox must be the static one.
+[ -x "$BUSYBOX" ] || { echo "image: no $BUSYBOX (package busybox-static)" >&2; exit 1; }
+case "$(readelf -d "$BUSYBOX" 2>&1)" in
+  *NEEDED*) echo "image: $BUSYBOX is dynamically linked; install busybox-static" >&2; exit 1 ;;
+esac
+if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
+  SOURCE_DATE_EPOCH="$(git -C "$SRC" log -1 --format=%ct 2>/dev/null || stat -c %Y "$BIN_DIR/portmap")"
+fi
+
+CTX="$(mktemp -d /tmp/ng-image.XXXXXX)"
+trap 'rm -rf "$CTX"' EXIT
+R="$CTX/rootfs"
+mkdir -p "$R/bin" "$R/opt/nodegate/bin" "$R/opt/nodegate/net.d"
+cp "$BUSYBOX" "$R/bin/busybox"
+for a in "${APPLETS[@]}"; do ln -s busybox "$R/bin/$a"; done
+for p in "${PLUGINS[@]}"; do cp "$BIN_DIR/$p" "$R/opt/nodegate/bin/$p"; done
+cp "$SRC"/conf/examples/*.conflist "$R/opt/nodegate/net.d/"
+cp "$SRC/deploy/install-cni.sh" "$R/opt/nodegate/install-cni.sh"
+chmod 0755 "$R/bin/busybox" "$R"/opt/nodegate/bin/* "$R/opt/nodegate/install-cni.sh"
+chmod 0644 "$R"/opt/nodegate/net.d/*
+cp "$SRC/deploy/Containerfile" "$CTX/Containerfile"
+
+podman build --quiet --pull=never --layers=false --timestamp "$SOURCE_DATE_EPOCH" --build-arg "VERSION=$VERSION" \
+  -f "$CTX/Containerfile" -t "$TAG" "$CTX" >/dev/null
+echo "built $TAG ($(podman image inspect --format '{{.Id}}' "$TAG" | cut -c1-12))"
