@@ -25,10 +25,12 @@ A map<string,string> is a repeated message {key=1, value=2}.
 
 Usage: cri_client.py SOCKET COMMAND [ARGS]
   version
-  run --name N --uid U --namespace NS [--cgroup-parent /P] [--port tcp:HOST:CONTAINER]...
-      [--annotation K=V]...
-      prints the sandbox ID
-  status ID   prints JSON: id, state, ip, pid, netns (the last two from the verbose info)
+  run --name N --uid U --namespace NS [--cgroup-parent /P]
+      [--port PROTO:HOST:CONTAINER[@HOSTIP]]... [--annotation K=V]...
+      prints the sandbox ID; PROTO is tcp, udp or sctp, HOSTIP the mapping's host_ip (unset:
+      every address, as a pod spec without hostIP)
+  status ID...  prints one JSON line per ID: id, state, ip, pid, netns (the last two from the
+              verbose info)
   stop ID | remove ID
   list        prints the IDs of all sandboxes, one a line
 """
@@ -137,16 +139,34 @@ def run_request(args):
     metadata = f_bytes(1, args.name) + f_bytes(2, args.uid) + f_bytes(3, args.namespace) + \
         f_varint(4, 0)
     ports = b""
-    for spec in args.port:  # tcp:HOST:CONTAINER
+    for spec in args.port:  # tcp:HOST:CONTAINER[@HOSTIP]
+        spec, _, host_ip = spec.partition("@")
         proto, host, container = spec.split(":")
-        ports += f_bytes(5, f_varint(1, PROTOCOLS[proto]) + f_varint(2, int(container)) +
-                         f_varint(3, int(host)))
+        mapping = f_varint(1, PROTOCOLS[proto]) + f_varint(2, int(container)) + \
+            f_varint(3, int(host))
+        if host_ip:  # proto3: an unset string is an absent field, as the kubelet sends it
+            mapping += f_bytes(4, host_ip)
+        ports += f_bytes(5, mapping)
     annotations = dict(a.split("=", 1) for a in args.annotation)
     namespace_options = f_varint(1, 0)  # network: POD
     linux = f_bytes(1, args.cgroup_parent) + f_bytes(2, f_bytes(1, namespace_options))
     config = f_bytes(1, metadata) + f_bytes(2, args.name) + ports + f_map(7, annotations) + \
         f_bytes(8, linux)
     return f_bytes(1, config)
+
+
+def sandbox_status(channel, sandbox):
+    r = call(channel, "PodSandboxStatus", f_bytes(1, sandbox) + f_varint(2, 1))
+    status = parse(one(r, 1, b""))
+    network = parse(one(status, 5, b""))
+    # containerd's verbose info: {"info": "{\"pid\": ..., \"runtimeSpec\": {...}}"}
+    info = json.loads(read_map(r, 2).get("info", "{}"))
+    netns = ""
+    for ns in info.get("runtimeSpec", {}).get("linux", {}).get("namespaces", []):
+        if ns.get("type") == "network":
+            netns = ns.get("path", "")
+    return {"id": text(status, 1), "state": STATES.get(one(status, 3, 0)),
+            "ip": text(network, 1), "pid": info.get("pid", 0), "netns": netns}
 
 
 def main():
@@ -162,7 +182,8 @@ def main():
     run.add_argument("--cgroup-parent", default="")
     run.add_argument("--port", action="append", default=[])
     run.add_argument("--annotation", action="append", default=[])
-    for name in ("status", "stop", "remove"):
+    sub.add_parser("status").add_argument("id", nargs="+")
+    for name in ("stop", "remove"):
         sub.add_parser(name).add_argument("id")
     args = ap.parse_args()
 
@@ -175,18 +196,8 @@ def main():
         elif args.cmd == "run":
             print(text(call(channel, "RunPodSandbox", run_request(args)), 1))
         elif args.cmd == "status":
-            r = call(channel, "PodSandboxStatus", f_bytes(1, args.id) + f_varint(2, 1))
-            status = parse(one(r, 1, b""))
-            network = parse(one(status, 5, b""))
-            # containerd's verbose info: {"info": "{\"pid\": ..., \"runtimeSpec\": {...}}"}
-            info = json.loads(read_map(r, 2).get("info", "{}"))
-            netns = ""
-            for ns in info.get("runtimeSpec", {}).get("linux", {}).get("namespaces", []):
-                if ns.get("type") == "network":
-                    netns = ns.get("path", "")
-            print(json.dumps({"id": text(status, 1), "state": STATES.get(one(status, 3, 0)),
-                              "ip": text(network, 1), "pid": info.get("pid", 0),
-                              "netns": netns}))
+            for sandbox in args.id:
+                print(json.dumps(sandbox_status(channel, sandbox)))
         elif args.cmd == "stop":
             call(channel, "StopPodSandbox", f_bytes(1, args.id))
         elif args.cmd == "remove":
