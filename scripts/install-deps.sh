@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   # build
-  cmake g++ make pkg-config git
+  cmake ninja-build g++ make pkg-config git
   nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   libnl-3-dev libnl-route-3-dev libnl-nf-3-dev
   libiptc-dev libip4tc-dev libip6tc-dev libxtables-dev

@@ -3,10 +3,11 @@
 // runtimeConfig.portMappings as {"HostPort", "ContainerPort", ...} and bandwidth as
 // {"IngressRate", ...}. For every key each reference plugin reads (stdin config, capability
 // objects, prevResult, IPAM ranges, args), this test respells that one key in lower case, as
-// a Go field name and in mixed case, runs ours and the reference on each spelling, and requires:
+// a Go field name and in mixed case, runs ours on each spelling, and requires:
 //   - each plugin's outcome (exit code, result or error, kernel state or IPAM files) is the one
 //     it gives for the canonical spelling;
-//   - ours and the reference leave the same kernel state (and exit codes) for it;
+//   - ours and the reference leave the same kernel state (and exit codes) for the canonical
+//     and the Go spelling (the reference runs only on those two: its calls cost most);
 //   - removing the key changes our outcome, so the key is really read (no vacuous case).
 #include <gtest/gtest.h>
 
@@ -97,6 +98,11 @@ std::vector<std::string> Spellings(const std::string& key) {
   return out;
 }
 
+bool IsGoFieldName(const std::string& spelling, const std::string& key) {
+  return !key.empty() && spelling.size() == key.size() && spelling.substr(1) == key.substr(1) &&
+         spelling[0] == static_cast<char>(std::toupper(static_cast<unsigned char>(key[0])));
+}
+
 std::string Describe(const Path& path) {
   std::string out;
   for (const std::string& key : path) out += (out.empty() ? "" : ".") + key;
@@ -129,11 +135,15 @@ void CheckEveryKey(const Runner& ours, const Runner& reference, const std::vecto
     for (const std::string& spelling : Spellings(key)) {
       SCOPED_TRACE("spelled " + spelling);
       const Json conf = Respelled(c.conf, c.path, spelling);
-      const Outcome ref = reference(conf);
-      EXPECT_EQ(ref.Full(), ref_canonical.Full()) << "the reference reads " << spelling;
       const Outcome got = ours(conf);
       EXPECT_EQ(got.Full(), ours_canonical.Full());
-      EXPECT_EQ(got.state, ref.state);
+      // The reference (its calls are most of this test's time) on the Go field name, the
+      // spelling containerd sends; that Go matches the others too is encoding/json's rule.
+      if (IsGoFieldName(spelling, key)) {
+        const Outcome ref = reference(conf);
+        EXPECT_EQ(ref.Full(), ref_canonical.Full()) << "the reference reads " << spelling;
+        EXPECT_EQ(got.state, ref.state);
+      }
     }
   }
 }
@@ -164,10 +174,11 @@ Json With(Json conf, const std::string& key, Json value) {
 TEST(KeySpelling, PortmapReadsEveryKeyInAnyCase) {
   NG_REQUIRE_ROOT();
   NodeWithContainer topo;
+  // One restore per family: table nat replaced by just the KUBE-MARK-MASQ chain.
   auto ResetNat = [&] {
     for (const bool v6 : {false, true}) {
-      const std::string t = portmap::testing::IptablesTool(v6) + " -t nat ";
-      topo.node.MustRun(t + "-F && " + t + "-X && " + t + "-N KUBE-MARK-MASQ");
+      topo.node.MustRun("printf '*nat\\n:KUBE-MARK-MASQ - [0:0]\\nCOMMIT\\n' | " +
+                        portmap::testing::IptablesTool(v6) + "-restore");
     }
   };
   ResetNat();
