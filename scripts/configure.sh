@@ -18,4 +18,13 @@ if [ -f "$cache" ] && ! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$cache"; then
   echo "configure: $BUILD_DIR was configured with another generator; starting it afresh" >&2
   rm -rf "$cache" "$BUILD_DIR/CMakeFiles"
 fi
+# CXX (as CMake reads it) names the compiler; a cache made with another one starts afresh too.
+if [ -f "$cache" ]; then
+  cached="$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$cache")"
+  wanted="$(command -v "${CXX:-c++}" || true)"
+  if [ -n "$wanted" ] && [ "$(readlink -f "$cached")" != "$(readlink -f "$wanted")" ]; then
+    echo "configure: $BUILD_DIR was configured with $cached; starting it afresh with $wanted" >&2
+    rm -rf "$cache" "$BUILD_DIR/CMakeFiles"
+  fi
+fi
 cmake -G Ninja -S "$SOURCE_DIR" -B "$BUILD_DIR" -DCMAKE_UNITY_BUILD=ON "$@" >/dev/null

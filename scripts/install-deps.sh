@@ -20,7 +20,8 @@ PACKAGES=(
   dpkg-dev python3-yaml
   # benchmarks
   hyperfine
-  # fuzzing (make fuzz: libFuzzer and the sanitizers come with Debian's clang)
+  # the sanitizer stage of make test and make fuzz (libFuzzer and the sanitizers come with
+  # Debian's clang)
   clang
 )
 

@@ -5,7 +5,13 @@
 set -euo pipefail
 ASAN_DIR="${1:-build-asan}"
 JOBS="${JOBS:-$(nproc)}"
-bash scripts/configure.sh "$ASAN_DIR" -DCMAKE_BUILD_TYPE=Debug -DNODEGATE_SANITIZE=ON
+# Built with clang (Debian's, also make fuzz's compiler): at -O0 with the sanitizers it
+# compiles this code about twice as fast as GCC, and its sanitized executables start in about
+# half the time (static runtime), which the netns pass that execs them thousands of times
+# feels. Warnings are GCC's business (the release build, -Werror); clang's differ, so they are
+# off here.
+CC=clang CXX=clang++ bash scripts/configure.sh "$ASAN_DIR" -DCMAKE_BUILD_TYPE=Debug \
+  -DNODEGATE_SANITIZE=ON -DNODEGATE_WERROR=OFF -DCMAKE_CXX_FLAGS=-w -DCMAKE_C_FLAGS=-w
 # unit_tier: every unit test binary and the four executables (CMakeLists.txt)
 cmake --build "$ASAN_DIR" -j "$JOBS" --target unit_tier
 cd "$ASAN_DIR"

@@ -98,8 +98,7 @@ inline std::vector<RuleKind> ConditionKinds(net::Family family) {
   for (size_t i = 0; i < headers.size(); ++i) {
     std::vector<ipt::Match> matches;
     if (headers[i].protocol) {
-      matches.emplace_back(std::in_place_type<ipt::PortMatch>, *headers[i].protocol,
-                           4000 + static_cast<int>(i));
+      matches.emplace_back(ipt::PortMatch{*headers[i].protocol, 4000 + static_cast<int>(i)});
     }
     out.push_back({"COND", ipt::Rule{headers[i], matches, ipt::JumpTarget{ipt::kSetMarkChain}}});
   }

@@ -166,7 +166,7 @@ TEST(IptablesNftEncode, SameRuleIsIptablesCheck) {
   different[1].target = ipt::JumpTarget{"OTHER"};
   different[2].header.dst_invert = true;
   different[3].header.dst = P("10.88.0.0/31");
-  different[4].matches.emplace_back(std::in_place_type<ipt::CommentMatch>, "x");
+  different[4].matches.emplace_back(ipt::CommentMatch{"x"});
   different[5].target = ipt::DnatTarget{*net::IpAddress::Parse("10.88.0.2"), 80};
   for (const auto& rule : different) EXPECT_FALSE(ipt::SameNftRule(rule, base)) << rule.ToString();
 
@@ -267,7 +267,7 @@ TEST(IptablesNftDecode, ReadsOtherWritersShapes) {
       ipt::DecodeNftRule(ipt::EncodeNftRule(native, Family::kV4)->expressions, Family::kV4, udata);
   ASSERT_TRUE(with_comment.has_value());
   Rule expected = native;
-  expected.matches.emplace_back(std::in_place_type<ipt::CommentMatch>, "hello");
+  expected.matches.emplace_back(ipt::CommentMatch{"hello"});
   EXPECT_EQ(*with_comment, expected);
   EXPECT_EQ(ipt::NftRuleComment(ipt::EncodeNftRule(native, Family::kV4)->expressions, udata),
             "hello");
