@@ -45,7 +45,14 @@ std::optional<std::pair<std::string, std::string>> PodOfCacheEntry(std::string_v
 std::map<std::string, std::string> PodsByContainerId(const std::string& dir) {
   std::map<std::string, std::string> pods;
   std::error_code ec;
-  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+  // The cache's root (what `nodegate cni --cache-dir` and libcni's CacheDir name) holds the
+  // results in results/: read those, rather than finding no pod at all.
+  std::string results = dir;
+  if (std::filesystem::is_directory(std::filesystem::path(dir) / "results", ec)) {
+    results = (std::filesystem::path(dir) / "results").string();
+  }
+  for (std::filesystem::directory_iterator it(results, ec), end; !ec && it != end;
+       it.increment(ec)) {
     auto bytes = sys::ReadRegularFile(it->path().string(), kMaxCacheFileBytes);
     if (!bytes.ok()) {
       continue;

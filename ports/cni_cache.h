@@ -19,8 +19,9 @@ inline constexpr char kDefaultCniCacheDir[] = "/var/lib/cni/results";
 // when they are not JSON or lack the container ID or either pod argument.
 std::optional<std::pair<std::string, std::string>> PodOfCacheEntry(std::string_view bytes);
 
-// PodsByContainerId: every pod the cache files in `dir` name. A missing folder is an empty
-// cache; unreadable, foreign and non-regular files are skipped (the runtime owns the folder).
+// PodsByContainerId: every pod the cache files in `dir` name; `dir` may also be the cache's
+// root (/var/lib/cni), whose results/ is then read. A missing folder is an empty cache;
+// unreadable, foreign and non-regular files are skipped (the runtime owns the folder).
 std::map<std::string, std::string> PodsByContainerId(const std::string& dir);
 
 }  // namespace nodegate::ports

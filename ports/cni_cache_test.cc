@@ -50,5 +50,19 @@ TEST(PodsByContainerId, ReadsAFolderAndSkipsWhatItCannotUse) {
   EXPECT_TRUE(PodsByContainerId((dir / "missing").string()).empty());
 }
 
+TEST(PodsByContainerId, TheCachesRootMeansItsResultsFolder) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("ports-root-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "results");
+  std::ofstream(root / "results" / "cbr0-abc-eth0") << kContainerdEntry;
+  const auto from_root = PodsByContainerId(root.string());
+  const auto from_results = PodsByContainerId((root / "results").string());
+  fs::remove_all(root);
+  const std::map<std::string, std::string> want{{"abc", "kube-system/coredns-1"}};
+  EXPECT_EQ(from_root, want);
+  EXPECT_EQ(from_results, want);
+}
+
 }  // namespace
 }  // namespace nodegate::ports

@@ -35,7 +35,8 @@ void AddFlags(CLI::App& app, PortsFlags& f) {
                  "'-' is stdin (repeatable)")
       ->allow_extra_args(false);
   app.add_option("--cni-cache", f.cni_cache_dir,
-                 "the runtime's libcni result cache, to name the pods of mappings")
+                 "the runtime's libcni result cache (its results folder or its root), to name "
+                 "the pods of mappings")
       ->capture_default_str();
   app.add_option("--port", f.port, "only this host port")->check(CLI::Range(1, 65535));
   app.add_option("-o,--output", f.output, "text or json")
