@@ -18,8 +18,8 @@ SOURCE_DIR="$(cd "$(dirname "$0")/.." && pwd)"
 
 # Warnings are errors in the GCC builds (the project's contract); clang's differ, so here only
 # tests/fuzz itself is built with -Werror.
-CC=clang CXX=clang++ cmake -S "$SOURCE_DIR" -B "$FUZZ_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DNODEGATE_FUZZ=ON -DNODEGATE_WERROR=OFF >/dev/null
+CC=clang CXX=clang++ bash "$SOURCE_DIR/scripts/configure.sh" "$FUZZ_DIR" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNODEGATE_FUZZ=ON -DNODEGATE_WERROR=OFF
 cmake --build "$FUZZ_DIR" -j "$BUILD_JOBS" --target fuzzers
 FUZZ_DIR="$(cd "$FUZZ_DIR" && pwd)"
 
