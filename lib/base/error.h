@@ -11,7 +11,7 @@
 namespace nodegate {
 
 // Error codes of CNI spec 1.1.0 (section "Error") plus the reference library's constants.
-// Plugin-specific codes start at 100 and are documented in docs/errors.md.
+// Plugin-specific codes start at 100; each is described beside its constant below.
 enum ErrorCode : int {
   kErrUnknown = 0,
   kErrIncompatibleVersion = 1,

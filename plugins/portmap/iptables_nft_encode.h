@@ -2,7 +2,7 @@
 // File: plugins/portmap/iptables_nft_encode.h
 //
 // The iptables layout's rules (iptables_rules.h) in iptables-nft 1.8.9's nf_tables encoding,
-// both ways, without sockets (shared/docs/iptables-nft.md, sections 1 and 3):
+// both ways, without sockets (as observed from iptables-nft with `nft --debug=netlink`):
 //
 //   encode  an ipt::Rule into the NFTA_RULE_EXPRESSIONS and NFTA_RULE_COMPAT payloads of a
 //           NEWRULE message, expression for expression what `iptables-nft -A` sends for the

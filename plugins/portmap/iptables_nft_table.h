@@ -3,7 +3,7 @@
 //
 // Table nat of one family in nf_tables (`table ip nat` / `table ip6 nat`), written the way
 // iptables-nft 1.8.9 writes it, over one raw nfnetlink socket: no iptables process, no
-// libnftables (shared/docs/iptables-nft.md).
+// libnftables (the encoding is described in iptables_nft_encode.h).
 //
 //   Open     GETGEN and GETTABLE: nothing whose size grows with the node. A chain is looked
 //            up by name the first time a method needs it (GETCHAIN), and its rules are read

@@ -2,8 +2,9 @@
 // File: plugins/portmap/iptables_rules.h
 //
 // The iptables backend's rules as data: what the reference plugin installs in table nat
-// (docs/cni-reference.md 2.4-2.7), built without touching the kernel, so tests can compare
-// them with the reference's observed `iptables-save` lines.
+// (observed from Debian's reference portmap, v1.1.1; README.md shows the layout), built
+// without touching the kernel, so tests can compare them with the reference's observed
+// `iptables-save` lines.
 //
 //   PREROUTING, OUTPUT --(-m addrtype --dst-type LOCAL)--> CNI-HOSTPORT-DNAT
 //   CNI-HOSTPORT-DNAT  --(-p P -m comment -m multiport --dports ...)--> CNI-DN-<hash>

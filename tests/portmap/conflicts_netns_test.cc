@@ -89,7 +89,7 @@ TEST(InstalledMappings, OurNftablesBackend) {
 }
 
 // The reference nftables backend (v1.9) is not in Debian 12: its canonical ruleset
-// (shared/docs/cni-reference.md 2.8) is loaded as it writes it.
+// (as the reference's v1.9 source writes it) is loaded here.
 TEST(InstalledMappings, ReferenceNftablesTables) {
   NG_REQUIRE_ROOT();
   TestNetns node("ng-lsrnft");

@@ -19,7 +19,7 @@
 namespace nodegate::portmap {
 namespace {
 
-// The reference's observed setup (docs/cni-reference.md 2.7).
+// The reference's setup, as observed from Debian's portmap (v1.1.1).
 constexpr char kPrev[] = R"("prevResult":{"cniVersion":"1.0.0",
   "interfaces":[{"name":"eth0","sandbox":"/run/netns/x"}],
   "ips":[{"interface":0,"address":"10.88.0.2/16","gateway":"10.88.0.1"},
@@ -258,7 +258,7 @@ TEST(IptablesRules, MatchReferenceSaveOutputV4) {
   ASSERT_TRUE(config.ok());
   const ipt::Plan plan = ipt::BuildPlan(*config, net::Family::kV4);
   EXPECT_EQ(plan.container_chain, "CNI-DN-6ef8579d92ac413d65a3e");
-  // Verbatim from the reference's iptables-save (docs/cni-reference.md 2.7).
+  // Verbatim from iptables-save after Debian's reference portmap (v1.1.1) ran.
   const std::vector<std::string> expected = {
       "-A CNI-DN-6ef8579d92ac413d65a3e -s 10.88.0.0/16 -d 10.88.0.1/32 -p tcp -m tcp --dport 8080 "
       "-j CNI-HOSTPORT-SETMARK",

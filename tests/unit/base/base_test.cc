@@ -15,7 +15,8 @@ namespace nodegate {
 namespace {
 
 TEST(HashedName, MatchesReferenceChainAndIfbNames) {
-  // Values observed from the Debian reference plugins (docs/cni-reference.md 2.4 and 3.3).
+  // Values observed from Debian's reference plugins (v1.1.1): portmap's chain names and
+  // bandwidth's ifb name.
   EXPECT_EQ(HashedName("CNI-DN-", "rnet", "ctr1", 28), "CNI-DN-6ef8579d92ac413d65a3e");
   EXPECT_EQ(HashedName("bwp", "rnet", "ctr1", 15), "bwp6ef8579d92ac");
 }
