@@ -25,17 +25,14 @@ OUT_DIR="${2:-build}"
 SRC="$(cd "$(dirname "$0")/.." && pwd)"
 PLUGINS=(host-local portmap bandwidth)
 
-for f in "${PLUGINS[@]}" nodegate; do
-  if [ ! -x "$BIN_DIR/$f" ]; then
-    echo "deb: $BIN_DIR/$f is missing; run 'make build' first" >&2
-    exit 1
-  fi
-done
+# shellcheck source=lib/build_outputs.sh
+source "$SRC/scripts/lib/build_outputs.sh"
+require_built deb "$BIN_DIR" "${PLUGINS[@]}" nodegate
 for tool in dpkg-deb dpkg-shlibdeps strip gzip; do
   command -v "$tool" >/dev/null || { echo "deb: $tool not found (scripts/install-deps.sh)" >&2; exit 1; }
 done
 
-VERSION="$(sed -n 's/^project(nodegate VERSION \([0-9][0-9.]*\).*/\1/p' "$SRC/CMakeLists.txt")"
+VERSION="$(project_version "$SRC")"
 [ -n "$VERSION" ] || { echo "deb: no project(nodegate VERSION ...) in CMakeLists.txt" >&2; exit 1; }
 ARCH="$(dpkg --print-architecture)"
 

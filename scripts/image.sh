@@ -14,16 +14,16 @@ umask 022
 
 BIN_DIR="${1:-build/bin}"
 SRC="$(cd "$(dirname "$0")/.." && pwd)"
-VERSION="$(sed -n 's/^project(nodegate VERSION \([0-9][0-9.]*\).*/\1/p' "$SRC/CMakeLists.txt")"
+# shellcheck source=lib/build_outputs.sh
+source "$SRC/scripts/lib/build_outputs.sh"
+VERSION="$(project_version "$SRC")"
 [ -n "$VERSION" ] || { echo "image: no project(nodegate VERSION ...) in CMakeLists.txt" >&2; exit 1; }
 TAG="${2:-localhost/nodegate-cni:$VERSION}"
 PLUGINS=(host-local portmap bandwidth)
 # The installer's shell and tools (busybox applets, as symbolic links).
 APPLETS=(sh ls cat cp mv rm ln chmod cmp sleep sync mkdir stat tr echo test)
 
-for p in "${PLUGINS[@]}"; do
-  [ -x "$BIN_DIR/$p" ] || { echo "image: $BIN_DIR/$p is missing; run 'make build' first" >&2; exit 1; }
-done
+require_built image "$BIN_DIR" "${PLUGINS[@]}"
 command -v podman >/dev/null || { echo "image: podman not found (scripts/install-deps.sh)" >&2; exit 1; }
 BUSYBOX=/bin/busybox
 # The image has no libc: its busybox must be the static one.

@@ -22,12 +22,9 @@ CNI_CONF_DIR="${CNI_CONF_DIR:-/etc/cni/net.d}"
 INSTALL_CONF="${INSTALL_CONF:-0}"
 PLUGINS=(host-local portmap bandwidth)
 
-for f in "${PLUGINS[@]}" nodegate; do
-  if [ ! -x "$BIN_DIR/$f" ]; then
-    echo "install: $BIN_DIR/$f is missing; run 'make build' first" >&2
-    exit 1
-  fi
-done
+# shellcheck source=lib/build_outputs.sh
+source "$SRC/scripts/lib/build_outputs.sh"
+require_built install "$BIN_DIR" "${PLUGINS[@]}" nodegate
 
 # A temporary file is removed if anything fails before its rename.
 CURRENT_TMP=""

@@ -14,6 +14,8 @@ BIN="$(cd "${NODEGATE_BIN_DIR:-build/bin}" && pwd)"
 SRC="$(cd "${NODEGATE_SOURCE_DIR:-.}" && pwd)"
 # shellcheck source=../../scripts/lib/check.sh
 source "$SRC/scripts/lib/check.sh"  # ok, fail, expect_eq, FAILED
+# shellcheck source=../../scripts/lib/build_outputs.sh
+source "$SRC/scripts/lib/build_outputs.sh"  # project_version
 
 T="$(mktemp -d /tmp/ng-deb-test.XXXXXX)"
 trap 'rm -rf "$T"' EXIT
@@ -22,7 +24,7 @@ DPKG_USER_FLAGS=()
 [ "$(id -u)" -eq 0 ] || DPKG_USER_FLAGS=(--force-not-root)
 HOST_STATUS_SUM="$(md5sum </var/lib/dpkg/status)"
 
-VERSION="$(sed -n 's/^project(nodegate VERSION \([0-9][0-9.]*\).*/\1/p' "$SRC/CMakeLists.txt")"
+VERSION="$(project_version "$SRC")"
 ARCH="$(dpkg --print-architecture)"
 DEB="$T/out/nodegate_${VERSION}_${ARCH}.deb"
 

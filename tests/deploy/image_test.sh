@@ -18,6 +18,8 @@ BIN="$(cd "${NODEGATE_BIN_DIR:-build/bin}" && pwd)"
 SRC="$(cd "${NODEGATE_SOURCE_DIR:-.}" && pwd)"
 # shellcheck source=../../scripts/lib/check.sh
 source "$SRC/scripts/lib/check.sh"  # ok, fail, expect_eq, FAILED
+# shellcheck source=../../scripts/lib/build_outputs.sh
+source "$SRC/scripts/lib/build_outputs.sh"  # project_version
 PY=/usr/bin/python3  # Debian's, with python3-yaml (a python3 earlier in PATH may lack it)
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -55,7 +57,7 @@ printf '[storage]\ndriver = "vfs"\ngraphroot = "%s"\nrunroot = "%s"\n' "$T/stora
   echo "tmp_dir = \"$T/tmp\""
 } >"$T/containers.conf"
 
-VERSION="$(sed -n 's/^project(nodegate VERSION \([0-9][0-9.]*\).*/\1/p' "$SRC/CMakeLists.txt")"
+VERSION="$(project_version "$SRC")"
 TAG="localhost/nodegate-cni:$VERSION"
 PLUGINS="host-local portmap bandwidth"
 
