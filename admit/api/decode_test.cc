@@ -272,7 +272,7 @@ TEST(ParseDocumentsTest, HostileInputIsBounded) {
       {"deeply nested JSON", std::string(100000, '[') + std::string(100000, ']'),
        "JSON nesting deeper than"},
       {"deeply nested YAML flow", "a: " + std::string(100000, '[') + std::string(100000, ']'),
-       "input.yaml: YAML nesting too deep"},
+       "input.yaml: YAML nesting deeper than 64 levels"},
       {"deeply nested YAML block",
        [] {
          std::string s;
@@ -294,23 +294,6 @@ TEST(ParseDocumentsTest, HostileInputIsBounded) {
 
 // The kubelet's decoder (sigs.k8s.io/yaml, strict) refuses a key given twice in a mapping;
 // a plain YAML loader keeps the last value, which would check another pod than the kubelet runs.
-// Found by fuzzing: yaml-cpp 0.7 never returns on a line of block context that starts with ','.
-TEST(ParseDocumentsTest, StrayCommaIsAnErrorNotAHang) {
-  for (const char* text :
-       {",*d]\n", "- a\n,\n", "# c\n\n  ,x\n", "--- ,x\n", "---\n---\n,*d,*d]\nkind: Pod\n"}) {
-    EXPECT_NE(ErrorOf(text).find("',' outside a flow collection"), std::string::npos) << text;
-  }
-  // Commas where YAML allows them still parse.
-  EXPECT_TRUE(PodsFrom("kind: Pod\nmetadata: {name: a, labels: {x: \"1,2\"}}\n"
-                       "spec:\n  containers: [{name: c,\n    image: i}]\n"
-                       "  hostname: a\n")
-                  .ok());
-  EXPECT_TRUE(PodsFrom("kind: Pod\nmetadata:\n  name: a\n  annotations:\n    note: |\n"
-                       "      ,starts with a comma\n    other: 'x,\n      ,y'\n"
-                       "spec: {containers: [{name: c}]}\n")
-                  .ok());
-}
-
 TEST(ParseDocumentsTest, YamlDuplicateKeysAreRefusedNamingTheKey) {
   EXPECT_EQ(
       ErrorOf("kind: Pod\nmetadata:\n  name: a\n  name: b\nspec: {containers: [{name: c}]}\n"),

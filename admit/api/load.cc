@@ -1,8 +1,6 @@
 #include "admit/api/load.h"
 
 #include <unistd.h>
-#include <yaml-cpp/depthguard.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -10,6 +8,7 @@
 #include <filesystem>
 
 #include "admit/api/decode.h"
+#include "admit/api/yaml.h"
 #include "lib/sys/io.h"
 
 namespace nodegate::admit {
@@ -18,9 +17,8 @@ namespace {
 using nlohmann::json;
 
 constexpr size_t kMaxInputBytes = 256u << 20;
-constexpr int kMaxDepth = 64;  // Kubernetes objects are a dozen levels deep
 
-// DepthOk: JSON nesting within kMaxDepth, checked without recursion.
+// DepthOk: JSON nesting within kMaxDocumentDepth, checked without recursion.
 bool DepthOk(std::string_view text) {
   int depth = 0;
   bool in_string = false;
@@ -35,7 +33,7 @@ bool DepthOk(std::string_view text) {
     } else if (c == '"') {
       in_string = true;
     } else if (c == '{' || c == '[') {
-      if (++depth > kMaxDepth) {
+      if (++depth > kMaxDocumentDepth) {
         return false;
       }
     } else if (c == '}' || c == ']') {
@@ -44,217 +42,6 @@ bool DepthOk(std::string_view text) {
   }
   return true;
 }
-
-// YamlRefused: a YAML document the loader refuses (limits, duplicate keys); carries the reason.
-struct YamlRefused {
-  std::string message;
-};
-
-// YAML plain scalars resolve like the YAML 1.2 core schema (null, booleans, integers, floats);
-// quoted scalars and explicit !!str stay strings.
-json ResolvePlainScalar(const std::string& s) {
-  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") {
-    return nullptr;
-  }
-  if (s == "true" || s == "True" || s == "TRUE") {
-    return true;
-  }
-  if (s == "false" || s == "False" || s == "FALSE") {
-    return false;
-  }
-  size_t i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
-  if (i < s.size() && std::all_of(s.begin() + static_cast<long>(i), s.end(),
-                                  [](char c) { return c >= '0' && c <= '9'; })) {
-    errno = 0;
-    char* end = nullptr;
-    long long v = std::strtoll(s.c_str(), &end, 10);
-    if (errno == 0 && end == s.c_str() + s.size()) {
-      return static_cast<int64_t>(v);
-    }
-    // Past int64 but within uint64 (2^63): kept exact, as JSON input keeps it, so that range
-    // errors show the number as written.
-    errno = 0;
-    unsigned long long u = std::strtoull(s.c_str(), &end, 10);
-    if (s[0] != '-' && errno == 0 && end == s.c_str() + s.size()) {
-      return static_cast<uint64_t>(u);
-    }
-  }
-  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'o')) {
-    const int base = s[1] == 'x' ? 16 : 8;
-    errno = 0;
-    char* end = nullptr;
-    long long v = std::strtoll(s.c_str() + 2, &end, base);
-    if (errno == 0 && end == s.c_str() + s.size()) {
-      return static_cast<int64_t>(v);
-    }
-  }
-  // Floats: [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
-  {
-    size_t p = i;
-    size_t int_digits = 0;
-    size_t frac_digits = 0;
-    while (p < s.size() && s[p] >= '0' && s[p] <= '9') {
-      ++p;
-      ++int_digits;
-    }
-    if (p < s.size() && s[p] == '.') {
-      ++p;
-      while (p < s.size() && s[p] >= '0' && s[p] <= '9') {
-        ++p;
-        ++frac_digits;
-      }
-    }
-    bool ok = int_digits + frac_digits > 0;
-    if (ok && p < s.size() && (s[p] == 'e' || s[p] == 'E')) {
-      ++p;
-      if (p < s.size() && (s[p] == '-' || s[p] == '+')) {
-        ++p;
-      }
-      size_t exp_digits = 0;
-      while (p < s.size() && s[p] >= '0' && s[p] <= '9') {
-        ++p;
-        ++exp_digits;
-      }
-      ok = exp_digits > 0;
-    }
-    if (ok && p == s.size()) {
-      return std::strtod(s.c_str(), nullptr);
-    }
-  }
-  return s;
-}
-
-class YamlToJson {
- public:
-  explicit YamlToJson(size_t budget) : budget_(budget) {}
-
-  json Convert(const YAML::Node& node, int depth) {
-    if (depth > kMaxDepth) {
-      throw YamlRefused{"nesting deeper than " + std::to_string(kMaxDepth) + " levels"};
-    }
-    if (budget_ == 0) {
-      throw YamlRefused{
-          "document expands to too many values (YAML aliases expanding out of bounds?)"};
-    }
-    --budget_;
-    switch (node.Type()) {
-      case YAML::NodeType::Null:
-      case YAML::NodeType::Undefined:
-        return nullptr;
-      case YAML::NodeType::Scalar: {
-        const std::string& tag = node.Tag();
-        const std::string& text = node.Scalar();
-        if (tag == "!" || tag == "tag:yaml.org,2002:str") {
-          budget_ -= std::min(budget_, text.size() / 64);
-          return text;
-        }
-        if (tag == "?" || tag.empty()) {
-          return ResolvePlainScalar(text);
-        }
-        return ResolvePlainScalar(text);
-      }
-      case YAML::NodeType::Sequence: {
-        json out = json::array();
-        for (const auto& item : node) {
-          out.push_back(Convert(item, depth + 1));
-        }
-        return out;
-      }
-      case YAML::NodeType::Map:
-        return ConvertMap(node, depth);
-    }
-    return nullptr;
-  }
-
- private:
-  // The kubelet's decoder (sigs.k8s.io/yaml, strict) refuses a key given twice in one mapping,
-  // where a plain YAML loader would keep the last value.
-  json ConvertMap(const YAML::Node& node, int depth) {
-    json out = json::object();
-    for (const auto& kv : node) {
-      if (!kv.first.IsScalar()) {
-        throw YamlRefused{"mapping keys must be strings"};
-      }
-      const std::string& key = kv.first.Scalar();
-      if (out.contains(key)) {
-        throw YamlRefused{"line " + std::to_string(kv.first.Mark().line + 1) + ": key \"" + key +
-                          "\" already set in this mapping (duplicate keys are refused, as the "
-                          "kubelet refuses them)"};
-      }
-      out[key] = Convert(kv.second, depth + 1);
-    }
-    return out;
-  }
-
-  size_t budget_;
-};
-
-// yaml-cpp 0.7 never returns from LoadAll when a line in block context starts with ',' (a
-// flow entry outside any flow collection: invalid YAML, since ',' cannot start a plain scalar;
-// found by fuzzing). Such a line is refused before yaml-cpp sees the text. The scan follows
-// only what decides "block context": flow brackets, quotes, comments and block scalars.
-class StrayFlowEntryScan {
- public:
-  // The 1-based line of the first stray ',', or 0.
-  int Run(std::string_view text) {
-    int number = 0;
-    for (size_t start = 0; start <= text.size();) {
-      const size_t end = std::min(text.find('\n', start), text.size());
-      ++number;
-      if (StartsWithStrayComma(text.substr(start, end - start))) return number;
-      start = end + 1;
-    }
-    return 0;
-  }
-
- private:
-  bool StartsWithStrayComma(std::string_view line) {
-    const size_t indent = std::min(line.find_first_not_of(' '), line.size());
-    if (block_indent_ >= 0) {
-      if (indent == line.size() || static_cast<int>(indent) > block_indent_) return false;
-      block_indent_ = -1;  // the block scalar ended
-    }
-    std::string_view rest = line.substr(indent);
-    if (rest.substr(0, 4) == "--- ") rest = rest.substr(4);
-    if (depth_ == 0 && quote_ == 0 && !rest.empty() && rest.front() == ',') return true;
-    Scan(line, static_cast<int>(indent));
-    return false;
-  }
-
-  void Scan(std::string_view line, int indent) {
-    char previous = ' ';
-    for (size_t i = 0; i < line.size(); previous = line[i], ++i) {
-      const char c = line[i];
-      if (quote_ != 0) {
-        if (c == '\\' && quote_ == '"') {
-          ++i;
-        } else if (c == quote_) {
-          quote_ = 0;
-        }
-      } else if ((c == '"' || c == '\'') && IsNodeStart(previous)) {
-        quote_ = c;
-      } else if (c == '#' && previous == ' ') {
-        return;
-      } else if (c == '[' || c == '{') {
-        ++depth_;
-      } else if ((c == ']' || c == '}') && depth_ > 0) {
-        --depth_;
-      } else if ((c == '|' || c == '>') && depth_ == 0 && IsNodeStart(previous)) {
-        block_indent_ = indent;  // the following more-indented lines are its content
-        return;
-      }
-    }
-  }
-
-  static bool IsNodeStart(char previous) {
-    return previous == ' ' || previous == '[' || previous == '{' || previous == ',' ||
-           previous == ':' || previous == '-';
-  }
-
-  int depth_ = 0;
-  char quote_ = 0;
-  int block_indent_ = -1;
-};
 
 bool LooksLikeJson(std::string_view text) {
   for (char c : text) {
@@ -358,7 +145,8 @@ Result<std::vector<Document>> ParseDocuments(std::string_view text, std::string_
   std::vector<Document> docs;
   if (LooksLikeJson(text)) {
     if (!DepthOk(text)) {
-      return Error{label + ": JSON nesting deeper than " + std::to_string(kMaxDepth) + " levels"};
+      return Error{label + ": JSON nesting deeper than " + std::to_string(kMaxDocumentDepth) +
+                   " levels"};
     }
     try {
       docs.push_back({json::parse(text), label});
@@ -367,33 +155,20 @@ Result<std::vector<Document>> ParseDocuments(std::string_view text, std::string_
     }
     return docs;
   }
-  if (const int line = StrayFlowEntryScan().Run(text); line != 0) {
-    return Error{label + ": invalid YAML: line " + std::to_string(line) +
-                 ": ',' outside a flow collection"};
+  auto values = YamlDocumentsToJson(text);
+  if (!values.ok()) {
+    return Error{label + ": " + values.error().message};
   }
-  try {
-    // yaml-cpp shares aliased nodes, so loading stays small; the budget bounds the expansion.
-    std::vector<YAML::Node> nodes = YAML::LoadAll(std::string(text));
-    YamlToJson converter(2 * text.size() + 10000);
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      std::string where = label;
-      if (nodes.size() > 1) {
-        where += ": document " + std::to_string(i + 1);
-      }
-      json value = converter.Convert(nodes[i], 0);
-      if (value.is_null()) {
-        continue;  // "---" followed by nothing
-      }
-      docs.push_back({std::move(value), std::move(where)});
+  for (size_t i = 0; i < values->size(); ++i) {
+    json& value = (*values)[i];
+    if (value.is_null()) {
+      continue;  // "---" followed by nothing
     }
-  } catch (const YamlRefused& e) {
-    return Error{label + ": " + e.message};
-  } catch (const YAML::DeepRecursion& e) {
-    return Error{label + ": YAML nesting too deep (line " + std::to_string(e.mark.line + 1) + ")"};
-  } catch (const YAML::Exception& e) {
-    return Error{label + ": invalid YAML: " + e.what()};
-  } catch (const std::exception& e) {
-    return Error{label + ": invalid YAML: " + e.what()};
+    std::string where = label;
+    if (values->size() > 1) {
+      where += ": document " + std::to_string(i + 1);
+    }
+    docs.push_back({std::move(value), std::move(where)});
   }
   if (docs.empty()) {
     return Error{label + ": empty: no objects"};

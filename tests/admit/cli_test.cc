@@ -377,7 +377,7 @@ TEST_F(CliTest, UnusableInputExitsTwoAndNamesFileAndField) {
       {"deep JSON", {"admit", "--node", node, (tmp_ / "deep.json").string()}, "nesting deeper"},
       {"deep YAML",
        {"admit", "--node", node, (tmp_ / "deep.yaml").string()},
-       "deep.yaml: YAML nesting too deep"},
+       "deep.yaml: YAML nesting deeper than 64 levels"},
       {"node is not a Node",
        {"admit", "--node", Data("bad/node-not-a-node.yaml"), Data("candidates/small.yaml")},
        "node-not-a-node.yaml: kind: expected Node"},
@@ -505,20 +505,43 @@ std::string Manifest(const std::string& name, const std::string& container, int 
   return text;
 }
 
-// Issue 13 row 1: names that are not UTF-8 (pod, container, and so a conflict's detail) give
-// valid JSON with U+FFFD in their place; guard's install comes after the report is rendered.
-TEST_F(CliTest, JsonIsValidUtf8WhateverTheNamesAndGuardInstallsAfterRendering) {
+// Issue 13 row 1: names that are not UTF-8. The kubelet's YAML decoder (go-yaml, a port of
+// libyaml) refuses such a manifest, and so do admit and guard: exit 2, the reason on stderr
+// without the bytes, nothing installed. Names that are UTF-8 but not ASCII come out as
+// themselves in valid JSON, and guard's install comes after the report is rendered.
+TEST_F(CliTest, NamesThatAreNotUtf8AreRefusedAndOtherNamesComeOutAsThemselves) {
   const fs::path dir = tmp_ / "manifests";
   fs::create_directories(dir);
-  WriteFile(dir / "holder.yaml", Manifest("holder-\xff", "c-\xfe", 8080));
-  WriteFile(tmp_ / "wants-8080.yaml", Manifest("wants-\xff", "w-\xfe", 8080));
+  const fs::path not_utf8 = tmp_ / "not-utf8.yaml";
+  WriteFile(not_utf8, Manifest("wants-\xff", "w", 8080));
+  for (const char* command : {"admit", "guard"}) {
+    RunResult r = Run({command, "-o", "json", "--node", Data("node.yaml"), "--manifests",
+                       dir.string(), not_utf8.string()});
+    EXPECT_EQ(r.exit_code, 2) << command << r.out << r.err;
+    EXPECT_NE(r.err.find(not_utf8.string() + ": invalid YAML: line 4 (byte 49): invalid leading "
+                                             "UTF-8 octet"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find('\xff'), std::string::npos);
+  }
+  EXPECT_TRUE(fs::is_empty(dir));
+  // The same bytes in a manifest already in the folder: the folder cannot be read either.
+  WriteFile(dir / "holder.yaml", Manifest("holder-\xff", "c", 8080));
+  RunResult r = Run({"admit", "--node", Data("node.yaml"), "--manifests", dir.string(),
+                     Data("candidates/small.yaml")});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find((dir / "holder.yaml").string() + ": invalid YAML"), std::string::npos)
+      << r.err;
+
+  WriteFile(dir / "holder.yaml", Manifest("holder-\xC3\xA9", "c-\xC3\xA9", 8080));
+  WriteFile(tmp_ / "wants-8080.yaml", Manifest("wants-\xC3\xA9", "w-\xC3\xA9", 8080));
   json j = RunJson({"admit", "--profile", "kubelet", "--node", Data("node.yaml"), "--manifests",
                     dir.string(), (tmp_ / "wants-8080.yaml").string()},
                    1);
-  EXPECT_EQ(j["pods"][0]["pod"], "kube-system/wants-\xEF\xBF\xBD");
+  EXPECT_EQ(j["pods"][0]["pod"], "kube-system/wants-\xC3\xA9");
   const std::string detail = j["pods"][0]["failures"][0]["detail"];
-  EXPECT_NE(detail.find("(container \"w-\xEF\xBF\xBD\") is held by pod "
-                        "kube-system/holder-\xEF\xBF\xBD-worker-1, container \"c-\xEF\xBF\xBD\""),
+  EXPECT_NE(detail.find("(container \"w-\xC3\xA9\") is held by pod "
+                        "kube-system/holder-\xC3\xA9-worker-1, container \"c-\xC3\xA9\""),
             std::string::npos)
       << detail;
   // Rejected by guard: valid JSON, nothing installed.
@@ -528,12 +551,12 @@ TEST_F(CliTest, JsonIsValidUtf8WhateverTheNamesAndGuardInstallsAfterRendering) {
   EXPECT_EQ(j["installed"], false);
   EXPECT_FALSE(fs::exists(dir / "wants-8080.yaml"));
   // Admitted by guard: valid JSON and the file installed.
-  WriteFile(tmp_ / "other.yaml", Manifest("other-\xff", "o-\xfe", 9090));
+  WriteFile(tmp_ / "other.yaml", Manifest("other-\xC3\xA9", "o", 9090));
   j = RunJson({"guard", "--node", Data("node.yaml"), "--manifests", dir.string(),
                (tmp_ / "other.yaml").string()},
               0);
   EXPECT_EQ(j["installed"], true);
-  EXPECT_EQ(j["pods"][0]["pod"], "kube-system/other-\xEF\xBF\xBD-worker-1");
+  EXPECT_EQ(j["pods"][0]["pod"], "kube-system/other-\xC3\xA9-worker-1");
   EXPECT_EQ(ReadFile(dir / "other.yaml"), ReadFile(tmp_ / "other.yaml"));
 }
 
