@@ -33,17 +33,14 @@ using ByteView = std::span<const uint8_t>;
 class AttrWriter {
  public:
   void Put(uint16_t type, const void* data, size_t len) {
-    const size_t start = bytes_.size();
-    const nlattr header{static_cast<uint16_t>(NLA_HDRLEN + len), type};
-    bytes_.resize(start + NLA_ALIGN(NLA_HDRLEN + len), 0);
-    std::memcpy(bytes_.data() + start, &header, sizeof(header));
-    if (len > 0) std::memcpy(bytes_.data() + start + NLA_HDRLEN, data, len);
+    uint8_t* payload = PutZeroed(type, len);
+    if (len > 0) std::memcpy(payload, data, len);
   }
   void Put(uint16_t type, ByteView data) { Put(type, data.data(), data.size()); }
   // With the terminating NUL, as the kernel's NLA_STRING/NLA_NUL_STRING policies expect.
   void PutString(uint16_t type, std::string_view s) {
-    std::string copy(s);
-    Put(type, copy.c_str(), copy.size() + 1);
+    uint8_t* payload = PutZeroed(type, s.size() + 1);
+    if (!s.empty()) std::memcpy(payload, s.data(), s.size());
   }
   void PutBe32(uint16_t type, uint32_t value) {
     const uint32_t be = htonl(value);
@@ -68,10 +65,22 @@ class AttrWriter {
     std::memcpy(bytes_.data() + start, &len, sizeof(len));
   }
 
+  // Room for `bytes` more without reallocating (a rule's size is known before it is written).
+  void Reserve(size_t bytes) { bytes_.reserve(bytes_.size() + bytes); }
+
   const std::vector<uint8_t>& bytes() const { return bytes_; }
   std::vector<uint8_t> Take() { return std::move(bytes_); }
 
  private:
+  // An attribute header and `len` zero bytes (padded); returns where the payload goes.
+  uint8_t* PutZeroed(uint16_t type, size_t len) {
+    const size_t start = bytes_.size();
+    const nlattr header{static_cast<uint16_t>(NLA_HDRLEN + len), type};
+    bytes_.resize(start + NLA_ALIGN(NLA_HDRLEN + len), 0);
+    std::memcpy(bytes_.data() + start, &header, sizeof(header));
+    return bytes_.data() + start + NLA_HDRLEN;
+  }
+
   std::vector<uint8_t> bytes_;
 };
 

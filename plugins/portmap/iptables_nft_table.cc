@@ -9,6 +9,7 @@
 #include <linux/netlink.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -24,6 +25,7 @@ namespace {
 
 using netfilter::Attr;
 using netfilter::AttrWriter;
+using netfilter::ByteView;
 using Bytes = std::vector<uint8_t>;
 
 constexpr char kStaleDetails[] = "nf_tables ruleset changed since it was read (ERESTART)";
@@ -53,13 +55,16 @@ uint8_t NfFamily(net::Family family) {
   return family == net::Family::kV4 ? NFPROTO_IPV4 : NFPROTO_IPV6;
 }
 
-// nlmsghdr + nfgenmsg + attributes, as one message of a request or batch.
-Bytes Message(uint16_t type, uint16_t flags, uint32_t seq, uint8_t family, uint16_t res_id,
-              const Bytes& attrs) {
-  const size_t header = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg));
-  Bytes out(header + NLMSG_ALIGN(attrs.size()), 0);
+constexpr size_t kMessageHeader = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg));
+
+size_t MessageLength(const Bytes& attrs) { return kMessageHeader + NLMSG_ALIGN(attrs.size()); }
+
+// nlmsghdr + nfgenmsg + attributes, as one message of a request or batch, written to `at`
+// (MessageLength(attrs) zeroed bytes).
+void WriteMessage(uint8_t* at, uint16_t type, uint16_t flags, uint32_t seq, uint8_t family,
+                  uint16_t res_id, const Bytes& attrs) {
   nlmsghdr nlh{};
-  nlh.nlmsg_len = static_cast<uint32_t>(out.size());
+  nlh.nlmsg_len = static_cast<uint32_t>(MessageLength(attrs));
   nlh.nlmsg_type = type;
   nlh.nlmsg_flags = static_cast<uint16_t>(NLM_F_REQUEST | flags);
   nlh.nlmsg_seq = seq;
@@ -67,9 +72,15 @@ Bytes Message(uint16_t type, uint16_t flags, uint32_t seq, uint8_t family, uint1
   gen.nfgen_family = family;
   gen.version = NFNETLINK_V0;
   gen.res_id = htons(res_id);
-  std::memcpy(out.data(), &nlh, sizeof(nlh));
-  std::memcpy(out.data() + NLMSG_HDRLEN, &gen, sizeof(gen));
-  if (!attrs.empty()) std::memcpy(out.data() + header, attrs.data(), attrs.size());
+  std::memcpy(at, &nlh, sizeof(nlh));
+  std::memcpy(at + NLMSG_HDRLEN, &gen, sizeof(gen));
+  if (!attrs.empty()) std::memcpy(at + kMessageHeader, attrs.data(), attrs.size());
+}
+
+Bytes Message(uint16_t type, uint16_t flags, uint32_t seq, uint8_t family, uint16_t res_id,
+              const Bytes& attrs) {
+  Bytes out(MessageLength(attrs), 0);
+  WriteMessage(out.data(), type, flags, seq, family, res_id, attrs);
   return out;
 }
 
@@ -193,14 +204,29 @@ void FitSendBuffer(int fd, size_t bytes) {
   }
 }
 
-Status SendAll(int fd, const Bytes& data, const std::string& what) {
+// Sends `parts` as one datagram (a batch must reach the kernel in one sendmsg).
+Status SendAll(int fd, const std::vector<ByteView>& parts, const std::string& what) {
   sockaddr_nl kernel{};
   kernel.nl_family = AF_NETLINK;
-  const ssize_t n = ::sendto(fd, data.data(), data.size(), 0, reinterpret_cast<sockaddr*>(&kernel),
-                             sizeof(kernel));
+  std::vector<iovec> iov;
+  size_t total = 0;
+  for (const ByteView part : parts) {
+    iov.push_back({const_cast<uint8_t*>(part.data()), part.size()});
+    total += part.size();
+  }
+  msghdr msg{};
+  msg.msg_name = &kernel;
+  msg.msg_namelen = sizeof(kernel);
+  msg.msg_iov = iov.data();
+  msg.msg_iovlen = iov.size();
+  const ssize_t n = ::sendmsg(fd, &msg, 0);
   if (n < 0) return Error(kErrKernel, what + ": " + std::strerror(errno));
-  if (static_cast<size_t>(n) != data.size()) return Error(kErrKernel, what + ": short send");
+  if (static_cast<size_t>(n) != total) return Error(kErrKernel, what + ": short send");
   return OkStatus();
+}
+
+Status SendAll(int fd, const Bytes& data, const std::string& what) {
+  return SendAll(fd, std::vector<ByteView>{ByteView(data)}, what);
 }
 
 // The errno of an NLMSG_ERROR message (0 for an ack).
@@ -570,7 +596,7 @@ void NftNatTable::EnsureTable() {
   if (table_exists_) return;
   AttrWriter a;
   a.PutString(NFTA_TABLE_NAME, kTable);
-  ops_.push_back({NFT_MSG_NEWTABLE, NLM_F_CREATE, a.Take(), "create table nat"});
+  Queue(NFT_MSG_NEWTABLE, NLM_F_CREATE, a.bytes(), "create table nat");
   table_exists_ = true;
 }
 
@@ -592,7 +618,7 @@ Status NftNatTable::EnsureChainForRule(const std::string& chain, const std::stri
   a.EndNested(hook);
   a.PutBe32(NFTA_CHAIN_POLICY, NF_ACCEPT);
   a.PutString(NFTA_CHAIN_TYPE, "nat");
-  ops_.push_back({NFT_MSG_NEWCHAIN, NLM_F_CREATE, a.Take(), "create built-in chain " + chain});
+  Queue(NFT_MSG_NEWCHAIN, NLM_F_CREATE, a.bytes(), "create built-in chain " + chain);
   created_.insert(chain);
   deleted_.erase(chain);
   return OkStatus();
@@ -608,7 +634,7 @@ Status NftNatTable::CreateChain(const std::string& chain) {
   a.PutString(NFTA_CHAIN_TABLE, kTable);
   a.PutString(NFTA_CHAIN_NAME, chain);
   // As `iptables -N`: EXCL, so a chain someone else created meanwhile is an error.
-  ops_.push_back({NFT_MSG_NEWCHAIN, NLM_F_EXCL, a.Take(), "create chain " + chain});
+  Queue(NFT_MSG_NEWCHAIN, NLM_F_EXCL, a.bytes(), "create chain " + chain);
   created_.insert(chain);
   deleted_.erase(chain);
   flushed_.erase(chain);
@@ -622,6 +648,7 @@ Status NftNatTable::AddRule(const std::string& chain, const Rule& rule, bool app
   if (!encoded.ok()) return encoded.error().WithContext(name() + ": " + what);
   NG_RETURN_IF_ERROR(EnsureChainForRule(chain, what));
   AttrWriter a;
+  a.Reserve(64 + chain.size() + encoded->expressions.size() + encoded->compat.size());
   a.PutString(NFTA_RULE_TABLE, kTable);
   a.PutString(NFTA_RULE_CHAIN, chain);
   const size_t exprs = a.BeginNested(NFTA_RULE_EXPRESSIONS);
@@ -632,7 +659,7 @@ Status NftNatTable::AddRule(const std::string& chain, const Rule& rule, bool app
   a.EndNested(compat);
   // Without APPEND (and without a position) the kernel inserts at the head: `-I chain 1`.
   const uint16_t flags = NLM_F_CREATE | (append ? NLM_F_APPEND : 0);
-  ops_.push_back({NFT_MSG_NEWRULE, flags, a.Take(), what});
+  Queue(NFT_MSG_NEWRULE, flags, a.bytes(), what);
   return OkStatus();
 }
 
@@ -669,9 +696,8 @@ Status NftNatTable::DeleteJumps(const std::string& chain, const std::set<std::st
     a.PutString(NFTA_RULE_TABLE, kTable);
     a.PutString(NFTA_RULE_CHAIN, chain);
     a.PutBe64(NFTA_RULE_HANDLE, r.handle);
-    ops_.push_back(
-        {NFT_MSG_DELRULE, 0, a.Take(),
-         "delete rule " + std::to_string(r.handle) + " (-j " + r.verdict.chain + ") of " + chain});
+    Queue(NFT_MSG_DELRULE, 0, a.bytes(),
+          "delete rule " + std::to_string(r.handle) + " (-j " + r.verdict.chain + ") of " + chain);
   }
   return OkStatus();
 }
@@ -684,7 +710,7 @@ Status NftNatTable::Flush(const std::string& chain) {
   AttrWriter a;
   a.PutString(NFTA_RULE_TABLE, kTable);
   a.PutString(NFTA_RULE_CHAIN, chain);
-  ops_.push_back({NFT_MSG_DELRULE, 0, a.Take(), "flush chain " + chain});
+  Queue(NFT_MSG_DELRULE, 0, a.bytes(), "flush chain " + chain);
   // A later DeleteJumps must not delete these rules a second time (ENOENT at commit).
   flushed_.insert(chain);
   return OkStatus();
@@ -701,7 +727,7 @@ Status NftNatTable::DeleteChain(const std::string& chain) {
   a.PutString(NFTA_CHAIN_TABLE, kTable);
   a.PutString(NFTA_CHAIN_NAME, chain);
   // As `iptables -X`: NONREC, so a chain that still has rules is refused (EBUSY).
-  ops_.push_back({NFT_MSG_DELCHAIN, NLM_F_NONREC, a.Take(), "delete chain " + chain});
+  Queue(NFT_MSG_DELCHAIN, NLM_F_NONREC, a.bytes(), "delete chain " + chain);
   created_.erase(chain);
   deleted_.insert(chain);
   return OkStatus();
@@ -713,23 +739,27 @@ Status NftNatTable::DeleteChain(const std::string& chain) {
 // the kernel refuses the whole batch with ERESTART if anything committed since), the
 // buffered messages, BATCH_END. Failures are always answered; the last message also asks for
 // an ack, so a batch that went through to its end is confirmed.
+void NftNatTable::Queue(uint16_t type, uint16_t flags, const Bytes& attrs, std::string what) {
+  uint8_t* message = pending_.Append(MessageLength(attrs));
+  WriteMessage(message, NftType(type), flags, 0, NfFamily(family_), 0, attrs);
+  ops_.push_back({message, std::move(what)});
+}
+
 NftNatTable::Batch NftNatTable::BuildBatch(const std::vector<Op>& ops) {
   Batch batch;
   AttrWriter genid;
   genid.PutBe32(NFNL_BATCH_GENID, generation_);
   batch.begin_seq = ++seq_;
-  batch.bytes = Message(NFNL_MSG_BATCH_BEGIN, 0, batch.begin_seq, AF_UNSPEC, NFNL_SUBSYS_NFTABLES,
+  batch.begin = Message(NFNL_MSG_BATCH_BEGIN, 0, batch.begin_seq, AF_UNSPEC, NFNL_SUBSYS_NFTABLES,
                         genid.bytes());
   batch.first_seq = seq_ + 1;
   for (size_t i = 0; i < ops.size(); ++i) {
-    const uint16_t ack = i + 1 == ops.size() ? NLM_F_ACK : 0;
-    const Bytes m = Message(NftType(ops[i].type), static_cast<uint16_t>(ops[i].flags | ack), ++seq_,
-                            NfFamily(family_), 0, ops[i].attrs);
-    batch.bytes.insert(batch.bytes.end(), m.begin(), m.end());
+    auto* header = reinterpret_cast<nlmsghdr*>(ops[i].message);
+    header->nlmsg_seq = ++seq_;
+    if (i + 1 == ops.size()) header->nlmsg_flags |= NLM_F_ACK;
   }
   batch.last_seq = seq_;
-  const Bytes end = Message(NFNL_MSG_BATCH_END, 0, ++seq_, AF_UNSPEC, NFNL_SUBSYS_NFTABLES, {});
-  batch.bytes.insert(batch.bytes.end(), end.begin(), end.end());
+  batch.end = Message(NFNL_MSG_BATCH_END, 0, ++seq_, AF_UNSPEC, NFNL_SUBSYS_NFTABLES, {});
   return batch;
 }
 
@@ -778,10 +808,14 @@ Status NftNatTable::Commit() {
   if (ops_.empty()) return OkStatus();
   // One attempt: whatever the outcome, the buffered changes are spent.
   const std::vector<Op> ops = std::move(ops_);
+  const netfilter::MessageChunks messages = std::move(pending_);
   ops_.clear();
   const Batch batch = BuildBatch(ops);
-  FitSendBuffer(fd_.get(), batch.bytes.size());
-  NG_RETURN_IF_ERROR(SendAll(fd_.get(), batch.bytes, name() + ": commit table nat"));
+  std::vector<ByteView> parts = messages.Views();
+  parts.insert(parts.begin(), batch.begin);
+  parts.push_back(batch.end);
+  FitSendBuffer(fd_.get(), batch.begin.size() + messages.size() + batch.end.size());
+  NG_RETURN_IF_ERROR(SendAll(fd_.get(), parts, name() + ": commit table nat"));
   return ReadBatchAnswers(batch, ops);
 }
 

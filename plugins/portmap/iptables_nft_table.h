@@ -45,6 +45,7 @@
 
 #include "lib/base/result.h"
 #include "lib/net/ip.h"
+#include "lib/netfilter/message_chunks.h"
 #include "lib/sys/fd.h"
 #include "plugins/portmap/iptables_nft_encode.h"
 #include "plugins/portmap/iptables_rules.h"
@@ -109,17 +110,15 @@ class NftNatTable final : public NatTable {
   std::set<std::string> listed_chains() const;
 
  private:
-  // One message of the batch.
+  // One buffered change: its message, in pending_.
   struct Op {
-    uint16_t type = 0;   // NFT_MSG_*
-    uint16_t flags = 0;  // NLM_F_* besides NLM_F_REQUEST
-    std::vector<uint8_t> attrs;
+    uint8_t* message = nullptr;
     std::string what;  // for errors: "append to CNI-HOSTPORT-DNAT rule \"...\""
   };
 
-  // A commit's messages, and the sequence numbers its answers refer to.
+  // What wraps the buffered messages at commit, and the sequence numbers answers refer to.
   struct Batch {
-    std::vector<uint8_t> bytes;
+    std::vector<uint8_t> begin, end;  // BATCH_BEGIN (with the generation) and BATCH_END
     uint32_t begin_seq = 0, first_seq = 0, last_seq = 0;
   };
 
@@ -145,6 +144,9 @@ class NftNatTable final : public NatTable {
   void EnsureTable();
   Status EnsureChainForRule(const std::string& chain, const std::string& what);
   Status AddRule(const std::string& chain, const Rule& rule, bool append);
+  // Buffers one message (flags: NLM_F_* besides NLM_F_REQUEST).
+  void Queue(uint16_t type, uint16_t flags, const std::vector<uint8_t>& attrs, std::string what);
+  // Numbers the buffered messages and wraps them in BATCH_BEGIN/END.
   Batch BuildBatch(const std::vector<Op>& ops);
   Status ReadBatchAnswers(const Batch& batch, const std::vector<Op>& ops);
 
@@ -167,6 +169,7 @@ class NftNatTable final : public NatTable {
   std::set<std::string> flushed_;  // chains this batch flushes
   std::set<uint64_t> deleted_handles_;
   std::vector<Op> ops_;
+  netfilter::MessageChunks pending_;  // the messages of ops_, in order
 };
 
 }  // namespace nodegate::portmap::ipt

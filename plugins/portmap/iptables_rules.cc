@@ -182,7 +182,9 @@ Plan BuildPlan(const Config& config, net::Family family) {
       config.masq_all ? net::IpPrefix(v4 ? net::IpAddress::V4(0) : *net::IpAddress::Parse("::"), 0)
                       : container.Masked();
   const int full = v4 ? 32 : 128;
-  for (const auto& m : config.MappingsFor(family)) {
+  const auto mappings = config.MappingsFor(family);
+  plan.container_rules.reserve(3 * mappings.size());  // a pod may map thousands of ports
+  for (const auto& m : mappings) {
     Header base;
     base.protocol = m.protocol;
     if (m.has_specific_host_ip()) {
@@ -192,15 +194,15 @@ Plan BuildPlan(const Config& config, net::Family family) {
     if (config.snat) {
       Header hairpin = base;
       hairpin.src = hairpin_src;
-      plan.container_rules.push_back(Rule{hairpin, {port}, JumpTarget{setmark}});
+      plan.container_rules.push_back(Rule{std::move(hairpin), {port}, JumpTarget{setmark}});
       if (v4 && !config.masq_all) {
         Header localhost = base;
         localhost.src = net::IpPrefix(*net::IpAddress::Parse("127.0.0.1"), 32);
-        plan.container_rules.push_back(Rule{localhost, {port}, JumpTarget{setmark}});
+        plan.container_rules.push_back(Rule{std::move(localhost), {port}, JumpTarget{setmark}});
       }
     }
     plan.container_rules.push_back(
-        Rule{base, {port}, DnatTarget{container.address(), m.container_port}});
+        Rule{std::move(base), {port}, DnatTarget{container.address(), m.container_port}});
   }
 
   // Entry rules: per protocol (sorted by name), all mappings of that protocol in input order,
