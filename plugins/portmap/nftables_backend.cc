@@ -171,8 +171,27 @@ Result<std::vector<Element>> OwnedByListing(Nft& nft, const Config& config,
   return out;
 }
 
-// The first mapping of the ADD whose element line failed with EEXIST.
-Error Conflict(const Script& script, const NftRun& run) {
+// The first of the ADD's keys that another container holds, by listing the network's maps;
+// empty when none is (any more).
+std::string FirstTakenKey(Nft& nft, const Config& config) {
+  const auto listed = ListNetworkElements(nft, config.network_name, std::nullopt);
+  if (!listed.ok()) return "";
+  const std::string comment = nft::ElementComment(config.container_id);
+  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+    if (!config.container(f)) continue;
+    for (const auto& e : nft::ContainerElements(config, f)) {
+      const bool taken = std::any_of(listed->begin(), listed->end(), [&](const ListedElement& l) {
+        return l.element.map == e.map && l.element.key == e.key && l.comment != comment;
+      });
+      if (taken) return e.key;
+    }
+  }
+  return "";
+}
+
+// The ADD failed with EEXIST on an element line: a host port of it maps to another container.
+// A line of one element names it; for a line of several, the listing tells (rare path).
+Error Conflict(Nft& nft, const Config& config, const Script& script, const NftRun& run) {
   std::string which;
   for (int line : script.LinesOf(nft::Role::kElement)) {
     if (run.HasErrno(EEXIST, line)) {
@@ -180,8 +199,10 @@ Error Conflict(const Script& script, const NftRun& run) {
       break;
     }
   }
-  return Error(kErrAddressInUse,
-               "nftables: host port " + which + " is already mapped to another container");
+  if (which.empty()) which = FirstTakenKey(nft, config);
+  return Error(kErrAddressInUse, "nftables: host port " +
+                                     (which.empty() ? std::string("of this pod") : which) +
+                                     " is already mapped to another container");
 }
 
 bool AnyLineHas(const NftRun& run, int error, const std::vector<int>& lines) {
@@ -259,7 +280,9 @@ Status ForwardSlow(Nft& nft, const Config& config, bool need_setup, bool readd) 
   nft::AppendAdd(config, false, !readd, slow, plan);
   NftRun run = nft.Run(slow.text());
   if (run.ok()) return OkStatus();
-  if (AnyLineHas(run, EEXIST, slow.LinesOf(nft::Role::kElement))) return Conflict(slow, run);
+  if (AnyLineHas(run, EEXIST, slow.LinesOf(nft::Role::kElement))) {
+    return Conflict(nft, config, slow, run);
+  }
   return run.ToError("nftables: add mappings");
 }
 
@@ -399,7 +422,7 @@ class NftablesMapper : public PortMapper {
     const bool readd = AnyLineHas(run, EEXIST, script.LinesOf(nft::Role::kMarker));
     const bool need_setup = run.HasErrno(ENOENT);
     const bool conflict = AnyLineHas(run, EEXIST, script.LinesOf(nft::Role::kElement));
-    if (conflict && !readd) return Conflict(script, run);
+    if (conflict && !readd) return Conflict(nft, config, script, run);
     if (!readd && !need_setup) return run.ToError("nftables: add mappings");
     return ForwardSlow(nft, config, need_setup, readd);
   }

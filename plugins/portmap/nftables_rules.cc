@@ -1,5 +1,6 @@
 #include "plugins/portmap/nftables_rules.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "lib/base/hash.h"
@@ -29,10 +30,47 @@ std::string ConditionsPrefix(const Config& config, net::Family family) {
   return conditions ? conditions->text + " " : "";
 }
 
-// "{ "<owner>" . "<tag>" }": an element of the owned set.
-std::string OwnedElement(const std::string& owner, const std::string& tag) {
-  return "{ " + Quoted(owner) + " . " + Quoted(tag) + " }";
+// ""<owner>" . "<tag>"": an element of the owned set.
+std::string OwnedPair(const std::string& owner, const std::string& tag) {
+  return Quoted(owner) + " . " + Quoted(tag);
 }
+
+// "{ "<owner>" . "<tag>" }": an element of the owned set, alone.
+std::string OwnedElement(const std::string& owner, const std::string& tag) {
+  return "{ " + OwnedPair(owner, tag) + " }";
+}
+
+// Elements grouped by the set or map they go to, sets in order of first appearance: one
+// command per set, so a pod with thousands of mappings is a handful of commands (nft evaluates
+// each command on its own, and that, not the kernel, was most of such an ADD).
+class ElementsBySet {
+ public:
+  void Add(const std::string& set, std::string element, std::string subject = {}) {
+    auto it =
+        std::find_if(groups_.begin(), groups_.end(), [&](const Group& g) { return g.set == set; });
+    if (it == groups_.end()) it = groups_.insert(groups_.end(), Group{set, {}, {}});
+    it->elements.push_back(std::move(element));
+    it->subjects.push_back(std::move(subject));
+  }
+  // "<verb> element <set> { e1, e2 }" per set; `role` and, for a single element, its subject.
+  void AppendTo(Script& s, const std::string& verb, Role role = Role::kOther) const {
+    for (const Group& g : groups_) {
+      std::string text = verb + " element " + Qualified(g.set) + " { ";
+      for (size_t i = 0; i < g.elements.size(); ++i) {
+        if (i > 0) text += ", ";
+        text += g.elements[i];
+      }
+      s.Add(text + " }", role, g.elements.size() == 1 ? g.subjects.front() : std::string());
+    }
+  }
+
+ private:
+  struct Group {
+    std::string set;
+    std::vector<std::string> elements, subjects;
+  };
+  std::vector<Group> groups_;
+};
 
 // "{ "<prefix>" . 0x<hash> }": an element of the netcfg set.
 std::string NetcfgElement(const std::string& prefix, uint32_t hash) {
@@ -273,12 +311,13 @@ void AppendAdd(const Config& config, bool assert_netcfg, bool create_markers, Sc
     s.Add(std::string(create_markers ? "create" : "add") + " element " + Qualified(kOwnedSet) +
               " " + OwnedElement(owner, FamilyMarker(f)),
           Role::kMarker);
+    ElementsBySet records, mappings;
     for (const auto& e : ContainerElements(config, f)) {
-      s.Add("add element " + Qualified(kOwnedSet) + " " + OwnedElement(owner, e.Tag()));
-      s.Add("add element " + Qualified(e.map) + " { " + e.key + " comment " + comment + " : " +
-                e.value + " }",
-            Role::kElement, e.key);
+      records.Add(kOwnedSet, OwnedPair(owner, e.Tag()));
+      mappings.Add(e.map, e.key + " comment " + comment + " : " + e.value, e.key);
     }
+    records.AppendTo(s, "add");
+    mappings.AppendTo(s, "add", Role::kElement);
     if (config.snat && !config.masq_all) AppendHairpin(config, f, hairpin, s);
   }
 }
@@ -288,10 +327,13 @@ void AppendDelete(const std::string& owner, const std::vector<Element>& elements
   if (marker) {
     s.Add(DeleteFrom(kOwnedSet, OwnedElement(owner, FamilyMarker(*marker))), Role::kMarker);
   }
+  ElementsBySet records, mappings;
   for (const auto& e : elements) {
-    s.Add(DeleteFrom(kOwnedSet, OwnedElement(owner, e.Tag())));
-    s.Add(DeleteFrom(e.map, "{ " + e.key + " }"));
+    records.Add(kOwnedSet, OwnedPair(owner, e.Tag()));
+    mappings.Add(e.map, e.key);
   }
+  records.AppendTo(s, "delete");
+  mappings.AppendTo(s, "delete");
 }
 
 void AppendForget(const std::string& owner, const std::vector<Element>& elements,

@@ -162,7 +162,8 @@ struct HairpinPlan {
 // The container part of ADD. `assert_netcfg` (fast path) checks that the network's chains
 // were written for this config (Role::kNetcfg); `create_markers` makes a re-ADD fail on a
 // Role::kMarker line. `hairpin` (from a listing of the hairpin sets) replaces the plain
-// hairpin add. Element lines (Role::kElement) come in ContainerElements order, v4 first.
+// hairpin add. Each map gets one Role::kElement line with all of its elements (maps in
+// ContainerElements order, v4 first); the line's subject is the key when it holds one.
 void AppendAdd(const Config& config, bool assert_netcfg, bool create_markers, Script& script,
                const HairpinPlan& hairpin = {});
 

@@ -165,20 +165,20 @@ TEST(PortmapConfig, IptablesModeKeyForcesTheModeAndImpliesTheLayout) {
 
 // A node as ChooseMode sees it: which binary PATH resolves to, and which chains exist.
 struct FakeNode {
-  std::map<std::string, std::string> binaries;  // "iptables" -> resolved path
+  std::map<std::string, std::string> binaries;      // "iptables" -> resolved path
   std::set<std::string> nft_chains, legacy_chains;  // "mangle/KUBE-IPTABLES-HINT"
   NodeView View() const {
-    return NodeView{
-        [this](const std::string& name) -> std::optional<std::string> {
-          auto it = binaries.find(name);
-          return it == binaries.end() ? std::nullopt : std::optional<std::string>(it->second);
-        },
-        [this](net::Family, const std::string& table, const std::string& chain) {
-          return nft_chains.count(table + "/" + chain) > 0;
-        },
-        [this](net::Family, const std::string& table, const std::string& chain) {
-          return legacy_chains.count(table + "/" + chain) > 0;
-        }};
+    return NodeView{[this](const std::string& name) -> std::optional<std::string> {
+                      auto it = binaries.find(name);
+                      return it == binaries.end() ? std::nullopt
+                                                  : std::optional<std::string>(it->second);
+                    },
+                    [this](net::Family, const std::string& table, const std::string& chain) {
+                      return nft_chains.count(table + "/" + chain) > 0;
+                    },
+                    [this](net::Family, const std::string& table, const std::string& chain) {
+                      return legacy_chains.count(table + "/" + chain) > 0;
+                    }};
   }
 };
 
@@ -447,13 +447,48 @@ TEST(NftablesRules, NetworkChainsAndConfigHash) {
   EXPECT_EQ(nft::HostportsRules(*masq_all).size(), 8u);
 }
 
+// A pod with many host ports is a handful of commands: one per set or map, whatever the
+// number of mappings (nft evaluates each command on its own).
+TEST(NftablesRules, ManyMappingsAreOneCommandPerMap) {
+  std::string mappings = "[";
+  for (int port = 20000; port < 20300; ++port) {
+    mappings += (port > 20000 ? "," : "") + std::string("{\"hostPort\":") + std::to_string(port) +
+                ",\"containerPort\":53,\"protocol\":\"udp\"}";
+  }
+  mappings += "]";
+  const std::string conf = R"({"cniVersion":"1.0.0","name":"rnet","type":"portmap",)"
+                           R"("backend":"nftables","runtimeConfig":{"portMappings":)" +
+                           mappings +
+                           R"(},"prevResult":{"cniVersion":"1.0.0",)"
+                           R"("ips":[{"address":"10.88.0.2/16"}]}})";
+  auto config = Parse(conf);
+  ASSERT_TRUE(config.ok()) << config.error().msg;
+  nft::Script add;
+  nft::AppendAdd(*config, true, true, add);
+  // netcfg delete + add, marker, ownership records, the map's elements, hairpin.
+  EXPECT_EQ(add.lines(), 6) << add.text();
+  const auto element_lines = add.LinesOf(nft::Role::kElement);
+  ASSERT_EQ(element_lines.size(), 1u);
+  const nft::Command* elements = add.Line(element_lines[0]);
+  EXPECT_EQ(elements->subject, "");  // several keys: a conflict is named by listing
+  EXPECT_NE(elements->text.find("{ udp . 20000 comment \"ctr1\" : 10.88.0.2 . 53, udp . 20001 "),
+            std::string::npos);
+  EXPECT_NE(elements->text.find("udp . 20299 comment \"ctr1\" : 10.88.0.2 . 53 }"),
+            std::string::npos);
+  nft::Script del;
+  nft::AppendDelete(nft::OwnerTag("rnet", "ctr1"),
+                    nft::ContainerElements(*config, net::Family::kV4), net::Family::kV4, del);
+  EXPECT_EQ(del.lines(), 3) << del.text();
+}
+
 TEST(NftablesRules, DeleteScriptPutsTheMarkerFirst) {
   auto config = Parse(ConfText(R"(,"backend":"nftables")"), Purpose::kDel);
   nft::Script script;
   nft::AppendDelete(nft::OwnerTag("rnet", "ctr1"),
                     nft::ContainerElements(*config, net::Family::kV4), net::Family::kV4, script);
   EXPECT_EQ(script.LinesOf(nft::Role::kMarker), std::vector<int>{1});
-  EXPECT_EQ(script.lines(), 5);
+  // Then one command per set: the ownership records, and each map's keys.
+  EXPECT_EQ(script.lines(), 4);
   EXPECT_NE(script.text().find("delete element inet cni_hostport " +
                                nft::NamesFor("rnet").DnatAny(net::Family::kV4) + " { udp . 5353 }"),
             std::string::npos);
