@@ -1,6 +1,4 @@
 #pragma once
-// File: ipam/allocator.h
-//
 // Address selection, as the reference allocator (backend/allocator/allocator.go):
 //
 //   RangeIterator: round robin from last_reserved_ip.N + 1 through every range of the set,

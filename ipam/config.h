@@ -1,6 +1,4 @@
 #pragma once
-// File: ipam/config.h
-//
 // The host-local configuration: the "ipam" object of the network config plus the
 // per-attachment inputs (runtimeConfig.ipRanges, runtimeConfig.ips, args.cni.ips and CNI_ARGS
 // IP=), parsed, defaulted and validated in one pure step before any file is touched.

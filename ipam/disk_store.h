@@ -1,6 +1,4 @@
 #pragma once
-// File: ipam/disk_store.h
-//
 // The reference's on-disk state, plus an owner index so that no verb has to read every file.
 //
 // Truth (byte-compatible with the reference, which can share the directory):

@@ -1,6 +1,4 @@
 #pragma once
-// File: ipam/plugin.h
-//
 // The host-local verbs, on top of the config, the allocator and a Store. The process-level
 // wiring (MakePlugin) opens the disk store; the *With functions take any Store so tests can
 // run the verbs against a fake.

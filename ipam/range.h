@@ -1,6 +1,4 @@
 #pragma once
-// File: ipam/range.h
-//
 // Address ranges and range sets of host-local, canonicalised and checked exactly as the
 // reference plugin does (plugins/ipam/host-local/backend/allocator/range.go, range_set.go),
 // with the reference's error texts.

@@ -1,6 +1,4 @@
 #pragma once
-// File: ipam/resolv_conf.h
-//
 // resolvConf support: a resolv.conf-style host file turned into the result's "dns", parsed as
 // the reference does (plugins/ipam/host-local/dns.go): trimmed lines, '#' and ';' comments,
 // lines with fewer than two fields ignored; nameserver appends, domain replaces (last wins),

@@ -1,6 +1,4 @@
 #pragma once
-// File: ipam/store.h
-//
 // Where reservations live. The allocator and the verbs only talk to this interface; the
 // disk implementation (disk_store.h) keeps the reference's files, the tests use a fake.
 //

@@ -1,6 +1,4 @@
 #pragma once
-// File: ports/claims.h
-//
 // A host-port claim is one reason a (host IP, protocol, port) is taken on this node:
 //   declared   a pod spec asks for it (what the scheduler and the kubelet count);
 //   mapped     portmap installed a DNAT for it (what the kernel forwards to a container);

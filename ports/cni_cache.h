@@ -1,6 +1,4 @@
 #pragma once
-// File: ports/cni_cache.h
-//
 // Pod names for container IDs, from the runtime's libcni result cache (runtime/chain/cache.h
 // describes the format): each file under /var/lib/cni/results holds "containerId" and, for
 // pods a kubelet started, "cniArgs" with K8S_POD_NAMESPACE and K8S_POD_NAME.

@@ -3,7 +3,7 @@
 #include <set>
 
 #include "admit/api/load.h"
-#include "admit/predicates/node_ports/host_port_set.h"
+#include "admit/framework/host_port_set.h"
 
 namespace nodegate::ports {
 namespace {

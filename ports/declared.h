@@ -1,6 +1,4 @@
 #pragma once
-// File: ports/declared.h
-//
 // Declared claims: the host ports pod specs ask for, counted as the scheduler counts them
 // (admit's GetHostPorts: sidecar init containers and containers, hostPort 0 skipped, a
 // hostNetwork pod's container ports are host ports).

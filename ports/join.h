@@ -1,6 +1,4 @@
 #pragma once
-// File: ports/join.h
-//
 // The join of a node's three kinds of host-port claims into one row per (host IP, protocol,
 // port), each with a verdict. Claims on the same protocol and port whose host IPs overlap
 // (ports/claims.h HostIpsOverlap) judge each other even when they sit in different rows: a

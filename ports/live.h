@@ -1,6 +1,4 @@
 #pragma once
-// File: ports/live.h
-//
 // The claims the kernel holds right now: listening sockets with their processes, and portmap's
 // mappings with their pods. Where the mappings come from is injected (MappedSource), so the
 // join and the CLIs are testable without netfilter; the binaries pass PortmapMappedSource()

@@ -1,6 +1,4 @@
 #pragma once
-// File: ports/portmap_source.h
-//
 // The node's real mapped claims: portmap::ListInstalledMappings() in every layout, as a
 // MappedSource. The only part of ports/ that links portmap (and so netfilter).
 

@@ -1,6 +1,4 @@
 #pragma once
-// File: ports/process.h
-//
 // Which process holds a socket: /proc/*/fd links name sockets as "socket:[INODE]"; the
 // command is /proc/PID/comm and the container is read from /proc/PID/cgroup.
 

@@ -1,6 +1,4 @@
 #pragma once
-// File: ports/report.h
-//
 // `nodegate ports` output. JSON is the contract of issue 12 (fields may be added, never
 // renamed):
 //   {"ports": [{"hostIP", "protocol", "port", "verdict",

@@ -1,6 +1,4 @@
 #pragma once
-// File: ports/sock_diag.h
-//
 // The calling thread's network namespace's listening sockets, read from the kernel through
 // NETLINK_SOCK_DIAG (inet_diag, as `ss` does, without running it): TCP and SCTP sockets in
 // LISTEN, and UDP sockets bound to a port and not connected, of both families.

@@ -1,6 +1,4 @@
 #pragma once
-// File: ports/warnings.h
-//
 // `admit --live`: the host ports a candidate pod asks for that the node already gives to
 // someone the scheduler does not know about: a process listening on it, or a portmap DNAT of
 // another pod's container.

@@ -14,8 +14,8 @@
 
 #include "admit/api/types.h"
 #include "admit/framework/feature_gates.h"
+#include "admit/framework/host_port_set.h"
 #include "admit/framework/resource.h"
-#include "admit/predicates/node_ports/host_port_set.h"
 
 namespace nodegate::admit {
 

@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/base/error.h
-//
 // The one error currency of nodegate. An Error carries the CNI spec's numeric code, a short
 // message and optional details; the CNI dispatcher prints it verbatim as the spec's error JSON.
 // Non-CNI code (the admission checker, tools) uses the same type with the same codes.
@@ -26,7 +24,7 @@ enum ErrorCode : int {
   kErrPluginNotAvailable = 50,
   kErrLimitedConnectivity = 51,
   // Plugin-specific (100+).
-  kErrKernel = 100,          // a netlink/netfilter/tc operation failed
+  kErrKernel = 100,            // a netlink/netfilter/tc operation failed
   kErrAddressExhausted = 101,  // IPAM: no free address in a range set
   kErrAddressInUse = 102,      // IPAM: requested address held by another container
   kErrCheckFailed = 103,       // CHECK: an expected object is missing or differs

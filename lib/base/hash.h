@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/base/hash.h
-//
 // SHA-512 as lowercase hex, and the reference plugins' hash-derived kernel names. Those names
 // are a compatibility surface: the reference cleans up what we create and vice versa.
 //

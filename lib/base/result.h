@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/base/result.h
-//
 // Result<T> holds either a value or an Error (never both, never neither); Status is
 // Result<void>. Shaped like std::expected (C++23) so it can be swapped for it later.
 //
@@ -20,7 +18,7 @@ namespace nodegate {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT
+  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}      // NOLINT
   Result(Error error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
 
   bool ok() const { return state_.index() == 0; }
@@ -87,12 +85,12 @@ inline Status OkStatus() { return Status(); }
 #define NG_CONCAT_(a, b) NG_CONCAT_INNER_(a, b)
 
 // Returns the error of `expr` (a Status or Result) from the enclosing function.
-#define NG_RETURN_IF_ERROR(expr)                  \
-  do {                                            \
-    auto ng_status_ = (expr);                     \
-    if (!ng_status_.ok()) {                       \
-      return std::move(ng_status_).error();       \
-    }                                             \
+#define NG_RETURN_IF_ERROR(expr)            \
+  do {                                      \
+    auto ng_status_ = (expr);               \
+    if (!ng_status_.ok()) {                 \
+      return std::move(ng_status_).error(); \
+    }                                       \
   } while (0)
 
 // Declares or assigns `lhs` from a Result, returning its error from the enclosing function.

@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/base/scope_guard.h
-//
 // Runs a callable when the scope ends unless Dismiss() was called: the rollback tool for a
 // partial ADD. Register the undo step right after each successful do step, and dismiss all
 // guards once the whole operation succeeded.

@@ -1,7 +1,7 @@
-#include "lib/base/hash.h"
-
 #include <array>
 #include <cstdint>
+
+#include "lib/base/hash.h"
 
 namespace nodegate {
 namespace {

@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/cni/args.h
-//
 // CNI_ARGS ("K=V;K2=V2"), parsed as the reference does: every piece must be exactly one
 // "key=value"; keys are case-sensitive names the plugin knows; unknown keys are an error
 // unless IgnoreUnknown is 1/true (any case) somewhere in the string.

@@ -85,9 +85,7 @@ Result<NetConf> ParseNetConf(std::string_view stdin_bytes, const gojson::Shape& 
     return OkStatus();
   };
   NG_ASSIGN_OR_RETURN(conf.cni_version, OptionalString(raw, "cniVersion"));
-  if (conf.cni_version.empty()) {
-    conf.cni_version = "0.1.0";
-  }
+  conf.cni_version = EffectiveVersion(conf.cni_version);
   NG_ASSIGN_OR_RETURN(conf.name, OptionalString(raw, "name"));
   NG_RETURN_IF_ERROR(optional(conf.type, OptionalString(raw, "type")));
   NG_RETURN_IF_ERROR(optional(conf.runtime_config, OptionalObject(raw, "runtimeConfig")));

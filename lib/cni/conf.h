@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/cni/conf.h
-//
 // The fields every plugin's stdin config shares (spec 1.1.0 "Network configuration" plus the
 // per-invocation keys a runtime adds). Plugins read their own keys from `raw`.
 

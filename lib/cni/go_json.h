@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/cni/go_json.h
-//
 // JSON read the way the reference reads it: Go's encoding/json decoding into structs. Every
 // parser of runtime input (plugin stdin, runtimeConfig and its capabilities, prevResult, ipam,
 // args, the libcni cache, plugin results, conflists) goes through here, so that the keys

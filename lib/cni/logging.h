@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/cni/logging.h
-//
 // Plugin logging. stdout belongs to the CNI protocol, so logs go to stderr (warning level by
 // default, NODEGATE_LOG_LEVEL overrides) and, when the network config sets "logFile", also to
 // that file with size-based rotation at "logLevel" (default info). The reference plugins log

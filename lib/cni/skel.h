@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/cni/skel.h
-//
 // The plugin dispatcher ("skel"): reads the CNI_* environment and stdin through an injectable
 // ProcessIo, validates them per spec 1.1.0, negotiates the version, calls the plugin's verb
 // and prints exactly one thing on stdout: the result (ADD), the version object (VERSION),
@@ -45,10 +43,10 @@ struct ProcessIo {
 struct CmdArgs {
   Command command = Command::kAdd;
   std::string container_id;
-  std::string netns;   // may be empty for DEL
+  std::string netns;  // may be empty for DEL
   std::string ifname;
-  std::string args;    // raw CNI_ARGS
-  std::string path;    // raw CNI_PATH
+  std::string args;  // raw CNI_ARGS
+  std::string path;  // raw CNI_PATH
   std::string stdin_data;
   NetConf conf;
 };

@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/cni/types.h
-//
 // The CNI result as one typed model (the union of every schema version), with decoding from
 // and encoding to each version. Conversion between versions is decode-then-encode:
 //

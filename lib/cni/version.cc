@@ -4,6 +4,10 @@
 
 namespace nodegate::cni {
 
+std::string EffectiveVersion(std::string_view version) {
+  return std::string(version.empty() ? kDefaultVersion : version);
+}
+
 const std::vector<std::string>& AllVersions() {
   static const std::vector<std::string> kAll = {"0.1.0", "0.2.0", "0.3.0", "0.3.1",
                                                 "0.4.0", "1.0.0", "1.1.0"};
@@ -47,8 +51,8 @@ Result<ResultFamily> FamilyOf(std::string_view version) {
   if (version == "1.0.0" || version == "1.1.0") {
     return ResultFamily::k100;
   }
-  return Error(kErrIncompatibleVersion, "unsupported CNI result version \"" +
-                                            std::string(version) + "\"");
+  return Error(kErrIncompatibleVersion,
+               "unsupported CNI result version \"" + std::string(version) + "\"");
 }
 
 bool VersionAtLeast(std::string_view a, std::string_view b) {

@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/cni/version.h
-//
 // CNI spec versions: parsing, ordering and the families that share a result schema.
 
 #include <string>
@@ -13,6 +11,13 @@ namespace nodegate::cni {
 
 // The spec version this library implements (printed by VERSION as "cniVersion").
 inline constexpr std::string_view kSpecVersion = "1.1.0";
+
+// The version of a config that names none (the spec's default).
+inline constexpr std::string_view kDefaultVersion = "0.1.0";
+
+// `version`, or kDefaultVersion when it is empty: how every reader of a config treats a
+// missing or empty "cniVersion".
+std::string EffectiveVersion(std::string_view version);
 
 // Every version our plugins speak, oldest first.
 const std::vector<std::string>& AllVersions();

@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/conntrack/conntrack.h
-//
 // Conntrack entries through netlink (libnl-nf), in the calling thread's network namespace.
 // Used by portmap to drop stale UDP entries for a host port whose target changed: without
 // that, a client that keeps sending keeps hitting the old (gone) container.

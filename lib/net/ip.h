@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/net/ip.h
-//
 // IPv4/IPv6 addresses and prefixes as values: parsing, RFC 5952 formatting, masking,
 // increment/decrement and ordering. Everything the plugins need to reason about addresses
 // without touching the kernel.
@@ -65,7 +63,7 @@ class IpPrefix {
   int length() const { return length_; }
   Family family() const { return address_.family(); }
 
-  IpAddress Network() const;    // host bits cleared
+  IpAddress Network() const;      // host bits cleared
   IpAddress LastAddress() const;  // host bits set (the IPv4 broadcast address)
   IpPrefix Masked() const { return IpPrefix(Network(), length_); }
   bool Contains(const IpAddress& ip) const;

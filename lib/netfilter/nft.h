@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/netfilter/nft.h
-//
 // A libnftables context as an RAII value. A script passed to Run() is one nft transaction:
 // the kernel applies all of it or none of it. When it fails, the error names every failing
 // command by line, with the errno the kernel reported, so callers can tell "already exists"

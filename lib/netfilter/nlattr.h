@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/netfilter/nlattr.h
-//
 // Netlink attributes as plain bytes, for code that builds or reads nfnetlink messages without
 // libnl or libmnl (pure encoders that tests can run without a socket, batches of many
 // messages in one buffer). Header-only.

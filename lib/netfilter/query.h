@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/netfilter/query.h
-//
 // Read-only nf_tables queries straight over netlink, for the hot paths where libnftables has no
 // cheap way: `nft get element` dumps the whole set first, and a dry-run transaction that fails
 // costs an RCU grace period in the kernel's abort path, under the commit mutex every other

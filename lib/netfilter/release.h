@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/netfilter/release.h
-//
 // Deferred release of NETLINK_NETFILTER sockets, for short-lived processes.
 //
 // Every nf_tables commit schedules "destroy work" that frees the replaced objects after an

@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/netlink/link.h
-//
 // Network links as values, read and changed through libnl-route (`rtnl_link`). Every call works
 // in the namespace the Socket was opened in.
 //

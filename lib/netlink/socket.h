@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/netlink/socket.h
-//
 // An rtnetlink socket (libnl `nl_sock`) bound to the network namespace of the thread that
 // opened it, with two primitives every kernel-facing library builds on:
 //

@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/sys/atomic_file.h
-//
 // Crash-safe file replacement: write to a temporary file in the same directory, fsync, rename
 // over the target. Readers see the old or the new content, never a half-written file.
 // Temporary names start with ".tmp-" so directory scans can ignore and clean them.

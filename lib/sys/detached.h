@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/sys/detached.h
-//
 // Work a short-lived process may leave behind. SpawnDetached() forks a child that first closes
 // every descriptor it inherited but `keep_fds` (a runtime reading our stdout sees EOF when we
 // exit, and no lock stays held), then runs `work` and exits. Nobody waits for it: when this

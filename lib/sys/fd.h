@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/sys/fd.h
-//
 // UniqueFd owns a file descriptor and closes it exactly once.
 
 #include <unistd.h>

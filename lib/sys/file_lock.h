@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/sys/file_lock.h
-//
 // An exclusive flock() on a file, held for the lifetime of the object. Used for the host-local
 // data directory lock (same file and lock kind as the reference, so both can share a node)
 // and the xtables lock (/run/xtables.lock, as the iptables tools take it).

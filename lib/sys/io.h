@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/sys/io.h
-//
 // Whole-buffer reads and writes on a file descriptor, retrying short transfers and EINTR.
 // They return false with errno set, so each caller keeps its own error message.
 //

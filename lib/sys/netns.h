@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/sys/netns.h
-//
 // Entering a network namespace by path for the lifetime of a scope. setns() affects only the
 // calling thread; our plugins are single-threaded, and tests that use threads must enter the
 // namespace in the thread that does the work.

@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/tc/kernel.h
-//
 // Reads and writes the Qdisc and Filter values of objects.h through rtnetlink. Messages are
 // built with libnl's nl_msg/nla API rather than libnl-route's qdisc objects: libnl computes a
 // TBF's buffer with its own rounding and always sends a rate table, and we need the

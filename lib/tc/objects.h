@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/tc/objects.h
-//
 // Qdiscs and u32 filters as plain values: what a plugin wants on a device is a list of these
 // (a plan), and what the kernel has is read back into the same types, so "is the device as
 // planned?" is an equality check and a mismatch can be described in words.

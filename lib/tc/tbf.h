@@ -1,6 +1,4 @@
 #pragma once
-// File: lib/tc/tbf.h
-//
 // Token bucket filter parameters exactly as the reference bandwidth plugin computes them, so a
 // TBF we install reads the same in `tc qdisc show` as one the reference installs:
 //

@@ -1,6 +1,4 @@
 #pragma once
-// File: plugins/bandwidth/config.h
-//
 // The bandwidth plugin's configuration: the reference's four keys (bits per second and bits,
 // top level or runtimeConfig.bandwidth) plus unshapedSubnets/shapedSubnets. Parsing applies
 // every rule up front, before any kernel call, and is exposed for `nodegate conf validate`:

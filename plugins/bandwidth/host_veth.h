@@ -1,6 +1,4 @@
 #pragma once
-// File: plugins/bandwidth/host_veth.h
-//
 // Finds the host end of the container's veth the way the reference does: read the peer
 // ifindex of CNI_IFNAME inside the container namespace (IFLA_LINK, else ethtool), look that
 // index up in the node namespace, and require its name to be a prevResult interface without

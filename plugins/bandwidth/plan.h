@@ -1,6 +1,4 @@
 #pragma once
-// File: plugins/bandwidth/plan.h
-//
 // The kernel objects one attachment needs, as data (built without touching the kernel):
 //
 //   traffic TO the container (ingressRate), on the host veth's root:

@@ -1,6 +1,4 @@
 #pragma once
-// File: plugins/bandwidth/plugin.h
-//
 // The bandwidth plugin's verbs, for main.cc and in-process tests:
 //
 //   ADD    validate, find the host veth, apply the shaping plan (converging; rolled back on

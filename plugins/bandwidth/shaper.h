@@ -1,6 +1,4 @@
 #pragma once
-// File: plugins/bandwidth/shaper.h
-//
 // Applies, verifies and removes a ShapingPlan on the node (the namespace `sock` was opened
 // in). Apply converges: it reads what is there, leaves matching objects alone, replaces the
 // rest, and on failure puts back what it found. Check reports the first object or parameter

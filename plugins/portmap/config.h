@@ -1,6 +1,4 @@
 #pragma once
-// File: plugins/portmap/config.h
-//
 // The portmap plugin's configuration: every key of the reference plugin (snat, masqAll,
 // markMasqBit, externalSetMarkChain, conditionsV4/V6, backend) plus the `portMappings`
 // capability, parsed, defaulted and validated in one pure step before any kernel call.

@@ -1,6 +1,4 @@
 #pragma once
-// File: plugins/portmap/conflicts.h
-//
 // "hostPortConflicts": "reject": ADD refuses a host port that another container already maps
 // in any layout (installed_mappings.h), naming that container, its network and, when the
 // runtime's libcni cache knows it, its pod. The check and the install run under one exclusive

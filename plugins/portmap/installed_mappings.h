@@ -1,6 +1,4 @@
 #pragma once
-// File: plugins/portmap/installed_mappings.h
-//
 // Every host-port mapping installed on this node, read back from the kernel in every layout a
 // node can have: the reference's iptables layout in the legacy x_tables ("iptables-legacy") or
 // in nf_tables ("iptables-nft"), our nftables table ("nftables"), and the reference's nftables

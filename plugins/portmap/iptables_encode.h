@@ -1,6 +1,4 @@
 #pragma once
-// File: plugins/portmap/iptables_encode.h
-//
 // ipt_entry / ip6t_entry blobs for libiptc, laid out exactly as the iptables 1.8 binaries lay
 // out the same rule (same match and target revisions, zeroed padding). That makes our rules
 // byte-identical to the reference's, so existence checks work on either's rules and

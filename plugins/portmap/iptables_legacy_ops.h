@@ -1,6 +1,4 @@
 #pragma once
-// File: plugins/portmap/iptables_legacy_ops.h
-//
 // libiptc and libip6tc, the x_tables (legacy) interface of each family, behind one table of
 // functions: the legacy mode of the iptables backend and the listing of installed mappings
 // both read table nat through it. Only the libraries' headers are used at build time; the

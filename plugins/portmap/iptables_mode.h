@@ -1,6 +1,4 @@
 #pragma once
-// File: plugins/portmap/iptables_mode.h
-//
 // Which encoding of table nat the iptables layout uses on this node: the one the reference's
 // rules land in. The reference execs the first `iptables` (`ip6tables` for IPv6) on the PATH
 // the runtime gives it; on Debian 12, Ubuntu 22.04+, RHEL 8+ and Fedora that is iptables-nft

@@ -1,6 +1,4 @@
 #pragma once
-// File: plugins/portmap/iptables_nft_encode.h
-//
 // The iptables layout's rules (iptables_rules.h) in iptables-nft 1.8.9's nf_tables encoding,
 // both ways, without sockets (as observed from iptables-nft with `nft --debug=netlink`):
 //

@@ -1,6 +1,4 @@
 #pragma once
-// File: plugins/portmap/iptables_nft_table.h
-//
 // Table nat of one family in nf_tables (`table ip nat` / `table ip6 nat`), written the way
 // iptables-nft 1.8.9 writes it, over one raw nfnetlink socket: no iptables process, no
 // libnftables (the encoding is described in iptables_nft_encode.h).

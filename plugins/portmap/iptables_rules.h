@@ -1,6 +1,4 @@
 #pragma once
-// File: plugins/portmap/iptables_rules.h
-//
 // The iptables backend's rules as data: what the reference plugin installs in table nat
 // (observed from Debian's reference portmap, v1.1.1; README.md shows the layout), built
 // without touching the kernel, so tests can compare them with the reference's observed

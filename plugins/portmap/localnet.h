@@ -1,6 +1,4 @@
 #pragma once
-// File: plugins/portmap/localnet.h
-//
 // route_localnet for IPv4 localhost access: a packet to 127.0.0.1:hostPort that is DNATed to
 // the container leaves through the link towards the container, and the kernel drops
 // 127.0.0.0/8 sources there unless route_localnet is set on that link (the reference sets it

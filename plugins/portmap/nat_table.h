@@ -1,6 +1,4 @@
 #pragma once
-// File: plugins/portmap/nat_table.h
-//
 // Table nat of one family, as the iptables layout uses it (iptables_rules.h), in whichever of
 // the two encodings the node's iptables has:
 //

@@ -1,6 +1,4 @@
 #pragma once
-// File: plugins/portmap/nftables_rules.h
-//
 // The nftables backend's layout, and every nft command the backend runs (listings included),
 // built as data (Script: commands with their roles) without touching the kernel; the backend
 // only sequences and runs them.

@@ -1,6 +1,4 @@
 #pragma once
-// File: plugins/portmap/plugin.h
-//
 // The portmap plugin's verbs, wired to the CNI dispatcher by MakePlugin(). main.cc only calls
 // PluginMain(MakePlugin()); tests call the verbs or exec the binary.
 

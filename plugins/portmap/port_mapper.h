@@ -1,6 +1,4 @@
 #pragma once
-// File: plugins/portmap/port_mapper.h
-//
 // The seam between the plugin's verbs and the kernel: one implementation per backend
 // (iptables through libiptc, nftables through libnftables). Every method takes a validated
 // Config and changes nothing when it fails (each backend applies one transaction per table).

@@ -1,6 +1,4 @@
 #pragma once
-// File: ports/cli/cli.h
-//
 // `nodegate ports`: every host-port claim on this node (declared, mapped, listening) joined
 // into one row per (host IP, protocol, port) with a verdict. argv[0] is the subcommand name.
 // Exit status: 0 the table was printed, 2 unusable input or an unreadable kernel state.

@@ -1,6 +1,4 @@
 #pragma once
-// File: runtime/chain/cache.h
-//
 // The runtime's result cache, in libcni's format and place so that DEL and CHECK work later
 // and other tools (podman, containerd, cnitool) can read what we wrote and we can read theirs:
 //

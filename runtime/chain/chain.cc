@@ -22,7 +22,7 @@ Error JoinErrors(const std::vector<Error>& errors) {
 }
 
 std::string EffectiveVersion(const NetworkConfigList& list) {
-  return list.cni_version.empty() ? "0.1.0" : list.cni_version;
+  return cni::EffectiveVersion(list.cni_version);
 }
 
 // Values passed on may hold bytes from the command line (CNI_ARGS, a netns path): invalid UTF-8

@@ -1,6 +1,4 @@
 #pragma once
-// File: runtime/chain/chain.h
-//
 // Runs a network configuration list the way a runtime's CNI library does (libcni, spec 1.1.0
 // section 3):
 //   ADD    plugins in order, each getting the previous plugin's result as prevResult; the

@@ -1,6 +1,4 @@
 #pragma once
-// File: runtime/cli/capability_args.h
-//
 // The `nodegate cni` flags that become capability arguments (CONVENTIONS.md), parsed and
 // validated before any plugin runs:
 //

@@ -1,6 +1,4 @@
 #pragma once
-// File: runtime/conflist/conflist.h
-//
 // Network configuration lists as a runtime loads them: parsing a `.conflist` (or upconverting a
 // single-plugin `.conf`/`.json`), the effective cniVersion (`cniVersions` handled as libcni
 // does), and finding a network by name in a folder with libcni's file ordering:

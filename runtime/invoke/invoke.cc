@@ -27,17 +27,7 @@ std::vector<std::string> BuildEnv(const CniEnv& env) {
       out.emplace_back(*e);
     }
   }
-  auto set = [&](const char* key, const std::string& value) {
-    if (!value.empty()) {
-      out.push_back(std::string(key) + "=" + value);
-    }
-  };
-  set("CNI_COMMAND", env.command);
-  set("CNI_CONTAINERID", env.container_id);
-  set("CNI_NETNS", env.netns);
-  set("CNI_IFNAME", env.ifname);
-  set("CNI_ARGS", env.args);
-  set("CNI_PATH", env.path);
+  for (std::string& variable : CniVariables(env)) out.push_back(std::move(variable));
   return out;
 }
 
@@ -149,6 +139,19 @@ Result<ExecOutput> RunOnce(const std::string& binary, const std::vector<std::str
 
 }  // namespace
 
+std::vector<std::string> CniVariables(const CniEnv& env) {
+  std::vector<std::string> out;
+  const std::pair<const char*, const std::string*> variables[] = {
+      {"CNI_COMMAND", &env.command}, {"CNI_CONTAINERID", &env.container_id},
+      {"CNI_NETNS", &env.netns},     {"CNI_IFNAME", &env.ifname},
+      {"CNI_ARGS", &env.args},       {"CNI_PATH", &env.path},
+  };
+  for (const auto& [name, value] : variables) {
+    if (!value->empty()) out.push_back(std::string(name) + "=" + *value);
+  }
+  return out;
+}
+
 Result<std::string> Executor::FindInPath(const std::string& type,
                                          const std::vector<std::string>& dirs) {
   if (type.empty()) {
@@ -248,7 +251,7 @@ Result<cni::CniResult> ExecPluginWithResult(Executor& exec, const std::string& b
   cni::Json json = std::move(decoded).value();
   if (!json.contains("cniVersion") || !json["cniVersion"].is_string() ||
       json["cniVersion"].get<std::string>().empty()) {
-    json["cniVersion"] = config_version.empty() ? std::string("0.1.0") : config_version;
+    json["cniVersion"] = cni::EffectiveVersion(config_version);
   }
   auto result =
       cni::DecodeResult(cni::gojson::Refold(std::move(json), cni::ResultShape()), config_version);

@@ -1,6 +1,4 @@
 #pragma once
-// File: runtime/invoke/invoke.h
-//
 // Running one CNI plugin binary as a runtime does (spec 1.1.0 section 1.12 behaviour of
 // libcni's pkg/invoke): find it in CNI_PATH, exec it with the CNI_* variables and the config
 // on stdin, copy its stderr through, and turn its stdout into a result or the spec's error.
@@ -29,6 +27,9 @@ struct CniEnv {
   std::string args;  // CNI_ARGS, "K=V;K2=V2"
   std::string path;  // CNI_PATH, ':'-separated
 };
+
+// The invocation's CNI_* variables as "NAME=value", the empty ones left out (as libcni does).
+std::vector<std::string> CniVariables(const CniEnv& env);
 
 struct ExecOutput {
   int exit_code = -1;

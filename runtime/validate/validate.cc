@@ -144,7 +144,7 @@ std::optional<Validator::Loaded> Validator::ValidateFile(const std::string& file
   if (!parsed.contains("cniVersion") && !parsed.contains("cniVersions")) {
     Add(Severity::kWarning, file, l.name, -1, "", "version",
         "no cniVersion: runtimes and plugins treat it as 0.1.0 (no CHECK, GC or STATUS)");
-  } else if (!Contains(cni::AllVersions(), l.cni_version.empty() ? "0.1.0" : l.cni_version)) {
+  } else if (!Contains(cni::AllVersions(), cni::EffectiveVersion(l.cni_version))) {
     Add(Severity::kError, file, l.name, -1, "", "version",
         "cniVersion \"" + l.cni_version + "\" is not a CNI spec version (" +
             JoinList(cni::AllVersions()) + ")");
@@ -185,7 +185,7 @@ void Validator::CheckBinary(const Loaded& loaded, int index, const std::string& 
         std::string(role) + " " + *binary + " did not answer VERSION: " + versions.error().msg);
     return;
   }
-  const std::string wanted = l.cni_version.empty() ? "0.1.0" : l.cni_version;
+  const std::string wanted = cni::EffectiveVersion(l.cni_version);
   if (!Contains(*versions, wanted)) {
     Add(Severity::kError, loaded.file, l.name, index, type, "plugin-version",
         std::string(role) + " " + *binary + " does not support cniVersion \"" + wanted +

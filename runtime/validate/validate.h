@@ -1,6 +1,4 @@
 #pragma once
-// File: runtime/validate/validate.h
-//
 // `nodegate conf validate`: everything a runtime would trip on in a CNI configuration folder,
 // found before the runtime finds it. Checks, in order (check names as reported):
 //   read          the path exists and is readable

@@ -1,6 +1,4 @@
 #pragma once
-// File: tests/bandwidth/support.h
-//
 // Helpers for the bandwidth netns tests: a config with a prevResult that describes a
 // NodeWithContainer, running a plugin binary (ours or the reference) inside the node namespace,
 // extra containers on the same node, and `tc` output with device names normalised so our
@@ -53,8 +51,8 @@ std::string IngressFilterShow(const TestNetns& node, const std::string& host_vet
 std::string LinkNames(const TestNetns& node, const std::string& type);  // "ip -br link show type"
 
 // The ifbs of `node` once the helpers of earlier DELs are done: DEL renames an ifb it takes out
-// of service to bwpdel<9 hex digits of its name> and leaves the deletion (an RCU barrier) to a detached helper.
-// Waits up to 5 s for those to go, then lists like LinkNames(node, "ifb").
+// of service to bwpdel<9 hex digits of its name> and leaves the deletion (an RCU barrier) to a
+// detached helper. Waits up to 5 s for those to go, then lists like LinkNames(node, "ifb").
 std::string SettledIfbNames(const TestNetns& node);
 
 // True when the plugin's error output (stdout JSON) has `code` and its msg contains `text`.

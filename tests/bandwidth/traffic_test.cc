@@ -43,7 +43,8 @@ struct Traffic {
     std::string out;
     for (int attempt = 0; attempt < 20; ++attempt) {  // the daemon needs a moment to listen
       auto r = topo.container.Run("iperf3 -J -c " + peer_ip + " -p " + p + " -t " +
-                                  std::to_string(seconds) + (seconds == kSeconds ? " -O 1" : "") + (to_container ? " -R" : ""));
+                                  std::to_string(seconds) + (seconds == kSeconds ? " -O 1" : "") +
+                                  (to_container ? " -R" : ""));
       out = r.output;
       if (r.exit_code == 0) {
         break;

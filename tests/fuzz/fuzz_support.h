@@ -1,6 +1,4 @@
 #pragma once
-// File: tests/fuzz/fuzz_support.h
-//
 // What several fuzz targets share: the checks they assert on outputs (valid UTF-8 JSON, an
 // error that prints as the spec's error object) and inputs that describe a few files.
 //

@@ -1,6 +1,4 @@
 #pragma once
-// File: tests/fuzz/fuzz_target.h
-//
 // A fuzz target is one plain function over the input bytes, written once and compiled two ways
 // (tests/fuzz/README.md):
 //

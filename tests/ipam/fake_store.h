@@ -1,6 +1,4 @@
 #pragma once
-// File: tests/ipam/fake_store.h
-//
 // An in-memory Store with the disk store's semantics (exclusive reserve, owner matching,
 // last reserved address per range set), for fast tests of the allocator and the verbs.
 

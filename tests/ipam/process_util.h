@@ -1,6 +1,4 @@
 #pragma once
-// File: tests/ipam/process_util.h
-//
 // Shared helpers of the process-level host-local tests: a throwaway network namespace in
 // which every plugin process runs (host-local never enters CNI_NETNS, but no plugin is ever
 // run in the machine's own namespace), temp data directories, config builders and directory

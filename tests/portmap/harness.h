@@ -1,6 +1,4 @@
 #pragma once
-// File: tests/portmap/harness.h
-//
 // Shared pieces of the portmap netns tests: a node with a container and an external client,
 // config builders, plugin calls (ours or the reference, run inside the node namespace), and a
 // tiny echo server/client pair that runs inside any namespace (TCP and UDP, IPv4 and IPv6).

@@ -1,6 +1,4 @@
 #pragma once
-// File: tests/portmap/iptables_nft_kinds.h
-//
 // Every rule kind of the iptables layout, per family, for the iptables-nft encoder's unit and
 // netns tests: the planner's own output (BuildPlan) for configs that cover tcp/udp/sctp,
 // with and without hostIP, hairpin and localhost SETMARK rules, masqAll, a >15-port split,

@@ -39,8 +39,8 @@ std::atomic<int> g_counter{0};
 
 TestNetns::TestNetns(const std::string& prefix) {
   name_ = prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(g_counter++);
-  const auto r = RunCommand("ip netns add " + name_ + " && ip netns exec " + name_ +
-                            " ip link set lo up");
+  const auto r =
+      RunCommand("ip netns add " + name_ + " && ip netns exec " + name_ + " ip link set lo up");
   if (r.exit_code != 0) {
     ADD_FAILURE() << "ip netns add " << name_ << ": " << r.output;
   }
@@ -69,14 +69,15 @@ std::string TestNetns::MustRun(const std::string& command) const {
 
 NodeWithContainer::NodeWithContainer() {
   host_veth = "vh" + std::to_string(::getpid() % 100000) + "x" + std::to_string(g_counter++);
-  node.MustRun("ip link add " + host_veth + " type veth peer name " + container_ifname +
-               " netns " + container.name());
+  node.MustRun("ip link add " + host_veth + " type veth peer name " + container_ifname + " netns " +
+               container.name());
   node.MustRun("ip addr add " + node_ip4 + "/24 dev " + host_veth + " && ip -6 addr add " +
                node_ip6 + "/64 dev " + host_veth + " nodad && ip link set " + host_veth + " up");
   container.MustRun("ip addr add " + container_ip4 + "/24 dev " + container_ifname +
                     " && ip -6 addr add " + container_ip6 + "/64 dev " + container_ifname +
-                    " nodad && ip link set " + container_ifname + " up && ip route add default via " +
-                    node_ip4 + " && ip -6 route add default via " + node_ip6);
+                    " nodad && ip link set " + container_ifname +
+                    " up && ip route add default via " + node_ip4 +
+                    " && ip -6 route add default via " + node_ip6);
 }
 
 }  // namespace nodegate::testing

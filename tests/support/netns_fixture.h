@@ -1,6 +1,4 @@
 #pragma once
-// File: tests/support/netns_fixture.h
-//
 // Throwaway network namespaces for the netns and e2e test tiers. Every kernel change a test
 // makes happens inside namespaces created here, and they are deleted when the object goes
 // out of scope (also when an assertion fails).
@@ -69,12 +67,12 @@ struct NodeWithContainer {
 
 // In a netns/e2e test body: skip when not root, but fail when running under CI (which is
 // root), so a privilege problem never turns into a silently green run.
-#define NG_REQUIRE_ROOT()                                                    \
-  do {                                                                       \
-    if (!::nodegate::testing::IsRoot()) {                                    \
-      if (::nodegate::testing::UnderCi()) {                                  \
-        FAIL() << "netns tests need root, and CI must run them";             \
-      }                                                                      \
-      GTEST_SKIP() << "needs root (creates network namespaces)";             \
-    }                                                                        \
+#define NG_REQUIRE_ROOT()                                        \
+  do {                                                           \
+    if (!::nodegate::testing::IsRoot()) {                        \
+      if (::nodegate::testing::UnderCi()) {                      \
+        FAIL() << "netns tests need root, and CI must run them"; \
+      }                                                          \
+      GTEST_SKIP() << "needs root (creates network namespaces)"; \
+    }                                                            \
   } while (0)

@@ -14,6 +14,8 @@
 #include <optional>
 #include <vector>
 
+#include "runtime/invoke/invoke.h"
+
 namespace nodegate::testing {
 
 PluginOutput RunPlugin(const PluginCall& call) {
@@ -26,20 +28,11 @@ PluginOutput RunPlugin(const PluginCall& call) {
     result.err = "pipe failed";
     return result;
   }
-  std::vector<std::string> env_strings;
-  auto set = [&](const std::string& k, const std::string& v) {
-    if (!v.empty()) {
-      env_strings.push_back(k + "=" + v);
-    }
-  };
-  set("CNI_COMMAND", call.command);
-  set("CNI_CONTAINERID", call.container_id);
-  set("CNI_NETNS", call.netns);
-  set("CNI_IFNAME", call.ifname);
-  set("CNI_ARGS", call.args);
-  set("CNI_PATH", call.path);
+  std::vector<std::string> env_strings = runtime::CniVariables(
+      {call.command, call.container_id, call.netns, call.ifname, call.args, call.path});
   if (call.extra_env.count("PATH") == 0) {  // a call may run with a PATH of its own
-    set("PATH", std::getenv("PATH") ? std::getenv("PATH") : "/usr/sbin:/usr/bin:/sbin:/bin");
+    const char* path = std::getenv("PATH");
+    env_strings.push_back(std::string("PATH=") + (path ? path : "/usr/sbin:/usr/bin:/sbin:/bin"));
   }
   for (const auto& [k, v] : call.extra_env) {
     env_strings.push_back(k + "=" + v);

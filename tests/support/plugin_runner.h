@@ -1,6 +1,4 @@
 #pragma once
-// File: tests/support/plugin_runner.h
-//
 // Executes a built plugin binary the way a runtime does: CNI_* variables in the environment,
 // the config on stdin, stdout and stderr captured apart.
 //

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "admit/testing/builders.h"
+#include "admit/testing/filter_check.h"
 
 namespace nodegate::admit::node_affinity {
 namespace {
@@ -180,15 +181,8 @@ TEST(NodeAffinityTest, Filter) {
   auto plugin = New(PredicateOptions{gates});
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    NodeInfo node(c.node);
-    Status s = plugin->Filter(MakePodInfo(c.pod, gates, false), node);
-    EXPECT_EQ(s.IsSuccess(), c.want_fit);
-    if (!c.want_fit) {
-      EXPECT_EQ(s.code(), Code::kUnschedulableAndUnresolvable);
-      EXPECT_EQ(s.Reasons(), std::vector<std::string>{std::string(kErrReasonPod)});
-      EXPECT_NE(s.failures()[0].detail.find(c.want_detail), std::string::npos)
-          << s.failures()[0].detail;
-    }
+    testing::CheckFilter(*plugin, gates, {c.pod, c.node, {}}, c.want_fit,
+                         {Code::kUnschedulableAndUnresolvable, kErrReasonPod}, c.want_detail);
   }
 }
 

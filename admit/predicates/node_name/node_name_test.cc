@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "admit/testing/builders.h"
+#include "admit/testing/filter_check.h"
 
 namespace nodegate::admit::node_name {
 namespace {
@@ -30,14 +31,8 @@ TEST(NodeNameTest, Filter) {
   auto plugin = New(PredicateOptions{gates});
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    NodeInfo node(c.node);
-    Status s = plugin->Filter(MakePodInfo(c.pod, gates, false), node);
-    EXPECT_EQ(s.IsSuccess(), c.want_fit);
-    if (!c.want_fit) {
-      EXPECT_EQ(s.code(), Code::kUnschedulableAndUnresolvable);
-      EXPECT_EQ(s.Reasons(), std::vector<std::string>{std::string(kErrReason)});
-      EXPECT_NE(s.failures()[0].detail.find(c.pod.node_name), std::string::npos);
-    }
+    testing::CheckFilter(*plugin, gates, {c.pod, c.node, {}}, c.want_fit,
+                         {Code::kUnschedulableAndUnresolvable, kErrReason}, c.pod.node_name);
   }
 }
 

@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "admit/framework/host_port_set.h"
 #include "admit/framework/predicate.h"
-#include "admit/predicates/node_ports/host_port_set.h"
 
 namespace nodegate::admit::node_ports {
 

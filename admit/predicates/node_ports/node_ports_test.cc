@@ -6,6 +6,7 @@
 
 #include "admit/api/decode.h"
 #include "admit/testing/builders.h"
+#include "admit/testing/filter_check.h"
 
 namespace nodegate::admit::node_ports {
 namespace {
@@ -114,18 +115,8 @@ TEST(NodePortsTest, Filter) {
   auto plugin = New(PredicateOptions{gates});
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    NodeInfo node(MakeNode("m1").Obj());
-    for (const Pod& e : c.existing) {
-      node.AddPod(MakePodInfo(e, gates, true));
-    }
-    Status s = plugin->Filter(MakePodInfo(c.pod, gates, false), node);
-    EXPECT_EQ(s.IsSuccess(), c.want_fit);
-    if (!c.want_fit) {
-      EXPECT_EQ(s.code(), Code::kUnschedulable);
-      EXPECT_EQ(s.Reasons(), std::vector<std::string>{std::string(kErrReason)});
-      EXPECT_NE(s.failures()[0].detail.find("held by pod default/e"), std::string::npos)
-          << s.failures()[0].detail;
-    }
+    testing::CheckFilter(*plugin, gates, {c.pod, MakeNode("m1").Obj(), c.existing}, c.want_fit,
+                         {Code::kUnschedulable, kErrReason}, "held by pod default/e");
   }
 }
 

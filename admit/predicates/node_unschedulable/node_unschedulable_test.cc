@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "admit/testing/builders.h"
+#include "admit/testing/filter_check.h"
 
 namespace nodegate::admit::node_unschedulable {
 namespace {
@@ -44,14 +45,9 @@ TEST(NodeUnschedulableTest, Filter) {
   auto plugin = New(PredicateOptions{gates});
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    NodeInfo node(c.node);
-    Status s = plugin->Filter(MakePodInfo(c.pod, gates, false), node);
-    EXPECT_EQ(s.IsSuccess(), c.want_fit);
-    if (!c.want_fit) {
-      EXPECT_EQ(s.code(), Code::kUnschedulableAndUnresolvable);
-      EXPECT_EQ(s.Reasons(), std::vector<std::string>{std::string(kErrReasonUnschedulable)});
-      EXPECT_NE(s.failures()[0].detail.find("cordoned"), std::string::npos);
-    }
+    testing::CheckFilter(*plugin, gates, {c.pod, c.node, {}}, c.want_fit,
+                         {Code::kUnschedulableAndUnresolvable, kErrReasonUnschedulable},
+                         "cordoned");
   }
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "admit/testing/builders.h"
+#include "admit/testing/filter_check.h"
 
 namespace nodegate::admit::taint_toleration {
 namespace {
@@ -181,16 +182,10 @@ TEST(TaintTolerationTest, Filter) {
   auto plugin = New(PredicateOptions{gates});
   for (const FilterCase& c : cases) {
     SCOPED_TRACE(c.name);
-    NodeInfo node(c.node);
-    Status s = plugin->Filter(MakePodInfo(c.pod, gates, false), node);
-    EXPECT_EQ(s.IsSuccess(), c.want_fit);
-    if (!c.want_fit) {
-      EXPECT_EQ(s.code(), Code::kUnschedulableAndUnresolvable);
-      EXPECT_EQ(s.Reasons(), std::vector<std::string>{std::string(kErrReasonNotMatch)});
-      // The detail names the untolerated taint.
-      EXPECT_NE(s.failures()[0].detail.find(TaintToString(c.node.taints[0])), std::string::npos)
-          << s.failures()[0].detail;
-    }
+    // The detail names the untolerated taint.
+    const std::string taint = c.node.taints.empty() ? "" : TaintToString(c.node.taints[0]);
+    testing::CheckFilter(*plugin, gates, {c.pod, c.node, {}}, c.want_fit,
+                         {Code::kUnschedulableAndUnresolvable, kErrReasonNotMatch}, taint);
   }
 }
 

@@ -50,8 +50,10 @@ struct Harness {
   }
 
   void SetStandardEnv(const std::string& command) {
-    env = {{"CNI_COMMAND", command},  {"CNI_CONTAINERID", "ctr1"},
-           {"CNI_NETNS", "/run/netns/x"}, {"CNI_IFNAME", "eth0"},
+    env = {{"CNI_COMMAND", command},
+           {"CNI_CONTAINERID", "ctr1"},
+           {"CNI_NETNS", "/run/netns/x"},
+           {"CNI_IFNAME", "eth0"},
            {"CNI_PATH", "/opt/cni/bin"}};
   }
 

@@ -222,8 +222,8 @@ std::vector<Pair> AllPairs() {
 
 INSTANTIATE_TEST_SUITE_P(EveryPair, Conversion, ::testing::ValuesIn(AllPairs()),
                          [](const auto& info) {
-                           std::string name = std::get<0>(info.param) + "_to_" +
-                                              std::get<1>(info.param);
+                           std::string name =
+                               std::get<0>(info.param) + "_to_" + std::get<1>(info.param);
                            for (char& c : name) {
                              if (c == '.') c = '_';
                            }

@@ -1,4 +1,4 @@
-#include "admit/predicates/node_ports/host_port_set.h"
+#include "admit/framework/host_port_set.h"
 
 #include <algorithm>
 
