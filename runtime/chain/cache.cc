@@ -168,14 +168,19 @@ Result<CachedAttachment> DecodeCacheEntry(std::string_view bytes) {
     return Error(kErrDecode, "cache entry is not a JSON object");
   }
   const cni::Json& j = *decoded;
-  if (j.value("kind", "") != kCacheKindV1) {
-    return Error(kErrDecode, "cache entry has wrong kind: " + j.value("kind", std::string()));
-  }
-  CachedAttachment e;
+  // Any field may hold any JSON value here: read as strings only where they are strings
+  // (libcni's own decoder refuses the entry then; so do we, for "kind").
   auto str = [&](const char* key) -> std::string {
     auto it = j.find(key);
     return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
   };
+  if (auto kind = j.find("kind"); kind != j.end() && !kind->is_string() && !kind->is_null()) {
+    return Error(kErrDecode, "cache entry: \"kind\" is not a string");
+  }
+  if (str("kind") != kCacheKindV1) {
+    return Error(kErrDecode, "cache entry has wrong kind: " + str("kind"));
+  }
+  CachedAttachment e;
   e.container_id = str("containerId");
   e.ifname = str("ifName");
   e.network_name = str("networkName");

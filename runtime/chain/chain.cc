@@ -178,11 +178,19 @@ RuntimeConf Chain::WithCachedArgs(const NetworkConfigList& list, const RuntimeCo
   // libcni before 1.2 (podman 4.x) caches no "netns": the result's sandbox of our interface
   // names it.
   if (out.netns.empty() && cached.result.is_object()) {
-    for (const auto& iface : cached.result.value("interfaces", cni::Json::array())) {
-      if (iface.is_object() && iface.value("name", "") == rt.ifname &&
-          iface.value("sandbox", "") != "") {
-        out.netns = iface["sandbox"].get<std::string>();
-        break;
+    // A cache file may hold anything: only string fields count (value() would throw).
+    auto string_of = [](const cni::Json& object, const char* key) {
+      auto it = object.find(key);
+      return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    auto interfaces = cached.result.find("interfaces");
+    if (interfaces != cached.result.end() && interfaces->is_array()) {
+      for (const auto& iface : *interfaces) {
+        if (iface.is_object() && string_of(iface, "name") == rt.ifname &&
+            !string_of(iface, "sandbox").empty()) {
+          out.netns = string_of(iface, "sandbox");
+          break;
+        }
       }
     }
   }

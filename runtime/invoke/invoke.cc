@@ -292,7 +292,8 @@ Result<std::vector<std::string>> GetVersionInfo(Executor& exec, const std::strin
     }
     return versions;
   }
-  if (json.value("cniVersion", "") == "0.2.0") {
+  // Any binary may answer: a non-string cniVersion is no version (value() would throw).
+  if (auto v = json.find("cniVersion"); v != json.end() && v->is_string() && *v == "0.2.0") {
     return std::vector<std::string>{"0.1.0", "0.2.0"};
   }
   return Error(kErrDecode, "VERSION of " + binary + ": reply has no supportedVersions");

@@ -91,6 +91,13 @@ TEST(CacheEntryTest, RejectsForeignFiles) {
   EXPECT_FALSE(DecodeCacheEntry("not json").ok());
   EXPECT_FALSE(DecodeCacheEntry(R"({"kind":"other"})").ok());
   EXPECT_FALSE(DecodeCacheEntry(R"({"kind":"cniCacheV1","config":"***"})").ok());
+  // Found by make fuzz (tests/fuzz/crashes/cni_cache/kind-not-a-string): a "kind" that is not
+  // a string threw out of the decoder and aborted `nodegate cni` and `nodegate ports`.
+  for (const char* kind : {"[]", "[[\"IP\",\"10.1.0.5\"]]", "{}", "5", "true"}) {
+    const auto entry = DecodeCacheEntry(std::string(R"({"kind":)") + kind + R"(,"config":""})");
+    ASSERT_FALSE(entry.ok()) << kind;
+    EXPECT_EQ(entry.error().msg, "cache entry: \"kind\" is not a string") << kind;
+  }
 }
 
 TEST(CacheFilesTest, WriteReadListDelete) {

@@ -18,6 +18,26 @@ namespace {
 using ::testing::ElementsAre;
 using testing::FakeExecutor;
 
+// Any binary in the plugin path may answer VERSION; answers whose fields have other JSON types
+// than libcni expects are errors, never an exception out of the driver (value() threw).
+TEST(GetVersionInfoTest, OddlyTypedAnswersAreErrors) {
+  struct Answering : FakeExecutor {
+    std::string answer;
+    Result<ExecOutput> Run(const std::string&, const CniEnv&, const std::string&) override {
+      return ExecOutput{0, answer, ""};
+    }
+  } exec;
+  for (const char* answer : {R"({"cniVersion":5})", R"({"cniVersion":["0.2.0"]})",
+                             R"({"cniVersion":null,"supportedVersions":{}})"}) {
+    exec.answer = answer;
+    EXPECT_FALSE(GetVersionInfo(exec, "/fake/odd").ok()) << answer;
+  }
+  exec.answer = R"({"cniVersion":"0.2.0"})";
+  const auto legacy = GetVersionInfo(exec, "/fake/odd");
+  ASSERT_TRUE(legacy.ok()) << legacy.error().msg;
+  EXPECT_EQ(*legacy, (std::vector<std::string>{"0.1.0", "0.2.0"}));
+}
+
 constexpr char kBridgeResult[] = R"({
   "cniVersion": "1.0.0",
   "interfaces": [{"name": "cni0", "mac": "02:00:00:00:00:01"},
