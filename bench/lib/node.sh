@@ -1,11 +1,28 @@
 # Shared by the benchmarks that need a node: sourced, not run.
 #
+#   settle                       waits until the CPU is idle (a deleted namespace's teardown)
 #   make_node NAME               a network namespace with lo up and a bridge-side address
 #                                10.88.0.1/16 (on br0, a veth whose peer is up), as a node
 #                                running a CNI bridge has
 #   iptables_population N NET    iptables-restore input: N other containers of network NET in
 #                                the reference portmap's iptables layout, one TCP mapping each
 #                                (host ports 10000.., chains CNI-DN-<n>)
+
+# settle: waits (at most 30 s) until the machine is idle again. A deleted namespace is torn down
+# by the kernel afterwards, in the background (thousands of chains take seconds of CPU), and a
+# section timed meanwhile would measure that teardown, not the plugin.
+settle() {
+  local deadline=$((SECONDS + 30)) a b idle total
+  while [ "$SECONDS" -lt "$deadline" ]; do
+    read -r -a a < <(head -1 /proc/stat)
+    sleep 0.3
+    read -r -a b < <(head -1 /proc/stat)
+    idle=$(( (b[4] + b[5]) - (a[4] + a[5]) ))
+    total=0
+    for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
+    [ "$total" -gt 0 ] && [ $((idle * 100 / total)) -ge 90 ] && return 0
+  done
+}
 
 make_node() {
   ip netns add "$1"

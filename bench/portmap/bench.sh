@@ -108,8 +108,32 @@ floor_ms() {  # args...
 }
 
 declare -A ADD DEL FLOOR_MS EXEC_MS
+# One pod with MANY_PORTS UDP host ports (a pod author chooses the number): the whole layout in
+# one transaction, and the stale UDP conntrack entries of all those ports flushed with one dump.
+# Measured first: for about half a minute after a namespace with thousands of chains is deleted,
+# large commits here ran 40% slower (the kernel's teardown, not visible as CPU use).
+MANY_PORTS="${MANY_PORTS:-2000}"
+if [ "$MANY_PORTS" -gt 0 ]; then
+  NODE="ng-pm-bench-$$-many"
+  settle
+  make_node "$NODE"
+  MAPPINGS=$(awk -v n="$MANY_PORTS" 'BEGIN { printf "["; for (i = 0; i < n; i++)
+    printf "%s{\"hostPort\":%d,\"containerPort\":53,\"protocol\":\"udp\"}", (i ? "," : ""), 20000 + i; printf "]" }')
+  echo "one pod with $MANY_PORTS UDP host ports" >&2
+  read -r a d < <(measure "many-ours-nft" "$OURS" '' "$REF_RUNS" "")
+  ADD[many-nft]=$a; DEL[many-nft]=$d
+  read -r a d < <(measure "many-ours-legacy" "$OURS" ',"iptablesMode":"legacy"' "$REF_RUNS" "")
+  ADD[many-legacy]=$a; DEL[many-legacy]=$d
+  read -r a d < <(measure "many-ours-nftables" "$OURS" ',"backend":"nftables"' "$REF_RUNS" "")
+  ADD[many-nftables]=$a; DEL[many-nftables]=$d
+  MAPPINGS=""
+  ip netns del "$NODE"
+  NODE=""
+fi
+
 for n in $SIZES; do
   NODE="ng-pm-bench-$$-$n"
+  settle
   make_node "$NODE"
   iptables_population "$n" > "$WORK/ipt.rules"
   ip netns exec "$NODE" iptables-nft-restore < "$WORK/ipt.rules"
@@ -143,6 +167,7 @@ for n in $SIZES; do
   # with a populated legacy table too, DEL also reads that table to remove the container's
   # rules of the other mode).
   NODE="ng-pm-bench-$$-$n-legacy"
+  settle
   make_node "$NODE"
   ip netns exec "$NODE" iptables-legacy-restore < "$WORK/ipt.rules"
   echo "legacy node with $n other mappings: $(ip netns exec "$NODE" iptables-legacy-save -t nat | grep -c -- '-A CNI-HOSTPORT-DNAT') entry rules in x_tables" >&2
@@ -159,6 +184,7 @@ done
 CT_ENTRIES="${CT_ENTRIES:-20000}"
 if [ "$CT_ENTRIES" -gt 0 ]; then
   NODE="ng-pm-bench-$$-ct"
+  settle
   make_node "$NODE"
   awk -v n="$CT_ENTRIES" 'BEGIN { for (i = 0; i < n; i++)
     printf "-I -s 10.1.%d.%d -d 10.2.0.1 -p tcp --sport %d --dport 80 --state ESTABLISHED -u ASSURED -t 3600\n",
@@ -173,26 +199,6 @@ if [ "$CT_ENTRIES" -gt 0 ]; then
   read -r a d < <(measure "udp-reference" "$REFERENCE" "" "$REF_RUNS" "")
   ADD[udp-reference]=$a; DEL[udp-reference]=$d
   PROTO=tcp
-  ip netns del "$NODE"
-  NODE=""
-fi
-
-# One pod with MANY_PORTS UDP host ports (a pod author chooses the number): the whole layout in
-# one transaction, and the stale UDP conntrack entries of all those ports flushed with one dump.
-MANY_PORTS="${MANY_PORTS:-2000}"
-if [ "$MANY_PORTS" -gt 0 ]; then
-  NODE="ng-pm-bench-$$-many"
-  make_node "$NODE"
-  MAPPINGS=$(awk -v n="$MANY_PORTS" 'BEGIN { printf "["; for (i = 0; i < n; i++)
-    printf "%s{\"hostPort\":%d,\"containerPort\":53,\"protocol\":\"udp\"}", (i ? "," : ""), 20000 + i; printf "]" }')
-  echo "one pod with $MANY_PORTS UDP host ports" >&2
-  read -r a d < <(measure "many-ours-nft" "$OURS" '' "$REF_RUNS" "")
-  ADD[many-nft]=$a; DEL[many-nft]=$d
-  read -r a d < <(measure "many-ours-legacy" "$OURS" ',"iptablesMode":"legacy"' "$REF_RUNS" "")
-  ADD[many-legacy]=$a; DEL[many-legacy]=$d
-  read -r a d < <(measure "many-ours-nftables" "$OURS" ',"backend":"nftables"' "$REF_RUNS" "")
-  ADD[many-nftables]=$a; DEL[many-nftables]=$d
-  MAPPINGS=""
   ip netns del "$NODE"
   NODE=""
 fi
