@@ -197,10 +197,12 @@ Result<CachedAttachment> DecodeCacheEntry(std::string_view bytes) {
       }
     }
   }
-  if (auto it = j.find("capabilityArgs"); it != j.end() && it->is_object()) {
+  // An empty map is no map, as for libcni's omitempty encoder (an entry reads back the same
+  // after we write it; found by make fuzz).
+  if (auto it = j.find("capabilityArgs"); it != j.end() && it->is_object() && !it->empty()) {
     e.capability_args = *it;
   }
-  if (auto it = j.find("result"); it != j.end() && it->is_object()) {
+  if (auto it = j.find("result"); it != j.end() && it->is_object() && !it->empty()) {
     e.result = *it;
   }
   return e;

@@ -87,6 +87,21 @@ TEST(CacheEntryTest, DecodesWhatLibcniWrites) {
   EXPECT_EQ(again->result, e->result);
 }
 
+// libcni writes empty maps as nothing (omitempty); one read as {} must read back the same after
+// we write it (found by make fuzz: tests/fuzz/crashes/cni_cache/empty-result-round-trip).
+TEST(CacheEntryTest, EmptyMapsReadAsAbsent) {
+  const auto entry =
+      DecodeCacheEntry(R"({"kind":"cniCacheV1","containerId":"c","config":"","ifName":"eth0",)"
+                       R"("networkName":"n","capabilityArgs":{},"result":{}})");
+  ASSERT_TRUE(entry.ok()) << entry.error().msg;
+  EXPECT_TRUE(entry->result.is_null());
+  EXPECT_TRUE(entry->capability_args.empty());  // {} when absent, as before
+  const auto again = DecodeCacheEntry(EncodeCacheEntry(*entry));
+  ASSERT_TRUE(again.ok()) << again.error().msg;
+  EXPECT_EQ(again->result, entry->result);
+  EXPECT_EQ(again->capability_args, entry->capability_args);
+}
+
 TEST(CacheEntryTest, RejectsForeignFiles) {
   EXPECT_FALSE(DecodeCacheEntry("not json").ok());
   EXPECT_FALSE(DecodeCacheEntry(R"({"kind":"other"})").ok());
