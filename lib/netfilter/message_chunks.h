@@ -19,17 +19,21 @@ namespace nodegate::netfilter {
 
 class MessageChunks {
  public:
-  static constexpr size_t kChunkBytes = 512 * 1024;
+  // Chunks start small (a plain ADD is a few kilobytes) and double up to kMaxChunkBytes.
+  static constexpr size_t kFirstChunkBytes = 64 * 1024;
+  static constexpr size_t kMaxChunkBytes = 512 * 1024;
 
   MessageChunks() = default;
   ~MessageChunks() { Clear(); }
-  MessageChunks(MessageChunks&& other) noexcept : chunks_(std::move(other.chunks_)) {
+  MessageChunks(MessageChunks&& other) noexcept
+      : chunks_(std::move(other.chunks_)), next_chunk_bytes_(other.next_chunk_bytes_) {
     other.chunks_.clear();
   }
   MessageChunks& operator=(MessageChunks&& other) noexcept {
     if (this != &other) {
       Clear();
       chunks_ = std::move(other.chunks_);
+      next_chunk_bytes_ = other.next_chunk_bytes_;
       other.chunks_.clear();
     }
     return *this;
@@ -40,7 +44,8 @@ class MessageChunks {
   // Room for `len` zeroed bytes, contiguous; stays valid (and in place) until Clear.
   uint8_t* Append(size_t len) {
     if (chunks_.empty() || chunks_.back().capacity - chunks_.back().used < len) {
-      NewChunk(std::max(len, kChunkBytes));
+      NewChunk(std::max(len, next_chunk_bytes_));
+      next_chunk_bytes_ = std::min(2 * next_chunk_bytes_, kMaxChunkBytes);
     }
     Chunk& chunk = chunks_.back();
     uint8_t* at = chunk.data + chunk.used;
@@ -64,6 +69,7 @@ class MessageChunks {
   void Clear() {
     for (const Chunk& c : chunks_) ::munmap(c.data, c.capacity);
     chunks_.clear();
+    next_chunk_bytes_ = kFirstChunkBytes;
   }
 
  private:
@@ -81,6 +87,7 @@ class MessageChunks {
   }
 
   std::vector<Chunk> chunks_;
+  size_t next_chunk_bytes_ = kFirstChunkBytes;
 };
 
 }  // namespace nodegate::netfilter

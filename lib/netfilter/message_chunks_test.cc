@@ -22,7 +22,7 @@ TEST(MessageChunksTest, BytesStayInPlaceAndComeBackInOrder) {
   EXPECT_TRUE(chunks.empty());
   std::vector<uint8_t*> starts;
   // Enough 600-byte messages to fill several chunks.
-  const size_t count = 3 * MessageChunks::kChunkBytes / 600;
+  const size_t count = 3 * MessageChunks::kMaxChunkBytes / 600;
   for (size_t i = 0; i < count; ++i) {
     uint8_t* at = chunks.Append(600);
     ASSERT_NE(at, nullptr);
@@ -56,10 +56,10 @@ TEST(MessageChunksTest, BytesStayInPlaceAndComeBackInOrder) {
 TEST(MessageChunksTest, AMessageLargerThanAChunkGetsItsOwn) {
   MessageChunks chunks;
   chunks.Append(16);
-  uint8_t* big = chunks.Append(MessageChunks::kChunkBytes + 4096);
-  std::memset(big, 7, MessageChunks::kChunkBytes + 4096);
+  uint8_t* big = chunks.Append(MessageChunks::kMaxChunkBytes + 4096);
+  std::memset(big, 7, MessageChunks::kMaxChunkBytes + 4096);
   chunks.Append(16);
-  EXPECT_EQ(chunks.size(), 32 + MessageChunks::kChunkBytes + 4096);
+  EXPECT_EQ(chunks.size(), 32 + MessageChunks::kMaxChunkBytes + 4096);
   EXPECT_EQ(Total(chunks), chunks.size());
 }
 

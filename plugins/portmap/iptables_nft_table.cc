@@ -735,16 +735,16 @@ Status NftNatTable::DeleteChain(const std::string& chain) {
 
 // ---- commit
 
-// BATCH_BEGIN carrying the generation the batch was built on (NFNL_BATCH_GENID, Linux 4.11:
-// the kernel refuses the whole batch with ERESTART if anything committed since), the
-// buffered messages, BATCH_END. Failures are always answered; the last message also asks for
-// an ack, so a batch that went through to its end is confirmed.
 void NftNatTable::Queue(uint16_t type, uint16_t flags, const Bytes& attrs, std::string what) {
   uint8_t* message = pending_.Append(MessageLength(attrs));
   WriteMessage(message, NftType(type), flags, 0, NfFamily(family_), 0, attrs);
   ops_.push_back({message, std::move(what)});
 }
 
+// BATCH_BEGIN carrying the generation the batch was built on (NFNL_BATCH_GENID, Linux 4.11:
+// the kernel refuses the whole batch with ERESTART if anything committed since), the
+// buffered messages, BATCH_END. Failures are always answered; the last message also asks for
+// an ack, so a batch that went through to its end is confirmed.
 NftNatTable::Batch NftNatTable::BuildBatch(const std::vector<Op>& ops) {
   Batch batch;
   AttrWriter genid;
