@@ -30,7 +30,7 @@ test: build test-asan
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 	@echo "== the netns tests that exec the executables, against their sanitizer builds"
 	@cd $(BUILD_DIR) && NODEGATE_BIN_DIR_OVERRIDE=$(abspath $(ASAN_DIR))/bin NODEGATE_CRASH_CYCLES=4 \
-	  ctest --output-on-failure -L plugins
+	  ctest --output-on-failure -L plugins -j $(JOBS)
 
 test-unit: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -L unit -j $(JOBS)

@@ -113,6 +113,20 @@ function(_ng_test_pch)
     <nlohmann/json.hpp> <string> <vector> <map> <memory>)
 endfunction()
 
+# Tests run in parallel (`ctest -j`) unless they touch what is shared by the whole machine or
+# measure time: label `e2e` (a runtime's global state: podman's storage, a containerd), `deploy`
+# (dpkg's database, podman images) and `serial` (rates measured on real traffic) run alone.
+# Every other test works in namespaces and folders of its own (tests/support/netns_fixture.h
+# names them after the process), so two of them cannot see each other.
+function(_ng_serial_when_labelled name labels)
+  foreach(exclusive e2e deploy serial)
+    if(exclusive IN_LIST labels)
+      set_tests_properties(${name} PROPERTIES RUN_SERIAL TRUE)
+      return()
+    endif()
+  endforeach()
+endfunction()
+
 function(ng_test)
   cmake_parse_arguments(NG "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
   add_executable(${NG_NAME} ${NG_SRCS})
@@ -133,9 +147,8 @@ function(ng_test)
     ENVIRONMENT "NODEGATE_BIN_DIR=${CMAKE_BINARY_DIR}/bin;NODEGATE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
   if("unit" IN_LIST NG_LABELS)
     add_dependencies(unit_tier ${NG_NAME})
-  else()
-    set_tests_properties(${NG_NAME} PROPERTIES RUN_SERIAL TRUE)
   endif()
+  _ng_serial_when_labelled(${NG_NAME} "${NG_LABELS}")
 endfunction()
 
 # A test written as a shell script (e2e tier, differential tests).
@@ -145,6 +158,7 @@ function(ng_script_test)
     set(NG_TIMEOUT 900)
   endif()
   add_test(NAME ${NG_NAME} COMMAND bash ${NG_SCRIPT})
-  set_tests_properties(${NG_NAME} PROPERTIES LABELS "${NG_LABELS}" TIMEOUT ${NG_TIMEOUT} RUN_SERIAL TRUE
+  set_tests_properties(${NG_NAME} PROPERTIES LABELS "${NG_LABELS}" TIMEOUT ${NG_TIMEOUT}
     ENVIRONMENT "NODEGATE_BIN_DIR=${CMAKE_BINARY_DIR}/bin;NODEGATE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+  _ng_serial_when_labelled(${NG_NAME} "${NG_LABELS}")
 endfunction()

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <utility>
 
+#include "lib/netfilter/nlattr.h"
 #include "lib/netfilter/release.h"
 #include "lib/netlink/socket.h"
 
@@ -30,9 +31,8 @@ std::vector<uint8_t> IfnameKey(const std::vector<std::string>& fields) {
   return key;
 }
 
-namespace {
-
-// An nfnetlink socket whose release is handed off like libnftables' (see release.h).
+// An nfnetlink socket whose release is handed off like libnftables' (see release.h). Not in
+// the anonymous namespace: TableReader::Connection holds one.
 struct NfnlSocket {
   explicit NfnlSocket(netlink::Socket s) : sock(std::move(s)) {}
   NfnlSocket(NfnlSocket&&) noexcept = default;
@@ -42,13 +42,15 @@ struct NfnlSocket {
   netlink::Socket sock;
 };
 
+namespace {
+
 Result<NfnlSocket> OpenNfnl() {
   NG_ASSIGN_OR_RETURN(netlink::Socket sock, netlink::Socket::Open(NETLINK_NETFILTER));
   return NfnlSocket(std::move(sock));
 }
 
-netlink::MsgPtr NewNftMessage(int type, uint8_t family) {
-  netlink::MsgPtr msg = netlink::NewMessage((NFNL_SUBSYS_NFTABLES << 8) | type, 0);
+netlink::MsgPtr NewNftMessage(int type, uint8_t family, int flags = 0) {
+  netlink::MsgPtr msg = netlink::NewMessage((NFNL_SUBSYS_NFTABLES << 8) | type, flags);
   nfgenmsg header{};
   header.nfgen_family = family;
   header.version = NFNETLINK_V0;
@@ -57,48 +59,172 @@ netlink::MsgPtr NewNftMessage(int type, uint8_t family) {
   return msg;
 }
 
-}  // namespace
+constexpr int ReplyType(int type) { return (NFNL_SUBSYS_NFTABLES << 8) | type; }
 
-Result<bool> HasElement(const SetRef& set, const std::vector<uint8_t>& key) {
-  NG_ASSIGN_OR_RETURN(NfnlSocket nfnl, OpenNfnl());
-  netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETSETELEM, set.family);
-  bool built = msg && nla_put_string(msg.get(), NFTA_SET_ELEM_LIST_TABLE, set.table.c_str()) == 0 &&
-               nla_put_string(msg.get(), NFTA_SET_ELEM_LIST_SET, set.set.c_str()) == 0;
-  if (built) {
-    nlattr* elements = nla_nest_start(msg.get(), NFTA_SET_ELEM_LIST_ELEMENTS);
-    nlattr* element = nla_nest_start(msg.get(), NFTA_LIST_ELEM);
-    nlattr* key_attr = nla_nest_start(msg.get(), NFTA_SET_ELEM_KEY);
-    built = elements && element && key_attr &&
-            nla_put(msg.get(), NFTA_DATA_VALUE, static_cast<int>(key.size()), key.data()) == 0;
-    if (built) {
-      nla_nest_end(msg.get(), key_attr);
-      nla_nest_end(msg.get(), element);
-      nla_nest_end(msg.get(), elements);
-    }
-  }
-  if (!built) return Error(kErrKernel, "nftables: cannot build a get-element request");
-
-  bool found = false;
-  const int reply_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWSETELEM;
-  NG_RETURN_IF_ERROR(
-      nfnl.sock.Dump(msg.get(), "nftables: get element of " + set.table + " " + set.set,
-                     [&](const nlmsghdr* h) { found |= h->nlmsg_type == reply_type; }, {ENOENT}));
-  return found;
+// The attributes after an nf_tables reply's nfgenmsg.
+ByteView ReplyAttributes(const nlmsghdr* h) {
+  const size_t header = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg));
+  if (h->nlmsg_len < header) return {};
+  return {reinterpret_cast<const uint8_t*>(h) + header, h->nlmsg_len - header};
 }
 
-Result<bool> HasChain(uint8_t family, const std::string& table, const std::string& chain) {
+// The NFTA_DATA_VALUE inside a nested NFTA_SET_ELEM_KEY / _DATA.
+std::vector<uint8_t> DataValue(ByteView nested) {
+  std::vector<uint8_t> out;
+  ForEachAttr(nested, [&](const Attr& a) {
+    if (a.type == NFTA_DATA_VALUE) out.assign(a.data.begin(), a.data.end());
+    return true;
+  });
+  return out;
+}
+
+// The elements of a NEWSETELEM reply.
+void AppendElements(const nlmsghdr* h, std::vector<SetElement>& out) {
+  if (h->nlmsg_type != ReplyType(NFT_MSG_NEWSETELEM)) return;
+  ForEachAttr(ReplyAttributes(h), [&](const Attr& list) {
+    if (list.type != NFTA_SET_ELEM_LIST_ELEMENTS) return true;
+    ForEachAttr(list.data, [&](const Attr& item) {
+      if (item.type != NFTA_LIST_ELEM) return true;
+      SetElement element;
+      ForEachAttr(item.data, [&](const Attr& a) {
+        if (a.type == NFTA_SET_ELEM_KEY) element.key = DataValue(a.data);
+        if (a.type == NFTA_SET_ELEM_DATA) element.data = DataValue(a.data);
+        if (a.type == NFTA_SET_ELEM_USERDATA) element.comment = UserDataComment(a.data);
+        return true;
+      });
+      out.push_back(std::move(element));
+      return true;
+    });
+    return true;
+  });
+}
+
+}  // namespace
+
+std::string UserDataComment(std::span<const uint8_t> user_data) {
+  // libnftnl's records: one byte type, one byte length, then the value.
+  constexpr uint8_t kComment = 0;
+  size_t at = 0;
+  while (at + 2 <= user_data.size()) {
+    const uint8_t type = user_data[at];
+    const size_t len = user_data[at + 1];
+    if (at + 2 + len > user_data.size()) break;
+    if (type == kComment) {
+      const auto* text = reinterpret_cast<const char*>(user_data.data() + at + 2);
+      return std::string(text, strnlen(text, len));
+    }
+    at += 2 + len;
+  }
+  return "";
+}
+
+struct TableReader::Connection {
+  NfnlSocket nfnl;
+};
+
+TableReader::TableReader(uint8_t family, std::string table, std::unique_ptr<Connection> connection)
+    : family_(family), table_(std::move(table)), connection_(std::move(connection)) {}
+TableReader::TableReader(TableReader&&) noexcept = default;
+TableReader& TableReader::operator=(TableReader&&) noexcept = default;
+TableReader::~TableReader() = default;
+
+Result<TableReader> TableReader::Open(uint8_t family, std::string table) {
   NG_ASSIGN_OR_RETURN(NfnlSocket nfnl, OpenNfnl());
-  netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETCHAIN, family);
-  if (!msg || nla_put_string(msg.get(), NFTA_CHAIN_TABLE, table.c_str()) != 0 ||
+  return TableReader(family, std::move(table),
+                     std::make_unique<Connection>(Connection{std::move(nfnl)}));
+}
+
+Result<std::vector<std::string>> TableReader::SetNames() {
+  netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETSET, family_, NLM_F_DUMP);
+  if (!msg || nla_put_string(msg.get(), NFTA_SET_TABLE, table_.c_str()) != 0) {
+    return Error(kErrKernel, "nftables: cannot build a list-sets request");
+  }
+  std::vector<std::string> names;
+  NG_RETURN_IF_ERROR(connection_->nfnl.sock.Dump(msg.get(), "nftables: list sets of " + table_,
+                                                 [&](const nlmsghdr* h) {
+                                                   if (h->nlmsg_type != ReplyType(NFT_MSG_NEWSET))
+                                                     return;
+                                                   ForEachAttr(ReplyAttributes(h),
+                                                               [&](const Attr& a) {
+                                                                 if (a.type == NFTA_SET_NAME)
+                                                                   names.push_back(a.String());
+                                                                 return true;
+                                                               });
+                                                 },
+                                                 {ENOENT}));
+  return names;
+}
+
+Result<std::optional<SetElement>> TableReader::Element(const std::string& set,
+                                                       const std::vector<uint8_t>& key) {
+  netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETSETELEM, family_);
+  AttrWriter elements;
+  const size_t list = elements.BeginNested(NFTA_SET_ELEM_LIST_ELEMENTS);
+  const size_t item = elements.BeginNested(NFTA_LIST_ELEM);
+  const size_t key_attr = elements.BeginNested(NFTA_SET_ELEM_KEY);
+  elements.Put(NFTA_DATA_VALUE, key.data(), key.size());
+  elements.EndNested(key_attr);
+  elements.EndNested(item);
+  elements.EndNested(list);
+  if (!msg || nla_put_string(msg.get(), NFTA_SET_ELEM_LIST_TABLE, table_.c_str()) != 0 ||
+      nla_put_string(msg.get(), NFTA_SET_ELEM_LIST_SET, set.c_str()) != 0 ||
+      nlmsg_append(msg.get(), const_cast<uint8_t*>(elements.bytes().data()),
+                   elements.bytes().size(), NLA_ALIGNTO) != 0) {
+    return Error(kErrKernel, "nftables: cannot build a get-element request");
+  }
+  std::vector<SetElement> found;
+  NG_RETURN_IF_ERROR(
+      connection_->nfnl.sock.Dump(msg.get(), "nftables: get element of " + table_ + " " + set,
+                                  [&](const nlmsghdr* h) { AppendElements(h, found); }, {ENOENT}));
+  if (found.empty()) return std::optional<SetElement>();
+  return std::optional<SetElement>(std::move(found.front()));
+}
+
+Result<std::vector<SetElement>> TableReader::Elements(const std::string& set) {
+  netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETSETELEM, family_, NLM_F_DUMP);
+  if (!msg || nla_put_string(msg.get(), NFTA_SET_ELEM_LIST_TABLE, table_.c_str()) != 0 ||
+      nla_put_string(msg.get(), NFTA_SET_ELEM_LIST_SET, set.c_str()) != 0) {
+    return Error(kErrKernel, "nftables: cannot build a list-elements request");
+  }
+  std::vector<SetElement> out;
+  NG_RETURN_IF_ERROR(
+      connection_->nfnl.sock.Dump(msg.get(), "nftables: list elements of " + table_ + " " + set,
+                                  [&](const nlmsghdr* h) { AppendElements(h, out); }, {ENOENT}));
+  return out;
+}
+
+Result<std::optional<std::string>> TableReader::ChainComment(const std::string& chain) {
+  netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETCHAIN, family_);
+  if (!msg || nla_put_string(msg.get(), NFTA_CHAIN_TABLE, table_.c_str()) != 0 ||
       nla_put_string(msg.get(), NFTA_CHAIN_NAME, chain.c_str()) != 0) {
     return Error(kErrKernel, "nftables: cannot build a get-chain request");
   }
-  bool found = false;
-  const int reply_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWCHAIN;
+  std::optional<std::string> comment;
   NG_RETURN_IF_ERROR(
-      nfnl.sock.Dump(msg.get(), "nftables: get chain " + table + " " + chain,
-                     [&](const nlmsghdr* h) { found |= h->nlmsg_type == reply_type; }, {ENOENT}));
-  return found;
+      connection_->nfnl.sock.Dump(msg.get(), "nftables: get chain " + table_ + " " + chain,
+                                  [&](const nlmsghdr* h) {
+                                    if (h->nlmsg_type != ReplyType(NFT_MSG_NEWCHAIN)) return;
+                                    comment = "";
+                                    ForEachAttr(ReplyAttributes(h), [&](const Attr& a) {
+                                      if (a.type == NFTA_CHAIN_USERDATA)
+                                        comment = UserDataComment(a.data);
+                                      return true;
+                                    });
+                                  },
+                                  {ENOENT}));
+  return comment;
+}
+
+Result<bool> HasElement(const SetRef& set, const std::vector<uint8_t>& key) {
+  NG_ASSIGN_OR_RETURN(TableReader reader, TableReader::Open(set.family, set.table));
+  NG_ASSIGN_OR_RETURN(const auto element, reader.Element(set.set, key));
+  return element.has_value();
+}
+
+Result<bool> HasChain(uint8_t family, const std::string& table, const std::string& chain) {
+  NG_ASSIGN_OR_RETURN(TableReader reader, TableReader::Open(family, table));
+  NG_ASSIGN_OR_RETURN(const auto comment, reader.ChainComment(chain));
+  return comment.has_value();
 }
 
 Result<bool> HasTable(uint8_t family, const std::string& table) {

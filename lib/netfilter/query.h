@@ -10,6 +10,9 @@
 //       netfilter::IfnameKey({"3553464f01e30f3", "all4"})));
 
 #include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -40,6 +43,53 @@ Result<bool> HasChain(uint8_t family, const std::string& table, const std::strin
 // True when nf_tables `family` has a table named `table`. One NFT_MSG_GETTABLE request.
 // Errors: code 100.
 Result<bool> HasTable(uint8_t family, const std::string& table);
+
+// One element of a set or map as the kernel holds it: key and data in register layout (a
+// concatenation's fields each padded to 4 bytes; addresses and ports in network byte order)
+// and the comment nft gave it.
+struct SetElement {
+  std::vector<uint8_t> key;
+  std::vector<uint8_t> data;  // empty for a set
+  std::string comment;
+};
+
+// Reads of one table over one nfnetlink socket, for callers that ask several things: each
+// read is one request, and costs what its answer holds (an element by its key costs the same
+// in a map of five or of five thousand).
+//
+//   NG_ASSIGN_OR_RETURN(auto reader, netfilter::TableReader::Open(kNfprotoInet, "cni_hostport"));
+//   NG_ASSIGN_OR_RETURN(auto names, reader.SetNames());
+//   NG_ASSIGN_OR_RETURN(auto element, reader.Element(names[0], key));
+class TableReader {
+ public:
+  static Result<TableReader> Open(uint8_t family, std::string table);
+  TableReader(TableReader&&) noexcept;
+  TableReader& operator=(TableReader&&) noexcept;
+  ~TableReader();
+
+  // The names of the table's sets and maps; empty when the table does not exist.
+  Result<std::vector<std::string>> SetNames();
+  // The element of `set` whose key is exactly `key`; nullopt when there is none, or no such
+  // set or table.
+  Result<std::optional<SetElement>> Element(const std::string& set,
+                                            const std::vector<uint8_t>& key);
+  // Every element of `set`; empty when it or the table does not exist.
+  Result<std::vector<SetElement>> Elements(const std::string& set);
+  // The comment of `chain`: nullopt when the chain (or table) does not exist, "" when it has
+  // none.
+  Result<std::optional<std::string>> ChainComment(const std::string& chain);
+
+ private:
+  struct Connection;
+  TableReader(uint8_t family, std::string table, std::unique_ptr<Connection> connection);
+  uint8_t family_;
+  std::string table_;
+  std::unique_ptr<Connection> connection_;
+};
+
+// The comment in the user data nft attaches to a rule, chain or element (type-length-value
+// records; the comment is record 0, NUL-terminated). "" when there is none.
+std::string UserDataComment(std::span<const uint8_t> user_data);
 
 // nf_tables answers (NFT_MSG_GETGEN) in this network namespace. Errors: code 100 naming the
 // kernel's reason (no nf_tables, no permission).

@@ -106,13 +106,20 @@ Status AppendIptablesNft(net::Family family, const std::set<PortKey>* only,
       return loaded.error().WithContext("list iptables-nft mappings");
     }
     ChainReader read = [&](const std::string& chain) -> Result<std::vector<ListedRule>> {
-      NG_ASSIGN_OR_RETURN(const auto* records, (*table)->Rules(chain));
+      std::vector<ipt::NftRuleRecord> sought;
+      const std::vector<ipt::NftRuleRecord>* records = nullptr;
+      if (chain == ipt::kDnatChain && only != nullptr) {
+        // Entry rules that cannot be the ones sought are passed over in the dump itself,
+        // neither copied nor decoded (AppendIptablesLayout would drop them anyway).
+        NG_ASSIGN_OR_RETURN(sought, (*table)->RulesWhere(chain, [&](netfilter::ByteView e) {
+          return RawEntryMayMatch(e, family, *only);
+        }));
+        records = &sought;
+      } else {
+        NG_ASSIGN_OR_RETURN(records, (*table)->Rules(chain));
+      }
       std::vector<ListedRule> rules;
-      const bool entries = chain == ipt::kDnatChain;
       for (const auto& r : *records) {
-        // Decoding is most of the cost on a busy node: entry rules that cannot be the ones
-        // sought are left out undecoded (AppendIptablesLayout would drop them anyway).
-        if (entries && only != nullptr && !RawEntryMayMatch(r, family, *only)) continue;
         rules.push_back({r.verdict.chain.empty() ? r.verdict.target : r.verdict.chain,
                          ipt::DecodeNftRule(r.expressions, family, r.userdata)});
       }
@@ -187,10 +194,67 @@ Result<std::array<bool, 3>> NftablesTablesPresent() {
   return present;
 }
 
+// "network <name>" -> name; "" for a name cut to fit (NetworkComment) or another comment.
+std::string NetworkOfComment(const std::string& comment) {
+  const std::string lead = "network ";
+  if (comment.rfind(lead, 0) != 0) return "";
+  if (comment.size() >= nft::kMaxCommentBytes && comment.find("... sha512:") != std::string::npos) {
+    return "";
+  }
+  return comment.substr(lead.size());
+}
+
+// The network named by the comment of a prefix's hostports chain ("" when unknown).
+Result<std::string> NetworkOfPrefix(netfilter::TableReader& reader, const std::string& prefix) {
+  NG_ASSIGN_OR_RETURN(const auto comment, reader.ChainComment(prefix + "_hostports"));
+  return comment ? NetworkOfComment(*comment) : std::string();
+}
+
+// Our table over netlink, for the keys sought only: each network's dnat_any maps are asked
+// for those keys (one request each, whatever the map holds); its dnat_ip maps (host-IP
+// mappings, rare) are read whole, since a claim of every address overlaps all of theirs.
+Status AppendOurTableByKeys(const std::set<PortKey>& only, std::vector<InstalledMapping>& out) {
+  NG_ASSIGN_OR_RETURN(auto reader,
+                      netfilter::TableReader::Open(netfilter::kNfprotoInet, nft::kTable));
+  NG_ASSIGN_OR_RETURN(const auto sets, reader.SetNames());
+  std::map<std::string, std::string> networks;  // prefix -> name, read when first needed
+  for (const auto& set : sets) {
+    const auto shape = DnatMapShapeOf(set);
+    if (!shape) continue;
+    std::vector<netfilter::SetElement> elements;
+    if (shape->with_host_ip) {
+      NG_ASSIGN_OR_RETURN(elements, reader.Elements(set));
+    } else {
+      for (const auto& key : only) {
+        if (key.family != shape->family) continue;
+        NG_ASSIGN_OR_RETURN(auto element, reader.Element(set, DnatAnyKey(key.protocol, key.port)));
+        if (element) elements.push_back(std::move(*element));
+      }
+    }
+    for (const auto& element : elements) {
+      auto mapping = MappingOfMapElement(element, *shape);
+      if (!mapping || only.count(KeyOf(*mapping)) == 0) continue;
+      const std::string prefix = set.substr(0, set.find('_'));
+      if (!networks.contains(prefix)) {
+        NG_ASSIGN_OR_RETURN(networks[prefix], NetworkOfPrefix(reader, prefix));
+      }
+      mapping->network = networks[prefix];
+      out.push_back(std::move(*mapping));
+    }
+  }
+  return OkStatus();
+}
+
 // Our table and the reference nftables backend's, through libnftables (not available: none).
+// With keys to look for, our table is read over netlink instead (AppendOurTableByKeys).
 Status AppendNftables(const std::set<PortKey>* only, std::vector<InstalledMapping>& out) {
-  const auto present = NftablesTablesPresent();
+  auto present = NftablesTablesPresent();
   if (!present.ok() || *present == std::array<bool, 3>{}) return OkStatus();
+  if (only != nullptr && (*present)[0]) {
+    NG_RETURN_IF_ERROR(AppendOurTableByKeys(*only, out));
+    (*present)[0] = false;
+    if (*present == std::array<bool, 3>{}) return OkStatus();
+  }
   auto nft = netfilter::Nft::Open();
   if (!nft.ok()) return OkStatus();
   std::vector<InstalledMapping> found;
@@ -254,16 +318,6 @@ std::optional<InstalledMapping> MappingOfElement(const Json& pair, net::Family f
   m.target = TargetText(*address,
                         value["concat"][1].is_number_integer() ? value["concat"][1].get<int>() : 0);
   return m;
-}
-
-// "network <name>" -> name; "" for a name cut to fit (NetworkComment) or another comment.
-std::string NetworkOfComment(const std::string& comment) {
-  const std::string lead = "network ";
-  if (comment.rfind(lead, 0) != 0) return "";
-  if (comment.size() >= nft::kMaxCommentBytes && comment.find("... sha512:") != std::string::npos) {
-    return "";
-  }
-  return comment.substr(lead.size());
 }
 
 // The network of each prefix n<hash>, from its chains' comments (when the JSON has them).
@@ -342,6 +396,58 @@ std::optional<InstalledMapping> MappingOfDnatRule(const ipt::Rule& rule, net::Fa
   return m;
 }
 
+std::optional<DnatMapShape> DnatMapShapeOf(const std::string& name) {
+  for (const auto family : {net::Family::kV4, net::Family::kV6}) {
+    const std::string suffix = nft::NetworkNames::Suffix(family);
+    if (!name.ends_with(suffix)) continue;
+    const std::string stem = name.substr(0, name.size() - suffix.size());
+    if (stem.ends_with("_dnat_any")) return DnatMapShape{family, false};
+    if (stem.ends_with("_dnat_ip")) return DnatMapShape{family, true};
+  }
+  return std::nullopt;
+}
+
+std::vector<uint8_t> DnatAnyKey(Protocol protocol, int port) {
+  // inet_proto . inet_service: one byte, then two in network order, each padded to 4.
+  return {static_cast<uint8_t>(ProtocolNumber(protocol)),
+          0,
+          0,
+          0,
+          static_cast<uint8_t>(port >> 8),
+          static_cast<uint8_t>(port & 0xff),
+          0,
+          0};
+}
+
+std::optional<InstalledMapping> MappingOfMapElement(const netfilter::SetElement& element,
+                                                    const DnatMapShape& shape) {
+  const size_t address_size = shape.family == net::Family::kV4 ? 4 : 16;
+  const size_t key_size = (shape.with_host_ip ? address_size : 0) + 8;
+  if (element.key.size() != key_size || element.data.size() != address_size + 4) {
+    return std::nullopt;
+  }
+  InstalledMapping m;
+  m.layout = "nftables";
+  m.family = shape.family;
+  m.container_id = element.comment;
+  const uint8_t* key = element.key.data();
+  if (shape.with_host_ip) {
+    m.host_ip = net::IpAddress::FromBytes(shape.family, key);
+    key += address_size;
+  }
+  std::optional<Protocol> protocol;
+  for (const auto p : {Protocol::kTcp, Protocol::kUdp, Protocol::kSctp}) {
+    if (ProtocolNumber(p) == key[0]) protocol = p;
+  }
+  if (!protocol) return std::nullopt;
+  m.protocol = *protocol;
+  m.host_port = (key[4] << 8) | key[5];
+  const uint8_t* value = element.data.data();
+  m.target = TargetText(net::IpAddress::FromBytes(shape.family, value),
+                        (value[address_size] << 8) | value[address_size + 1]);
+  return m;
+}
+
 bool EntryRuleMayMatch(const ipt::Rule& rule, net::Family family, const std::set<PortKey>& only) {
   if (!rule.header.protocol) return true;
   for (const auto& match : rule.matches) {
@@ -355,21 +461,18 @@ bool EntryRuleMayMatch(const ipt::Rule& rule, net::Family family, const std::set
   return true;
 }
 
-bool RawEntryMayMatch(const ipt::NftRuleRecord& record, net::Family family,
+bool RawEntryMayMatch(netfilter::ByteView bytes, net::Family family,
                       const std::set<PortKey>& only) {
-  if (record.verdict.chain.rfind("CNI-DN-", 0) != 0) return false;
-  const auto& bytes = record.expressions;
+  // memmem: glibc's is vectorized, and this runs over every entry rule of the node.
+  const auto contains = [&](const void* needle, size_t len) {
+    return ::memmem(bytes.data(), bytes.size(), needle, len) != nullptr;
+  };
   constexpr std::string_view kMultiport = "multiport";
-  if (std::search(bytes.begin(), bytes.end(), kMultiport.begin(), kMultiport.end()) ==
-      bytes.end()) {
-    return true;
-  }
+  if (!contains(kMultiport.data(), kMultiport.size())) return true;
   for (const auto& key : only) {
     if (key.family != family) continue;
     const uint16_t port = static_cast<uint16_t>(key.port);
-    uint8_t pattern[2];
-    std::memcpy(pattern, &port, sizeof(port));
-    if (std::search(bytes.begin(), bytes.end(), pattern, pattern + 2) != bytes.end()) return true;
+    if (contains(&port, sizeof(port))) return true;
   }
   return false;
 }

@@ -17,6 +17,8 @@
 
 #include "lib/base/result.h"
 #include "lib/net/ip.h"
+#include "lib/netfilter/nlattr.h"
+#include "lib/netfilter/query.h"
 #include "plugins/portmap/config.h"
 #include "plugins/portmap/iptables_nft_table.h"
 #include "plugins/portmap/iptables_rules.h"
@@ -59,14 +61,28 @@ std::string TargetText(const net::IpAddress& address, int port);
 // A DNAT rule of a CNI-DN-* chain as a mapping (layout, network and container left empty);
 // nullopt for the chain's other rules.
 std::optional<InstalledMapping> MappingOfDnatRule(const ipt::Rule& rule, net::Family family);
+// Our table's dnat maps as read over netlink (nftables_rules.h has the layout): which family,
+// and whether the key starts with a host IP (n<h>_dnat_ip_*) or not (n<h>_dnat_any_*);
+// nullopt for the table's other sets.
+struct DnatMapShape {
+  net::Family family = net::Family::kV4;
+  bool with_host_ip = false;
+};
+std::optional<DnatMapShape> DnatMapShapeOf(const std::string& set_name);
+// The key of a dnat_any map for (protocol, port), in register layout.
+std::vector<uint8_t> DnatAnyKey(Protocol protocol, int port);
+// An element of a dnat map (its comment is the container ID) as a mapping, network left
+// empty; nullopt when its bytes do not have the map's layout.
+std::optional<InstalledMapping> MappingOfMapElement(const netfilter::SetElement& element,
+                                                    const DnatMapShape& shape);
 // Whether an entry rule of CNI-HOSTPORT-DNAT may lead to one of `only` (true when its ports
 // cannot be read).
 bool EntryRuleMayMatch(const ipt::Rule& rule, net::Family family, const std::set<PortKey>& only);
-// The same before decoding, for the nf_tables encoding (decoding is most of a listing's cost on
-// a busy node): the rule jumps to a CNI-DN-* chain, and when it has a multiport match (the
+// The same before decoding, for the nf_tables encoding (decoding, and even copying, is most of
+// a listing's cost on a busy node): when a rule's expressions hold a multiport match (the
 // reference's entry rules all do), its info (ports in host byte order) holds the two bytes of
 // one of the ports. A false "may" costs one decode; a false "cannot" does not happen.
-bool RawEntryMayMatch(const ipt::NftRuleRecord& record, net::Family family,
+bool RawEntryMayMatch(netfilter::ByteView expressions, net::Family family,
                       const std::set<PortKey>& only);
 // `nft -j list table inet cni_hostport`: the elements of every network's dnat maps, the
 // network named by its chains' comments ("network <name>"; "" when cut or absent).

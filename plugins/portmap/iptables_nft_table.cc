@@ -308,18 +308,27 @@ Result<uint32_t> ReadGeneration(int fd, uint32_t seq, const std::string& name) {
 }
 
 // A GETRULE answer as a record, when it is a rule of `chain`.
-std::optional<NftRuleRecord> RuleRecordOf(const nlmsghdr* h, const std::string& chain) {
-  auto attrs = ReplyAttrs(h);
-  if (!attrs) return std::nullopt;
-  const Attr* in_chain = netfilter::FindAttr(*attrs, NFTA_RULE_CHAIN);
-  const Attr* handle = netfilter::FindAttr(*attrs, NFTA_RULE_HANDLE);
-  const Attr* exprs = netfilter::FindAttr(*attrs, NFTA_RULE_EXPRESSIONS);
-  const Attr* udata = netfilter::FindAttr(*attrs, NFTA_RULE_USERDATA);
-  if (in_chain == nullptr || in_chain->String() != chain || handle == nullptr) return std::nullopt;
+// `keep` sees the rule's expressions before anything is copied (an empty view when it has none).
+std::optional<NftRuleRecord> RuleRecordOf(
+    const nlmsghdr* h, const std::string& chain,
+    const std::function<bool(ByteView)>& keep = [](ByteView) { return true; }) {
+  const size_t header = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg));
+  if (h->nlmsg_len < header) return std::nullopt;
+  const ByteView payload(reinterpret_cast<const uint8_t*>(h) + header, h->nlmsg_len - header);
+  std::optional<Attr> in_chain, handle, exprs, udata;
+  const bool well_formed = netfilter::ForEachAttr(payload, [&](const Attr& a) {
+    if (a.type == NFTA_RULE_CHAIN) in_chain = a;
+    if (a.type == NFTA_RULE_HANDLE) handle = a;
+    if (a.type == NFTA_RULE_EXPRESSIONS) exprs = a;
+    if (a.type == NFTA_RULE_USERDATA) udata = a;
+    return true;
+  });
+  if (!well_formed || !in_chain || !handle || in_chain->String() != chain) return std::nullopt;
+  if (!keep(exprs ? exprs->data : ByteView())) return std::nullopt;
   NftRuleRecord r;
   r.handle = handle->Be64();
-  if (exprs != nullptr) r.expressions.assign(exprs->data.begin(), exprs->data.end());
-  if (udata != nullptr) r.userdata.assign(udata->data.begin(), udata->data.end());
+  if (exprs) r.expressions.assign(exprs->data.begin(), exprs->data.end());
+  if (udata) r.userdata.assign(udata->data.begin(), udata->data.end());
   r.verdict = NftRuleVerdict(r.expressions);
   return r;
 }
@@ -417,6 +426,11 @@ Status NftNatTable::CheckGeneration() {
 }
 
 Result<std::vector<NftRuleRecord>> NftNatTable::DumpRules(const std::string& chain) {
+  return RulesWhere(chain, [](ByteView) { return true; });
+}
+
+Result<std::vector<NftRuleRecord>> NftNatTable::RulesWhere(
+    const std::string& chain, const std::function<bool(ByteView)>& keep) {
   std::vector<NftRuleRecord> rules;
   AttrWriter filter;
   filter.PutString(NFTA_RULE_TABLE, kTable);
@@ -427,7 +441,7 @@ Result<std::vector<NftRuleRecord>> NftNatTable::DumpRules(const std::string& cha
       Message(NftType(NFT_MSG_GETRULE), NLM_F_DUMP, seq, NfFamily(family_), 0, filter.bytes()), seq,
       name() + ": list rules of chain " + chain,
       [&](const nlmsghdr* h) {
-        if (auto r = RuleRecordOf(h, chain)) rules.push_back(std::move(*r));
+        if (auto r = RuleRecordOf(h, chain, keep)) rules.push_back(std::move(*r));
       },
       {ENOENT}));
   reads_unconfirmed_ = true;

@@ -34,6 +34,7 @@
 // (IsStaleGeneration) when anything committed since Open, so no answer mixes two generations.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -44,6 +45,7 @@
 #include "lib/base/result.h"
 #include "lib/net/ip.h"
 #include "lib/netfilter/message_chunks.h"
+#include "lib/netfilter/nlattr.h"
 #include "lib/sys/fd.h"
 #include "plugins/portmap/iptables_nft_encode.h"
 #include "plugins/portmap/iptables_rules.h"
@@ -100,6 +102,10 @@ class NftNatTable final : public NatTable {
   uint32_t generation() const { return generation_; }
   Result<std::vector<std::string>> ListChains();
   Result<const std::vector<NftRuleRecord>*> Rules(const std::string& chain);
+  // The rules of `chain` whose expressions `keep` accepts, seen in the dump's own buffer: one
+  // dump, nothing kept by this object, nothing copied of the rules passed over.
+  Result<std::vector<NftRuleRecord>> RulesWhere(
+      const std::string& chain, const std::function<bool(netfilter::ByteView)>& keep);
   // Reads the rules of every chain of the table in one dump (what a full listing needs: one
   // dump per chain would make the kernel walk the table's chains once per chain).
   Status LoadAllRules();
@@ -153,9 +159,8 @@ class NftNatTable final : public NatTable {
   uint32_t seq_ = 0;
   uint32_t generation_ = 0;
   bool table_exists_ = false;
-  bool reads_unconfirmed_ = false;
-  bool all_rules_loaded_ = false;  // rules_ holds every chain's rules (LoadAllRules)  // rules or
-                                   // chains listed since the last ConfirmReads
+  bool reads_unconfirmed_ = false;  // rules or chains listed since the last ConfirmReads
+  bool all_rules_loaded_ = false;   // rules_ holds every chain's rules (LoadAllRules)
   std::map<std::string, std::optional<ChainInfo>> chains_;   // as looked up by name
   std::map<std::string, std::vector<NftRuleRecord>> rules_;  // chain -> rules, read lazily
   // (chain, verdict) -> the chain's rules ending in that verdict, decoded into canonical form

@@ -41,6 +41,20 @@ std::vector<std::string> Installed(const TestNetns& node) {
   return mappings.ok() ? Lines(*mappings) : std::vector<std::string>{};
 }
 
+// The keyed listing (what a refusal reads: in our table, map elements by key over netlink
+// instead of the whole table through libnftables) must find what the whole listing finds.
+std::vector<std::string> InstalledWithKeys(const TestNetns& node) {
+  auto scope = sys::NetnsScope::Enter(node.path());
+  EXPECT_TRUE(scope.ok());
+  const std::set<PortKey> keys = {{net::Family::kV4, Protocol::kTcp, 8080},
+                                  {net::Family::kV4, Protocol::kUdp, 5353},
+                                  {net::Family::kV6, Protocol::kUdp, 5353},
+                                  {net::Family::kV6, Protocol::kTcp, 8080}};
+  auto mappings = ListInstalledMappings(keys);
+  EXPECT_TRUE(mappings.ok()) << mappings.error().msg;
+  return mappings.ok() ? Lines(*mappings) : std::vector<std::string>{};
+}
+
 // What kMappings/kPrev (ctr1 in rnet) installs, in `layout`.
 std::vector<std::string> Ctr1Lines(const std::string& layout, const std::string& id = "ctr1",
                                    const std::string& network = "rnet") {
@@ -60,10 +74,12 @@ TEST(InstalledMappings, IptablesNftModeOursAndTheReference) {
   TestNetns ours("ng-lsour");
   ASSERT_EQ(Portmap(ours, "ADD", "ctr1", Conf("", kMappings, kPrev)).exit_code, 0);
   EXPECT_EQ(Installed(ours), Ctr1Lines("iptables-nft"));
+  EXPECT_EQ(InstalledWithKeys(ours), Ctr1Lines("iptables-nft"));
   TestNetns ref("ng-lsref");
   const auto out = Portmap(ref, "ADD", "ctr9", Conf("", kMappings, kPrev), /*reference=*/true);
   ASSERT_EQ(out.exit_code, 0) << out.out << out.err;
   EXPECT_EQ(Installed(ref), Ctr1Lines("iptables-nft", "ctr9"));
+  EXPECT_EQ(InstalledWithKeys(ref), Ctr1Lines("iptables-nft", "ctr9"));
 }
 
 TEST(InstalledMappings, IptablesLegacyMode) {
@@ -77,6 +93,7 @@ TEST(InstalledMappings, IptablesLegacyMode) {
   UseIptablesMode(IptablesMode::kNft);
   ASSERT_EQ(out.exit_code, 0) << out.out << out.err;
   EXPECT_EQ(Installed(ours), Ctr1Lines("iptables-legacy"));
+  EXPECT_EQ(InstalledWithKeys(ours), Ctr1Lines("iptables-legacy"));
   ASSERT_EQ(ref_out.exit_code, 0) << ref_out.out << ref_out.err;
   EXPECT_EQ(Installed(ref), Ctr1Lines("iptables-legacy", "ctr9"));
 }
@@ -86,6 +103,13 @@ TEST(InstalledMappings, OurNftablesBackend) {
   TestNetns node("ng-lsnft");
   ASSERT_EQ(Portmap(node, "ADD", "ctr1", Conf("nftables", kMappings, kPrev)).exit_code, 0);
   EXPECT_EQ(Installed(node), Ctr1Lines("nftables"));
+  EXPECT_EQ(InstalledWithKeys(node), Ctr1Lines("nftables"));
+  // A key nobody maps finds nothing.
+  auto scope = sys::NetnsScope::Enter(node.path());
+  ASSERT_TRUE(scope.ok());
+  const auto none = ListInstalledMappings({{net::Family::kV4, Protocol::kTcp, 8081}});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
 }
 
 // The reference nftables backend (v1.9) is not in Debian 12: its canonical ruleset

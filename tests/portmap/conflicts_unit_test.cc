@@ -55,31 +55,26 @@ TEST(InstalledMappingsParse, RawEntryRulesFilteredBeforeDecoding) {
   entry.target = ipt::JumpTarget{"CNI-DN-0123456789abcdef01234"};
   auto encoded = ipt::EncodeNftRule(entry, net::Family::kV4);
   ASSERT_TRUE(encoded.ok()) << encoded.error().msg;
-  ipt::NftRuleRecord record;
-  record.expressions = encoded->expressions;
-  record.verdict = ipt::NftRuleVerdict(record.expressions);
-  ASSERT_EQ(record.verdict.chain, "CNI-DN-0123456789abcdef01234");
+  std::vector<uint8_t> expressions = encoded->expressions;
   const auto key = [](int port) {
     return std::set<PortKey>{{net::Family::kV4, Protocol::kTcp, port}};
   };
-  EXPECT_TRUE(RawEntryMayMatch(record, net::Family::kV4, key(9000)));
-  EXPECT_TRUE(RawEntryMayMatch(record, net::Family::kV4, key(8080)));
-  EXPECT_FALSE(RawEntryMayMatch(record, net::Family::kV4, key(9001)));
-  EXPECT_FALSE(RawEntryMayMatch(record, net::Family::kV6, key(9000)));
+  EXPECT_TRUE(RawEntryMayMatch(expressions, net::Family::kV4, key(9000)));
+  EXPECT_TRUE(RawEntryMayMatch(expressions, net::Family::kV4, key(8080)));
+  EXPECT_FALSE(RawEntryMayMatch(expressions, net::Family::kV4, key(9001)));
+  EXPECT_FALSE(RawEntryMayMatch(expressions, net::Family::kV6, key(9000)));
   // Every port the decoded filter keeps, the raw one keeps too.
   for (int port = 1; port < 65536; port += 97) {
     if (EntryRuleMayMatch(entry, net::Family::kV4, key(port))) {
-      EXPECT_TRUE(RawEntryMayMatch(record, net::Family::kV4, key(port))) << port;
+      EXPECT_TRUE(RawEntryMayMatch(expressions, net::Family::kV4, key(port))) << port;
     }
   }
-  // A rule without multiport is never dropped undecoded; one that jumps elsewhere always is.
+  // A rule without multiport is never dropped undecoded.
   entry.matches = {ipt::PortMatch{Protocol::kTcp, 9000}};
   auto single = ipt::EncodeNftRule(entry, net::Family::kV4);
   ASSERT_TRUE(single.ok());
-  record.expressions = single->expressions;
-  EXPECT_TRUE(RawEntryMayMatch(record, net::Family::kV4, key(1)));
-  record.verdict.chain = "CNI-HOSTPORT-SETMARK";
-  EXPECT_FALSE(RawEntryMayMatch(record, net::Family::kV4, key(9000)));
+  expressions = single->expressions;
+  EXPECT_TRUE(RawEntryMayMatch(expressions, net::Family::kV4, key(1)));
 }
 
 TEST(InstalledMappingsParse, OurTableListing) {
@@ -113,6 +108,60 @@ TEST(InstalledMappingsParse, NetworkOfOurChains) {
   EXPECT_EQ(NetworkPrefixes(R"({"nftables":[{"map":{"name":"nabc_dnat_any_v4"}},)"
                             R"({"set":{"name":"owned"}},{"map":{"name":"ndef_dnat_ip_v6"}}]})"),
             (std::set<std::string>{"nabc", "ndef"}));
+}
+
+TEST(InstalledMappingsParse, OurMapsReadOverNetlink) {
+  EXPECT_FALSE(DnatMapShapeOf("owned"));
+  EXPECT_FALSE(DnatMapShapeOf("n0123456789_hairpin_v4"));
+  const auto any6 = DnatMapShapeOf("n0123456789_dnat_any_v6");
+  ASSERT_TRUE(any6);
+  EXPECT_EQ(any6->family, net::Family::kV6);
+  EXPECT_FALSE(any6->with_host_ip);
+  const auto ip4 = DnatMapShapeOf("n0123456789_dnat_ip_v4");
+  ASSERT_TRUE(ip4);
+  EXPECT_EQ(ip4->family, net::Family::kV4);
+  EXPECT_TRUE(ip4->with_host_ip);
+
+  // udp . 8080 -> 10.88.0.2 . 80, as the kernel holds it (fields padded to 4 bytes).
+  EXPECT_EQ(DnatAnyKey(Protocol::kUdp, 8080),
+            (std::vector<uint8_t>{17, 0, 0, 0, 0x1f, 0x90, 0, 0}));
+  netfilter::SetElement any{.key = DnatAnyKey(Protocol::kUdp, 8080),
+                            .data = {10, 88, 0, 2, 0, 80, 0, 0},
+                            .comment = "ctr-1"};
+  auto m = MappingOfMapElement(any, {net::Family::kV4, false});
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->layout, "nftables");
+  EXPECT_EQ(m->protocol, Protocol::kUdp);
+  EXPECT_EQ(m->host_port, 8080);
+  EXPECT_FALSE(m->host_ip);
+  EXPECT_EQ(m->target, "10.88.0.2:80");
+  EXPECT_EQ(m->container_id, "ctr-1");
+
+  // 192.0.2.1 . sctp . 9000 -> 10.88.0.3 . 9001
+  netfilter::SetElement ip{.key = {192, 0, 2, 1, 132, 0, 0, 0, 0x23, 0x28, 0, 0},
+                           .data = {10, 88, 0, 3, 0x23, 0x29, 0, 0}};
+  m = MappingOfMapElement(ip, {net::Family::kV4, true});
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->host_ip->ToString(), "192.0.2.1");
+  EXPECT_EQ(m->protocol, Protocol::kSctp);
+  EXPECT_EQ(m->host_port, 9000);
+  EXPECT_EQ(m->target, "10.88.0.3:9001");
+
+  // Bytes of another layout are not read as a mapping.
+  EXPECT_FALSE(MappingOfMapElement(any, {net::Family::kV6, false}));
+  EXPECT_FALSE(MappingOfMapElement(ip, {net::Family::kV4, false}));
+  netfilter::SetElement odd_protocol = any;
+  odd_protocol.key[0] = 1;
+  EXPECT_FALSE(MappingOfMapElement(odd_protocol, {net::Family::kV4, false}));
+}
+
+TEST(InstalledMappingsParse, CommentOfNftUserData) {
+  // Records of (type, length, value); the comment is type 0, NUL-terminated.
+  const std::vector<uint8_t> udata = {1, 2, 'x', 'y', 0, 6, 'c', 't', 'r', '-', '1', 0};
+  EXPECT_EQ(netfilter::UserDataComment(udata), "ctr-1");
+  EXPECT_EQ(netfilter::UserDataComment(std::vector<uint8_t>{1, 1, 'x'}), "");
+  EXPECT_EQ(netfilter::UserDataComment(std::vector<uint8_t>{0, 9, 'c'}), "");  // cut short
+  EXPECT_EQ(netfilter::UserDataComment({}), "");
 }
 
 TEST(InstalledMappingsParse, ReferenceTableListing) {
