@@ -15,25 +15,23 @@ all: build
 deps:
 	@bash scripts/install-deps.sh
 
+# The release build has no unit tests: make test runs that tier in the sanitizer build.
 configure: deps
-	@bash scripts/configure.sh $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	@bash scripts/configure.sh $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNODEGATE_UNIT_TESTS=OFF
 
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 	@ls $(BUILD_DIR)/bin/portmap $(BUILD_DIR)/bin/bandwidth $(BUILD_DIR)/bin/host-local $(BUILD_DIR)/bin/nodegate >/dev/null
 
-# Every tier: unit, netns (root, private namespaces), e2e (real runtime); the unit tier again
-# under AddressSanitizer + UndefinedBehaviorSanitizer, and the netns tests that exec the
-# executables (label `plugins`) again against their sanitizer builds (a sanitized exec costs
-# ~0.15 s here, so the crash soak runs only a few cycles there; `make fuzz` runs 500).
-test: build test-asan
-	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
-	@echo "== the netns tests that exec the executables, against their sanitizer builds"
-	@cd $(BUILD_DIR) && NODEGATE_BIN_DIR_OVERRIDE=$(abspath $(ASAN_DIR))/bin NODEGATE_CRASH_CYCLES=4 \
-	  ctest --output-on-failure -L plugins -j $(JOBS)
+# Every tier (scripts/test.sh): the release build's netns, e2e, deploy and style tests while
+# the sanitizer build compiles at low priority; then the unit tier under AddressSanitizer +
+# UndefinedBehaviorSanitizer, and the netns tests that exec the executables (label `plugins`)
+# again against their sanitizer builds.
+test: build
+	@JOBS=$(JOBS) bash scripts/test.sh $(BUILD_DIR) $(ASAN_DIR)
 
-test-unit: build
-	@cd $(BUILD_DIR) && ctest --output-on-failure -L unit -j $(JOBS)
+# The unit tier alone (in the sanitizer build, where make test runs it).
+test-unit: test-asan
 
 test-asan: deps
 	@JOBS=$(JOBS) bash scripts/test-asan.sh $(ASAN_DIR)

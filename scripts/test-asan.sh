@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The unit tier again under AddressSanitizer + UndefinedBehaviorSanitizer. Builds only what
-# that tier runs (the unit test binaries and the four executables some of them exec).
-# Run from the source tree's root.
+# The unit tier under AddressSanitizer + UndefinedBehaviorSanitizer. Builds only what that tier
+# runs (the unit test binaries and the four executables some of them exec, which the netns
+# tests also run under the sanitizers: scripts/test.sh). Run from the source tree's root.
+#
+#   scripts/test-asan.sh ASAN_DIR [--build-only]
 set -euo pipefail
 ASAN_DIR="${1:-build-asan}"
 JOBS="${JOBS:-$(nproc)}"
@@ -11,8 +13,10 @@ JOBS="${JOBS:-$(nproc)}"
 # feels. Warnings are GCC's business (the release build, -Werror); clang's differ, so they are
 # off here.
 CC=clang CXX=clang++ bash scripts/configure.sh "$ASAN_DIR" -DCMAKE_BUILD_TYPE=Debug \
-  -DNODEGATE_SANITIZE=ON -DNODEGATE_WERROR=OFF -DCMAKE_CXX_FLAGS=-w -DCMAKE_C_FLAGS=-w
+  -DNODEGATE_SANITIZE=ON -DNODEGATE_WERROR=OFF -DNODEGATE_UNIT_TESTS=ON \
+  -DCMAKE_CXX_FLAGS=-w -DCMAKE_C_FLAGS=-w
 # unit_tier: every unit test binary and the four executables (CMakeLists.txt)
 cmake --build "$ASAN_DIR" -j "$JOBS" --target unit_tier
+[ "${2:-}" = --build-only ] && exit 0
 cd "$ASAN_DIR"
 ctest --output-on-failure -L unit -j "$JOBS"

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# make test: every tier, arranged to keep a 2-core machine busy. Run from the source tree's
+# root after `make build`.
+#
+#   1. the sanitizer build (scripts/test-asan.sh: clang, ASan+UBSan; the unit tests and the four
+#      executables), started in the background at the lowest CPU priority: it takes the cycles
+#      the namespace tests leave idle (most of their time is the kernel's and exec's), and
+#      yields whenever a test wants the CPU;
+#   2. the release build's tests: style, netns, e2e, deploy (the release build has no unit
+#      tests: see NODEGATE_UNIT_TESTS), in parallel except those labelled e2e/deploy/serial;
+#   3. the unit tier, in the sanitizer build;
+#   4. the netns tests that exec the executables (label `plugins`) again, against the sanitizer
+#      builds of those executables (a sanitized exec costs ~0.15 s here, so the crash soak runs
+#      only a few cycles there; `make fuzz` runs 500).
+# Every stage runs even when an earlier one failed; the exit status is non-zero if any did.
+#
+#   scripts/test.sh BUILD_DIR ASAN_DIR
+set -uo pipefail
+BUILD_DIR="$(cd "${1:-build}" && pwd)"
+ASAN_DIR="${2:-build-asan}"
+JOBS="${JOBS:-$(nproc)}"
+asan_log="$(mktemp /tmp/ng-asan-build.XXXXXX)"
+asan_pid=""
+cleanup() {
+  [ -n "$asan_pid" ] && kill -- "-$asan_pid" 2>/dev/null
+  rm -f "$asan_log"
+}
+trap cleanup EXIT
+
+failed=()
+stage() {  # name command...
+  local name=$1
+  shift
+  echo "== $name"
+  local t0=$SECONDS
+  if "$@"; then
+    echo "== $name: passed ($((SECONDS - t0)) s)"
+  else
+    echo "== $name: FAILED ($((SECONDS - t0)) s)"
+    failed+=("$name")
+  fi
+}
+
+# Its own process group (setsid), so that an interrupted run stops the whole build.
+setsid nice -n 19 env JOBS="$JOBS" bash scripts/test-asan.sh "$ASAN_DIR" --build-only \
+  >"$asan_log" 2>&1 &
+asan_pid=$!
+
+stage "release build: style, netns, e2e, deploy tests" \
+  bash -c "cd '$BUILD_DIR' && ctest --output-on-failure -j '$JOBS'"
+
+echo "== waiting for the sanitizer build"
+if wait "$asan_pid"; then
+  asan_pid=""
+  stage "unit tier under ASan+UBSan" \
+    bash -c "cd '$ASAN_DIR' && ctest --output-on-failure -L unit -j '$JOBS'"
+  stage "the netns tests that exec the executables, against their sanitizer builds" \
+    bash -c "cd '$BUILD_DIR' && NODEGATE_BIN_DIR_OVERRIDE='$(cd "$ASAN_DIR" && pwd)/bin' \
+      NODEGATE_CRASH_CYCLES=4 ctest --output-on-failure -L plugins -j '$JOBS'"
+else
+  asan_pid=""
+  cat "$asan_log"
+  failed+=("sanitizer build")
+fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+  printf 'make test: FAILED: %s\n' "${failed[@]}"
+  exit 1
+fi
+echo "make test: every stage passed"
