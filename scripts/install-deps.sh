@@ -23,6 +23,8 @@ PACKAGES=(
   # the sanitizer stage of make test and make fuzz (libFuzzer and the sanitizers come with
   # Debian's clang)
   clang
+  # make format (checked by make test) and make tidy
+  clang-format clang-tidy
 )
 
 missing=()
