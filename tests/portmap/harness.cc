@@ -13,6 +13,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <set>
@@ -29,15 +30,30 @@ bool EnterNetns(const std::string& path) {
   return ok;
 }
 
+// The folders ModeBinDir made, removed when the test process exits (not by a forked child
+// that happens to exit through exit()).
+struct ModeBinDirs {
+  std::set<std::string> made;
+  pid_t owner = ::getpid();
+  ~ModeBinDirs() {
+    if (::getpid() != owner) return;
+    std::error_code ec;
+    for (const auto& dir : made) std::filesystem::remove_all(dir, ec);
+  }
+};
+
 // A folder where iptables/ip6tables(-save/-restore) are the tools of `mode`, first on PATH for
-// both plugins, so the mode under test does not depend on the machine's alternatives.
+// both plugins, so the mode under test does not depend on the machine's alternatives. One per
+// test process: tests run in parallel, and a shared folder being remade by one of them made
+// another's plugin find no iptables.
 std::string ModeBinDir(IptablesMode mode) {
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
   const std::string variant(IptablesModeName(mode));
-  const std::string dir = "/tmp/ng-portmap-" + variant + "-bin";
-  static std::set<std::string> made;
-  if (made.insert(dir).second) {
+  const std::string dir =
+      "/tmp/ng-portmap-" + variant + "-bin-" + std::to_string(static_cast<long>(::getpid()));
+  static ModeBinDirs dirs;
+  if (dirs.made.insert(dir).second) {
     ::mkdir(dir.c_str(), 0755);
     for (const char* tool : {"iptables", "ip6tables"}) {
       for (const char* suffix : {"", "-save", "-restore"}) {
