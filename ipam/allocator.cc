@@ -56,6 +56,83 @@ std::optional<RangeIterator::Candidate> RangeIterator::Next() {
   return std::nullopt;
 }
 
+namespace {
+
+// Takes the first requested address the set contains off the list: each is allocated once.
+std::optional<net::IpAddress> TakeRequestedIn(const RangeSet& set,
+                                              std::vector<net::IpAddress>& requested) {
+  for (auto it = requested.begin(); it != requested.end(); ++it) {
+    if (set.Contains(*it)) {
+      net::IpAddress want = *it;
+      requested.erase(it);
+      return want;
+    }
+  }
+  return std::nullopt;
+}
+
+Error DuplicateAllocation(const net::IpAddress& ip, const Owner& owner) {
+  return Error(kErrAddressInUse, ip.ToString() + " has been allocated to " + owner.container_id +
+                                     ", duplicate allocation is not allowed");
+}
+
+Result<Allocation> ReserveRequested(const RangeSet& set, size_t idx, const net::IpAddress& want,
+                                    const Owner& owner, Store& store) {
+  const Range* range = set.RangeFor(want);
+  if (want == range->gateway) {
+    return Error(kErrInvalidConfig, "requested ip " + want.ToString() + " is subnet's gateway");
+  }
+  NG_ASSIGN_OR_RETURN(bool reserved, store.Reserve(owner, want, static_cast<int>(idx)));
+  if (!reserved) {
+    return Error(kErrAddressInUse, "requested IP address " + want.ToString() +
+                                       " is not available in range set " + set.ToString());
+  }
+  return Allocation{want, range, false};
+}
+
+// Walks the set round robin from the last address reserved in it to the first free one.
+Result<Allocation> ReserveNextFree(const RangeSet& set, size_t idx, const Owner& owner,
+                                   Store& store) {
+  NG_ASSIGN_OR_RETURN(std::optional<net::IpAddress> last,
+                      store.LastReserved(static_cast<int>(idx)));
+  RangeIterator iter(set, last);
+  while (auto candidate = iter.Next()) {
+    NG_ASSIGN_OR_RETURN(bool reserved, store.Reserve(owner, candidate->ip, static_cast<int>(idx)));
+    if (reserved) {
+      return Allocation{candidate->ip, &set.ranges[candidate->range_index], false};
+    }
+  }
+  return Error(kErrAddressExhausted, "no IP addresses available in range set: " + set.ToString());
+}
+
+// The allocation of range set idx: the owner's address there (kept), else the requested one,
+// else the next free one. Errors come without the range set's context.
+Result<Allocation> AllocateInSet(const RangeSet& set, size_t idx,
+                                 const std::optional<net::IpAddress>& want,
+                                 const std::vector<net::IpAddress>& held,
+                                 const std::vector<net::IpAddress>& legacy_held, const Owner& owner,
+                                 Store& store) {
+  auto mine = std::find_if(held.begin(), held.end(),
+                           [&](const net::IpAddress& ip) { return set.Contains(ip); });
+  if (mine != held.end()) {
+    if (want && *want != *mine) {
+      return DuplicateAllocation(*mine, owner);
+    }
+    return Allocation{*mine, set.RangeFor(*mine), true};
+  }
+  if (want) {
+    return ReserveRequested(set, idx, *want, owner, store);
+  }
+  for (const auto& ip : legacy_held) {
+    if (set.Contains(ip)) {
+      return DuplicateAllocation(ip, owner);
+    }
+  }
+  return ReserveNextFree(set, idx, owner, store);
+}
+
+}  // namespace
+
 Result<std::vector<Allocation>> AllocateAll(const IpamConfig& cfg, const Owner& owner,
                                             Store& store) {
   NG_ASSIGN_OR_RETURN(std::vector<net::IpAddress> held, store.FindByOwner(owner));
@@ -74,77 +151,14 @@ Result<std::vector<Allocation>> AllocateAll(const IpamConfig& cfg, const Owner& 
 
   for (size_t idx = 0; idx < cfg.range_sets.size(); ++idx) {
     const RangeSet& set = cfg.range_sets[idx];
-    const std::string context = "failed to allocate for range " + std::to_string(idx);
-    auto fail = [&](int code, const std::string& msg) {
-      return Error(code, msg).WithContext(context);
-    };
-    std::optional<net::IpAddress> want;
-    for (auto it = requested.begin(); it != requested.end(); ++it) {
-      if (set.Contains(*it)) {
-        want = *it;
-        requested.erase(it);
-        break;
-      }
+    const std::optional<net::IpAddress> want = TakeRequestedIn(set, requested);
+    auto got = AllocateInSet(set, idx, want, held, legacy_held, owner, store);
+    if (!got.ok()) {
+      return got.error().WithContext("failed to allocate for range " + std::to_string(idx));
     }
-
-    auto mine = std::find_if(held.begin(), held.end(),
-                             [&](const net::IpAddress& ip) { return set.Contains(ip); });
-    if (mine != held.end()) {
-      if (want && *want != *mine) {
-        return fail(kErrAddressInUse, mine->ToString() + " has been allocated to " +
-                                          owner.container_id +
-                                          ", duplicate allocation is not allowed");
-      }
-      out.push_back({*mine, set.RangeFor(*mine), true});
-      continue;
+    if (!got->reused) {
+      created.push_back(got->ip);
     }
-
-    if (want) {
-      const Range* range = set.RangeFor(*want);
-      if (*want == range->gateway) {
-        return fail(kErrInvalidConfig, "requested ip " + want->ToString() + " is subnet's gateway");
-      }
-      auto reserved = store.Reserve(owner, *want, static_cast<int>(idx));
-      if (!reserved.ok()) {
-        return reserved.error().WithContext(context);
-      }
-      if (!*reserved) {
-        return fail(kErrAddressInUse, "requested IP address " + want->ToString() +
-                                          " is not available in range set " + set.ToString());
-      }
-      created.push_back(*want);
-      out.push_back({*want, range, false});
-      continue;
-    }
-
-    for (const auto& ip : legacy_held) {
-      if (set.Contains(ip)) {
-        return fail(kErrAddressInUse, ip.ToString() + " has been allocated to " +
-                                          owner.container_id +
-                                          ", duplicate allocation is not allowed");
-      }
-    }
-    auto last = store.LastReserved(static_cast<int>(idx));
-    if (!last.ok()) {
-      return last.error().WithContext(context);
-    }
-    RangeIterator iter(set, *last);
-    std::optional<Allocation> got;
-    while (auto candidate = iter.Next()) {
-      auto reserved = store.Reserve(owner, candidate->ip, static_cast<int>(idx));
-      if (!reserved.ok()) {
-        return reserved.error().WithContext(context);
-      }
-      if (*reserved) {
-        got = Allocation{candidate->ip, &set.ranges[candidate->range_index], false};
-        break;
-      }
-    }
-    if (!got) {
-      return fail(kErrAddressExhausted,
-                  "no IP addresses available in range set: " + set.ToString());
-    }
-    created.push_back(got->ip);
     out.push_back(*got);
   }
 

@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,7 +13,7 @@
 #include <ctime>
 
 #include "lib/sys/atomic_file.h"
-#include "lib/sys/io.h"
+#include "lib/sys/dir_io.h"
 
 namespace nodegate::ipam {
 namespace {
@@ -28,127 +27,26 @@ constexpr char kMetaHeader[] = "nodegate-ipam-index 1";
 constexpr char kOwnerHeader[] = "nodegate-ipam-owners 1";
 constexpr int kFileMode = 0600;  // reservation files (the reference uses 0600 since v1.4.0)
 
-Error IoError(const std::string& what, const std::string& path, int err = errno) {
-  return Error(kErrIo, what + " " + path + ": " + std::strerror(err));
-}
-
 bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
 
-// mkdir -p with mode for the components it creates, like Go's os.MkdirAll.
-Status MkdirAll(const std::string& path, mode_t mode) {
-  if (::mkdir(path.c_str(), mode) == 0 || errno == EEXIST) {
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      return Error(kErrIo, "mkdir " + path + ": not a directory");
-    }
-    return OkStatus();
-  }
-  if (errno != ENOENT) {
-    return IoError("mkdir", path);
-  }
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos || slash == 0) {
-    return IoError("mkdir", path, ENOENT);
-  }
-  NG_RETURN_IF_ERROR(MkdirAll(path.substr(0, slash), mode));
-  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) {
-    return IoError("mkdir", path);
-  }
-  return OkStatus();
-}
-
-// Reads a whole file relative to a directory fd. ENOENT is reported as nullopt.
 // Every file of the store is small (a reservation is two short lines, an index bucket about
 // N/256 lines); a bigger one is foreign or corrupt, and is an error rather than memory used up.
 constexpr size_t kStoreFileCap = 16 << 20;
 
-// A file of the store, or nullopt when it does not exist. One read() usually does it: on Linux
-// a read of a regular file shorter than asked for ends at end of file, which spares the second
-// read() per file that matters when a rebuild reads thousands of reservations.
+// A file of the store, or nullopt when it does not exist.
 Result<std::optional<std::string>> ReadAt(int dir_fd, const std::string& name,
                                           const std::string& dir) {
-  sys::UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd.valid()) {
-    if (errno == ENOENT) {
-      return std::optional<std::string>();
-    }
-    return IoError("open", dir + "/" + name);
-  }
-  std::string out(512, '\0');
-  ssize_t n;
-  do {
-    n = ::read(fd.get(), out.data(), out.size());
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) {
-    return IoError("read", dir + "/" + name);
-  }
-  out.resize(static_cast<size_t>(n));
-  if (static_cast<size_t>(n) == 512 && !sys::ReadAllCapped(fd.get(), kStoreFileCap, out)) {
-    return IoError("read", dir + "/" + name);
-  }
-  return std::optional<std::string>(std::move(out));
+  return sys::ReadFileAt(dir_fd, name, dir, kStoreFileCap);
 }
 
-Status WriteAll(int fd, std::string_view content, const std::string& path) {
-  if (!sys::WriteAll(fd, content)) {
-    return IoError("write", path);
-  }
-  return OkStatus();
-}
-
-uint64_t RandomU64() {
-  uint64_t v = 0;
-  if (::getrandom(&v, sizeof(v), GRND_NONBLOCK) != static_cast<ssize_t>(sizeof(v))) {
-    timespec ts{};
-    ::clock_gettime(CLOCK_MONOTONIC, &ts);
-    v = static_cast<uint64_t>(ts.tv_nsec) * 0x9E3779B97F4A7C15ull ^
-        static_cast<uint64_t>(::getpid());
-  }
-  return v;
-}
-
-// Writes dir/name in place: overwrite from offset 0, then shrink if the old content was longer.
-// Never truncating to zero avoids ext4's flush-on-replace (auto_da_alloc), which made every
-// call wait for the journal. Used only where a torn file is harmless: buckets and meta are
-// written while meta is invalid (so a torn file is never trusted), and last_reserved_ip.N only
-// steers where round robin starts.
+// Used only where a torn file is harmless: buckets and meta are written while meta is invalid
+// (so a torn file is never trusted), and last_reserved_ip.N only steers where round robin
+// starts.
 Status WriteInPlaceAt(int dir_fd, const std::string& name, std::string_view content,
                       const std::string& dir) {
-  sys::UniqueFd fd(
-      ::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, kFileMode));
-  if (!fd.valid()) {
-    return IoError("open", dir + "/" + name);
-  }
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) {
-    return IoError("stat", dir + "/" + name);
-  }
-  // A fresh fd starts at offset 0, so this overwrites from the beginning.
-  NG_RETURN_IF_ERROR(WriteAll(fd.get(), content, dir + "/" + name));
-  if (static_cast<size_t>(st.st_size) > content.size() &&
-      ::ftruncate(fd.get(), static_cast<off_t>(content.size())) != 0) {
-    return IoError("truncate", dir + "/" + name);
-  }
-  return OkStatus();
-}
-
-std::string ReadBootId() {
-  sys::UniqueFd fd(::open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) {
-    return "unknown";
-  }
-  char buf[64];
-  const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
-  if (n <= 0) {
-    return "unknown";
-  }
-  std::string id(buf, static_cast<size_t>(n));
-  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) {
-    id.pop_back();
-  }
-  return id;
+  return sys::WriteInPlaceAt(dir_fd, name, content, dir, kFileMode);
 }
 
 // The owner index is split into 256 bucket files by a hash of the key, so that a rebuild writes
@@ -163,48 +61,26 @@ std::string BucketOf(std::string_view key) {
   return std::string("b") + kHex[b >> 4] + kHex[b & 0xf];
 }
 
-// Lists a directory (names only), skipping "." and "..".
-Result<std::vector<std::pair<std::string, unsigned char>>> ListDir(int dir_fd,
-                                                                   const std::string& path) {
-  const int dup_fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dup_fd < 0) {
-    return IoError("open", path);
-  }
-  DIR* d = ::fdopendir(dup_fd);
-  if (d == nullptr) {
-    ::close(dup_fd);
-    return IoError("opendir", path);
-  }
-  std::vector<std::pair<std::string, unsigned char>> out;
-  errno = 0;
-  while (dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
-    if (name != "." && name != "..") {
-      out.emplace_back(name, e->d_type);
-    }
-  }
-  const int err = errno;
-  ::closedir(d);
-  if (err != 0) {
-    return IoError("readdir", path, err);
-  }
-  return out;
-}
-
 using OwnerMap = std::map<std::string, std::vector<std::string>>;
 
-// Header line, then "<key>\t<name>" per reservation; keys are sorted, names sorted per key.
+// A key's lines of a bucket, "<key>\t<name>" per reservation, names sorted.
+void AppendOwnerLines(const std::string& key, const std::vector<std::string>& names,
+                      std::string& out) {
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  for (const auto& n : sorted) {
+    out += key + "\t" + n + "\n";
+  }
+}
+
+// Header line, then the owner lines of each key in sorted order.
 std::string EncodeBucket(const OwnerMap& owners, const std::string& bucket) {
   std::string out = std::string(kOwnerHeader) + "\n";
   for (const auto& [key, names] : owners) {
     if (names.empty() || BucketOf(key) != bucket) {
       continue;
     }
-    std::vector<std::string> sorted = names;
-    std::sort(sorted.begin(), sorted.end());
-    for (const auto& n : sorted) {
-      out += key + "\t" + n + "\n";
-    }
+    AppendOwnerLines(key, names, out);
   }
   return out;
 }
@@ -221,13 +97,16 @@ std::map<std::string, std::string> EncodeAllBuckets(const OwnerMap& owners) {
     if (text.empty()) {
       text = std::string(kOwnerHeader) + "\n";
     }
-    std::vector<std::string> sorted = names;
-    std::sort(sorted.begin(), sorted.end());
-    for (const auto& n : sorted) {
-      text += key + "\t" + n + "\n";
-    }
+    AppendOwnerLines(key, names, text);
   }
   return out;
+}
+
+// meta's content: the index is trusted only while both still hold.
+std::string MetaText(const std::string& boot_id, const struct stat& dir_stat) {
+  return std::string(kMetaHeader) + "\nboot " + boot_id + "\nmtime " +
+         std::to_string(dir_stat.st_mtim.tv_sec) + " " + std::to_string(dir_stat.st_mtim.tv_nsec) +
+         "\n";
 }
 
 std::optional<OwnerMap> DecodeBucket(const std::string& text, const std::string& bucket) {
@@ -271,22 +150,22 @@ Result<std::unique_ptr<DiskStore>> DiskStore::Open(const std::string& data_dir,
 DiskStore::~DiskStore() = default;  // closing lock_fd_ releases the flock
 
 Status DiskStore::OpenAndLock() {
-  NG_RETURN_IF_ERROR(MkdirAll(dir_, 0755));
+  NG_RETURN_IF_ERROR(sys::MkdirAll(dir_, 0755));
   dir_fd_.Reset(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir_fd_.valid()) {
-    return IoError("open", dir_);
+    return sys::IoError("open", dir_);
   }
   // Same file, mode and lock kind as the reference, so both can share a directory.
   lock_fd_.Reset(::openat(dir_fd_.get(), kLockName, O_CREAT | O_RDONLY | O_CLOEXEC, 0750));
   if (!lock_fd_.valid()) {
-    return IoError("open", dir_ + "/" + kLockName);
+    return sys::IoError("open", dir_ + "/" + kLockName);
   }
   while (::flock(lock_fd_.get(), LOCK_EX) != 0) {
     if (errno != EINTR) {
-      return IoError("flock", dir_ + "/" + kLockName);
+      return sys::IoError("flock", dir_ + "/" + kLockName);
     }
   }
-  boot_id_ = ReadBootId();
+  boot_id_ = sys::ReadBootId();
   return OkStatus();
 }
 
@@ -307,10 +186,7 @@ bool DiskStore::IndexIsValid() {
   if (::fstat(dir_fd_.get(), &st) != 0) {
     return false;
   }
-  const std::string expected = std::string(kMetaHeader) + "\nboot " + boot_id_ + "\nmtime " +
-                               std::to_string(st.st_mtim.tv_sec) + " " +
-                               std::to_string(st.st_mtim.tv_nsec) + "\n";
-  return **meta == expected;
+  return **meta == MetaText(boot_id_, st);
 }
 
 Status DiskStore::BeginMutation() {
@@ -323,10 +199,10 @@ Status DiskStore::BeginMutation() {
     sys::UniqueFd fd(::openat(index_fd_.get(), kMetaName, O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
     if (fd.valid()) {
       if (::pwrite(fd.get(), "x", 1, 0) != 1) {
-        return IoError("write", dir_ + "/" + kIndexDir + "/" + kMetaName);
+        return sys::IoError("write", dir_ + "/" + kIndexDir + "/" + kMetaName);
       }
     } else if (errno != ENOENT) {
-      return IoError("open", dir_ + "/" + kIndexDir + "/" + kMetaName);
+      return sys::IoError("open", dir_ + "/" + kIndexDir + "/" + kMetaName);
     }
   }
   mutating_ = true;
@@ -336,27 +212,27 @@ Status DiskStore::BeginMutation() {
 Status DiskStore::EnsureIndexDirs() {
   if (!index_fd_.valid()) {
     if (::mkdirat(dir_fd_.get(), kIndexDir, 0700) != 0 && errno != EEXIST) {
-      return IoError("mkdir", dir_ + "/" + kIndexDir);
+      return sys::IoError("mkdir", dir_ + "/" + kIndexDir);
     }
     index_fd_.Reset(::openat(dir_fd_.get(), kIndexDir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!index_fd_.valid()) {
-      return IoError("open", dir_ + "/" + kIndexDir);
+      return sys::IoError("open", dir_ + "/" + kIndexDir);
     }
   }
   if (!owners_fd_.valid()) {
     if (::mkdirat(index_fd_.get(), kOwnersDir, 0700) != 0 && errno != EEXIST) {
-      return IoError("mkdir", dir_ + "/" + kIndexDir + "/" + kOwnersDir);
+      return sys::IoError("mkdir", dir_ + "/" + kIndexDir + "/" + kOwnersDir);
     }
     owners_fd_.Reset(::openat(index_fd_.get(), kOwnersDir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!owners_fd_.valid()) {
-      return IoError("open", dir_ + "/" + kIndexDir + "/" + kOwnersDir);
+      return sys::IoError("open", dir_ + "/" + kIndexDir + "/" + kOwnersDir);
     }
   }
   return OkStatus();
 }
 
 Result<std::vector<DiskStore::ScannedFile>> DiskStore::Scan() {
-  NG_ASSIGN_OR_RETURN(auto entries, ListDir(dir_fd_.get(), dir_));
+  NG_ASSIGN_OR_RETURN(auto entries, sys::ListDir(dir_fd_.get(), dir_));
   std::vector<ScannedFile> files;
   for (const auto& [name, type] : entries) {
     if (name == kLockName || name == kIndexDir || StartsWith(name, kLastReservedPrefix)) {
@@ -409,7 +285,7 @@ Status DiskStore::SyncIndex(const std::map<std::string, std::vector<std::string>
   NG_RETURN_IF_ERROR(EnsureIndexDirs());
   const std::string owners_path = dir_ + "/" + kIndexDir + "/" + kOwnersDir;
   const std::map<std::string, std::string> wanted = EncodeAllBuckets(owners);
-  NG_ASSIGN_OR_RETURN(auto existing, ListDir(owners_fd_.get(), owners_path));
+  NG_ASSIGN_OR_RETURN(auto existing, sys::ListDir(owners_fd_.get(), owners_path));
   std::set<std::string> up_to_date;
   for (const auto& [file, type] : existing) {
     (void)type;
@@ -515,7 +391,7 @@ Result<bool> DiskStore::LinkReservation(const Owner& owner, const std::string& n
     // appears complete or not at all, and a crash leaves nothing behind.
     sys::UniqueFd fd(::openat(dir_fd_.get(), ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, kFileMode));
     if (fd.valid()) {
-      NG_RETURN_IF_ERROR(WriteAll(fd.get(), content, dir_ + "/" + name));
+      NG_RETURN_IF_ERROR(sys::WriteAllTo(fd.get(), content, dir_ + "/" + name));
       const std::string proc = "/proc/self/fd/" + std::to_string(fd.get());
       if (::linkat(AT_FDCWD, proc.c_str(), dir_fd_.get(), name.c_str(), AT_SYMLINK_FOLLOW) == 0) {
         return true;
@@ -527,18 +403,18 @@ Result<bool> DiskStore::LinkReservation(const Owner& owner, const std::string& n
     tmpfile_ok_ = false;  // no O_TMPFILE support or no /proc: use a named temporary
   }
   const std::string tmp =
-      std::string(sys::kTempPrefix) + name + "." + std::to_string(RandomU64() % 1000000007);
+      std::string(sys::kTempPrefix) + name + "." + std::to_string(sys::RandomU64() % 1000000007);
   sys::UniqueFd fd(
       ::openat(dir_fd_.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, kFileMode));
   if (!fd.valid()) {
-    return IoError("create", dir_ + "/" + tmp);
+    return sys::IoError("create", dir_ + "/" + tmp);
   }
-  Status written = WriteAll(fd.get(), content, dir_ + "/" + tmp);
+  Status written = sys::WriteAllTo(fd.get(), content, dir_ + "/" + tmp);
   fd.Reset();
   Result<bool> linked = written.ok() ? Result<bool>(true) : Result<bool>(written.error());
   if (written.ok() && ::linkat(dir_fd_.get(), tmp.c_str(), dir_fd_.get(), name.c_str(), 0) != 0) {
-    linked =
-        errno == EEXIST ? Result<bool>(false) : Result<bool>(IoError("link", dir_ + "/" + name));
+    linked = errno == EEXIST ? Result<bool>(false)
+                             : Result<bool>(sys::IoError("link", dir_ + "/" + name));
   }
   ::unlinkat(dir_fd_.get(), tmp.c_str(), 0);
   return linked;
@@ -583,7 +459,7 @@ Status DiskStore::Release(const Owner& owner, const net::IpAddress& ip) {
   }
   NG_RETURN_IF_ERROR(BeginMutation());
   if (::unlinkat(dir_fd_.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
-    return IoError("remove", dir_ + "/" + name);
+    return sys::IoError("remove", dir_ + "/" + name);
   }
   const std::string key = OwnerKey(owner);
   NG_ASSIGN_OR_RETURN(std::vector<std::string> * names, Names(key));
@@ -629,7 +505,7 @@ Result<bool> DiskStore::IsReserved(const net::IpAddress& ip) {
   if (!dir_names_) {
     // Names only, no file reads: under a valid index every address-named file has an owner
     // (empty leftovers are removed by the rebuild that a foreign write triggers).
-    NG_ASSIGN_OR_RETURN(auto entries, ListDir(dir_fd_.get(), dir_));
+    NG_ASSIGN_OR_RETURN(auto entries, sys::ListDir(dir_fd_.get(), dir_));
     dir_names_.emplace();
     for (const auto& [name, type] : entries) {
       (void)type;
@@ -654,7 +530,7 @@ Status DiskStore::Remove(const net::IpAddress& ip) {
   NG_RETURN_IF_ERROR(BeginMutation());
   const std::string name = ip.ToString();
   if (::unlinkat(dir_fd_.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
-    return IoError("remove", dir_ + "/" + name);
+    return sys::IoError("remove", dir_ + "/" + name);
   }
   resync_ = true;
   dir_names_.reset();
@@ -669,18 +545,16 @@ Status DiskStore::WriteMarker() {
   // never equal this value (even on filesystems that keep whole seconds only).
   const timespec times[2] = {
       {0, UTIME_OMIT},
-      {now.tv_sec - 1, static_cast<long>(RandomU64() % 1000000000ull)},
+      {now.tv_sec - 1, static_cast<long>(sys::RandomU64() % 1000000000ull)},
   };
   if (::futimens(dir_fd_.get(), times) != 0) {
-    return IoError("set mtime of", dir_);
+    return sys::IoError("set mtime of", dir_);
   }
   struct stat st;
   if (::fstat(dir_fd_.get(), &st) != 0) {
-    return IoError("stat", dir_);
+    return sys::IoError("stat", dir_);
   }
-  const std::string meta = std::string(kMetaHeader) + "\nboot " + boot_id_ + "\nmtime " +
-                           std::to_string(st.st_mtim.tv_sec) + " " +
-                           std::to_string(st.st_mtim.tv_nsec) + "\n";
+  const std::string meta = MetaText(boot_id_, st);
   // meta's header is spoiled here (BeginMutation): a torn write is simply not trusted.
   return WriteInPlaceAt(index_fd_.get(), kMetaName, meta, dir_ + "/" + kIndexDir);
 }

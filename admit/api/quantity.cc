@@ -1,6 +1,8 @@
 #include "admit/api/quantity.h"
 
 #include <limits>
+#include <optional>
+#include <string>
 
 namespace nodegate::admit {
 namespace {
@@ -93,39 +95,42 @@ int64_t CeilDiv(Int128 nano, int64_t divisor) {
   return negative ? -r : r;
 }
 
-}  // namespace
+// The pieces of a quantity's text, as parseQuantityString splits it.
+struct QuantityParts {
+  bool positive = true;
+  std::string_view num;
+  std::string_view denom;
+  std::string_view suffix;
+};
 
-Result<Quantity> Quantity::Parse(std::string_view str) {
-  if (str.empty()) {
-    return Error{std::string(kErrFormatWrong)};
+size_t SkipDigits(std::string_view str, size_t pos) {
+  while (pos < str.size() && IsDigit(str[pos])) {
+    ++pos;
   }
-  if (str == "0") {
-    return Quantity(0);
-  }
-  // parseQuantityString: sign, leading zeros, numerator, optional '.', denominator, suffix.
+  return pos;
+}
+
+// Sign, leading zeros, numerator, optional '.', denominator, suffix; nullopt when characters
+// are left over.
+std::optional<QuantityParts> SplitQuantity(std::string_view str) {
+  QuantityParts text;
   size_t pos = 0;
   const size_t end = str.size();
-  bool positive = true;
   if (str[0] == '-' || str[0] == '+') {
-    positive = str[0] == '+';
+    text.positive = str[0] == '+';
     ++pos;
   }
   while (pos < end && str[pos] == '0') {
     ++pos;
   }
-  size_t num_start = pos;
-  while (pos < end && IsDigit(str[pos])) {
-    ++pos;
-  }
-  std::string_view num = str.substr(num_start, pos - num_start);
-  std::string_view denom;
+  const size_t num_start = pos;
+  pos = SkipDigits(str, pos);
+  text.num = str.substr(num_start, pos - num_start);
   if (pos < end && str[pos] == '.') {
     ++pos;
-    size_t denom_start = pos;
-    while (pos < end && IsDigit(str[pos])) {
-      ++pos;
-    }
-    denom = str.substr(denom_start, pos - denom_start);
+    const size_t denom_start = pos;
+    pos = SkipDigits(str, pos);
+    text.denom = str.substr(denom_start, pos - denom_start);
   }
   const size_t suffix_start = pos;
   while (pos < end && std::string_view("eEinumkKMGTP").find(str[pos]) != std::string_view::npos) {
@@ -134,84 +139,102 @@ Result<Quantity> Quantity::Parse(std::string_view str) {
   if (pos < end && (str[pos] == '-' || str[pos] == '+')) {
     ++pos;
   }
-  while (pos < end && IsDigit(str[pos])) {
-    ++pos;
-  }
+  pos = SkipDigits(str, pos);
   if (pos != end) {
-    return Error{std::string(kErrFormatWrong)};
+    return std::nullopt;
   }
-  Suffix suffix;
-  if (!LookupSuffix(str.substr(suffix_start), &suffix)) {
-    return Error{std::string(kErrSuffix)};
-  }
+  text.suffix = str.substr(suffix_start);
+  return text;
+}
 
+// A non-zero value as mantissa * 10^scale; sticky when digits dropped past the 38 kept were
+// not all zero (they still round the value up).
+struct Decimal {
+  UInt128 mantissa = 0;
+  int64_t scale = 0;
+  bool sticky = false;
+};
+
+// nullopt when every digit is zero.
+std::optional<Decimal> SignificantDigits(const QuantityParts& text, const Suffix& suffix) {
   // Significant digits: numerator then denominator; the value is digits * 10^scale.
   std::string digits;
-  digits.reserve(num.size() + denom.size());
-  digits.append(num);
-  digits.append(denom);
-  int64_t scale = -static_cast<int64_t>(denom.size());
+  digits.reserve(text.num.size() + text.denom.size());
+  digits.append(text.num);
+  digits.append(text.denom);
+  Decimal d;
+  d.scale = -static_cast<int64_t>(text.denom.size());
   if (suffix.base == 10) {
-    scale += suffix.exponent;
+    d.scale += suffix.exponent;
   }
   size_t first = digits.find_first_not_of('0');
   if (first == std::string::npos) {
-    return Quantity(0);
+    return std::nullopt;
   }
   digits.erase(0, first);
   while (digits.size() > 1 && digits.back() == '0') {
     digits.pop_back();
-    ++scale;
+    ++d.scale;
   }
   // Keep 38 significant digits (fits 128 bits); anything dropped only matters for rounding up,
   // which the sticky flag preserves.
-  bool sticky = false;
   if (digits.size() > 38) {
-    sticky = digits.find_first_not_of('0', 38) != std::string::npos;
-    scale += static_cast<int64_t>(digits.size() - 38);
+    d.sticky = digits.find_first_not_of('0', 38) != std::string::npos;
+    d.scale += static_cast<int64_t>(digits.size() - 38);
     digits.resize(38);
   }
-  UInt128 mantissa = 0;
   for (char c : digits) {
-    mantissa = mantissa * 10 + static_cast<UInt128>(c - '0');
+    d.mantissa = d.mantissa * 10 + static_cast<UInt128>(c - '0');
   }
+  return d;
+}
+
+// mantissa * 2^binary_exponent * 10^nano_scale for nano_scale < 0, in whole nano-units; sets
+// sticky when a fraction of a nano-unit is cut off.
+UInt128 ScaleDown(UInt128 mantissa, int binary_exponent, int64_t nano_scale, bool& sticky) {
+  // Divide first; values far below a nano only need to know they are not zero.
+  int64_t shift = -nano_scale;
+  if (shift > 38) {
+    sticky = sticky || mantissa != 0;
+    mantissa = 0;
+    shift = 0;
+  }
+  const UInt128 divisor = Pow10(static_cast<int>(shift));
+  UInt128 quotient = mantissa / divisor;
+  UInt128 remainder = mantissa % divisor;
+  UInt128 magnitude = SaturatingMul(quotient, static_cast<UInt128>(1) << binary_exponent);
+  // Fractional part times 2^b by long division, one bit at a time (no overflow: r < divisor).
+  UInt128 fraction = 0;
+  for (int i = 0; i < binary_exponent; ++i) {
+    remainder <<= 1;
+    fraction <<= 1;
+    if (remainder >= divisor) {
+      remainder -= divisor;
+      fraction |= 1;
+    }
+  }
+  magnitude = magnitude + fraction > kMaxNano ? kMaxNano : magnitude + fraction;
+  if (remainder != 0) {
+    sticky = true;
+  }
+  return magnitude;
+}
+
+// The value's size in nano-units, rounded up and capped at kMaxNano (binary suffixes lower).
+UInt128 NanoMagnitude(Decimal d, const Suffix& suffix) {
   const int binary_exponent = suffix.base == 2 ? suffix.exponent : 0;
-  int64_t nano_scale = scale + 9;  // value in nano-units = mantissa * 2^b * 10^nano_scale
+  int64_t nano_scale = d.scale + 9;  // value in nano-units = mantissa * 2^b * 10^nano_scale
 
   UInt128 magnitude = 0;
   if (nano_scale >= 0) {
-    magnitude = SaturatingMul(mantissa, static_cast<UInt128>(1) << binary_exponent);
+    magnitude = SaturatingMul(d.mantissa, static_cast<UInt128>(1) << binary_exponent);
     for (int64_t i = 0; i < nano_scale && magnitude != kMaxNano; ++i) {
       magnitude = SaturatingMul(magnitude, 10);
     }
   } else {
-    // Divide first; values far below a nano only need to know they are not zero.
-    int64_t shift = -nano_scale;
-    if (shift > 38) {
-      sticky = sticky || mantissa != 0;
-      mantissa = 0;
-      shift = 0;
-    }
-    const UInt128 divisor = Pow10(static_cast<int>(shift));
-    UInt128 quotient = mantissa / divisor;
-    UInt128 remainder = mantissa % divisor;
-    magnitude = SaturatingMul(quotient, static_cast<UInt128>(1) << binary_exponent);
-    // Fractional part times 2^b by long division, one bit at a time (no overflow: r < divisor).
-    UInt128 fraction = 0;
-    for (int i = 0; i < binary_exponent; ++i) {
-      remainder <<= 1;
-      fraction <<= 1;
-      if (remainder >= divisor) {
-        remainder -= divisor;
-        fraction |= 1;
-      }
-    }
-    magnitude = magnitude + fraction > kMaxNano ? kMaxNano : magnitude + fraction;
-    if (remainder != 0) {
-      sticky = true;
-    }
+    magnitude = ScaleDown(d.mantissa, binary_exponent, nano_scale, d.sticky);
   }
-  if (sticky && magnitude < kMaxNano) {
+  if (d.sticky && magnitude < kMaxNano) {
     ++magnitude;  // round up to the next nano, as ParseQuantity does
   }
   if (suffix.base == 2) {
@@ -221,8 +244,32 @@ Result<Quantity> Quantity::Parse(std::string_view str) {
       magnitude = kBinaryCap;
     }
   }
-  const auto nano = static_cast<Int128>(magnitude);
-  return Quantity(positive ? nano : -nano);
+  return magnitude;
+}
+
+}  // namespace
+
+Result<Quantity> Quantity::Parse(std::string_view str) {
+  if (str.empty()) {
+    return Error{std::string(kErrFormatWrong)};
+  }
+  if (str == "0") {
+    return Quantity(0);
+  }
+  const std::optional<QuantityParts> text = SplitQuantity(str);
+  if (!text) {
+    return Error{std::string(kErrFormatWrong)};
+  }
+  Suffix suffix;
+  if (!LookupSuffix(text->suffix, &suffix)) {
+    return Error{std::string(kErrSuffix)};
+  }
+  const std::optional<Decimal> decimal = SignificantDigits(*text, suffix);
+  if (!decimal) {
+    return Quantity(0);
+  }
+  const auto nano = static_cast<Int128>(NanoMagnitude(*decimal, suffix));
+  return Quantity(text->positive ? nano : -nano);
 }
 
 Quantity Quantity::FromUnits(int64_t units) {

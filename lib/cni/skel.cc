@@ -69,138 +69,175 @@ Status CheckVersion(const Plugin& plugin, Command command, const std::string& ve
   return OkStatus();
 }
 
-int Dispatch(const Plugin& plugin, const ProcessIo& io) {
-  auto env = [&](const char* name) { return io.getenv(name).value_or(""); };
-  const std::string command_text = env("CNI_COMMAND");
-  if (command_text.empty()) {
-    *io.err << plugin.about << "\n"
-            << "CNI protocol versions supported: " << VersionsCsv(plugin.supported_versions)
-            << "\n";
-    return 0;
-  }
-  const std::optional<Command> command = ParseCommand(command_text);
-  if (!command) {
-    return Fail(io, Error(kErrInvalidEnvironment, "unknown CNI_COMMAND: " + command_text));
-  }
+std::string EnvOrEmpty(const ProcessIo& io, const char* name) {
+  return io.getenv(name).value_or("");
+}
+
+// Called with no CNI_COMMAND: a person ran the binary, so tell them what it is.
+int PrintAbout(const Plugin& plugin, const ProcessIo& io) {
+  *io.err << plugin.about << "\n"
+          << "CNI protocol versions supported: " << VersionsCsv(plugin.supported_versions) << "\n";
+  return 0;
+}
+
+Status CheckRequiredEnv(const ProcessIo& io, Command command) {
   std::vector<std::string> missing;
   for (const auto& row : kEnvTable) {
-    if (row.required[static_cast<size_t>(*command)] && env(row.name).empty()) {
+    if (row.required[static_cast<size_t>(command)] && EnvOrEmpty(io, row.name).empty()) {
       missing.push_back(row.name);
     }
   }
-  if (!missing.empty()) {
-    std::string list;
-    for (size_t i = 0; i < missing.size(); ++i) {
-      list += (i ? "," : "") + missing[i];
-    }
-    return Fail(io, Error(kErrInvalidEnvironment, "required env variables [" + list + "] missing"));
+  if (missing.empty()) {
+    return OkStatus();
   }
-  if (*command == Command::kVersion) {
-    OrderedJson j;
-    j["cniVersion"] = std::string(kSpecVersion);
-    j["supportedVersions"] = plugin.supported_versions;
-    *io.out << j.dump() << "\n";
-    return 0;
+  std::string list;
+  for (size_t i = 0; i < missing.size(); ++i) {
+    list += (i ? "," : "") + missing[i];
   }
+  return Error(kErrInvalidEnvironment, "required env variables [" + list + "] missing");
+}
 
+int PrintVersions(const Plugin& plugin, const ProcessIo& io) {
+  OrderedJson j;
+  j["cniVersion"] = std::string(kSpecVersion);
+  j["supportedVersions"] = plugin.supported_versions;
+  *io.out << j.dump() << "\n";
+  return 0;
+}
+
+Result<CmdArgs> ReadCmdArgs(const ProcessIo& io, Command command) {
   CmdArgs args;
-  args.command = *command;
-  args.container_id = env("CNI_CONTAINERID");
-  args.netns = env("CNI_NETNS");
-  args.ifname = env("CNI_IFNAME");
-  args.args = env("CNI_ARGS");
-  args.path = env("CNI_PATH");
+  args.command = command;
+  args.container_id = EnvOrEmpty(io, "CNI_CONTAINERID");
+  args.netns = EnvOrEmpty(io, "CNI_NETNS");
+  args.ifname = EnvOrEmpty(io, "CNI_IFNAME");
+  args.args = EnvOrEmpty(io, "CNI_ARGS");
+  args.path = EnvOrEmpty(io, "CNI_PATH");
   args.stdin_data.assign(std::istreambuf_iterator<char>(*io.in), std::istreambuf_iterator<char>());
   if (io.in->bad()) {
-    return Fail(io, Error(kErrIo, "error reading from stdin"));
+    return Error(kErrIo, "error reading from stdin");
   }
+  return args;
+}
 
+// Parses stdin into args.conf and sets up the file logging it asks for.
+Status LoadNetConf(const Plugin& plugin, CmdArgs& args) {
   // A runtime stops a chain's teardown at the first failing DEL, so DEL needs only what names
   // the attachment; the plugin removes what it owns by that.
   auto conf =
       ParseNetConf(args.stdin_data, plugin.config_shape,
-                   *command == Command::kDel ? Strictness::kNameAndVersion : Strictness::kAll);
+                   args.command == Command::kDel ? Strictness::kNameAndVersion : Strictness::kAll);
   if (!conf.ok()) {
-    return Fail(io, conf.error());
+    return std::move(conf).error();
   }
   args.conf = std::move(conf).value();
   ConfigureFileLogging(plugin.name, args.conf.log_file, args.conf.log_level);
   for (const std::string& problem : args.conf.unreadable) {
     spdlog::warn("{} DEL: ignoring unreadable config: {}", plugin.name, problem);
   }
+  return OkStatus();
+}
 
-  if (Status s = ValidateNetworkName(args.conf.name); !s.ok()) {
-    return Fail(io, s.error());
+// The names and versions every command is checked for before its handler runs; ADD, DEL and
+// CHECK must name a container and interface, the others only have them checked when given.
+Status ValidateCmdArgs(const Plugin& plugin, const CmdArgs& args) {
+  NG_RETURN_IF_ERROR(ValidateNetworkName(args.conf.name));
+  if (IsAddDelCheck(args.command) || !args.container_id.empty()) {
+    NG_RETURN_IF_ERROR(ValidateContainerId(args.container_id));
   }
-  if (IsAddDelCheck(*command) || !args.container_id.empty()) {
-    if (Status s = ValidateContainerId(args.container_id); !s.ok()) {
-      return Fail(io, s.error());
-    }
-  }
-  if (IsAddDelCheck(*command) || !args.ifname.empty()) {
-    if (Status s = ValidateInterfaceName(args.ifname); !s.ok()) {
-      return Fail(io, s.error());
-    }
+  if (IsAddDelCheck(args.command) || !args.ifname.empty()) {
+    NG_RETURN_IF_ERROR(ValidateInterfaceName(args.ifname));
   }
   if (Status s = CniArgs::CheckSyntax(args.args); !s.ok()) {
-    if (*command != Command::kDel) {
-      return Fail(io, s.error());
+    if (args.command != Command::kDel) {
+      return s;
     }
     spdlog::warn("{} DEL: ignoring unreadable CNI_ARGS: {}", plugin.name, s.error().msg);
   }
-  if (Status s = CheckVersion(plugin, *command, args.conf.cni_version); !s.ok()) {
-    return Fail(io, s.error());
+  return CheckVersion(plugin, args.command, args.conf.cni_version);
+}
+
+int RunAdd(const Plugin& plugin, const CmdArgs& args, const ProcessIo& io) {
+  if (!plugin.add) {
+    return Fail(io, NotImplemented(args).error());
   }
-
-  spdlog::debug("{} {} container={} ifname={} netns={} network={}", plugin.name,
-                CommandName(*command), args.container_id, args.ifname, args.netns, args.conf.name);
-
-  if (*command == Command::kAdd) {
-    if (!plugin.add) {
-      return Fail(io, NotImplemented(args).error());
-    }
-    Result<CniResult> result = plugin.add(args);
-    if (!result.ok()) {
-      spdlog::warn("{} ADD {} failed: {}", plugin.name, args.container_id, result.error().msg);
-      return Fail(io, result.error());
-    }
-    // Encode fully before printing anything, so a failure never leaves half a result.
-    auto encoded = EncodeResult(*result, args.conf.cni_version);
-    if (!encoded.ok()) {
-      return Fail(io, encoded.error());
-    }
-    *io.out << FormatJson(*encoded);
-    io.out->flush();
-    return 0;
+  Result<CniResult> result = plugin.add(args);
+  if (!result.ok()) {
+    spdlog::warn("{} ADD {} failed: {}", plugin.name, args.container_id, result.error().msg);
+    return Fail(io, result.error());
   }
+  // Encode fully before printing anything, so a failure never leaves half a result.
+  auto encoded = EncodeResult(*result, args.conf.cni_version);
+  if (!encoded.ok()) {
+    return Fail(io, encoded.error());
+  }
+  *io.out << FormatJson(*encoded);
+  io.out->flush();
+  return 0;
+}
 
-  const std::function<Status(const CmdArgs&)>* handler = nullptr;
-  switch (*command) {
+// The handler of a command that prints nothing on success; null for ADD and VERSION.
+const std::function<Status(const CmdArgs&)>* StatusHandler(const Plugin& plugin, Command command) {
+  switch (command) {
     case Command::kDel:
-      handler = &plugin.del;
-      break;
+      return &plugin.del;
     case Command::kCheck:
-      handler = &plugin.check;
-      break;
+      return &plugin.check;
     case Command::kGc:
-      handler = &plugin.gc;
-      break;
+      return &plugin.gc;
     case Command::kStatus:
-      handler = &plugin.status;
-      break;
+      return &plugin.status;
     default:
-      break;
+      return nullptr;
   }
+}
+
+int RunStatusCommand(const Plugin& plugin, const CmdArgs& args, const ProcessIo& io) {
+  const std::function<Status(const CmdArgs&)>* handler = StatusHandler(plugin, args.command);
   if (handler == nullptr || !*handler) {
     return Fail(io, NotImplemented(args).error());
   }
   Status status = (*handler)(args);
   if (!status.ok()) {
-    spdlog::warn("{} {} {} failed: {}", plugin.name, CommandName(*command), args.container_id,
+    spdlog::warn("{} {} {} failed: {}", plugin.name, CommandName(args.command), args.container_id,
                  status.error().msg);
     return Fail(io, status.error());
   }
   return 0;
+}
+
+int Dispatch(const Plugin& plugin, const ProcessIo& io) {
+  const std::string command_text = EnvOrEmpty(io, "CNI_COMMAND");
+  if (command_text.empty()) {
+    return PrintAbout(plugin, io);
+  }
+  const std::optional<Command> command = ParseCommand(command_text);
+  if (!command) {
+    return Fail(io, Error(kErrInvalidEnvironment, "unknown CNI_COMMAND: " + command_text));
+  }
+  if (Status s = CheckRequiredEnv(io, *command); !s.ok()) {
+    return Fail(io, s.error());
+  }
+  if (*command == Command::kVersion) {
+    return PrintVersions(plugin, io);
+  }
+  Result<CmdArgs> args = ReadCmdArgs(io, *command);
+  if (!args.ok()) {
+    return Fail(io, args.error());
+  }
+  if (Status s = LoadNetConf(plugin, *args); !s.ok()) {
+    return Fail(io, s.error());
+  }
+  if (Status s = ValidateCmdArgs(plugin, *args); !s.ok()) {
+    return Fail(io, s.error());
+  }
+  spdlog::debug("{} {} container={} ifname={} netns={} network={}", plugin.name,
+                CommandName(*command), args->container_id, args->ifname, args->netns,
+                args->conf.name);
+  if (*command == Command::kAdd) {
+    return RunAdd(plugin, *args, io);
+  }
+  return RunStatusCommand(plugin, *args, io);
 }
 
 }  // namespace

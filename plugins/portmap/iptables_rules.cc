@@ -152,14 +152,12 @@ std::optional<CommentOwner> ParseEntryComment(const std::string& comment) {
   return owner;
 }
 
-Plan BuildPlan(const Config& config, net::Family family) {
-  Plan plan;
-  plan.family = family;
-  const net::IpPrefix container = *config.container(family);
-  const bool own_mark_chain = config.snat && config.external_set_mark_chain.empty();
-  const std::string setmark =
-      config.external_set_mark_chain.empty() ? kSetMarkChain : config.external_set_mark_chain;
+namespace {
 
+// The chains and jumps every container shares: CNI-HOSTPORT-DNAT from PREROUTING and OUTPUT,
+// and, when we own the marking, the set-mark and masquerade chains.
+void PlanSharedRules(const Config& config, Plan& plan) {
+  const bool own_mark_chain = config.snat && config.external_set_mark_chain.empty();
   plan.shared_chains.push_back(kDnatChain);
   if (own_mark_chain) {
     plan.shared_chains.push_back(kSetMarkChain);
@@ -175,7 +173,14 @@ Plan BuildPlan(const Config& config, net::Family family) {
   for (const char* hook : {"PREROUTING", "OUTPUT"}) {
     plan.shared_rules.push_back({hook, Rule{{}, {AddrtypeLocalMatch{}}, JumpTarget{kDnatChain}}});
   }
+}
 
+// The container's own chain: per mapping, the hairpin (and IPv4 localhost) marking for SNAT,
+// then the DNAT to the container.
+void PlanContainerRules(const Config& config, net::Family family, Plan& plan) {
+  const net::IpPrefix container = *config.container(family);
+  const std::string setmark =
+      config.external_set_mark_chain.empty() ? kSetMarkChain : config.external_set_mark_chain;
   plan.container_chain = ContainerChainName(config.network_name, config.container_id);
   const bool v4 = family == net::Family::kV4;
   const net::IpPrefix hairpin_src =
@@ -204,9 +209,11 @@ Plan BuildPlan(const Config& config, net::Family family) {
     plan.container_rules.push_back(
         Rule{std::move(base), {port}, DnatTarget{container.address(), m.container_port}});
   }
+}
 
-  // Entry rules: per protocol (sorted by name), all mappings of that protocol in input order,
-  // 15 ports per multiport match. The reference does not filter by hostIP family here.
+// Entry rules: per protocol (sorted by name), all mappings of that protocol in input order,
+// 15 ports per multiport match. The reference does not filter by hostIP family here.
+void PlanEntryRules(const Config& config, net::Family family, Plan& plan) {
   std::map<std::string, std::vector<int>> ports_by_protocol;
   std::map<std::string, Protocol> protocol_by_name;
   for (const auto& m : config.mappings) {
@@ -229,6 +236,16 @@ Plan BuildPlan(const Config& config, net::Family family) {
                JumpTarget{plan.container_chain}});
     }
   }
+}
+
+}  // namespace
+
+Plan BuildPlan(const Config& config, net::Family family) {
+  Plan plan;
+  plan.family = family;
+  PlanSharedRules(config, plan);
+  PlanContainerRules(config, family, plan);
+  PlanEntryRules(config, family, plan);
   return plan;
 }
 

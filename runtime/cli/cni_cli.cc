@@ -146,6 +146,110 @@ int Fail(const CniFlags& flags, const Error& error) {
   return 1;
 }
 
+// The runtime's view of the attachment: the flags' capability and CNI arguments, and a
+// container ID derived from the namespace when none is given.
+Result<RuntimeConf> MakeRuntimeConf(const CniFlags& flags, const std::string& netns) {
+  NG_ASSIGN_OR_RETURN(cni::Json caps, CapabilityArgs(flags));
+  NG_ASSIGN_OR_RETURN(auto args, ParseCniArgs(flags.cni_args));
+  RuntimeConf rt{.container_id = flags.container_id,
+                 .netns = netns,
+                 .ifname = flags.ifname,
+                 .args = args,
+                 .capability_args = caps};
+  if (rt.container_id.empty() && !netns.empty()) {
+    // Stable per namespace, so add/check/del of the same netns find the same cache entry.
+    rt.container_id = HashedName("nodegate-", netns, "", 29);
+  }
+  return rt;
+}
+
+// What the verbs below print the network as.
+std::string NetworkLabel(const NetworkConfigList& list) { return "network \"" + list.name + "\""; }
+
+int RunAdd(const CniFlags& flags, Chain& chain, const NetworkConfigList& list,
+           const RuntimeConf& rt) {
+  if (rt.netns.empty()) {
+    return Fail(flags, Error(kErrInvalidEnvironment, "add needs NETNS"));
+  }
+  auto result = chain.Add(list, rt);
+  if (!result.ok()) {
+    return Fail(flags, result.error());
+  }
+  if (flags.json) {
+    auto encoded = cni::EncodeResult(*result, result->cni_version);
+    if (!encoded.ok()) {
+      return Fail(flags, encoded.error());
+    }
+    std::cout << cni::FormatJson(*encoded) << "\n";
+  } else {
+    std::cout << NetworkLabel(list) << " added to " << rt.netns << " (container " << rt.container_id
+              << ", " << rt.ifname << ")\n";
+    PrintResultText(*result, std::cout);
+  }
+  return 0;
+}
+
+int RunCheckOrDel(const CniFlags& flags, Chain& chain, const NetworkConfigList& list,
+                  RuntimeConf rt) {
+  if (rt.container_id.empty()) {
+    return Fail(flags,
+                Error(kErrInvalidEnvironment, flags.verb + " needs NETNS or --container-id"));
+  }
+  rt = chain.WithCachedArgs(list, rt);
+  if (flags.verb == "check" && rt.netns.empty()) {
+    return Fail(flags, Error(kErrInvalidEnvironment, "check needs NETNS"));
+  }
+  const Status status = flags.verb == "check" ? chain.Check(list, rt) : chain.Del(list, rt);
+  if (!status.ok()) {
+    return Fail(flags, status.error());
+  }
+  if (!flags.json) {
+    std::cout << NetworkLabel(list)
+              << (flags.verb == "check" ? " CHECK passed for " : " deleted for ") << "container "
+              << rt.container_id << " (" << rt.ifname << ")\n";
+  }
+  return 0;
+}
+
+int RunGc(const CniFlags& flags, Chain& chain, const NetworkConfigList& list) {
+  std::vector<cni::Attachment> valid;
+  if (flags.valid.empty()) {
+    valid = chain.LiveAttachments(list.name);
+  } else {
+    auto parsed = ParseValid(flags.valid, flags.ifname);
+    if (!parsed.ok()) {
+      return Fail(flags, parsed.error());
+    }
+    valid = *parsed;
+  }
+  const Status status = chain.Gc(list, valid);
+  if (!status.ok()) {
+    return Fail(flags, status.error());
+  }
+  if (!flags.json) {
+    std::cout << NetworkLabel(list) << " garbage-collected; kept " << valid.size()
+              << " attachment(s)" << (list.disable_gc ? " (disableGC is set: nothing done)" : "")
+              << "\n";
+  }
+  return 0;
+}
+
+int RunStatus(const CniFlags& flags, Chain& chain, const NetworkConfigList& list) {
+  auto outcome = chain.GetStatus(list);
+  if (!outcome.ok()) {
+    return Fail(flags, outcome.error());
+  }
+  if (!flags.json) {
+    if (*outcome == StatusOutcome::kAvailable) {
+      std::cout << NetworkLabel(list) << " is available (every plugin answered STATUS)\n";
+    } else {
+      std::cout << NetworkLabel(list) << " has cniVersion " << list.cni_version
+                << ": STATUS needs 1.1.0, nothing asked\n";
+    }
+  }
+  return 0;
+}
+
 int Run(const CniFlags& flags) {
   auto list = LoadNetwork(flags.conf_dir, flags.network);
   if (!list.ok()) {
@@ -154,101 +258,20 @@ int Run(const CniFlags& flags) {
   RealExecutor exec;
   Chain chain(ChainOptions{.cni_path = SplitPath(flags.cni_path), .cache_dir = flags.cache_dir},
               exec);
-  const std::string netns = NetnsPath(flags.netns);
-  auto caps = CapabilityArgs(flags);
-  if (!caps.ok()) {
-    return Fail(flags, caps.error());
+  auto rt = MakeRuntimeConf(flags, NetnsPath(flags.netns));
+  if (!rt.ok()) {
+    return Fail(flags, rt.error());
   }
-  auto args = ParseCniArgs(flags.cni_args);
-  if (!args.ok()) {
-    return Fail(flags, args.error());
-  }
-  RuntimeConf rt{.container_id = flags.container_id,
-                 .netns = netns,
-                 .ifname = flags.ifname,
-                 .args = *args,
-                 .capability_args = *caps};
-  if (rt.container_id.empty() && !netns.empty()) {
-    // Stable per namespace, so add/check/del of the same netns find the same cache entry.
-    rt.container_id = HashedName("nodegate-", netns, "", 29);
-  }
-  const std::string what = "network \"" + list->name + "\"";
-
   if (flags.verb == "add") {
-    if (netns.empty()) {
-      return Fail(flags, Error(kErrInvalidEnvironment, "add needs NETNS"));
-    }
-    auto result = chain.Add(*list, rt);
-    if (!result.ok()) {
-      return Fail(flags, result.error());
-    }
-    if (flags.json) {
-      auto encoded = cni::EncodeResult(*result, result->cni_version);
-      if (!encoded.ok()) {
-        return Fail(flags, encoded.error());
-      }
-      std::cout << cni::FormatJson(*encoded) << "\n";
-    } else {
-      std::cout << what << " added to " << netns << " (container " << rt.container_id << ", "
-                << rt.ifname << ")\n";
-      PrintResultText(*result, std::cout);
-    }
-    return 0;
+    return RunAdd(flags, chain, *list, *rt);
   }
   if (flags.verb == "check" || flags.verb == "del") {
-    if (rt.container_id.empty()) {
-      return Fail(flags,
-                  Error(kErrInvalidEnvironment, flags.verb + " needs NETNS or --container-id"));
-    }
-    rt = chain.WithCachedArgs(*list, rt);
-    if (flags.verb == "check" && rt.netns.empty()) {
-      return Fail(flags, Error(kErrInvalidEnvironment, "check needs NETNS"));
-    }
-    const Status status = flags.verb == "check" ? chain.Check(*list, rt) : chain.Del(*list, rt);
-    if (!status.ok()) {
-      return Fail(flags, status.error());
-    }
-    if (!flags.json) {
-      std::cout << what << (flags.verb == "check" ? " CHECK passed for " : " deleted for ")
-                << "container " << rt.container_id << " (" << rt.ifname << ")\n";
-    }
-    return 0;
+    return RunCheckOrDel(flags, chain, *list, *rt);
   }
   if (flags.verb == "gc") {
-    std::vector<cni::Attachment> valid;
-    if (flags.valid.empty()) {
-      valid = chain.LiveAttachments(list->name);
-    } else {
-      auto parsed = ParseValid(flags.valid, flags.ifname);
-      if (!parsed.ok()) {
-        return Fail(flags, parsed.error());
-      }
-      valid = *parsed;
-    }
-    const Status status = chain.Gc(*list, valid);
-    if (!status.ok()) {
-      return Fail(flags, status.error());
-    }
-    if (!flags.json) {
-      std::cout << what << " garbage-collected; kept " << valid.size() << " attachment(s)"
-                << (list->disable_gc ? " (disableGC is set: nothing done)" : "") << "\n";
-    }
-    return 0;
+    return RunGc(flags, chain, *list);
   }
-  // status
-  auto outcome = chain.GetStatus(*list);
-  if (!outcome.ok()) {
-    return Fail(flags, outcome.error());
-  }
-  if (!flags.json) {
-    if (*outcome == StatusOutcome::kAvailable) {
-      std::cout << what << " is available (every plugin answered STATUS)\n";
-    } else {
-      std::cout << what << " has cniVersion " << list->cni_version
-                << ": STATUS needs 1.1.0, nothing asked\n";
-    }
-  }
-  return 0;
+  return RunStatus(flags, chain, *list);
 }
 
 }  // namespace

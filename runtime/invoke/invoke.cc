@@ -48,44 +48,24 @@ struct Pipe {
   }
 };
 
-// One attempt. exec_errno gets the child's execve errno (0 when exec succeeded).
-Result<ExecOutput> RunOnce(const std::string& binary, const std::vector<std::string>& env,
-                           const std::string& stdin_data, int& exec_errno) {
-  Pipe in, out, err, status;
-  if (::pipe2(in.fds, O_CLOEXEC) != 0 || ::pipe2(out.fds, O_CLOEXEC) != 0 ||
-      ::pipe2(err.fds, O_CLOEXEC) != 0 || ::pipe2(status.fds, O_CLOEXEC) != 0) {
-    return Error(kErrIo, std::string("pipe: ") + std::strerror(errno));
-  }
-  std::vector<char*> envp;
-  for (const auto& s : env) {
-    envp.push_back(const_cast<char*>(s.c_str()));
-  }
-  envp.push_back(nullptr);
-  char* argv[] = {const_cast<char*>(binary.c_str()), nullptr};
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    return Error(kErrIo, std::string("fork: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    ::dup2(in.fds[0], 0);
-    ::dup2(out.fds[1], 1);
-    ::dup2(err.fds[1], 2);
-    ::execve(binary.c_str(), argv, envp.data());
-    const int e = errno;
-    (void)!::write(status.fds[1], &e, sizeof(e));
-    ::_exit(127);
-  }
-  in.CloseEnd(0);
-  out.CloseEnd(1);
-  err.CloseEnd(1);
-  status.CloseEnd(1);
+// In the forked child: stdio onto the pipes, then exec; a failed exec reports its errno on
+// the status pipe (which exec's O_CLOEXEC closes when it succeeds).
+[[noreturn]] void ExecChild(const std::string& binary, char** argv, char** envp, const Pipe& in,
+                            const Pipe& out, const Pipe& err, const Pipe& status) {
+  ::dup2(in.fds[0], 0);
+  ::dup2(out.fds[1], 1);
+  ::dup2(err.fds[1], 2);
+  ::execve(binary.c_str(), argv, envp);
+  const int e = errno;
+  (void)!::write(status.fds[1], &e, sizeof(e));
+  ::_exit(127);
+}
 
-  ExecOutput result;
+// Writes stdin_data to the child and collects its stdout and stderr until all three close.
+// Polls all pipes so a plugin that writes a lot before reading stdin cannot deadlock us.
+void ExchangeWithChild(Pipe& in, Pipe& out, Pipe& err, const std::string& stdin_data,
+                       ExecOutput& result) {
   size_t written = 0;
-  if (stdin_data.empty()) {
-    in.CloseEnd(1);
-  }
-  // Poll all pipes so a plugin that writes a lot before reading stdin cannot deadlock us.
   while (in.fds[1] >= 0 || out.fds[0] >= 0 || err.fds[0] >= 0) {
     std::vector<pollfd> fds;
     if (in.fds[1] >= 0) fds.push_back({in.fds[1], POLLOUT, 0});
@@ -126,6 +106,39 @@ Result<ExecOutput> RunOnce(const std::string& binary, const std::vector<std::str
       }
     }
   }
+}
+
+// One attempt. exec_errno gets the child's execve errno (0 when exec succeeded).
+Result<ExecOutput> RunOnce(const std::string& binary, const std::vector<std::string>& env,
+                           const std::string& stdin_data, int& exec_errno) {
+  Pipe in, out, err, status;
+  if (::pipe2(in.fds, O_CLOEXEC) != 0 || ::pipe2(out.fds, O_CLOEXEC) != 0 ||
+      ::pipe2(err.fds, O_CLOEXEC) != 0 || ::pipe2(status.fds, O_CLOEXEC) != 0) {
+    return Error(kErrIo, std::string("pipe: ") + std::strerror(errno));
+  }
+  std::vector<char*> envp;
+  for (const auto& s : env) {
+    envp.push_back(const_cast<char*>(s.c_str()));
+  }
+  envp.push_back(nullptr);
+  char* argv[] = {const_cast<char*>(binary.c_str()), nullptr};
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    return Error(kErrIo, std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    ExecChild(binary, argv, envp.data(), in, out, err, status);
+  }
+  in.CloseEnd(0);
+  out.CloseEnd(1);
+  err.CloseEnd(1);
+  status.CloseEnd(1);
+
+  ExecOutput result;
+  if (stdin_data.empty()) {
+    in.CloseEnd(1);
+  }
+  ExchangeWithChild(in, out, err, stdin_data, result);
   int wstatus = 0;
   while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
