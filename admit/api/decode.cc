@@ -61,7 +61,8 @@ std::string Index(std::string_view path, size_t i) {
 }
 
 // The value the shared reader (lib/cni/json_field.h) gave; a member of another type fails
-// with its path. Absent and null read as not given: Go decodes null as the zero value.
+// with its path. Absent and null read as not given: Go decodes null as the zero value. The
+// result refers into `read`: use it in the expression that made `read`.
 template <typename T>
 const std::optional<T>& Checked(const cni::FieldRead<T>& read, const std::string& path,
                                 std::string_view want) {

@@ -83,15 +83,13 @@ class [[nodiscard]] FieldRead {
   const FieldMismatch& mismatch() const { return *mismatch_; }
 
   // The value (nullopt: not given), or the error `wording` makes of the mismatch.
-  template <typename Wording>
-    requires std::invocable<const Wording&, const FieldMismatch&>
+  template <std::invocable<const FieldMismatch&> Wording>
   Result<std::optional<T>> Get(const Wording& wording) const {
     if (mismatch_) return Error(wording(*mismatch_));
     return value_;
   }
   // As Get, with `fallback` for a member not given.
-  template <typename Wording>
-    requires std::invocable<const Wording&, const FieldMismatch&>
+  template <std::invocable<const FieldMismatch&> Wording>
   Result<T> GetOr(T fallback, const Wording& wording) const {
     if (mismatch_) return Error(wording(*mismatch_));
     return value_ ? *value_ : std::move(fallback);
@@ -107,8 +105,7 @@ class [[nodiscard]] FieldRead {
 // Reads object[key]. A value that is not an object has no members: every key is not given.
 FieldRead<std::string> ReadString(const Json& object, std::string_view key,
                                   NullIs null = NullIs::kNotGiven);
-FieldRead<bool> ReadBool(const Json& object, std::string_view key,
-                         NullIs null = NullIs::kNotGiven);
+FieldRead<bool> ReadBool(const Json& object, std::string_view key, NullIs null = NullIs::kNotGiven);
 FieldRead<int64_t> ReadInteger(const Json& object, std::string_view key,
                                NullIs null = NullIs::kNotGiven);
 // The member itself (never nullptr when given).
