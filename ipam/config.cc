@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "lib/cni/args.h"
+#include "lib/cni/json_field.h"
 #include "lib/cni/skel.h"
 #include "lib/cni/version.h"
 
@@ -12,33 +13,20 @@ namespace {
 
 using cni::Json;
 
-Error TypeError(const std::string& path, const char* want) {
-  return Error(kErrDecode, "error decoding ipam config: " + path + " must be " + want);
+Error TypeError(const std::string& path, std::string_view want) {
+  return Error(kErrDecode, "error decoding ipam config: " + path + " must be " + std::string(want));
 }
 
-// A JSON object member, or nullptr when absent or null (Go's decoder treats null as absent).
-const Json* Member(const Json& obj, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) {
-    return nullptr;
-  }
-  return &*it;
-}
-
-Result<std::string> OptString(const Json& obj, const char* key, const std::string& path) {
-  const Json* v = Member(obj, key);
-  if (v == nullptr) {
-    return std::string();
-  }
-  if (!v->is_string()) {
-    return TypeError(path + key, "a string");
-  }
-  return v->get<std::string>();
+// Words a mismatch of a member of the object at `path` ("ipam.", "ipam.ranges[0][1].").
+auto MustBeAt(std::string path) {
+  return [path = std::move(path)](const cni::FieldMismatch& mismatch) {
+    return TypeError(path + std::string(mismatch.key), mismatch.described());
+  };
 }
 
 Result<std::optional<net::IpAddress>> OptIp(const Json& obj, const char* key,
                                             const std::string& path) {
-  NG_ASSIGN_OR_RETURN(std::string text, OptString(obj, key, path));
+  NG_ASSIGN_OR_RETURN(std::string text, cni::ReadString(obj, key).GetOr("", MustBeAt(path)));
   if (text.empty()) {
     return std::optional<net::IpAddress>();
   }
@@ -51,7 +39,7 @@ Result<std::optional<net::IpAddress>> OptIp(const Json& obj, const char* key,
 
 Result<std::optional<net::IpPrefix>> OptCidr(const Json& obj, const char* key,
                                              const std::string& path) {
-  NG_ASSIGN_OR_RETURN(std::string text, OptString(obj, key, path));
+  NG_ASSIGN_OR_RETURN(std::string text, cni::ReadString(obj, key).GetOr("", MustBeAt(path)));
   if (text.empty()) {
     return std::optional<net::IpPrefix>();
   }
@@ -75,14 +63,16 @@ Result<RangeSpec> ParseRangeSpec(const Json& obj, const std::string& path) {
 }
 
 // [[Range, ...], ...] as in "ranges" and the ipRanges capability.
-Result<std::vector<std::vector<RangeSpec>>> ParseRangeSets(const Json* value,
+Result<std::vector<std::vector<RangeSpec>>> ParseRangeSets(const Json& object, const char* key,
                                                            const std::string& path) {
   std::vector<std::vector<RangeSpec>> out;
+  const auto list = cni::ReadList(object, key);
+  if (list.mismatched()) {
+    return TypeError(path, "a list of range sets");
+  }
+  const Json* value = list.value_or(nullptr);
   if (value == nullptr) {
     return out;
-  }
-  if (!value->is_array()) {
-    return TypeError(path, "a list of range sets");
   }
   for (size_t i = 0; i < value->size(); ++i) {
     const Json& set = (*value)[i];
@@ -105,25 +95,22 @@ Result<std::vector<std::vector<RangeSpec>>> ParseRangeSets(const Json* value,
   return out;
 }
 
+// Go reads these as int (64 bits); cni::Route keeps the small numbers they are as int.
 Result<std::optional<int>> OptInt(const Json& obj, const char* key, const std::string& path) {
-  const Json* v = Member(obj, key);
-  if (v == nullptr) {
+  NG_ASSIGN_OR_RETURN(std::optional<int64_t> number,
+                      cni::ReadInteger(obj, key).Get(MustBeAt(path)));
+  if (!number) {
     return std::optional<int>();
   }
-  if (!v->is_number_integer()) {
-    return TypeError(path + key, "an integer");
-  }
-  return std::optional<int>(v->get<int>());
+  return std::optional<int>(static_cast<int>(*number));
 }
 
 Result<std::vector<cni::Route>> ParseRoutes(const Json& ipam) {
   std::vector<cni::Route> routes;
-  const Json* value = Member(ipam, "routes");
+  NG_ASSIGN_OR_RETURN(const Json* value,
+                      cni::ReadList(ipam, "routes").GetOr(nullptr, MustBeAt("ipam.")));
   if (value == nullptr) {
     return routes;
-  }
-  if (!value->is_array()) {
-    return TypeError("ipam.routes", "a list");
   }
   for (size_t i = 0; i < value->size(); ++i) {
     const Json& obj = (*value)[i];
@@ -166,14 +153,17 @@ Result<net::IpAddress> ParseRequestedIp(const std::string& text) {
   return CanonicalIp(*ip);
 }
 
-Status AppendIpList(const Json* value, const std::string& path, std::vector<net::IpAddress>& out) {
+Status AppendIpList(const Json& object, const std::string& path, std::vector<net::IpAddress>& out) {
+  const auto list = cni::ReadList(object, "ips");
+  if (list.mismatched()) {
+    return TypeError(path, "a list of strings");
+  }
+  const Json* value = list.value_or(nullptr);
   if (value == nullptr) {
     return OkStatus();
   }
-  if (!value->is_array()) {
-    return TypeError(path, "a list of strings");
-  }
   for (const Json& item : *value) {
+    // Checked one by one: an address before a non-string is judged first.
     if (!item.is_string()) {
       return TypeError(path, "a list of strings");
     }
@@ -195,13 +185,12 @@ Result<std::vector<net::IpAddress>> RequestedIps(const cni::NetConf& conf,
     }
     all.push_back(*parsed);
   }
-  if (const Json* cni = Member(conf.args, "cni")) {
-    if (!cni->is_object()) {
-      return TypeError("args.cni", "an object");
-    }
-    NG_RETURN_IF_ERROR(AppendIpList(Member(*cni, "ips"), "args.cni.ips", all));
+  NG_ASSIGN_OR_RETURN(const Json* cni_args_object,
+                      cni::ReadObject(conf.args, "cni").GetOr(nullptr, MustBeAt("args.")));
+  if (cni_args_object != nullptr) {
+    NG_RETURN_IF_ERROR(AppendIpList(*cni_args_object, "args.cni.ips", all));
   }
-  NG_RETURN_IF_ERROR(AppendIpList(Member(conf.runtime_config, "ips"), "runtimeConfig.ips", all));
+  NG_RETURN_IF_ERROR(AppendIpList(conf.runtime_config, "runtimeConfig.ips", all));
   // The reference keeps them in a map: duplicates collapse.
   std::vector<net::IpAddress> unique;
   for (const auto& ip : all) {
@@ -266,17 +255,16 @@ const cni::gojson::Shape& ConfigShape() {
 }
 
 Result<IpamConfig> LoadIpamConfig(const cni::NetConf& conf, std::string_view cni_args, Verb verb) {
-  if (!conf.raw.contains("ipam") || !conf.raw["ipam"].is_object()) {
-    if (conf.raw.contains("ipam") && !conf.raw["ipam"].is_null()) {
-      return TypeError("ipam", "an object");
-    }
+  NG_ASSIGN_OR_RETURN(const Json* ipam_object,
+                      cni::ReadObject(conf.raw, "ipam").GetOr(nullptr, MustBeAt("")));
+  if (ipam_object == nullptr) {
     return ConfigError("IPAM config missing 'ipam' key");
   }
   const Json& ipam = conf.ipam;
   IpamConfig cfg;
   cfg.cni_version = conf.cni_version;
   cfg.network_name = conf.name;
-  NG_ASSIGN_OR_RETURN(cfg.data_dir, OptString(ipam, "dataDir", "ipam."));
+  NG_ASSIGN_OR_RETURN(cfg.data_dir, cni::ReadString(ipam, "dataDir").GetOr("", MustBeAt("ipam.")));
   if (cfg.data_dir.empty()) {
     cfg.data_dir = std::string(kDefaultDataDir);
   }
@@ -287,20 +275,21 @@ Result<IpamConfig> LoadIpamConfig(const cni::NetConf& conf, std::string_view cni
   if (verb == Verb::kGc) {
     return cfg;  // GC releases by owner only; ranges do not matter
   }
-  NG_ASSIGN_OR_RETURN(cfg.resolv_conf, OptString(ipam, "resolvConf", "ipam."));
+  NG_ASSIGN_OR_RETURN(cfg.resolv_conf,
+                      cni::ReadString(ipam, "resolvConf").GetOr("", MustBeAt("ipam.")));
   NG_ASSIGN_OR_RETURN(cfg.routes, ParseRoutes(ipam));
 
   // Range sets: ipRanges capability, legacy top-level range, then "ranges".
   std::vector<std::vector<RangeSpec>> specs;
   if (verb != Verb::kStatus) {
-    NG_ASSIGN_OR_RETURN(
-        specs, ParseRangeSets(Member(conf.runtime_config, "ipRanges"), "runtimeConfig.ipRanges"));
+    NG_ASSIGN_OR_RETURN(specs,
+                        ParseRangeSets(conf.runtime_config, "ipRanges", "runtimeConfig.ipRanges"));
   }
   NG_ASSIGN_OR_RETURN(RangeSpec legacy, ParseRangeSpec(ipam, "ipam."));
   if (legacy.subnet) {
     specs.push_back({legacy});
   }
-  NG_ASSIGN_OR_RETURN(auto ranges, ParseRangeSets(Member(ipam, "ranges"), "ipam.ranges"));
+  NG_ASSIGN_OR_RETURN(auto ranges, ParseRangeSets(ipam, "ranges", "ipam.ranges"));
   specs.insert(specs.end(), ranges.begin(), ranges.end());
 
   if (verb != Verb::kStatus) {

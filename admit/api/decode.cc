@@ -6,6 +6,8 @@
 #include <limits>
 #include <utility>
 
+#include "lib/cni/json_field.h"
+
 namespace nodegate::admit {
 namespace {
 
@@ -58,77 +60,54 @@ std::string Index(std::string_view path, size_t i) {
   Fail(path, "expected " + std::string(want) + ", got " + TypeName(got));
 }
 
-// Field returns the member or nullptr when absent or null (Go decodes null as the zero value).
-const json* Field(const json& object, std::string_view key) {
-  auto it = object.find(key);
-  if (it == object.end() || it->is_null()) {
-    return nullptr;
+// The value the shared reader (lib/cni/json_field.h) gave; a member of another type fails
+// with its path. Absent and null read as not given: Go decodes null as the zero value. The
+// result refers into `read`: use it in the expression that made `read`.
+template <typename T>
+const std::optional<T>& Checked(const cni::FieldRead<T>& read, const std::string& path,
+                                std::string_view want) {
+  if (read.mismatched()) {
+    WrongType(Join(path, read.mismatch().key), want, *read.mismatch().found);
   }
-  return &*it;
+  return read.value();
 }
 
 const json* ObjectField(const json& object, std::string_view key, const std::string& path) {
-  const json* j = Field(object, key);
-  if (j != nullptr && !j->is_object()) {
-    WrongType(Join(path, key), "object", *j);
-  }
-  return j;
+  return Checked(cni::ReadObject(object, key), path, "object").value_or(nullptr);
 }
 
 const json* ListField(const json& object, std::string_view key, const std::string& path) {
-  const json* j = Field(object, key);
-  if (j != nullptr && !j->is_array()) {
-    WrongType(Join(path, key), "list", *j);
-  }
-  return j;
+  return Checked(cni::ReadList(object, key), path, "list").value_or(nullptr);
 }
 
 std::string StringField(const json& object, std::string_view key, const std::string& path) {
-  const json* j = Field(object, key);
-  if (j == nullptr) {
-    return "";
-  }
-  if (!j->is_string()) {
-    WrongType(Join(path, key), "string", *j);
-  }
-  return j->get<std::string>();
+  return Checked(cni::ReadString(object, key), path, "string").value_or("");
 }
 
 bool BoolField(const json& object, std::string_view key, const std::string& path) {
-  const json* j = Field(object, key);
-  if (j == nullptr) {
-    return false;
-  }
-  if (!j->is_boolean()) {
-    WrongType(Join(path, key), "boolean", *j);
-  }
-  return j->get<bool>();
+  return Checked(cni::ReadBool(object, key), path, "boolean").value_or(false);
 }
 
 std::optional<int64_t> IntField(const json& object, std::string_view key, const std::string& path,
                                 int64_t min, int64_t max) {
-  const json* j = Field(object, key);
-  if (j == nullptr) {
+  const auto read = cni::ReadInteger(object, key);
+  const auto out_of_range = [&](const std::string& got) {
+    Fail(Join(path, key),
+         "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + got);
+  };
+  if (read.mismatched()) {
+    const json& got = *read.mismatch().found;
+    if (!got.is_number_integer()) {
+      WrongType(Join(path, key), "integer", got);
+    }
+    out_of_range(got.dump());  // an integer beyond int64 is outside every range
+  }
+  if (!read.given()) {
     return std::nullopt;
   }
-  // nlohmann counts unsigned numbers as integers too: test for unsigned first, or 2^63 would
-  // read as -2^63. The message shows the number as it was written.
-  bool in_range = false;
-  int64_t value = 0;
-  if (j->is_number_unsigned()) {
-    const uint64_t u = j->get<uint64_t>();
-    in_range = max >= 0 && u <= static_cast<uint64_t>(max) &&
-               (min <= 0 || u >= static_cast<uint64_t>(min));
-    value = in_range ? static_cast<int64_t>(u) : 0;
-  } else if (j->is_number_integer()) {
-    value = j->get<int64_t>();
-    in_range = value >= min && value <= max;
-  } else {
-    WrongType(Join(path, key), "integer", *j);
-  }
-  if (!in_range) {
-    Fail(Join(path, key), "must be between " + std::to_string(min) + " and " + std::to_string(max) +
-                              ", got " + j->dump());
+  const int64_t value = *read.value();
+  if (value < min || value > max) {
+    out_of_range(std::to_string(value));
   }
   return value;
 }
@@ -152,20 +131,15 @@ std::map<std::string, std::string> StringMapField(const json& object, std::strin
 
 std::vector<std::string> StringListField(const json& object, std::string_view key,
                                          const std::string& path) {
-  std::vector<std::string> out;
-  const json* j = ListField(object, key, path);
-  if (j == nullptr) {
-    return out;
-  }
-  const std::string list_path = Join(path, key);
-  for (size_t i = 0; i < j->size(); ++i) {
-    const json& item = (*j)[i];
-    if (!item.is_string()) {
-      WrongType(Index(list_path, i), "string", item);
+  const auto read = cni::ReadStringList(object, key);
+  if (read.mismatched()) {
+    const cni::FieldMismatch& mismatch = read.mismatch();
+    if (mismatch.index) {
+      WrongType(Index(Join(path, key), *mismatch.index), "string", *mismatch.found);
     }
-    out.push_back(item.get<std::string>());
+    WrongType(Join(path, key), "list", *mismatch.found);
   }
-  return out;
+  return read.value_or({});
 }
 
 // QuantityText: quantities are strings or JSON numbers (resource.Quantity.UnmarshalJSON).
@@ -411,11 +385,11 @@ void DecodeStatuses(const json& status, std::string_view key, const std::string&
     }
     ContainerStatusResources cs;
     cs.name = StringField(j, "name", spath);
-    if (Field(j, "allocatedResources") != nullptr) {
+    if (cni::GivenField(j, "allocatedResources") != nullptr) {
       cs.allocated_resources = ResourceListField(j, "allocatedResources", spath, false);
     }
     if (const json* res = ObjectField(j, "resources", spath)) {
-      if (Field(*res, "requests") != nullptr) {
+      if (cni::GivenField(*res, "requests") != nullptr) {
         cs.resources_requests =
             ResourceListField(*res, "requests", Join(spath, "resources"), false);
       }
@@ -470,7 +444,7 @@ void DecodeSpec(const json& spec, const std::string& spath, Pod& pod) {
   pod.node_selector = StringMapField(spec, "nodeSelector", spath);
   pod.required_node_affinity = DecodeRequiredAffinity(spec, spath);
   pod.overhead = ResourceListField(spec, "overhead", spath, false);
-  if (Field(spec, "resources") != nullptr) {
+  if (cni::GivenField(spec, "resources") != nullptr) {
     DecodedResources resources = DecodeResources(spec, spath);
     pod.pod_level_requests = std::move(resources.requests);
     pod.pod_level_limits = std::move(resources.limits);
@@ -622,13 +596,13 @@ Result<Node> DecodeNode(const json& object, std::string_view where) {
     }
     if (const json* status = ObjectField(object, "status", "")) {
       node.capacity = ResourceListField(*status, "capacity", "status", false);
-      if (Field(*status, "allocatable") != nullptr) {
+      if (cni::GivenField(*status, "allocatable") != nullptr) {
         node.allocatable = ResourceListField(*status, "allocatable", "status", false);
       } else {
         node.allocatable = node.capacity;  // SetDefaults_NodeStatus
       }
       if (const json* features = ObjectField(*status, "features", "status")) {
-        if (Field(*features, "supplementalGroupsPolicy") != nullptr) {
+        if (cni::GivenField(*features, "supplementalGroupsPolicy") != nullptr) {
           node.supports_supplemental_groups_policy =
               BoolField(*features, "supplementalGroupsPolicy", "status.features");
         }

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "admit/api/load.h"
+#include "lib/cni/json_field.h"
 #include "lib/sys/fd.h"
 
 namespace nodegate::admit {
@@ -426,16 +427,12 @@ Result<std::vector<Pod>> PodsFromHttpSource(std::string_view body, const std::st
   }
   const Document& doc = docs->front();
   const nlohmann::json& v = doc.value;
-  const auto field = [&](const char* key) -> std::string {
-    auto it = v.is_object() ? v.find(key) : v.end();
-    return it != v.end() && it->is_string() ? it->get<std::string>() : "";
-  };
-  const std::string kind = field("kind");
-  if (field("apiVersion") != "v1" || (kind != "Pod" && kind != "PodList")) {
+  const std::string kind = cni::StringOrEmpty(v, "kind");
+  if (cni::StringOrEmpty(v, "apiVersion") != "v1" || (kind != "Pod" && kind != "PodList")) {
     return Error{doc.where + ": the kubelet's HTTP source takes a v1 Pod or a v1 PodList, got " +
-                 (v.is_object()
-                      ? "apiVersion \"" + field("apiVersion") + "\", kind \"" + kind + "\""
-                      : std::string("no object"))};
+                 (v.is_object() ? "apiVersion \"" + cni::StringOrEmpty(v, "apiVersion") +
+                                      "\", kind \"" + kind + "\""
+                                : std::string("no object"))};
   }
   auto pods = PodsFromDocuments({doc}, /*allow_workloads=*/false);
   if (!pods.ok()) {

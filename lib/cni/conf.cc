@@ -1,32 +1,23 @@
 #include "lib/cni/conf.h"
 
+#include "lib/cni/json_field.h"
 #include "lib/cni/version.h"
 
 namespace nodegate::cni {
 namespace {
 
+Error NetConfFieldMustBe(const FieldMismatch& mismatch) {
+  return Error(kErrDecode, "error unmarshall network config: field \"" + std::string(mismatch.key) +
+                               "\" must be " + mismatch.described());
+}
+
 Result<std::string> OptionalString(const Json& raw, const char* key) {
-  auto it = raw.find(key);
-  if (it == raw.end() || it->is_null()) {
-    return std::string();
-  }
-  if (!it->is_string()) {
-    return Error(kErrDecode, std::string("error unmarshall network config: field \"") + key +
-                                 "\" must be a string");
-  }
-  return it->get<std::string>();
+  return ReadString(raw, key).GetOr("", NetConfFieldMustBe);
 }
 
 Result<Json> OptionalObject(const Json& raw, const char* key) {
-  auto it = raw.find(key);
-  if (it == raw.end() || it->is_null()) {
-    return Json::object();
-  }
-  if (!it->is_object()) {
-    return Error(kErrDecode, std::string("error unmarshall network config: field \"") + key +
-                                 "\" must be an object");
-  }
-  return *it;
+  NG_ASSIGN_OR_RETURN(const Json* object, ReadObject(raw, key).GetOr(nullptr, NetConfFieldMustBe));
+  return object != nullptr ? *object : Json::object();
 }
 
 }  // namespace
@@ -93,16 +84,16 @@ Result<NetConf> ParseNetConf(std::string_view stdin_bytes, const gojson::Shape& 
   NG_RETURN_IF_ERROR(optional(conf.ipam, OptionalObject(raw, "ipam")));
   NG_RETURN_IF_ERROR(optional(conf.log_file, OptionalString(raw, "logFile")));
   NG_RETURN_IF_ERROR(optional(conf.log_level, OptionalString(raw, "logLevel")));
-  if (auto it = raw.find("prevResult"); it != raw.end() && !it->is_null()) {
-    conf.prev_result_json = *it;
+  if (const Json* prev_json = GivenField(raw, "prevResult")) {
+    conf.prev_result_json = *prev_json;
     // An empty prevResult ({}) is "no result" for DEL (the spec allows it to be missing).
     // With an unsupported config version it stays undecoded: the dispatcher rejects the
     // version itself with code 1.
     Result<std::optional<CniResult>> prev = std::optional<CniResult>();
-    if (!it->is_object()) {
+    if (!prev_json->is_object()) {
       prev = Error(kErrDecode, "error unmarshall network config: prevResult must be an object");
-    } else if (!it->empty() && FamilyOf(conf.cni_version).ok()) {
-      auto decoded_prev = DecodePrevResult(*it, conf.cni_version);
+    } else if (!prev_json->empty() && FamilyOf(conf.cni_version).ok()) {
+      auto decoded_prev = DecodePrevResult(*prev_json, conf.cni_version);
       if (decoded_prev.ok()) {
         prev = std::optional<CniResult>(std::move(decoded_prev).value());
       } else {
@@ -117,26 +108,23 @@ Result<NetConf> ParseNetConf(std::string_view stdin_bytes, const gojson::Shape& 
 
 Result<std::vector<Attachment>> ParseValidAttachments(const Json& raw) {
   std::vector<Attachment> out;
-  auto it = raw.find("cni.dev/valid-attachments");
-  if (it == raw.end()) {
-    it = raw.find("cni.dev/attachments");
-  }
-  if (it == raw.end() || it->is_null()) {
-    return out;
-  }
-  if (!it->is_array()) {
+  // The older key counts only when the newer one is absent (a null newer key means none).
+  const char* key = raw.contains("cni.dev/valid-attachments") ? "cni.dev/valid-attachments"
+                                                              : "cni.dev/attachments";
+  const auto list = ReadList(raw, key);
+  if (list.mismatched()) {
     return Error(kErrDecode, "cni.dev/valid-attachments must be a list");
   }
-  for (const auto& item : *it) {
-    if (!item.is_object() || !item.contains("containerID") || !item["containerID"].is_string()) {
+  const Json* items = list.value_or(nullptr);
+  if (items == nullptr) {
+    return out;
+  }
+  for (const auto& item : *items) {
+    const auto container_id = ReadString(item, "containerID");
+    if (!container_id.given()) {
       return Error(kErrDecode, "each valid attachment needs a string \"containerID\"");
     }
-    Attachment a;
-    a.container_id = item["containerID"].get<std::string>();
-    if (item.contains("ifname") && item["ifname"].is_string()) {
-      a.ifname = item["ifname"].get<std::string>();
-    }
-    out.push_back(std::move(a));
+    out.push_back({.container_id = *container_id.value(), .ifname = StringOrEmpty(item, "ifname")});
   }
   return out;
 }

@@ -1,5 +1,6 @@
 #include "lib/cni/types.h"
 
+#include "lib/cni/json_field.h"
 #include "lib/cni/version.h"
 
 namespace nodegate::cni {
@@ -7,60 +8,38 @@ namespace {
 
 Error MalformedError(const std::string& what) { return Error(kErrDecode, what); }
 
-Result<std::string> GetString(const Json& obj, const char* key, bool required) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) {
-    if (required) {
-      return MalformedError(std::string("missing field \"") + key + "\"");
-    }
-    return std::string();
-  }
-  if (!it->is_string()) {
-    return MalformedError(std::string("field \"") + key + "\" must be a string");
-  }
-  return it->get<std::string>();
+Error MalformedField(const FieldMismatch& mismatch) {
+  return MalformedError("field \"" + std::string(mismatch.key) + "\" must be " +
+                        mismatch.described());
 }
 
-Result<std::optional<int>> GetInt(const Json& obj, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) {
+Result<std::string> ResultString(const Json& obj, const char* key) {
+  return ReadString(obj, key).GetOr("", MalformedField);
+}
+
+// Go reads these as int (64 bits); the model keeps the small numbers they are as int.
+Result<std::optional<int>> ResultInt(const Json& obj, const char* key) {
+  NG_ASSIGN_OR_RETURN(std::optional<int64_t> number, ReadInteger(obj, key).Get(MalformedField));
+  if (!number) {
     return std::optional<int>();
   }
-  if (!it->is_number_integer()) {
-    return MalformedError(std::string("field \"") + key + "\" must be an integer");
-  }
-  return std::optional<int>(it->get<int>());
-}
-
-Result<std::vector<std::string>> GetStringList(const Json& obj, const char* key) {
-  std::vector<std::string> out;
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) {
-    return out;
-  }
-  if (!it->is_array()) {
-    return MalformedError(std::string("field \"") + key + "\" must be a list of strings");
-  }
-  for (const auto& item : *it) {
-    if (!item.is_string()) {
-      return MalformedError(std::string("field \"") + key + "\" must be a list of strings");
-    }
-    out.push_back(item.get<std::string>());
-  }
-  return out;
+  return std::optional<int>(static_cast<int>(*number));
 }
 
 Result<net::IpPrefix> GetPrefix(const Json& obj, const char* key) {
-  NG_ASSIGN_OR_RETURN(std::string text, GetString(obj, key, true));
-  auto prefix = net::IpPrefix::Parse(text);
+  NG_ASSIGN_OR_RETURN(std::optional<std::string> text, ReadString(obj, key).Get(MalformedField));
+  if (!text) {
+    return MalformedError(std::string("missing field \"") + key + "\"");
+  }
+  auto prefix = net::IpPrefix::Parse(*text);
   if (!prefix) {
-    return MalformedError(std::string("invalid CIDR address in \"") + key + "\": " + text);
+    return MalformedError(std::string("invalid CIDR address in \"") + key + "\": " + *text);
   }
   return *prefix;
 }
 
 Result<std::optional<net::IpAddress>> GetAddress(const Json& obj, const char* key) {
-  NG_ASSIGN_OR_RETURN(std::string text, GetString(obj, key, false));
+  NG_ASSIGN_OR_RETURN(std::string text, ResultString(obj, key));
   if (text.empty()) {
     return std::optional<net::IpAddress>();
   }
@@ -78,24 +57,21 @@ Result<Route> DecodeRoute(const Json& j) {
   Route r;
   NG_ASSIGN_OR_RETURN(r.dst, GetPrefix(j, "dst"));
   NG_ASSIGN_OR_RETURN(r.gw, GetAddress(j, "gw"));
-  NG_ASSIGN_OR_RETURN(r.mtu, GetInt(j, "mtu"));
-  NG_ASSIGN_OR_RETURN(r.advmss, GetInt(j, "advmss"));
-  NG_ASSIGN_OR_RETURN(r.priority, GetInt(j, "priority"));
-  NG_ASSIGN_OR_RETURN(r.table, GetInt(j, "table"));
-  NG_ASSIGN_OR_RETURN(r.scope, GetInt(j, "scope"));
+  NG_ASSIGN_OR_RETURN(r.mtu, ResultInt(j, "mtu"));
+  NG_ASSIGN_OR_RETURN(r.advmss, ResultInt(j, "advmss"));
+  NG_ASSIGN_OR_RETURN(r.priority, ResultInt(j, "priority"));
+  NG_ASSIGN_OR_RETURN(r.table, ResultInt(j, "table"));
+  NG_ASSIGN_OR_RETURN(r.scope, ResultInt(j, "scope"));
   return r;
 }
 
 Result<std::vector<Route>> DecodeRoutes(const Json& obj) {
   std::vector<Route> out;
-  auto it = obj.find("routes");
-  if (it == obj.end() || it->is_null()) {
+  NG_ASSIGN_OR_RETURN(const Json* routes, ReadList(obj, "routes").GetOr(nullptr, MalformedField));
+  if (routes == nullptr) {
     return out;
   }
-  if (!it->is_array()) {
-    return MalformedError("field \"routes\" must be a list");
-  }
-  for (const auto& item : *it) {
+  for (const auto& item : *routes) {
     NG_ASSIGN_OR_RETURN(Route r, DecodeRoute(item));
     out.push_back(std::move(r));
   }
@@ -104,34 +80,29 @@ Result<std::vector<Route>> DecodeRoutes(const Json& obj) {
 
 Result<Dns> DecodeDns(const Json& obj) {
   Dns dns;
-  auto it = obj.find("dns");
-  if (it == obj.end() || it->is_null()) {
+  NG_ASSIGN_OR_RETURN(const Json* object, ReadObject(obj, "dns").GetOr(nullptr, MalformedField));
+  if (object == nullptr) {
     return dns;
   }
-  if (!it->is_object()) {
-    return MalformedError("field \"dns\" must be an object");
-  }
-  NG_ASSIGN_OR_RETURN(dns.nameservers, GetStringList(*it, "nameservers"));
-  NG_ASSIGN_OR_RETURN(dns.domain, GetString(*it, "domain", false));
-  NG_ASSIGN_OR_RETURN(dns.search, GetStringList(*it, "search"));
-  NG_ASSIGN_OR_RETURN(dns.options, GetStringList(*it, "options"));
+  NG_ASSIGN_OR_RETURN(dns.nameservers,
+                      ReadStringList(*object, "nameservers").GetOr({}, MalformedField));
+  NG_ASSIGN_OR_RETURN(dns.domain, ResultString(*object, "domain"));
+  NG_ASSIGN_OR_RETURN(dns.search, ReadStringList(*object, "search").GetOr({}, MalformedField));
+  NG_ASSIGN_OR_RETURN(dns.options, ReadStringList(*object, "options").GetOr({}, MalformedField));
   return dns;
 }
 
 Result<CniResult> Decode020(const Json& j, CniResult out) {
   for (const char* key : {"ip4", "ip6"}) {
-    auto it = j.find(key);
-    if (it == j.end() || it->is_null()) {
+    NG_ASSIGN_OR_RETURN(const Json* block, ReadObject(j, key).GetOr(nullptr, MalformedField));
+    if (block == nullptr) {
       continue;
     }
-    if (!it->is_object()) {
-      return MalformedError(std::string("field \"") + key + "\" must be an object");
-    }
     IpConfig ip;
-    NG_ASSIGN_OR_RETURN(ip.address, GetPrefix(*it, "ip"));
-    NG_ASSIGN_OR_RETURN(ip.gateway, GetAddress(*it, "gateway"));
+    NG_ASSIGN_OR_RETURN(ip.address, GetPrefix(*block, "ip"));
+    NG_ASSIGN_OR_RETURN(ip.gateway, GetAddress(*block, "gateway"));
     out.ips.push_back(ip);
-    NG_ASSIGN_OR_RETURN(auto routes, DecodeRoutes(*it));
+    NG_ASSIGN_OR_RETURN(auto routes, DecodeRoutes(*block));
     out.routes.insert(out.routes.end(), routes.begin(), routes.end());
   }
   NG_ASSIGN_OR_RETURN(out.dns, DecodeDns(j));
@@ -139,34 +110,31 @@ Result<CniResult> Decode020(const Json& j, CniResult out) {
 }
 
 Result<CniResult> DecodeCurrent(const Json& j, CniResult out) {
-  if (auto it = j.find("interfaces"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) {
-      return MalformedError("field \"interfaces\" must be a list");
-    }
-    for (const auto& item : *it) {
+  NG_ASSIGN_OR_RETURN(const Json* interfaces,
+                      ReadList(j, "interfaces").GetOr(nullptr, MalformedField));
+  if (interfaces != nullptr) {
+    for (const auto& item : *interfaces) {
       if (!item.is_object()) {
         return MalformedError("interface must be an object");
       }
       Interface iface;
-      NG_ASSIGN_OR_RETURN(iface.name, GetString(item, "name", false));
-      NG_ASSIGN_OR_RETURN(iface.mac, GetString(item, "mac", false));
-      NG_ASSIGN_OR_RETURN(iface.sandbox, GetString(item, "sandbox", false));
-      NG_ASSIGN_OR_RETURN(iface.mtu, GetInt(item, "mtu"));
-      NG_ASSIGN_OR_RETURN(iface.socket_path, GetString(item, "socketPath", false));
-      NG_ASSIGN_OR_RETURN(iface.pci_id, GetString(item, "pciID", false));
+      NG_ASSIGN_OR_RETURN(iface.name, ResultString(item, "name"));
+      NG_ASSIGN_OR_RETURN(iface.mac, ResultString(item, "mac"));
+      NG_ASSIGN_OR_RETURN(iface.sandbox, ResultString(item, "sandbox"));
+      NG_ASSIGN_OR_RETURN(iface.mtu, ResultInt(item, "mtu"));
+      NG_ASSIGN_OR_RETURN(iface.socket_path, ResultString(item, "socketPath"));
+      NG_ASSIGN_OR_RETURN(iface.pci_id, ResultString(item, "pciID"));
       out.interfaces.push_back(std::move(iface));
     }
   }
-  if (auto it = j.find("ips"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) {
-      return MalformedError("field \"ips\" must be a list");
-    }
-    for (const auto& item : *it) {
+  NG_ASSIGN_OR_RETURN(const Json* ips, ReadList(j, "ips").GetOr(nullptr, MalformedField));
+  if (ips != nullptr) {
+    for (const auto& item : *ips) {
       if (!item.is_object()) {
         return MalformedError("ip must be an object");
       }
       IpConfig ip;
-      NG_ASSIGN_OR_RETURN(ip.interface, GetInt(item, "interface"));
+      NG_ASSIGN_OR_RETURN(ip.interface, ResultInt(item, "interface"));
       NG_ASSIGN_OR_RETURN(ip.address, GetPrefix(item, "address"));
       NG_ASSIGN_OR_RETURN(ip.gateway, GetAddress(item, "gateway"));
       if (ip.interface &&
@@ -348,7 +316,7 @@ Result<CniResult> DecodeResult(const Json& json, std::string_view default_versio
   if (!json.is_object()) {
     return MalformedError("result must be a JSON object");
   }
-  NG_ASSIGN_OR_RETURN(std::string version, GetString(json, "cniVersion", false));
+  NG_ASSIGN_OR_RETURN(std::string version, ResultString(json, "cniVersion"));
   if (version.empty()) {
     version = std::string(default_version);
   }
@@ -428,12 +396,8 @@ std::optional<Error> DecodeError(std::string_view text) {
   }
   Error e;
   e.code = j["code"].get<int>();
-  if (j.contains("msg") && j["msg"].is_string()) {
-    e.msg = j["msg"].get<std::string>();
-  }
-  if (j.contains("details") && j["details"].is_string()) {
-    e.details = j["details"].get<std::string>();
-  }
+  e.msg = StringOrEmpty(j, "msg");
+  e.details = StringOrEmpty(j, "details");
   return e;
 }
 

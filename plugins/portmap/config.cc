@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
-#include <limits>
 #include <set>
 #include <tuple>
 
+#include "lib/cni/json_field.h"
 #include "plugins/portmap/iptables_rules.h"
 #include "plugins/portmap/nftables_rules.h"
 
@@ -14,89 +14,54 @@ namespace {
 
 Error Invalid(const std::string& msg) { return Error(kErrInvalidConfig, msg); }
 
-Result<bool> OptionalBool(const cni::Json& raw, const char* key, bool fallback) {
-  auto it = raw.find(key);
-  if (it == raw.end() || it->is_null()) {
-    return fallback;
-  }
-  if (!it->is_boolean()) {
-    return Invalid(std::string("\"") + key + "\" must be a boolean");
-  }
-  return it->get<bool>();
-}
-
-Result<std::vector<std::string>> OptionalStrings(const cni::Json& raw, const char* key) {
-  std::vector<std::string> out;
-  auto it = raw.find(key);
-  if (it == raw.end() || it->is_null()) {
-    return out;
-  }
-  if (!it->is_array()) {
-    return Invalid(std::string("\"") + key + "\" must be a list of strings");
-  }
-  for (const auto& item : *it) {
-    if (!item.is_string()) {
-      return Invalid(std::string("\"") + key + "\" must be a list of strings");
-    }
-    out.push_back(item.get<std::string>());
-  }
-  return out;
-}
-
-// An integer field (Go's int): a JSON integer that fits in 64 bits. 8080.0 and 1e3 are not
-// one (Go refuses them too), nor is 2^63.
-std::optional<int64_t> WholeNumber(const cni::Json& value) {
-  if (value.is_number_unsigned()) {
-    const auto u = value.get<uint64_t>();
-    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
-    return static_cast<int64_t>(u);
-  }
-  if (value.is_number_integer()) {
-    return value.get<int64_t>();
-  }
-  return std::nullopt;
+// "\"snat\" must be a boolean": the key as written in the config, then the type it needs.
+Error KeyMustBe(const cni::FieldMismatch& mismatch) {
+  return Invalid("\"" + std::string(mismatch.key) + "\" must be " + mismatch.described());
 }
 
 Result<Protocol> ParseProtocol(const cni::Json& entry) {
-  auto it = entry.find("protocol");
-  if (it == entry.end() || !it->is_string()) {
+  const auto protocol = cni::ReadString(entry, "protocol");
+  if (!protocol.given()) {
     return Invalid("port mapping needs a \"protocol\" (tcp, udp or sctp)");
   }
-  std::string text = it->get<std::string>();
+  std::string text = *protocol.value();
   std::transform(text.begin(), text.end(), text.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (text == "tcp") return Protocol::kTcp;
   if (text == "udp") return Protocol::kUdp;
   if (text == "sctp") return Protocol::kSctp;
-  return Invalid("unknown protocol \"" + it->get<std::string>() +
+  return Invalid("unknown protocol \"" + *protocol.value() +
                  "\" in port mapping (want tcp, udp or sctp)");
 }
 
 Result<int> ParsePort(const cni::Json& entry, const char* key, const char* what) {
-  auto it = entry.find(key);
-  if (it == entry.end()) {
+  // A null port is a bad number, not a missing one.
+  const auto port = cni::ReadInteger(entry, key, cni::NullIs::kMismatch);
+  if (port.mismatched()) {
+    return Invalid(std::string("Invalid ") + what +
+                   " port number: " + port.mismatch().found->dump());
+  }
+  if (!port.given()) {
     return Invalid(std::string("port mapping needs \"") + key + "\"");
   }
-  const auto number = WholeNumber(*it);
-  if (!number) {
-    return Invalid(std::string("Invalid ") + what + " port number: " + it->dump());
+  const int64_t number = *port.value();
+  if (number <= 0 || number > 65535) {
+    return Invalid(std::string("Invalid ") + what + " port number: " + std::to_string(number));
   }
-  if (*number <= 0 || *number > 65535) {
-    return Invalid(std::string("Invalid ") + what + " port number: " + std::to_string(*number));
-  }
-  return static_cast<int>(*number);
+  return static_cast<int>(number);
 }
 
 Result<std::vector<PortMapping>> ParseMappings(const cni::Json& runtime_config) {
   std::vector<PortMapping> out;
-  auto it = runtime_config.find("portMappings");
-  if (it == runtime_config.end() || it->is_null()) {
-    return out;
-  }
-  if (!it->is_array()) {
+  const auto list = cni::ReadList(runtime_config, "portMappings");
+  if (list.mismatched()) {
     return Invalid("runtimeConfig.portMappings must be a list");
   }
-  for (const auto& entry : *it) {
+  const cni::Json* entries = list.value_or(nullptr);
+  if (entries == nullptr) {
+    return out;
+  }
+  for (const auto& entry : *entries) {
     if (!entry.is_object()) {
       return Invalid("each port mapping must be an object");
     }
@@ -104,18 +69,14 @@ Result<std::vector<PortMapping>> ParseMappings(const cni::Json& runtime_config) 
     NG_ASSIGN_OR_RETURN(m.host_port, ParsePort(entry, "hostPort", "host"));
     NG_ASSIGN_OR_RETURN(m.container_port, ParsePort(entry, "containerPort", "container"));
     NG_ASSIGN_OR_RETURN(m.protocol, ParseProtocol(entry));
-    if (auto ip = entry.find("hostIP"); ip != entry.end() && !ip->is_null()) {
-      if (!ip->is_string()) {
-        return Invalid("\"hostIP\" must be a string");
+    NG_ASSIGN_OR_RETURN(const std::string host_ip,
+                        cni::ReadString(entry, "hostIP").GetOr("", KeyMustBe));
+    if (!host_ip.empty()) {
+      auto parsed = net::IpAddress::Parse(host_ip);
+      if (!parsed) {
+        return Invalid("invalid hostIP \"" + host_ip + "\"");
       }
-      const std::string text = ip->get<std::string>();
-      if (!text.empty()) {
-        auto parsed = net::IpAddress::Parse(text);
-        if (!parsed) {
-          return Invalid("invalid hostIP \"" + text + "\"");
-        }
-        m.host_ip = *parsed;
-      }
+      m.host_ip = *parsed;
     }
     out.push_back(m);
   }
@@ -174,18 +135,15 @@ Status SelectBackend(const cni::Json& raw, Config& config) {
     for (size_t i = 0; i < keys.size(); ++i) out += (i ? " " : "") + keys[i];
     return out + "]";
   };
-  auto it = raw.find("backend");
-  if (it != raw.end() && !it->is_null()) {
-    if (!it->is_string()) {
-      return Invalid("\"backend\" must be a string");
-    }
-    const std::string name = it->get<std::string>();
-    if (name == "iptables") {
+  NG_ASSIGN_OR_RETURN(const std::optional<std::string> name,
+                      cni::ReadString(raw, "backend").Get(KeyMustBe));
+  if (name) {
+    if (*name == "iptables") {
       config.backend = Backend::kIptables;
-    } else if (name == "nftables") {
+    } else if (*name == "nftables") {
       config.backend = Backend::kNftables;
     } else {
-      return Invalid("unrecognized backend \"" + name + "\"");
+      return Invalid("unrecognized backend \"" + *name + "\"");
     }
   } else if (!iptables_keys.empty() && !nftables_keys.empty()) {
     return Invalid("configuration mixes iptables-specific options " + join(iptables_keys) +
@@ -209,11 +167,12 @@ Status SelectBackend(const cni::Json& raw, Config& config) {
 }
 
 Result<HostPortConflicts> ParseHostPortConflicts(const cni::Json& raw) {
-  auto it = raw.find("hostPortConflicts");
-  if (it == raw.end() || it->is_null()) return HostPortConflicts::kAllow;
-  if (it->is_string() && it->get<std::string>() == "allow") return HostPortConflicts::kAllow;
-  if (it->is_string() && it->get<std::string>() == "reject") return HostPortConflicts::kReject;
-  return Invalid("\"hostPortConflicts\" must be \"allow\" or \"reject\", got " + it->dump());
+  const cni::Json* value = cni::GivenField(raw, "hostPortConflicts");
+  if (value == nullptr) return HostPortConflicts::kAllow;
+  const std::string name = cni::StringOrEmpty(raw, "hostPortConflicts");
+  if (name == "allow") return HostPortConflicts::kAllow;
+  if (name == "reject") return HostPortConflicts::kReject;
+  return Invalid("\"hostPortConflicts\" must be \"allow\" or \"reject\", got " + value->dump());
 }
 
 // The conditions must be usable by the backend they belong to; parsed here, once, so a bad
@@ -231,6 +190,84 @@ Status ParseBothConditions(Config& config) {
       return Invalid(std::string(slot.key) + ": " + parsed.error().msg);
     }
     *slot.conditions = std::move(*parsed);
+  }
+  return OkStatus();
+}
+
+// snat, masqAll, markMasqBit and externalSetMarkChain: what is masqueraded and how it is marked.
+Status ParseMasquerade(const cni::Json& raw, Config& config) {
+  NG_ASSIGN_OR_RETURN(config.snat, cni::ReadBool(raw, "snat").GetOr(true, KeyMustBe));
+  NG_ASSIGN_OR_RETURN(config.masq_all, cni::ReadBool(raw, "masqAll").GetOr(false, KeyMustBe));
+  const auto mark_bit = cni::ReadInteger(raw, "markMasqBit");
+  if (mark_bit.present()) {
+    const int64_t bit = mark_bit.value_or(-1);  // not an integer: as out of range
+    if (bit < 0 || bit > 31) {
+      return Invalid("MasqMarkBit must be between 0 and 31");
+    }
+    config.mark_masq_bit = static_cast<int>(bit);
+  }
+  const auto chain = cni::ReadString(raw, "externalSetMarkChain");
+  if (chain.present()) {
+    if (chain.value_or("").empty()) {
+      return Invalid("\"externalSetMarkChain\" must be a non-empty string");
+    }
+    config.external_set_mark_chain = *chain.value();
+    if (config.external_set_mark_chain.size() >= 29) {
+      return Invalid("\"externalSetMarkChain\" is longer than an iptables chain name (28)");
+    }
+    if (mark_bit.present()) {
+      return Invalid("Cannot specify externalSetMarkChain and markMasqBit");
+    }
+  }
+  return OkStatus();
+}
+
+// iptablesMode, hostPortConflicts and conditionsV4/V6, then the backend that "backend" names or
+// the options imply, and the conditions parsed for it.
+Status ParseBackendOptions(const cni::Json& raw, Config& config) {
+  if (const cni::Json* mode_value = cni::GivenField(raw, "iptablesMode")) {
+    const auto mode =
+        mode_value->is_string() ? ParseIptablesMode(mode_value->get<std::string>()) : std::nullopt;
+    if (!mode) {
+      return Invalid("\"iptablesMode\" must be \"nft\" or \"legacy\", got " + mode_value->dump());
+    }
+    config.iptables_mode = mode;
+  }
+  NG_ASSIGN_OR_RETURN(config.host_port_conflicts, ParseHostPortConflicts(raw));
+  NG_ASSIGN_OR_RETURN(config.conditions_v4.tokens,
+                      cni::ReadStringList(raw, "conditionsV4").GetOr({}, KeyMustBe));
+  NG_ASSIGN_OR_RETURN(config.conditions_v6.tokens,
+                      cni::ReadStringList(raw, "conditionsV6").GetOr({}, KeyMustBe));
+  NG_RETURN_IF_ERROR(SelectBackend(raw, config));
+  return ParseBothConditions(config);
+}
+
+// The container's addresses from prevResult, and what the mappings need of them: a prevResult
+// on ADD and CHECK, and an address of each hostIP's family.
+Status ReadContainerAddresses(const cni::NetConf& conf, const Invocation& invocation,
+                              Config& config) {
+  const bool needs_prev =
+      invocation.purpose == Purpose::kAdd || invocation.purpose == Purpose::kCheck;
+  if (conf.prev_result) {
+    PickContainerAddresses(*conf.prev_result, invocation.ifname, config);
+  } else if (needs_prev && !config.mappings.empty()) {
+    return Invalid(invocation.purpose == Purpose::kAdd ? "must be called as chained plugin"
+                                                       : "Required prevResult missing");
+  }
+  // A hostIP only makes sense when the container has an address of its family; the reference
+  // silently ignored such mappings, which hid configuration mistakes.
+  if (invocation.purpose != Purpose::kDel && conf.prev_result) {
+    for (const auto& m : config.mappings) {
+      if (m.host_ip && !config.container(m.host_ip->family())) {
+        return Invalid("hostIP " + m.host_ip->ToString() + " is IPv" +
+                       (m.host_ip->is_v4() ? "4" : "6") +
+                       " but the container has no address of that family");
+      }
+    }
+    if (!config.mappings.empty() && !config.container_v4 && !config.container_v6 &&
+        invocation.purpose != Purpose::kValidate) {
+      return Invalid("prevResult has no IP address for interface " + invocation.ifname);
+    }
   }
   return OkStatus();
 }
@@ -322,75 +359,17 @@ Result<Conditions> ParseConditions(std::vector<std::string> tokens, net::Family 
 }
 
 Result<Config> ParseConfig(const cni::NetConf& conf, const Invocation& invocation) {
-  const cni::Json& raw = conf.raw;
   Config config;
   config.network_name = conf.name;
   config.container_id = invocation.container_id;
   config.ifname = invocation.ifname;
-
-  NG_ASSIGN_OR_RETURN(config.snat, OptionalBool(raw, "snat", true));
-  NG_ASSIGN_OR_RETURN(config.masq_all, OptionalBool(raw, "masqAll", false));
-  const bool has_mark_bit = raw.contains("markMasqBit") && !raw["markMasqBit"].is_null();
-  if (has_mark_bit) {
-    const auto bit = WholeNumber(raw["markMasqBit"]);
-    if (!bit || *bit < 0 || *bit > 31) {
-      return Invalid("MasqMarkBit must be between 0 and 31");
-    }
-    config.mark_masq_bit = static_cast<int>(*bit);
-  }
-  if (auto it = raw.find("externalSetMarkChain"); it != raw.end() && !it->is_null()) {
-    if (!it->is_string() || it->get<std::string>().empty()) {
-      return Invalid("\"externalSetMarkChain\" must be a non-empty string");
-    }
-    config.external_set_mark_chain = it->get<std::string>();
-    if (config.external_set_mark_chain.size() >= 29) {
-      return Invalid("\"externalSetMarkChain\" is longer than an iptables chain name (28)");
-    }
-    if (has_mark_bit) {
-      return Invalid("Cannot specify externalSetMarkChain and markMasqBit");
-    }
-  }
-  if (auto it = raw.find("iptablesMode"); it != raw.end() && !it->is_null()) {
-    const auto mode = it->is_string() ? ParseIptablesMode(it->get<std::string>()) : std::nullopt;
-    if (!mode) {
-      return Invalid("\"iptablesMode\" must be \"nft\" or \"legacy\", got " + it->dump());
-    }
-    config.iptables_mode = mode;
-  }
-  NG_ASSIGN_OR_RETURN(config.host_port_conflicts, ParseHostPortConflicts(raw));
-  NG_ASSIGN_OR_RETURN(config.conditions_v4.tokens, OptionalStrings(raw, "conditionsV4"));
-  NG_ASSIGN_OR_RETURN(config.conditions_v6.tokens, OptionalStrings(raw, "conditionsV6"));
-  NG_RETURN_IF_ERROR(SelectBackend(raw, config));
-  NG_RETURN_IF_ERROR(ParseBothConditions(config));
-
+  NG_RETURN_IF_ERROR(ParseMasquerade(conf.raw, config));
+  NG_RETURN_IF_ERROR(ParseBackendOptions(conf.raw, config));
   if (invocation.purpose == Purpose::kGc) {
     return config;
   }
   NG_ASSIGN_OR_RETURN(config.mappings, ParseMappings(conf.runtime_config));
-
-  const bool needs_prev =
-      invocation.purpose == Purpose::kAdd || invocation.purpose == Purpose::kCheck;
-  if (conf.prev_result) {
-    PickContainerAddresses(*conf.prev_result, invocation.ifname, config);
-  } else if (needs_prev && !config.mappings.empty()) {
-    return Invalid(invocation.purpose == Purpose::kAdd ? "must be called as chained plugin"
-                                                       : "Required prevResult missing");
-  }
-  // A hostIP only makes sense when the container has an address of its family; the reference
-  // silently ignored such mappings, which hid configuration mistakes.
-  if (invocation.purpose != Purpose::kDel && conf.prev_result) {
-    for (const auto& m : config.mappings) {
-      if (m.host_ip && !config.container(m.host_ip->family())) {
-        return Invalid("hostIP " + m.host_ip->ToString() + " is IPv" +
-                       (m.host_ip->is_v4() ? "4" : "6") +
-                       " but the container has no address of that family");
-      }
-    }
-    if (!config.mappings.empty() && !config.container_v4 && !config.container_v6 &&
-        invocation.purpose != Purpose::kValidate) {
-      return Invalid("prevResult has no IP address for interface " + invocation.ifname);
-    }
-  }
+  NG_RETURN_IF_ERROR(ReadContainerAddresses(conf, invocation, config));
   return config;
 }
 

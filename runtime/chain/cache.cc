@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "lib/cni/json_field.h"
 #include "lib/sys/atomic_file.h"
 #include "lib/sys/io.h"
 #include "runtime/conflist/conflist.h"
@@ -170,22 +171,18 @@ Result<CachedAttachment> DecodeCacheEntry(std::string_view bytes) {
   const cni::Json& j = *decoded;
   // Any field may hold any JSON value here: read as strings only where they are strings
   // (libcni's own decoder refuses the entry then; so do we, for "kind").
-  auto str = [&](const char* key) -> std::string {
-    auto it = j.find(key);
-    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-  };
-  if (auto kind = j.find("kind"); kind != j.end() && !kind->is_string() && !kind->is_null()) {
+  if (cni::ReadString(j, "kind").mismatched()) {
     return Error(kErrDecode, "cache entry: \"kind\" is not a string");
   }
-  if (str("kind") != kCacheKindV1) {
-    return Error(kErrDecode, "cache entry has wrong kind: " + str("kind"));
+  if (cni::StringOrEmpty(j, "kind") != kCacheKindV1) {
+    return Error(kErrDecode, "cache entry has wrong kind: " + cni::StringOrEmpty(j, "kind"));
   }
   CachedAttachment e;
-  e.container_id = str("containerId");
-  e.ifname = str("ifName");
-  e.network_name = str("networkName");
-  e.netns = str("netns");
-  if (auto config = Base64Decode(str("config"))) {
+  e.container_id = cni::StringOrEmpty(j, "containerId");
+  e.ifname = cni::StringOrEmpty(j, "ifName");
+  e.network_name = cni::StringOrEmpty(j, "networkName");
+  e.netns = cni::StringOrEmpty(j, "netns");
+  if (auto config = Base64Decode(cni::StringOrEmpty(j, "config"))) {
     e.config = *config;
   } else {
     return Error(kErrDecode, "cache entry: \"config\" is not base64");

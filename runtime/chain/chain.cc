@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "lib/cni/json_field.h"
 #include "lib/cni/skel.h"
 #include "lib/cni/version.h"
 
@@ -179,16 +180,12 @@ RuntimeConf Chain::WithCachedArgs(const NetworkConfigList& list, const RuntimeCo
   // names it.
   if (out.netns.empty() && cached.result.is_object()) {
     // A cache file may hold anything: only string fields count (value() would throw).
-    auto string_of = [](const cni::Json& object, const char* key) {
-      auto it = object.find(key);
-      return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-    };
     auto interfaces = cached.result.find("interfaces");
     if (interfaces != cached.result.end() && interfaces->is_array()) {
       for (const auto& iface : *interfaces) {
-        if (iface.is_object() && string_of(iface, "name") == rt.ifname &&
-            !string_of(iface, "sandbox").empty()) {
-          out.netns = string_of(iface, "sandbox");
+        if (iface.is_object() && cni::StringOrEmpty(iface, "name") == rt.ifname &&
+            !cni::StringOrEmpty(iface, "sandbox").empty()) {
+          out.netns = cni::StringOrEmpty(iface, "sandbox");
           break;
         }
       }

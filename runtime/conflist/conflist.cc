@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "lib/cni/conf.h"
+#include "lib/cni/json_field.h"
 #include "lib/cni/version.h"
 #include "lib/sys/io.h"
 
@@ -16,17 +17,15 @@ namespace {
 
 Error ConfigError(const std::string& msg) { return Error(kErrInvalidConfig, msg); }
 
-// libcni accepts booleans and the strings "true"/"false" (any case) for list-level flags.
-Result<bool> ReadBool(const Json& list, const char* key) {
-  auto it = list.find(key);
-  if (it == list.end()) {
-    return false;
+// libcni accepts booleans and the strings "true"/"false" (any case) for list-level flags. It
+// reads the list as a map, so a null is a value of the wrong type, here and below.
+Result<bool> ReadFlag(const Json& list, const char* key) {
+  const auto flag = cni::ReadBool(list, key, cni::NullIs::kMismatch);
+  if (!flag.mismatched()) {
+    return flag.value_or(false);
   }
-  if (it->is_boolean()) {
-    return it->get<bool>();
-  }
-  if (it->is_string()) {
-    std::string s = it->get<std::string>();
+  if (const Json& value = *flag.mismatch().found; value.is_string()) {
+    std::string s = value.get<std::string>();
     std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
     if (s == "true") {
       return true;
@@ -41,17 +40,19 @@ Result<bool> ReadBool(const Json& list, const char* key) {
 
 // The highest entry of "cniVersions" (and "cniVersion") that is not above our spec version.
 Result<std::string> EffectiveVersion(const Json& list, std::string version) {
-  auto it = list.find("cniVersions");
-  if (it == list.end()) {
-    return version;
-  }
-  if (!it->is_array()) {
+  const auto versions = cni::ReadList(list, "cniVersions", cni::NullIs::kMismatch);
+  if (versions.mismatched()) {
     return ConfigError("error parsing configuration list: invalid type for cniVersions");
+  }
+  const Json* entries = versions.value_or(nullptr);
+  if (entries == nullptr) {
+    return version;
   }
   std::vector<std::string> candidates;
   const auto current = *cni::ParseVersion(kRuntimeSpecVersion);
-  for (size_t i = 0; i < it->size(); ++i) {
-    const Json& v = (*it)[i];
+  for (size_t i = 0; i < entries->size(); ++i) {
+    // Checked one by one: an entry before a non-string is judged first.
+    const Json& v = (*entries)[i];
     if (!v.is_string()) {
       return ConfigError("error parsing configuration list: invalid type for cniVersions index " +
                          std::to_string(i));
@@ -93,16 +94,16 @@ Result<PluginConfig> ParsePlugin(const Json& raw, const std::string& where) {
   // libcni reads the plugin's type and capabilities through types.NetConf: keys as Go reads
   // them, after the list was decoded into a map (so in sorted key order).
   const Json conf = cni::gojson::Refold(raw, cni::NetConfShape());
-  auto type = conf.find("type");
-  if (type == conf.end() || !type->is_string() || type->get<std::string>().empty()) {
+  plugin.type = cni::StringOrEmpty(conf, "type");
+  if (plugin.type.empty()) {
     return ConfigError(where + ": missing 'type'");
   }
-  plugin.type = type->get<std::string>();
-  if (auto caps = conf.find("capabilities"); caps != conf.end() && !caps->is_null()) {
-    if (!caps->is_object()) {
-      return ConfigError(where + ": 'capabilities' must be an object of booleans");
-    }
-    for (const auto& [name, enabled] : caps->items()) {
+  const auto caps = cni::ReadObject(conf, "capabilities");
+  if (caps.mismatched()) {
+    return ConfigError(where + ": 'capabilities' must be an object of booleans");
+  }
+  if (caps.given()) {
+    for (const auto& [name, enabled] : (*caps.value())->items()) {
       if (!enabled.is_boolean()) {
         return ConfigError(where + ": capability \"" + name + "\" must be true or false");
       }
@@ -135,30 +136,30 @@ Result<NetworkConfigList> ParseConfList(std::string_view bytes) {
   NG_ASSIGN_OR_RETURN(Json raw, ParseObject(bytes, "configuration list"));
   NetworkConfigList list;
   list.bytes = std::string(bytes);
-  auto name = raw.find("name");
-  if (name == raw.end()) {
+  const auto name = cni::ReadString(raw, "name", cni::NullIs::kMismatch);
+  if (!name.present()) {
     return ConfigError("error parsing configuration list: no name");
   }
-  if (!name->is_string()) {
+  if (name.mismatched()) {
     return ConfigError("error parsing configuration list: invalid name type");
   }
-  list.name = name->get<std::string>();
-  if (auto v = raw.find("cniVersion"); v != raw.end()) {
-    if (!v->is_string()) {
-      return ConfigError("error parsing configuration list: invalid cniVersion type");
-    }
-    list.cni_version = v->get<std::string>();
+  list.name = *name.value();
+  const auto version = cni::ReadString(raw, "cniVersion", cni::NullIs::kMismatch);
+  if (version.mismatched()) {
+    return ConfigError("error parsing configuration list: invalid cniVersion type");
   }
+  list.cni_version = version.value_or("");
   NG_ASSIGN_OR_RETURN(list.cni_version, EffectiveVersion(raw, list.cni_version));
-  NG_ASSIGN_OR_RETURN(list.disable_check, ReadBool(raw, "disableCheck"));
-  NG_ASSIGN_OR_RETURN(list.disable_gc, ReadBool(raw, "disableGC"));
-  auto plugins = raw.find("plugins");
-  if (plugins == raw.end()) {
+  NG_ASSIGN_OR_RETURN(list.disable_check, ReadFlag(raw, "disableCheck"));
+  NG_ASSIGN_OR_RETURN(list.disable_gc, ReadFlag(raw, "disableGC"));
+  const auto plugin_list = cni::ReadList(raw, "plugins", cni::NullIs::kMismatch);
+  if (!plugin_list.present()) {
     return ConfigError("error parsing configuration list: no 'plugins' key");
   }
-  if (!plugins->is_array()) {
+  if (plugin_list.mismatched()) {
     return ConfigError("error parsing configuration list: invalid 'plugins' type");
   }
+  const Json* plugins = *plugin_list.value();
   if (plugins->empty()) {
     return ConfigError("error parsing configuration list: no plugins in list");
   }
@@ -173,13 +174,8 @@ Result<NetworkConfigList> ParseConfList(std::string_view bytes) {
 Result<NetworkConfigList> ParseSingleConf(std::string_view bytes) {
   NG_ASSIGN_OR_RETURN(Json raw, ParseObject(bytes, "configuration"));
   NG_ASSIGN_OR_RETURN(PluginConfig plugin, ParsePlugin(raw, "error parsing configuration"));
-  std::string name, version;
-  if (auto it = raw.find("name"); it != raw.end() && it->is_string()) {
-    name = it->get<std::string>();
-  }
-  if (auto it = raw.find("cniVersion"); it != raw.end() && it->is_string()) {
-    version = it->get<std::string>();
-  }
+  const std::string name = cni::StringOrEmpty(raw, "name");
+  const std::string version = cni::StringOrEmpty(raw, "cniVersion");
   // nlohmann::json keeps object keys sorted, which is also Go's map marshalling order.
   Json upconverted = {{"cniVersion", version}, {"name", name}, {"plugins", Json::array({raw})}};
   NG_ASSIGN_OR_RETURN(NetworkConfigList list, ParseConfList(upconverted.dump()));
@@ -251,9 +247,8 @@ Result<NetworkConfigList> LoadNetwork(const std::string& dir, const std::string&
 
 std::string PluginDescription(const PluginConfig& plugin) {
   std::string out = "type=\"" + plugin.type + "\"";
-  if (auto it = plugin.raw.find("name");
-      it != plugin.raw.end() && it->is_string() && !it->get<std::string>().empty()) {
-    out += " name=\"" + it->get<std::string>() + "\"";
+  if (const std::string name = cni::StringOrEmpty(plugin.raw, "name"); !name.empty()) {
+    out += " name=\"" + name + "\"";
   }
   return out;
 }

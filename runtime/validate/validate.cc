@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "lib/cni/go_json.h"
+#include "lib/cni/json_field.h"
 #include "lib/cni/skel.h"
 #include "lib/cni/version.h"
 #include "lib/net/ip.h"
@@ -121,8 +122,7 @@ std::optional<Validator::Loaded> Validator::ValidateFile(const std::string& file
     return std::nullopt;
   }
   const bool is_list = EndsWith(file, ".conflist");
-  std::string name =
-      parsed.value("name", Json()).is_string() ? parsed["name"].get<std::string>() : std::string();
+  std::string name = cni::StringOrEmpty(parsed, "name");
   auto list = is_list ? ParseConfList(*bytes) : ParseSingleConf(*bytes);
   if (!list.ok()) {
     Add(Severity::kError, file, name, -1, "", "format", list.error().msg);
