@@ -10,7 +10,7 @@
 
 #include "lib/netfilter/nlattr.h"
 #include "plugins/portmap/iptables_nft_encode.h"
-#include "tests/portmap/iptables_nft_kinds.h"
+#include "plugins/portmap/testing/iptables_nft_kinds.h"
 
 namespace nodegate::portmap::testing {
 namespace {
