@@ -155,15 +155,6 @@ TEST(InstalledMappingsParse, OurMapsReadOverNetlink) {
   EXPECT_FALSE(MappingOfMapElement(odd_protocol, {net::Family::kV4, false}));
 }
 
-TEST(InstalledMappingsParse, CommentOfNftUserData) {
-  // Records of (type, length, value); the comment is type 0, NUL-terminated.
-  const std::vector<uint8_t> udata = {1, 2, 'x', 'y', 0, 6, 'c', 't', 'r', '-', '1', 0};
-  EXPECT_EQ(netfilter::UserDataComment(udata), "ctr-1");
-  EXPECT_EQ(netfilter::UserDataComment(std::vector<uint8_t>{1, 1, 'x'}), "");
-  EXPECT_EQ(netfilter::UserDataComment(std::vector<uint8_t>{0, 9, 'c'}), "");  // cut short
-  EXPECT_EQ(netfilter::UserDataComment({}), "");
-}
-
 TEST(InstalledMappingsParse, ReferenceTableListing) {
   const std::string json = R"({"nftables":[
     {"rule":{"family":"ip","table":"cni_hostport","chain":"hostports","handle":4,"comment":"ctr1",
