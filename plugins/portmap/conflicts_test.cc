@@ -1,176 +1,21 @@
-// The pure parts of the installed-mapping listing and of "hostPortConflicts": rules and nft
-// listings read back as mappings, the overlap rule, ownership, the libcni cache's pod, and the
-// config key.
+// The pure parts of "hostPortConflicts": the overlap rule, claims and ownership, the libcni
+// cache's pod, and the config key.
+#include "plugins/portmap/conflicts.h"
+
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 #include "lib/cni/conf.h"
-#include "plugins/portmap/conflicts.h"
 #include "plugins/portmap/installed_mappings.h"
-#include "plugins/portmap/iptables_nft_encode.h"
 
 namespace nodegate::portmap {
 namespace {
 
 net::IpAddress Ip(const char* text) { return *net::IpAddress::Parse(text); }
-
-TEST(InstalledMappingsParse, DnatRuleOfAContainerChain) {
-  ipt::Rule rule;
-  rule.header.dst = net::IpPrefix(Ip("10.88.0.1"), 32);
-  rule.header.protocol = Protocol::kTcp;
-  const ipt::Match port = ipt::PortMatch{Protocol::kTcp, 8080};
-  rule.matches = {port};
-  rule.target = ipt::DnatTarget{Ip("10.88.0.2"), 80};
-  const auto m = MappingOfDnatRule(rule, net::Family::kV4);
-  ASSERT_TRUE(m);
-  EXPECT_EQ(m->host_ip, Ip("10.88.0.1"));
-  EXPECT_EQ(m->protocol, Protocol::kTcp);
-  EXPECT_EQ(m->host_port, 8080);
-  EXPECT_EQ(m->target, "10.88.0.2:80");
-  rule.target = ipt::JumpTarget{"CNI-HOSTPORT-SETMARK"};
-  EXPECT_FALSE(MappingOfDnatRule(rule, net::Family::kV4));
-  EXPECT_EQ(TargetText(Ip("fd00::2"), 53), "[fd00::2]:53");
-}
-
-TEST(InstalledMappingsParse, EntryRulePortsFilterChains) {
-  ipt::Rule entry;
-  entry.header.protocol = Protocol::kUdp;
-  const ipt::Match ports = ipt::MultiportMatch{{5353, 9000}};
-  entry.matches = {ports};
-  const std::set<PortKey> want = {{net::Family::kV4, Protocol::kUdp, 9000}};
-  EXPECT_TRUE(EntryRuleMayMatch(entry, net::Family::kV4, want));
-  EXPECT_FALSE(EntryRuleMayMatch(entry, net::Family::kV6, want));
-  entry.header.protocol = Protocol::kTcp;
-  EXPECT_FALSE(EntryRuleMayMatch(entry, net::Family::kV4, want));
-}
-
-// The undecoded filter never drops an entry rule the decoded one keeps, and drops the others.
-TEST(InstalledMappingsParse, RawEntryRulesFilteredBeforeDecoding) {
-  ipt::Rule entry;
-  entry.header.protocol = Protocol::kTcp;
-  entry.matches = {ipt::CommentMatch{"dnat name: \"net\" id: \"ctr\""},
-                   ipt::MultiportMatch{{8080, 9000}}};
-  entry.target = ipt::JumpTarget{"CNI-DN-0123456789abcdef01234"};
-  auto encoded = ipt::EncodeNftRule(entry, net::Family::kV4);
-  ASSERT_TRUE(encoded.ok()) << encoded.error().msg;
-  std::vector<uint8_t> expressions = encoded->expressions;
-  const auto key = [](int port) {
-    return std::set<PortKey>{{net::Family::kV4, Protocol::kTcp, port}};
-  };
-  EXPECT_TRUE(RawEntryMayMatch(expressions, net::Family::kV4, key(9000)));
-  EXPECT_TRUE(RawEntryMayMatch(expressions, net::Family::kV4, key(8080)));
-  EXPECT_FALSE(RawEntryMayMatch(expressions, net::Family::kV4, key(9001)));
-  EXPECT_FALSE(RawEntryMayMatch(expressions, net::Family::kV6, key(9000)));
-  // Every port the decoded filter keeps, the raw one keeps too.
-  for (int port = 1; port < 65536; port += 97) {
-    if (EntryRuleMayMatch(entry, net::Family::kV4, key(port))) {
-      EXPECT_TRUE(RawEntryMayMatch(expressions, net::Family::kV4, key(port))) << port;
-    }
-  }
-  // A rule without multiport is never dropped undecoded.
-  entry.matches = {ipt::PortMatch{Protocol::kTcp, 9000}};
-  auto single = ipt::EncodeNftRule(entry, net::Family::kV4);
-  ASSERT_TRUE(single.ok());
-  expressions = single->expressions;
-  EXPECT_TRUE(RawEntryMayMatch(expressions, net::Family::kV4, key(1)));
-}
-
-TEST(InstalledMappingsParse, OurTableListing) {
-  const std::string json = R"({"nftables":[
-    {"table":{"family":"inet","name":"cni_hostport"}},
-    {"chain":{"family":"inet","table":"cni_hostport","name":"nabc_hostports","comment":"network rnet"}},
-    {"map":{"family":"inet","name":"nabc_dnat_any_v4","table":"cni_hostport","elem":[
-      [{"elem":{"val":{"concat":["udp",5353]},"comment":"ctr1"}},{"concat":["10.88.0.2",53]}]]}},
-    {"map":{"family":"inet","name":"nabc_dnat_ip_v6","table":"cni_hostport","elem":[
-      [{"elem":{"val":{"concat":["fd00::1","tcp",8080]},"comment":"ctr2"}},{"concat":["fd00::2",80]}]]}},
-    {"set":{"family":"inet","name":"owned","table":"cni_hostport","elem":[{"concat":["a","b"]}]}}]})";
-  const auto mappings = ParseOurTableListing(json);
-  ASSERT_EQ(mappings.size(), 2u);
-  EXPECT_EQ(mappings[0].layout, "nftables");
-  EXPECT_EQ(mappings[0].network, "rnet");
-  EXPECT_EQ(mappings[0].container_id, "ctr1");
-  EXPECT_FALSE(mappings[0].host_ip);
-  EXPECT_EQ(mappings[0].protocol, Protocol::kUdp);
-  EXPECT_EQ(mappings[0].target, "10.88.0.2:53");
-  EXPECT_EQ(mappings[1].family, net::Family::kV6);
-  EXPECT_EQ(mappings[1].host_ip, Ip("fd00::1"));
-  EXPECT_EQ(mappings[1].host_port, 8080);
-  EXPECT_EQ(mappings[1].target, "[fd00::2]:80");
-}
-
-TEST(InstalledMappingsParse, NetworkOfOurChains) {
-  EXPECT_EQ(NetworkOfChainListing("table inet cni_hostport {\n\tchain nabc_hostports {\n"
-                                  "\t\tcomment \"network rnet\"\n\t}\n}\n"),
-            "rnet");
-  EXPECT_EQ(NetworkOfChainListing("chain x {\n}"), "");
-  EXPECT_EQ(NetworkPrefixes(R"({"nftables":[{"map":{"name":"nabc_dnat_any_v4"}},)"
-                            R"({"set":{"name":"owned"}},{"map":{"name":"ndef_dnat_ip_v6"}}]})"),
-            (std::set<std::string>{"nabc", "ndef"}));
-}
-
-TEST(InstalledMappingsParse, OurMapsReadOverNetlink) {
-  EXPECT_FALSE(DnatMapShapeOf("owned"));
-  EXPECT_FALSE(DnatMapShapeOf("n0123456789_hairpin_v4"));
-  const auto any6 = DnatMapShapeOf("n0123456789_dnat_any_v6");
-  ASSERT_TRUE(any6);
-  EXPECT_EQ(any6->family, net::Family::kV6);
-  EXPECT_FALSE(any6->with_host_ip);
-  const auto ip4 = DnatMapShapeOf("n0123456789_dnat_ip_v4");
-  ASSERT_TRUE(ip4);
-  EXPECT_EQ(ip4->family, net::Family::kV4);
-  EXPECT_TRUE(ip4->with_host_ip);
-
-  // udp . 8080 -> 10.88.0.2 . 80, as the kernel holds it (fields padded to 4 bytes).
-  EXPECT_EQ(DnatAnyKey(Protocol::kUdp, 8080),
-            (std::vector<uint8_t>{17, 0, 0, 0, 0x1f, 0x90, 0, 0}));
-  netfilter::SetElement any{.key = DnatAnyKey(Protocol::kUdp, 8080),
-                            .data = {10, 88, 0, 2, 0, 80, 0, 0},
-                            .comment = "ctr-1"};
-  auto m = MappingOfMapElement(any, {net::Family::kV4, false});
-  ASSERT_TRUE(m);
-  EXPECT_EQ(m->layout, "nftables");
-  EXPECT_EQ(m->protocol, Protocol::kUdp);
-  EXPECT_EQ(m->host_port, 8080);
-  EXPECT_FALSE(m->host_ip);
-  EXPECT_EQ(m->target, "10.88.0.2:80");
-  EXPECT_EQ(m->container_id, "ctr-1");
-
-  // 192.0.2.1 . sctp . 9000 -> 10.88.0.3 . 9001
-  netfilter::SetElement ip{.key = {192, 0, 2, 1, 132, 0, 0, 0, 0x23, 0x28, 0, 0},
-                           .data = {10, 88, 0, 3, 0x23, 0x29, 0, 0}};
-  m = MappingOfMapElement(ip, {net::Family::kV4, true});
-  ASSERT_TRUE(m);
-  EXPECT_EQ(m->host_ip->ToString(), "192.0.2.1");
-  EXPECT_EQ(m->protocol, Protocol::kSctp);
-  EXPECT_EQ(m->host_port, 9000);
-  EXPECT_EQ(m->target, "10.88.0.3:9001");
-
-  // Bytes of another layout are not read as a mapping.
-  EXPECT_FALSE(MappingOfMapElement(any, {net::Family::kV6, false}));
-  EXPECT_FALSE(MappingOfMapElement(ip, {net::Family::kV4, false}));
-  netfilter::SetElement odd_protocol = any;
-  odd_protocol.key[0] = 1;
-  EXPECT_FALSE(MappingOfMapElement(odd_protocol, {net::Family::kV4, false}));
-}
-
-TEST(InstalledMappingsParse, ReferenceTableListing) {
-  const std::string json = R"({"nftables":[
-    {"rule":{"family":"ip","table":"cni_hostport","chain":"hostports","handle":4,"comment":"ctr1",
-     "expr":[{"match":{"op":"==","left":{"payload":{"protocol":"ip","field":"daddr"}},"right":"10.88.0.1"}},
-             {"match":{"op":"==","left":{"payload":{"protocol":"tcp","field":"dport"}},"right":8080}},
-             {"dnat":{"addr":"10.88.0.2","port":80}}]}},
-    {"rule":{"family":"ip","table":"cni_hostport","chain":"masquerading","handle":5,"comment":"ctr1",
-     "expr":[{"masquerade":null}]}}]})";
-  const auto mappings = ParseReferenceTableListing(json, net::Family::kV4);
-  ASSERT_EQ(mappings.size(), 1u);
-  EXPECT_EQ(mappings[0].layout, "nftables-reference");
-  EXPECT_EQ(mappings[0].container_id, "ctr1");
-  EXPECT_EQ(mappings[0].network, "");
-  EXPECT_EQ(mappings[0].host_ip, Ip("10.88.0.1"));
-  EXPECT_EQ(mappings[0].target, "10.88.0.2:80");
-}
 
 InstalledMapping Installed(std::optional<const char*> host_ip, Protocol protocol, int port) {
   InstalledMapping m;
