@@ -18,11 +18,13 @@ TEST(AttrWriter, LayoutIsAlignedAndPaddedWithZeros) {
   w.PutString(1, "nat");  // 4 + "nat\0": exactly 8 bytes, no padding
   const uint8_t odd[] = {0xaa, 0xbb, 0xcc, 0xdd, 0xee};
   w.Put(2, odd, sizeof(odd));  // 4 + 5 bytes, padded to 12
-  // Headers are in host byte order (little-endian here); payload bytes as written.
-  const std::vector<uint8_t> want = {
-      8, 0, 1, 0, 'n',  'a',  't',  0,                             //
-      9, 0, 2, 0, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0, 0, 0};  // length counts no padding
-  EXPECT_EQ(w.bytes(), want);
+  // Headers are in host byte order (little-endian here); payload bytes as written. The length
+  // field counts no padding.
+  const std::vector<uint8_t> string_attr = {8, 0, 1, 0, 'n', 'a', 't', 0};
+  const std::vector<uint8_t> odd_attr = {9, 0, 2, 0, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0, 0, 0};
+  ASSERT_EQ(w.bytes().size(), string_attr.size() + odd_attr.size());
+  EXPECT_EQ(std::vector<uint8_t>(w.bytes().begin(), w.bytes().begin() + 8), string_attr);
+  EXPECT_EQ(std::vector<uint8_t>(w.bytes().begin() + 8, w.bytes().end()), odd_attr);
 }
 
 TEST(AttrWriter, IntegersAreBigEndian) {

@@ -21,7 +21,8 @@ TEST(NewMessage, RequestHeaderWithTheCallersFlags) {
   // (nl_complete_msg), so a built message can be compared before it is sent.
   EXPECT_EQ(hdr->nlmsg_flags, NLM_F_CREATE | NLM_F_EXCL);
   EXPECT_EQ(hdr->nlmsg_len, static_cast<uint32_t>(NLMSG_HDRLEN));  // no payload yet
-  EXPECT_EQ(hdr->nlmsg_seq, 0u);  // numbered by the socket too
+  // The sequence number is the socket's to give, too.
+  EXPECT_EQ(hdr->nlmsg_seq, 0u);
   EXPECT_EQ(nlmsg_hdr(NewMessage(RTM_GETLINK, NLM_F_DUMP).get())->nlmsg_flags, NLM_F_DUMP);
 }
 

@@ -37,8 +37,8 @@ TEST(HandleTest, MajorMinorText) {
 TEST(DescribeTest, QdiscKinds) {
   Qdisc htb{.kind = "htb", .handle = MakeHandle(1, 0), .htb_default = 1, .htb_direct_qlen = 1000};
   EXPECT_EQ(Describe(htb), "htb 1: parent root default 1 direct_qlen 1000");
-  Qdisc pfifo{.kind = "pfifo", .handle = MakeHandle(2, 0), .parent = MakeHandle(1, 1),
-              .fifo_limit = 50};
+  Qdisc pfifo{
+      .kind = "pfifo", .handle = MakeHandle(2, 0), .parent = MakeHandle(1, 1), .fifo_limit = 50};
   EXPECT_EQ(Describe(pfifo), "pfifo 2: parent 1:1 limit 50p");
   Qdisc ingress{.kind = "ingress", .handle = kIngressHandle, .parent = kIngressParent};
   EXPECT_EQ(Describe(ingress), "ingress ffff: parent ingress");
@@ -51,16 +51,17 @@ TEST(DescribeTest, FilterWithGactAndUnknownProtocol) {
   Filter f{.parent = MakeHandle(1, 0), .pref = 3, .protocol = 0x8100};
   f.keys = {U32Key{.mask = 0xff, .value = 0x11, .offset = -4}};
   f.actions = {Action{.kind = ActionKind::kGact, .verdict = kActOk}};
-  EXPECT_EQ(Describe(f), "u32 parent 1: pref 3 protocol 0x8100 match 00000011/000000ff at -4 "
-                         "action gact pass");
+  EXPECT_EQ(Describe(f),
+            "u32 parent 1: pref 3 protocol 0x8100 match 00000011/000000ff at -4 "
+            "action gact pass");
   f.actions[0].verdict = 2;
   EXPECT_EQ(Describe(f).substr(Describe(f).rfind("action")), "action gact verdict 2");
 }
 
 TEST(CompareTest, KernelStateIgnoresWhatTheDumpLacks) {
   Qdisc want{.kind = "tbf", .handle = MakeHandle(1, 0)};
-  want.tbf = {.rate_bytes = 125000, .burst_bytes = 125000, .buffer_ticks = 15625000,
-              .limit_bytes = 128125};
+  want.tbf = {
+      .rate_bytes = 125000, .burst_bytes = 125000, .buffer_ticks = 15625000, .limit_bytes = 128125};
   Qdisc have = want;
   have.tbf.burst_bytes = 0;  // not in the netlink dump
   have.fifo_limit = 99;      // not a tbf field

@@ -19,7 +19,7 @@ inline constexpr char kMappings[] =
   {"hostPort":5353,"containerPort":53,"protocol":"udp"}])";
 
 inline std::string ConfText(const std::string& extra, const std::string& mappings = kMappings,
-                     bool with_prev = true) {
+                            bool with_prev = true) {
   return std::string(R"({"cniVersion":"1.0.0","name":"rnet","type":"portmap")") + extra +
          R"(,"runtimeConfig":{"portMappings":)" + mappings + "}" +
          (with_prev ? std::string(",") + kPrev : "") + "}";
