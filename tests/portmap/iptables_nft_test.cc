@@ -20,7 +20,7 @@
 #include "lib/sys/netns.h"
 #include "plugins/portmap/iptables_nft_encode.h"
 #include "plugins/portmap/iptables_nft_table.h"
-#include "tests/portmap/iptables_nft_kinds.h"
+#include "plugins/portmap/testing/iptables_nft_kinds.h"
 #include "tests/support/netns_fixture.h"
 #include "tests/support/plugin_runner.h"
 

@@ -2,6 +2,8 @@
 // payloads byte-identical to what iptables-nft 1.8.9 sent for the same rules (captured with
 // `iptables-nft -vvv`), encode/decode round trips for every rule kind, `iptables -C`
 // equality, and the shapes the decoder must refuse.
+#include "plugins/portmap/iptables_nft_encode.h"
+
 #include <gtest/gtest.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nf_tables_compat.h>
@@ -9,8 +11,7 @@
 #include <algorithm>
 
 #include "lib/netfilter/nlattr.h"
-#include "plugins/portmap/iptables_nft_encode.h"
-#include "tests/portmap/iptables_nft_kinds.h"
+#include "plugins/portmap/testing/iptables_nft_kinds.h"
 
 namespace nodegate::portmap::testing {
 namespace {

@@ -11,7 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "tests/runtime/fake_executor.h"
+#include "runtime/testing/fake_executor.h"
 
 namespace nodegate::runtime {
 namespace {

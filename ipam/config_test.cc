@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "ipam/resolv_conf.h"
-#include "tests/ipam/fake_store.h"
+#include "ipam/testing/fake_store.h"
 
 namespace nodegate::ipam {
 namespace {

@@ -10,7 +10,7 @@
 #include <filesystem>
 
 #include "lib/sys/atomic_file.h"
-#include "tests/runtime/fake_executor.h"
+#include "runtime/testing/fake_executor.h"
 
 namespace nodegate::runtime {
 namespace {
@@ -359,7 +359,7 @@ TEST(BuildPluginConfigTest, InjectsNameVersionAndOverridesRuntimeConfig) {
 TEST_F(ChainTest, ReadsTheCacheEntryPodmanWrote) {
   const char* src = std::getenv("NODEGATE_SOURCE_DIR");
   auto bytes = sys::ReadFile(std::string(src ? src : ".") +
-                             "/tests/runtime/testdata/podman-4.3.1-result-cache.json");
+                             "/runtime/chain/testdata/podman-4.3.1-result-cache.json");
   ASSERT_TRUE(bytes.ok()) << bytes.error().msg;
   auto entry = DecodeCacheEntry(*bytes);
   ASSERT_TRUE(entry.ok()) << entry.error().msg;

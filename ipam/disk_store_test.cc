@@ -12,7 +12,7 @@
 #include <fstream>
 #include <set>
 
-#include "tests/ipam/fake_store.h"
+#include "ipam/testing/fake_store.h"
 
 namespace nodegate::ipam {
 namespace {
