@@ -8,7 +8,6 @@ namespace nodegate::admit {
 namespace {
 
 using testing::MakePod;
-using testing::Q;
 
 Resource Requests(const Pod& pod, PodRequestOptions options = {}) {
   return Resource::FromPodRequests(ComputePodRequests(pod, options));

@@ -73,7 +73,7 @@ Result<std::vector<Route>> DecodeRoutes(const Json& obj) {
   }
   for (const auto& item : *routes) {
     NG_ASSIGN_OR_RETURN(Route r, DecodeRoute(item));
-    out.push_back(std::move(r));
+    out.push_back(r);
   }
   return out;
 }

@@ -57,7 +57,8 @@ TbfParams ComputeTbf(uint64_t rate_bits, uint64_t burst_bits, const PschedClock&
 }
 
 bool TbfBufferWrapped(uint64_t rate_bits, uint64_t burst_bits, const PschedClock& clock) {
-  const double rate = static_cast<double>(rate_bits / 8);
+  // Whole bytes, as the reference divides (integers) before converting.
+  const double rate = static_cast<double>(rate_bits / 8);  // NOLINT(bugprone-integer-division)
   const double usec = static_cast<double>(static_cast<uint32_t>(burst_bits / 8)) * 1e6 / rate;
   return usec >= 4294967296.0 || usec * clock.TicksPerUsec() >= 4294967296.0;
 }

@@ -48,7 +48,7 @@ Result<uint64_t> Scale(std::string_view text,
   for (const auto& [unit, factor] : units) {
     if (parts.second == unit) {
       const double v = parts.first * factor;
-      if (v <= 0 || v > static_cast<double>(std::numeric_limits<int64_t>::max() / 2)) {
+      if (v <= 0 || v > static_cast<double>(std::numeric_limits<int64_t>::max()) / 2) {
         return Invalid("\"" + std::string(text) + "\" is out of range");
       }
       return static_cast<uint64_t>(v + 0.5);
