@@ -67,10 +67,11 @@ class CliTest : public ::testing::Test {
   std::string Src(const std::string& rel) const { return (fs::path(src_) / rel).string(); }
 
   // Spawn: starts nodegate ARGS... with stdin from /dev/null and stdout, stderr into files.
-  pid_t Spawn(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
+  pid_t Spawn(const std::vector<std::string>& args, const fs::path& out, const fs::path& err,
+              const fs::path& in = "/dev/null") {
     pid_t pid = ::fork();
     if (pid == 0) {
-      int fd_in = ::open("/dev/null", O_RDONLY);
+      int fd_in = ::open(in.c_str(), O_RDONLY);
       int fd_out = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       int fd_err = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       ::dup2(fd_in, 0);
@@ -92,23 +93,7 @@ class CliTest : public ::testing::Test {
   RunResult Run(const std::vector<std::string>& args, const std::string& input = "") {
     const fs::path in = tmp_ / ".stdin", out = tmp_ / ".stdout", err = tmp_ / ".stderr";
     WriteFile(in, input);
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      int fd_in = ::open(in.c_str(), O_RDONLY);
-      int fd_out = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      int fd_err = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      ::dup2(fd_in, 0);
-      ::dup2(fd_out, 1);
-      ::dup2(fd_err, 2);
-      std::vector<char*> argv;
-      argv.push_back(const_cast<char*>(bin_.c_str()));
-      for (const std::string& a : args) {
-        argv.push_back(const_cast<char*>(a.c_str()));
-      }
-      argv.push_back(nullptr);
-      ::execv(bin_.c_str(), argv.data());
-      ::_exit(127);
-    }
+    const pid_t pid = Spawn(args, out, err, in);
     int status = 0;
     ::waitpid(pid, &status, 0);
     RunResult r;
