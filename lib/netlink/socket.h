@@ -32,7 +32,7 @@ struct MsgDeleter {
 };
 using MsgPtr = std::unique_ptr<nl_msg, MsgDeleter>;
 
-// A new message of `type` with NLM_F_REQUEST | `flags` (NLM_F_ACK is added when sent).
+// A new message of `type` with `flags`; libnl adds NLM_F_REQUEST (and NLM_F_ACK) when it sends it.
 MsgPtr NewMessage(int type, int flags);
 
 class Socket {
