@@ -13,6 +13,7 @@
 //   for (const auto& a : *attrs) if (a.type == NFTA_RULE_HANDLE) handle = a.Be64();
 
 #include <arpa/inet.h>
+#include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
 
 #include <cstdint>
@@ -131,6 +132,14 @@ inline std::optional<std::vector<Attr>> ParseAttrs(ByteView payload) {
   });
   if (!ok) return std::nullopt;
   return out;
+}
+
+// The attributes of an nfnetlink message: what follows its nlmsghdr and nfgenmsg; nullopt when
+// the message is too short to hold those headers.
+inline std::optional<ByteView> NfnlPayload(const nlmsghdr* h) {
+  constexpr size_t kHeaders = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg));
+  if (h->nlmsg_len < kHeaders) return std::nullopt;
+  return ByteView(reinterpret_cast<const uint8_t*>(h) + kHeaders, h->nlmsg_len - kHeaders);
 }
 
 // The last attribute of `type` in `attrs`, or nullptr.

@@ -145,5 +145,24 @@ TEST(ForEachAttr, StopsWhenAskedAndFindAttrTakesTheLast) {
   EXPECT_EQ(FindAttr(*attrs, 3), nullptr);
 }
 
+TEST(NfnlPayload, TheAttributesAfterBothHeaders) {
+  AttrWriter w;
+  w.PutString(1, "nat");
+  const size_t headers = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg));
+  std::vector<uint8_t> message(headers + w.bytes().size(), 0);
+  nlmsghdr header{};
+  header.nlmsg_len = static_cast<uint32_t>(message.size());
+  std::memcpy(message.data(), &header, sizeof(header));
+  std::memcpy(message.data() + headers, w.bytes().data(), w.bytes().size());
+  const auto* h = reinterpret_cast<const nlmsghdr*>(message.data());
+  const auto payload = NfnlPayload(h);
+  ASSERT_TRUE(payload);
+  EXPECT_EQ(std::vector<uint8_t>(payload->begin(), payload->end()), w.bytes());
+  // A message too short for its nfgenmsg has no payload at all.
+  header.nlmsg_len = NLMSG_HDRLEN + 2;
+  std::memcpy(message.data(), &header, sizeof(header));
+  EXPECT_FALSE(NfnlPayload(h));
+}
+
 }  // namespace
 }  // namespace nodegate::netfilter

@@ -61,12 +61,8 @@ netlink::MsgPtr NewNftMessage(int type, uint8_t family, int flags = 0) {
 
 constexpr int ReplyType(int type) { return (NFNL_SUBSYS_NFTABLES << 8) | type; }
 
-// The attributes after an nf_tables reply's nfgenmsg.
-ByteView ReplyAttributes(const nlmsghdr* h) {
-  const size_t header = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg));
-  if (h->nlmsg_len < header) return {};
-  return {reinterpret_cast<const uint8_t*>(h) + header, h->nlmsg_len - header};
-}
+// The attributes after an nf_tables reply's nfgenmsg (none when it is too short).
+ByteView ReplyAttributes(const nlmsghdr* h) { return NfnlPayload(h).value_or(ByteView()); }
 
 // The NFTA_DATA_VALUE inside a nested NFTA_SET_ELEM_KEY / _DATA.
 std::vector<uint8_t> DataValue(ByteView nested) {

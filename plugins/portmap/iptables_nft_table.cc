@@ -96,10 +96,9 @@ uint16_t NftType(int msg) { return static_cast<uint16_t>((NFNL_SUBSYS_NFTABLES <
 
 // The attributes after a reply's nfgenmsg.
 std::optional<std::vector<Attr>> ReplyAttrs(const nlmsghdr* h) {
-  const size_t header = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg));
-  if (h->nlmsg_len < header) return std::nullopt;
-  const auto* base = reinterpret_cast<const uint8_t*>(h);
-  return netfilter::ParseAttrs({base + header, h->nlmsg_len - header});
+  const auto payload = netfilter::NfnlPayload(h);
+  if (!payload) return std::nullopt;
+  return netfilter::ParseAttrs(*payload);
 }
 
 // The kernel's own explanation in an extended ack (NLMSGERR_ATTR_MSG), or "".
@@ -312,11 +311,10 @@ Result<uint32_t> ReadGeneration(int fd, uint32_t seq, const std::string& name) {
 std::optional<NftRuleRecord> RuleRecordOf(
     const nlmsghdr* h, const std::string& chain,
     const std::function<bool(ByteView)>& keep = [](ByteView) { return true; }) {
-  const size_t header = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg));
-  if (h->nlmsg_len < header) return std::nullopt;
-  const ByteView payload(reinterpret_cast<const uint8_t*>(h) + header, h->nlmsg_len - header);
+  const auto payload = netfilter::NfnlPayload(h);
+  if (!payload) return std::nullopt;
   std::optional<Attr> in_chain, handle, exprs, udata;
-  const bool well_formed = netfilter::ForEachAttr(payload, [&](const Attr& a) {
+  const bool well_formed = netfilter::ForEachAttr(*payload, [&](const Attr& a) {
     if (a.type == NFTA_RULE_CHAIN) in_chain = a;
     if (a.type == NFTA_RULE_HANDLE) handle = a;
     if (a.type == NFTA_RULE_EXPRESSIONS) exprs = a;
