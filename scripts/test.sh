@@ -50,8 +50,10 @@ stage "release build: style, netns, e2e, deploy tests" \
   bash -c "cd '$BUILD_DIR' && ctest --output-on-failure -j '$JOBS'"
 
 echo "== waiting for the sanitizer build"
+wait_start=$SECONDS
 if wait "$asan_pid"; then
   asan_pid=""
+  echo "== the sanitizer build was ready after $((SECONDS - wait_start)) s more"
   stage "unit tier under ASan+UBSan" \
     bash -c "cd '$ASAN_DIR' && ctest --output-on-failure -L unit -j '$JOBS'"
   stage "the netns tests that exec the executables, against their sanitizer builds" \

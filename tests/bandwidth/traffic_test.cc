@@ -76,9 +76,14 @@ struct Traffic {
   }
 };
 
+// A token bucket never lets more than its rate through, so above the rate the bound is tight
+// (10%: burst and timing). Below it is looser (20%): TCP through a small tail-drop queue loses
+// packets and backs off, and on a busy 2-core machine the sender may also miss its slots; both
+// lower the average, neither means a wrong rate (a bits-for-bytes slip is a factor of 8).
 ::testing::AssertionResult Near(double measured, double want) {
   const double error = std::fabs(measured - want) / want;
-  if (error <= 0.10) {
+  const double allowed = measured > want ? 0.10 : 0.20;
+  if (error <= allowed) {
     return ::testing::AssertionSuccess() << measured << " bit/s";
   }
   return ::testing::AssertionFailure() << "measured " << measured << " bit/s, configured " << want
