@@ -209,17 +209,8 @@ Status StatusWith(const IpamConfig& cfg, Store& store) {
 }
 
 cni::Plugin MakePlugin() {
-  cni::Plugin plugin;
-  plugin.name = "host-local";
-  plugin.about = cni::AboutText(plugin.name);
-  plugin.supported_versions = cni::AllVersions();
-  plugin.config_shape = ConfigShape();
-  plugin.add = Add;
-  plugin.del = Del;
-  plugin.check = Check;
-  plugin.gc = Gc;
-  plugin.status = StatusVerb;
-  return plugin;
+  return cni::SuitePlugin("host-local", cni::AllVersions(), ConfigShape(),
+                          {.add = Add, .del = Del, .check = Check, .gc = Gc, .status = StatusVerb});
 }
 
 }  // namespace nodegate::ipam

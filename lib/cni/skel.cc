@@ -302,6 +302,21 @@ int PluginMain(const Plugin& plugin) {
   return PluginMain(plugin, ProcessIo::Real());
 }
 
+Plugin SuitePlugin(std::string name, std::vector<std::string> supported_versions,
+                   gojson::Shape config_shape, Verbs verbs) {
+  Plugin plugin;
+  plugin.about = AboutText(name);
+  plugin.name = std::move(name);
+  plugin.supported_versions = std::move(supported_versions);
+  plugin.config_shape = std::move(config_shape);
+  plugin.add = std::move(verbs.add);
+  plugin.del = std::move(verbs.del);
+  plugin.check = std::move(verbs.check);
+  plugin.gc = std::move(verbs.gc);
+  plugin.status = std::move(verbs.status);
+  return plugin;
+}
+
 Status NotImplemented(const CmdArgs& args) {
   return Error(kErrNotImplemented,
                std::string(CommandName(args.command)) + " is not implemented by this plugin yet");

@@ -64,6 +64,19 @@ struct Plugin {
   std::function<Status(const CmdArgs&)> status;
 };
 
+// The verb handlers of a plugin that implements the whole spec.
+struct Verbs {
+  std::function<Result<CniResult>(const CmdArgs&)> add;
+  std::function<Status(const CmdArgs&)> del;
+  std::function<Status(const CmdArgs&)> check;
+  std::function<Status(const CmdArgs&)> gc;
+  std::function<Status(const CmdArgs&)> status;
+};
+
+// One of this suite's plugins: its about text from the name, every verb from `verbs`.
+Plugin SuitePlugin(std::string name, std::vector<std::string> supported_versions,
+                   gojson::Shape config_shape, Verbs verbs);
+
 // Runs one invocation; returns the process exit status (0 success, 1 CNI error).
 int PluginMain(const Plugin& plugin, const ProcessIo& io);
 int PluginMain(const Plugin& plugin);

@@ -1,6 +1,5 @@
 #include "lib/netfilter/nft.h"
 
-#include <dlfcn.h>
 #include <nftables/libnftables.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -12,6 +11,7 @@
 #include <utility>
 
 #include "lib/netfilter/release.h"
+#include "lib/sys/dynamic_library.h"
 #include "lib/sys/fd.h"
 
 namespace nodegate::netfilter {
@@ -34,17 +34,9 @@ namespace {
 
 Result<const NftApi*> LoadNftApi() {
   static const Result<const NftApi*> loaded = []() -> Result<const NftApi*> {
-    void* lib = ::dlopen("libnftables.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-      const char* why = ::dlerror();
-      return Error(kErrKernel, std::string("cannot load libnftables: ") + (why ? why : "?"));
-    }
+    NG_ASSIGN_OR_RETURN(void* lib, sys::OpenLibrary("libnftables.so.1"));
     static NftApi api;
-    std::string missing;
-    auto bind = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
-      if (fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + name;
-    };
+    sys::SymbolBinder bind(lib);
     bind(api.ctx_new, "nft_ctx_new");
     bind(api.ctx_free, "nft_ctx_free");
     bind(api.buffer_output, "nft_ctx_buffer_output");
@@ -54,7 +46,7 @@ Result<const NftApi*> LoadNftApi() {
     bind(api.output_set_flags, "nft_ctx_output_set_flags");
     bind(api.set_dry_run, "nft_ctx_set_dry_run");
     bind(api.run_from_filename, "nft_run_cmd_from_filename");
-    if (!missing.empty()) return Error(kErrKernel, "libnftables lacks " + missing);
+    NG_RETURN_IF_ERROR(bind.Done("libnftables"));
     return &api;
   }();
   return loaded;

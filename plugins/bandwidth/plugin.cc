@@ -231,17 +231,9 @@ Status CmdStatus(const cni::CmdArgs& args) {
 }
 
 cni::Plugin MakePlugin() {
-  cni::Plugin plugin;
-  plugin.name = "bandwidth";
-  plugin.about = cni::AboutText(plugin.name);
-  plugin.supported_versions = SupportedVersions();
-  plugin.config_shape = ConfigShape();
-  plugin.add = CmdAdd;
-  plugin.del = CmdDel;
-  plugin.check = CmdCheck;
-  plugin.gc = CmdGc;
-  plugin.status = CmdStatus;
-  return plugin;
+  return cni::SuitePlugin(
+      "bandwidth", SupportedVersions(), ConfigShape(),
+      {.add = CmdAdd, .del = CmdDel, .check = CmdCheck, .gc = CmdGc, .status = CmdStatus});
 }
 
 }  // namespace nodegate::bandwidth

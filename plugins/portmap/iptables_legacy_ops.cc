@@ -1,9 +1,8 @@
 #include "plugins/portmap/iptables_legacy_ops.h"
 
-#include <dlfcn.h>
-
 #include <string>
-#include <type_traits>
+
+#include "lib/sys/dynamic_library.h"
 
 namespace nodegate::portmap::ipt {
 namespace {
@@ -12,12 +11,7 @@ namespace {
 // ("iptc_" / "ip6tc_"). The entry functions take and return the library's own entry type
 // (ipt_entry / ip6t_entry) where LegacyOps has untyped bytes: the same pointer either way.
 Status Bind(void* library, const std::string& prefix, LegacyOps& ops) {
-  std::string missing;
-  auto bind = [&](auto& fn, const char* name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
-        ::dlsym(library, (prefix + name).c_str()));
-    if (fn == nullptr) missing += (missing.empty() ? "" : ", ") + prefix + name;
-  };
+  sys::SymbolBinder bind(library, prefix);
   bind(ops.init, "init");
   bind(ops.free, "free");
   bind(ops.is_chain, "is_chain");
@@ -32,19 +26,13 @@ Status Bind(void* library, const std::string& prefix, LegacyOps& ops) {
   bind(ops.get_target, "get_target");
   bind(ops.append, "append_entry");
   bind(ops.insert, "insert_entry");
-  if (!missing.empty()) return Error(kErrKernel, "legacy iptables library lacks " + missing);
-  return OkStatus();
+  return bind.Done("legacy iptables library");
 }
 
 Result<const LegacyOps*> Load(net::Family family, LegacyOps& ops) {
   const bool v4 = family == net::Family::kV4;
   const char* library = v4 ? "libip4tc.so.2" : "libip6tc.so.2";
-  void* handle = ::dlopen(library, RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* why = ::dlerror();
-    return Error(kErrKernel, std::string("cannot load ") + library +
-                                 " (legacy iptables): " + (why ? why : "?"));
-  }
+  NG_ASSIGN_OR_RETURN(void* handle, sys::OpenLibrary(library, "legacy iptables"));
   ops.family = family;
   ops.name = v4 ? "iptables" : "ip6tables";
   NG_RETURN_IF_ERROR(Bind(handle, v4 ? "iptc_" : "ip6tc_", ops));

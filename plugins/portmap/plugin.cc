@@ -169,17 +169,9 @@ Status CmdStatus(const cni::CmdArgs& args) {
 }
 
 cni::Plugin MakePlugin() {
-  cni::Plugin plugin;
-  plugin.name = "portmap";
-  plugin.about = cni::AboutText(plugin.name);
-  plugin.supported_versions = cni::AllVersions();
-  plugin.config_shape = ConfigShape();
-  plugin.add = CmdAdd;
-  plugin.del = CmdDel;
-  plugin.check = CmdCheck;
-  plugin.gc = CmdGc;
-  plugin.status = CmdStatus;
-  return plugin;
+  return cni::SuitePlugin(
+      "portmap", cni::AllVersions(), ConfigShape(),
+      {.add = CmdAdd, .del = CmdDel, .check = CmdCheck, .gc = CmdGc, .status = CmdStatus});
 }
 
 }  // namespace nodegate::portmap
