@@ -5,6 +5,7 @@
 
 #include <map>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -19,7 +20,9 @@ std::optional<std::pair<std::string, std::string>> PodOfCacheEntry(std::string_v
 
 // PodsByContainerId: every pod the cache files in `dir` name; `dir` may also be the cache's
 // root (/var/lib/cni), whose results/ is then read. A missing folder is an empty cache;
-// unreadable, foreign and non-regular files are skipped (the runtime owns the folder).
-std::map<std::string, std::string> PodsByContainerId(const std::string& dir);
+// unreadable, foreign and non-regular files are skipped (the runtime owns the folder). Stops
+// early, with what it has read, when `stop` is requested.
+std::map<std::string, std::string> PodsByContainerId(const std::string& dir,
+                                                     std::stop_token stop = {});
 
 }  // namespace nodegate::ports

@@ -47,7 +47,7 @@ struct PortRow {
   std::vector<ListeningClaim> listening;
 };
 
-// Rows ordered by port, then protocol, then host IP.
-std::vector<PortRow> JoinClaims(const NodeClaims& claims);
+// Rows ordered by port, then protocol, then host IP. The claims move into the rows.
+std::vector<PortRow> JoinClaims(NodeClaims claims);
 
 }  // namespace nodegate::ports

@@ -1,6 +1,8 @@
 #include "ports/live.h"
 
+#include <future>
 #include <set>
+#include <stop_token>
 
 #include "ports/cni_cache.h"
 #include "ports/process.h"
@@ -16,6 +18,7 @@ Result<std::vector<ListeningClaim>> ListListeningClaims() {
   }
   const auto owners = SocketOwners(inodes);
   std::vector<ListeningClaim> claims;
+  claims.reserve(sockets.size());
   // A server with several sockets on one key (SO_REUSEPORT, v4 and v6) is listed once.
   std::set<std::pair<PortKey, int>> seen;
   for (const BoundSocket& s : sockets) {
@@ -36,17 +39,28 @@ Result<std::vector<ListeningClaim>> ListListeningClaims() {
 }
 
 Result<LiveClaims> ReadLiveClaims(const MappedSource& mapped, const std::string& cni_cache_dir) {
+  // The three sources are independent, and most of their time is the kernel's (netlink dumps,
+  // /proc, the cache folder): each reads in its own thread. The cache is only needed when
+  // something is mapped, so its reader is stopped once the mappings turn out to be none.
+  std::stop_source stop_cache;
+  auto pods = std::async(std::launch::async, [&cni_cache_dir, token = stop_cache.get_token()] {
+    return PodsByContainerId(cni_cache_dir, token);
+  });
+  auto listening = std::async(std::launch::async, ListListeningClaims);
   LiveClaims live;
-  NG_ASSIGN_OR_RETURN(live.mapped, mapped());
-  if (!live.mapped.empty()) {
-    const auto pods = PodsByContainerId(cni_cache_dir);
-    for (MappedClaim& m : live.mapped) {
-      if (const auto it = pods.find(m.container_id); it != pods.end()) {
-        m.pod = it->second;
-      }
+  auto mapped_claims = mapped();
+  if (!mapped_claims.ok() || mapped_claims->empty()) stop_cache.request_stop();
+  const auto pods_by_id = pods.get();
+  auto listening_claims = listening.get();
+  if (!mapped_claims.ok()) return mapped_claims.error();
+  if (!listening_claims.ok()) return listening_claims.error();
+  live.mapped = std::move(*mapped_claims);
+  for (MappedClaim& m : live.mapped) {
+    if (const auto it = pods_by_id.find(m.container_id); it != pods_by_id.end()) {
+      m.pod = it->second;
     }
   }
-  NG_ASSIGN_OR_RETURN(live.listening, ListListeningClaims());
+  live.listening = std::move(*listening_claims);
   return live;
 }
 

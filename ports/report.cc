@@ -3,40 +3,146 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <sstream>
+#include <string_view>
 
 namespace nodegate::ports {
 namespace {
 
-nlohmann::json OptionalString(const std::optional<std::string>& s) {
-  return s ? nlohmann::json(*s) : nlohmann::json(nullptr);
+// Writes the JSON text directly: a node's listing is tens of thousands of claims, and building
+// an nlohmann tree of them first costs ten times the writing. The layout is nlohmann's dump(2).
+class JsonWriter {
+ public:
+  explicit JsonWriter(std::string& out) : out_(out) {}
+
+  // A string: printable ASCII is copied as is; anything else is escaped by nlohmann, with
+  // invalid UTF-8 (names are bytes from the input) replaced so that the output stays valid.
+  void String(std::string_view s) {
+    const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
+      const auto u = static_cast<unsigned char>(c);
+      return u >= 0x20 && u < 0x7f && u != '"' && u != '\\';
+    });
+    if (!plain) {
+      out_ += nlohmann::json(std::string(s))
+                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      return;
+    }
+    out_ += '"';
+    out_ += s;
+    out_ += '"';
+  }
+  void OptionalString(const std::optional<std::string>& s) {
+    if (s) {
+      String(*s);
+    } else {
+      out_ += "null";
+    }
+  }
+  void Number(int64_t n) { out_ += std::to_string(n); }
+
+  // Opens an object or array ('{' / '['); Close ends the innermost one.
+  void Open(char bracket) {
+    out_ += bracket;
+    stack_.push_back({bracket == '{' ? '}' : ']', 0});
+  }
+  // The next member of the innermost object ("key": follows) or array.
+  void Key(std::string_view key) {
+    Next();
+    String(key);
+    out_ += ": ";
+  }
+  void Item() { Next(); }
+  void Close() {
+    const Level level = stack_.back();
+    stack_.pop_back();
+    if (level.written > 0) {  // an empty one stays "[]"
+      out_ += '\n';
+      Indent();
+    }
+    out_ += level.close;
+  }
+
+ private:
+  struct Level {
+    char close;
+    size_t written;
+  };
+  void Next() {
+    Level& level = stack_.back();
+    out_ += level.written++ == 0 ? "\n" : ",\n";
+    Indent();
+  }
+  void Indent() { out_.append(2 * stack_.size(), ' '); }
+
+  std::string& out_;
+  std::vector<Level> stack_;
+};
+
+// Each claim list of a row: an array of objects, one per claim.
+template <typename Claim, typename WriteFields>
+void WriteClaims(JsonWriter& w, std::string_view key, const std::vector<Claim>& claims,
+                 WriteFields fields) {
+  w.Key(key);
+  w.Open('[');
+  for (const Claim& claim : claims) {
+    w.Item();
+    fields(claim);
+  }
+  w.Close();
 }
 
-nlohmann::json RowToJson(const PortRow& row) {
-  nlohmann::json declared = nlohmann::json::array();
-  for (const DeclaredClaim& d : row.declared) {
-    declared.push_back({{"pod", d.pod}, {"container", d.container}, {"source", d.source}});
-  }
-  nlohmann::json mapped = nlohmann::json::array();
-  for (const MappedClaim& m : row.mapped) {
-    mapped.push_back({{"containerID", m.container_id},
-                      {"network", m.network},
-                      {"pod", OptionalString(m.pod)},
-                      {"target", m.target},
-                      {"layout", m.layout}});
-  }
-  nlohmann::json listening = nlohmann::json::array();
-  for (const ListeningClaim& l : row.listening) {
-    listening.push_back({{"pid", l.pid ? nlohmann::json(*l.pid) : nlohmann::json(nullptr)},
-                         {"command", l.command},
-                         {"container", OptionalString(l.container)}});
-  }
-  return {{"hostIP", row.key.host_ip},
-          {"protocol", row.key.protocol},
-          {"port", row.key.port},
-          {"verdict", std::string(VerdictName(row.verdict))},
-          {"declared", std::move(declared)},
-          {"mapped", std::move(mapped)},
-          {"listening", std::move(listening)}};
+void WriteRow(JsonWriter& w, const PortRow& row) {
+  w.Open('{');
+  w.Key("hostIP");
+  w.String(row.key.host_ip);
+  w.Key("protocol");
+  w.String(row.key.protocol);
+  w.Key("port");
+  w.Number(row.key.port);
+  w.Key("verdict");
+  w.String(VerdictName(row.verdict));
+  WriteClaims(w, "declared", row.declared, [&](const DeclaredClaim& d) {
+    w.Open('{');
+    w.Key("pod");
+    w.String(d.pod);
+    w.Key("container");
+    w.String(d.container);
+    w.Key("source");
+    w.String(d.source);
+    w.Close();
+  });
+  WriteClaims(w, "mapped", row.mapped, [&](const MappedClaim& m) {
+    w.Open('{');
+    w.Key("containerID");
+    w.String(m.container_id);
+    w.Key("network");
+    w.String(m.network);
+    w.Key("pod");
+    w.OptionalString(m.pod);
+    w.Key("target");
+    w.String(m.target);
+    w.Key("layout");
+    w.String(m.layout);
+    w.Close();
+  });
+  WriteClaims(w, "listening", row.listening, [&](const ListeningClaim& l) {
+    w.Open('{');
+    w.Key("pid");
+    if (l.pid) {
+      w.Number(*l.pid);
+    } else {
+      w.OptionalString(std::nullopt);
+    }
+    w.Key("command");
+    w.String(l.command);
+    w.Key("container");
+    w.OptionalString(l.container);
+    w.Close();
+  });
+  w.Close();
 }
 
 template <typename Claim, typename Describe>
@@ -88,12 +194,34 @@ std::string FormatTable(const std::vector<Line>& lines) {
 
 }  // namespace
 
-nlohmann::json RowsToJson(const std::vector<PortRow>& rows) {
-  nlohmann::json ports = nlohmann::json::array();
+void WriteRowsJson(const std::vector<PortRow>& rows, std::ostream& out) {
+  // Written to `out` a row at a time: the whole text of a busy node is megabytes, and memory a
+  // process touches for the first time costs a page fault per 4 KiB.
+  constexpr size_t kFlushAt = 64 << 10;
+  std::string text;
+  text.reserve(2 * kFlushAt);
+  JsonWriter w(text);
+  w.Open('{');
+  w.Key("ports");
+  w.Open('[');
   for (const PortRow& row : rows) {
-    ports.push_back(RowToJson(row));
+    w.Item();
+    WriteRow(w, row);
+    if (text.size() >= kFlushAt) {
+      out.write(text.data(), static_cast<std::streamsize>(text.size()));
+      text.clear();
+    }
   }
-  return {{"ports", std::move(ports)}};
+  w.Close();
+  w.Close();
+  text += '\n';
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+}
+
+std::string RowsToJson(const std::vector<PortRow>& rows) {
+  std::ostringstream out;
+  WriteRowsJson(rows, out);
+  return std::move(out).str();
 }
 
 std::string RowsToText(const std::vector<PortRow>& rows) {

@@ -7,7 +7,7 @@
 //               "listening": [{"pid" (or null), "command", "container" (or null)}]}]}
 // Text is one table line per row, then a count per verdict.
 
-#include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -15,7 +15,9 @@
 
 namespace nodegate::ports {
 
-nlohmann::json RowsToJson(const std::vector<PortRow>& rows);
+// The JSON document, indented by two spaces, ending in a newline; keys in the order above.
+void WriteRowsJson(const std::vector<PortRow>& rows, std::ostream& out);
+std::string RowsToJson(const std::vector<PortRow>& rows);
 std::string RowsToText(const std::vector<PortRow>& rows);
 
 }  // namespace nodegate::ports

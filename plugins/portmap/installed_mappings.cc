@@ -99,27 +99,21 @@ Status AppendIptablesNft(net::Family family, const std::set<PortKey>* only,
       if (ipt::NftNatTable::IsStaleGeneration(table.error()) && attempt < kStaleRetries) continue;
       return table.error().WithContext("list iptables-nft mappings");
     }
-    // Everything: one dump of the table (thousands of chain dumps would cost far more).
-    Status loaded = only == nullptr ? (*table)->LoadAllRules() : OkStatus();
-    if (!loaded.ok()) {
-      if (ipt::NftNatTable::IsStaleGeneration(loaded.error()) && attempt < kStaleRetries) continue;
-      return loaded.error().WithContext("list iptables-nft mappings");
-    }
+    // One dump per chain: the entry chain, then the chain of each entry (a dump of the whole
+    // table costs more: the kernel resumes it by walking the table's rules from the start for
+    // every 32 KiB it returns). Rules that cannot be sought are passed over in the dump's own
+    // buffer, neither copied nor decoded: entries of other keys, and everything but a CNI-DN
+    // chain's DNAT rules (the only ones AppendIptablesLayout reads a mapping from).
     ChainReader read = [&](const std::string& chain) -> Result<std::vector<ListedRule>> {
-      std::vector<ipt::NftRuleRecord> sought;
-      const std::vector<ipt::NftRuleRecord>* records = nullptr;
-      if (chain == ipt::kDnatChain && only != nullptr) {
-        // Entry rules that cannot be the ones sought are passed over in the dump itself,
-        // neither copied nor decoded (AppendIptablesLayout would drop them anyway).
-        NG_ASSIGN_OR_RETURN(sought, (*table)->RulesWhere(chain, [&](netfilter::ByteView e) {
-          return RawEntryMayMatch(e, family, *only);
-        }));
-        records = &sought;
-      } else {
-        NG_ASSIGN_OR_RETURN(records, (*table)->Rules(chain));
-      }
+      const bool entry_chain = chain == ipt::kDnatChain;
+      NG_ASSIGN_OR_RETURN(const auto records,
+                          (*table)->RulesWhere(chain, [&](netfilter::ByteView e) {
+                            if (!entry_chain) return RawRuleMayBeDnat(e);
+                            return only == nullptr || RawEntryMayMatch(e, family, *only);
+                          }));
       std::vector<ListedRule> rules;
-      for (const auto& r : *records) {
+      rules.reserve(records.size());
+      for (const auto& r : records) {
         rules.push_back({r.verdict.chain.empty() ? r.verdict.target : r.verdict.chain,
                          ipt::DecodeNftRule(r.expressions, family, r.userdata)});
       }
@@ -475,6 +469,11 @@ bool RawEntryMayMatch(netfilter::ByteView bytes, net::Family family,
     if (contains(&port, sizeof(port))) return true;
   }
   return false;
+}
+
+bool RawRuleMayBeDnat(netfilter::ByteView bytes) {
+  constexpr std::string_view kName("DNAT", 5);  // with its NUL, as NFTA_TARGET_NAME holds it
+  return ::memmem(bytes.data(), bytes.size(), kName.data(), kName.size()) != nullptr;
 }
 
 std::vector<InstalledMapping> ParseOurTableListing(

@@ -84,6 +84,10 @@ bool EntryRuleMayMatch(const ipt::Rule& rule, net::Family family, const std::set
 // one of the ports. A false "may" costs one decode; a false "cannot" does not happen.
 bool RawEntryMayMatch(netfilter::ByteView expressions, net::Family family,
                       const std::set<PortKey>& only);
+// Whether a rule of a CNI-DN-* chain may be its DNAT rule, before decoding: iptables-nft
+// writes `-j DNAT` as the compat target named "DNAT", so its expressions hold that name. The
+// chain's SETMARK rules (two of its three) are passed over without being copied.
+bool RawRuleMayBeDnat(netfilter::ByteView expressions);
 // `nft -j list table inet cni_hostport`: the elements of every network's dnat maps, the
 // network named by its chains' comments ("network <name>"; "" when cut or absent).
 // nft 1.0.x leaves chain comments out of JSON: `networks` (prefix n<hash> -> name, from

@@ -485,37 +485,8 @@ Result<std::optional<std::vector<NftRuleRecord>>> NftNatTable::JumpsByHandle(
   return Found(std::move(found));
 }
 
-Status NftNatTable::LoadAllRules() {
-  if (all_rules_loaded_ || !table_exists_) return OkStatus();
-  std::map<std::string, std::vector<NftRuleRecord>> rules;
-  AttrWriter filter;
-  filter.PutString(NFTA_RULE_TABLE, kTable);
-  const uint32_t seq = ++seq_;
-  NG_RETURN_IF_ERROR(Transact(
-      fd_.get(),
-      Message(NftType(NFT_MSG_GETRULE), NLM_F_DUMP, seq, NfFamily(family_), 0, filter.bytes()), seq,
-      name() + ": list rules of table nat",
-      [&](const nlmsghdr* h) {
-        auto attrs = ReplyAttrs(h);
-        const Attr* chain = attrs ? netfilter::FindAttr(*attrs, NFTA_RULE_CHAIN) : nullptr;
-        if (chain == nullptr) return;
-        const std::string name = chain->String();
-        if (auto r = RuleRecordOf(h, name)) rules[name].push_back(std::move(*r));
-      },
-      {ENOENT}));
-  reads_unconfirmed_ = true;
-  rules_ = std::move(rules);
-  decoded_.clear();
-  all_rules_loaded_ = true;
-  return OkStatus();
-}
-
 Result<const std::vector<NftRuleRecord>*> NftNatTable::Rules(const std::string& chain) {
   static const std::vector<NftRuleRecord> kNone;
-  if (all_rules_loaded_) {
-    auto loaded = rules_.find(chain);
-    return loaded == rules_.end() ? &kNone : &loaded->second;
-  }
   if (!ChainInKernel(chain)) return &kNone;
   auto it = rules_.find(chain);
   if (it == rules_.end()) {

@@ -106,9 +106,6 @@ class NftNatTable final : public NatTable {
   // dump, nothing kept by this object, nothing copied of the rules passed over.
   Result<std::vector<NftRuleRecord>> RulesWhere(
       const std::string& chain, const std::function<bool(netfilter::ByteView)>& keep);
-  // Reads the rules of every chain of the table in one dump (what a full listing needs: one
-  // dump per chain would make the kernel walk the table's chains once per chain).
-  Status LoadAllRules();
   // The chains whose rules this object has listed so far (DeleteJumps lists its parent only
   // when probing by handle could not account for every jump).
   std::set<std::string> listed_chains() const;
@@ -160,7 +157,6 @@ class NftNatTable final : public NatTable {
   uint32_t generation_ = 0;
   bool table_exists_ = false;
   bool reads_unconfirmed_ = false;  // rules or chains listed since the last ConfirmReads
-  bool all_rules_loaded_ = false;   // rules_ holds every chain's rules (LoadAllRules)
   std::map<std::string, std::optional<ChainInfo>> chains_;   // as looked up by name
   std::map<std::string, std::vector<NftRuleRecord>> rules_;  // chain -> rules, read lazily
   // (chain, verdict) -> the chain's rules ending in that verdict, decoded into canonical form

@@ -92,14 +92,12 @@ int RunPortsCli(int argc, char** argv) {
     std::cerr << "nodegate ports: " << claims.error().msg << "\n";
     return kExitBadInput;
   }
-  std::vector<PortRow> rows = JoinClaims(*claims);
+  std::vector<PortRow> rows = JoinClaims(std::move(*claims));
   if (flags.port != 0) {
     std::erase_if(rows, [&](const PortRow& r) { return r.key.port != flags.port; });
   }
   if (flags.output == "json") {
-    // Names are bytes from the input: invalid UTF-8 is replaced so the JSON stays valid.
-    std::cout << RowsToJson(rows).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
-              << "\n";
+    WriteRowsJson(rows, std::cout);
   } else {
     std::cout << RowsToText(rows);
   }
