@@ -6,6 +6,7 @@
 
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "plugins/portmap/iptables_nft_encode.h"
@@ -43,6 +44,27 @@ TEST(InstalledMappingsParse, EntryRulePortsFilterChains) {
   EXPECT_FALSE(EntryRuleMayMatch(entry, net::Family::kV6, want));
   entry.header.protocol = Protocol::kTcp;
   EXPECT_FALSE(EntryRuleMayMatch(entry, net::Family::kV4, want));
+}
+
+// A container chain's DNAT rule is kept before decoding, its SETMARK jumps (with the same
+// address, protocol and port) are passed over, in both families.
+TEST(InstalledMappingsParse, RawDnatRulesFoundBeforeDecoding) {
+  for (const auto& [family, host, container] :
+       {std::tuple{net::Family::kV4, "10.88.0.1", "10.88.0.2"},
+        std::tuple{net::Family::kV6, "fd00::1", "fd00::2"}}) {
+    ipt::Rule rule;
+    rule.header.dst = net::IpPrefix(Ip(host), family == net::Family::kV4 ? 32 : 128);
+    rule.header.protocol = Protocol::kTcp;
+    rule.matches = {ipt::PortMatch{Protocol::kTcp, 8080}};
+    rule.target = ipt::DnatTarget{Ip(container), 80};
+    auto dnat = ipt::EncodeNftRule(rule, family);
+    ASSERT_TRUE(dnat.ok()) << dnat.error().msg;
+    EXPECT_TRUE(RawRuleMayBeDnat(dnat->expressions));
+    rule.target = ipt::JumpTarget{ipt::kSetMarkChain};
+    auto setmark = ipt::EncodeNftRule(rule, family);
+    ASSERT_TRUE(setmark.ok()) << setmark.error().msg;
+    EXPECT_FALSE(RawRuleMayBeDnat(setmark->expressions));
+  }
 }
 
 // The undecoded filter never drops an entry rule the decoded one keeps, and drops the others.
