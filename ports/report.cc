@@ -174,22 +174,28 @@ Line RowToLine(const PortRow& row) {
           })};
 }
 
-std::string FormatTable(const std::vector<Line>& lines) {
+void WriteTable(const std::vector<Line>& lines, std::ostream& out) {
   std::array<size_t, kColumns> width{};
   for (const Line& line : lines) {
     for (size_t i = 0; i < kColumns; ++i) {
       width[i] = std::max(width[i], line[i].size());
     }
   }
-  std::string out;
+  constexpr size_t kFlushAt = 64 << 10;
+  std::string text;
+  text.reserve(2 * kFlushAt);
   for (const Line& line : lines) {
-    std::string text;
     for (size_t i = 0; i < kColumns; ++i) {
-      text += line[i] + (i + 1 < kColumns ? std::string(width[i] - line[i].size() + 2, ' ') : "");
+      text += line[i];
+      if (i + 1 < kColumns) text.append(width[i] - line[i].size() + 2, ' ');
     }
-    out += text + "\n";
+    text += '\n';
+    if (text.size() >= kFlushAt) {
+      out.write(text.data(), static_cast<std::streamsize>(text.size()));
+      text.clear();
+    }
   }
-  return out;
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
 }
 
 }  // namespace
@@ -224,19 +230,27 @@ std::string RowsToJson(const std::vector<PortRow>& rows) {
   return std::move(out).str();
 }
 
-std::string RowsToText(const std::vector<PortRow>& rows) {
+void WriteRowsText(const std::vector<PortRow>& rows, std::ostream& out) {
   std::vector<Line> lines = {
       {"PORT", "PROTO", "HOST IP", "VERDICT", "DECLARED BY", "MAPPED TO", "LISTENING"}};
+  lines.reserve(rows.size() + 1);
   std::map<std::string_view, size_t> counts;
   for (const PortRow& row : rows) {
     lines.push_back(RowToLine(row));
     ++counts[VerdictName(row.verdict)];
   }
+  WriteTable(lines, out);
   std::string summary = std::to_string(rows.size()) + " host port(s)";
   for (const auto& [verdict, n] : counts) {
     summary += ", " + std::to_string(n) + " " + std::string(verdict);
   }
-  return FormatTable(lines) + "\n" + summary + "\n";
+  out << "\n" << summary << "\n";
+}
+
+std::string RowsToText(const std::vector<PortRow>& rows) {
+  std::ostringstream out;
+  WriteRowsText(rows, out);
+  return std::move(out).str();
 }
 
 }  // namespace nodegate::ports

@@ -18,6 +18,7 @@ namespace nodegate::ports {
 // The JSON document, indented by two spaces, ending in a newline; keys in the order above.
 void WriteRowsJson(const std::vector<PortRow>& rows, std::ostream& out);
 std::string RowsToJson(const std::vector<PortRow>& rows);
+void WriteRowsText(const std::vector<PortRow>& rows, std::ostream& out);
 std::string RowsToText(const std::vector<PortRow>& rows);
 
 }  // namespace nodegate::ports

@@ -78,5 +78,22 @@ TEST(RowsToJson, EscapesQuotesControlsAndReplacesInvalidUtf8) {
             "\xef\xbf\xbd");
 }
 
+TEST(RowsToText, OneAlignedLinePerRowThenACountPerVerdict) {
+  PortRow bare;
+  bare.key = {"::", "UDP", 53};
+  bare.verdict = Verdict::kDeclaredNotListening;
+  EXPECT_EQ(RowsToText({RowWithEveryClaim(), bare}),
+            "PORT  PROTO  HOST IP  VERDICT                 DECLARED BY                    "
+            "MAPPED TO                                                                      "
+            "LISTENING\n"
+            "8080  TCP    0.0.0.0  mapped-twice            kube-system/coredns (coredns)  "
+            "c0ffee -> 10.88.0.2:80 [iptables-nft], default/web -> 10.88.0.3:80 [nftables]  "
+            "python3 (123), ?\n"
+            "53    UDP    ::       declared-not-listening  -                              "
+            "-                                                                              -\n"
+            "\n"
+            "2 host port(s), 1 declared-not-listening, 1 mapped-twice\n");
+}
+
 }  // namespace
 }  // namespace nodegate::ports

@@ -99,7 +99,7 @@ int RunPortsCli(int argc, char** argv) {
   if (flags.output == "json") {
     WriteRowsJson(rows, std::cout);
   } else {
-    std::cout << RowsToText(rows);
+    WriteRowsText(rows, std::cout);
   }
   return kExitOk;
 }
