@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <nlohmann/json.hpp>
 
@@ -84,7 +85,8 @@ std::optional<std::pair<std::string, std::string>> PodOfCacheEntry(std::string_v
   return std::make_pair(id->get<std::string>(), *ns + "/" + *name);
 }
 
-std::map<std::string, std::string> PodsByContainerId(const std::string& dir, std::stop_token stop) {
+std::map<std::string, std::string> PodsByContainerId(const std::string& dir, std::stop_token stop,
+                                                     const std::set<std::string>* only_ids) {
   std::map<std::string, std::string> pods;
   // The cache's root (what `nodegate cni --cache-dir` and libcni's CacheDir name) holds the
   // results in results/: read those, rather than finding no pod at all.
@@ -97,6 +99,12 @@ std::map<std::string, std::string> PodsByContainerId(const std::string& dir, std
   std::string bytes;
   for (const sys::DirEntry& entry : *entries) {
     if (stop.stop_requested()) break;
+    if (only_ids != nullptr &&
+        std::none_of(only_ids->begin(), only_ids->end(), [&](const std::string& id) {
+          return !id.empty() && entry.name.find(id) != std::string::npos;
+        })) {
+      continue;
+    }
     if (!ReadCacheFile(folder.get(), entry, bytes)) continue;
     if (auto pod = PodOfCacheEntry(bytes)) {
       pods.insert(std::move(*pod));

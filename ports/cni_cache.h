@@ -5,6 +5,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -21,8 +22,10 @@ std::optional<std::pair<std::string, std::string>> PodOfCacheEntry(std::string_v
 // PodsByContainerId: every pod the cache files in `dir` name; `dir` may also be the cache's
 // root (/var/lib/cni), whose results/ is then read. A missing folder is an empty cache;
 // unreadable, foreign and non-regular files are skipped (the runtime owns the folder). Stops
-// early, with what it has read, when `stop` is requested.
-std::map<std::string, std::string> PodsByContainerId(const std::string& dir,
-                                                     std::stop_token stop = {});
+// early, with what it has read, when `stop` is requested. With `only_ids`, only the files whose
+// names hold one of them are read (libcni names a file NETWORK-CONTAINERID-IFNAME).
+std::map<std::string, std::string> PodsByContainerId(
+    const std::string& dir, std::stop_token stop = {},
+    const std::set<std::string>* only_ids = nullptr);
 
 }  // namespace nodegate::ports

@@ -1,6 +1,7 @@
 #include "ports/live.h"
 
 #include <future>
+#include <map>
 #include <set>
 #include <stop_token>
 
@@ -10,8 +11,11 @@
 
 namespace nodegate::ports {
 
-Result<std::vector<ListeningClaim>> ListListeningClaims() {
+Result<std::vector<ListeningClaim>> ListListeningClaims(std::optional<int> only_port) {
   NG_ASSIGN_OR_RETURN(std::vector<BoundSocket> sockets, ListBoundSockets());
+  if (only_port) {
+    std::erase_if(sockets, [&](const BoundSocket& s) { return s.key.port != *only_port; });
+  }
   std::set<uint64_t> inodes;
   for (const BoundSocket& s : sockets) {
     inodes.insert(s.inode);
@@ -38,19 +42,31 @@ Result<std::vector<ListeningClaim>> ListListeningClaims() {
   return claims;
 }
 
-Result<LiveClaims> ReadLiveClaims(const MappedSource& mapped, const std::string& cni_cache_dir) {
+Result<LiveClaims> ReadLiveClaims(const MappedSource& mapped, const std::string& cni_cache_dir,
+                                  std::optional<int> only_port) {
   // The three sources are independent, and most of their time is the kernel's (netlink dumps,
   // /proc, the cache folder): each reads in its own thread. The cache is only needed when
-  // something is mapped, so its reader is stopped once the mappings turn out to be none.
+  // something is mapped, so its reader is stopped once the mappings turn out to be none. For
+  // one port, the few mapped containers' cache files are read afterwards instead.
   std::stop_source stop_cache;
-  auto pods = std::async(std::launch::async, [&cni_cache_dir, token = stop_cache.get_token()] {
-    return PodsByContainerId(cni_cache_dir, token);
-  });
-  auto listening = std::async(std::launch::async, ListListeningClaims);
+  std::future<std::map<std::string, std::string>> pods;
+  if (!only_port) {
+    pods = std::async(std::launch::async, [&cni_cache_dir, token = stop_cache.get_token()] {
+      return PodsByContainerId(cni_cache_dir, token);
+    });
+  }
+  auto listening = std::async(std::launch::async, ListListeningClaims, only_port);
   LiveClaims live;
-  auto mapped_claims = mapped();
+  auto mapped_claims = mapped(only_port);
   if (!mapped_claims.ok() || mapped_claims->empty()) stop_cache.request_stop();
-  const auto pods_by_id = pods.get();
+  std::map<std::string, std::string> pods_by_id;
+  if (pods.valid()) {
+    pods_by_id = pods.get();
+  } else if (mapped_claims.ok() && !mapped_claims->empty()) {
+    std::set<std::string> ids;
+    for (const MappedClaim& m : *mapped_claims) ids.insert(m.container_id);
+    pods_by_id = PodsByContainerId(cni_cache_dir, {}, &ids);
+  }
   auto listening_claims = listening.get();
   if (!mapped_claims.ok()) return mapped_claims.error();
   if (!listening_claims.ok()) return listening_claims.error();

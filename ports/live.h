@@ -5,6 +5,7 @@
 // (ports/portmap_source.h).
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,7 +14,9 @@
 
 namespace nodegate::ports {
 
-using MappedSource = std::function<Result<std::vector<MappedClaim>>()>;
+// The mapped claims of the node; with a port, only those of that host port (a source may read
+// less then: the refusal's keyed reads instead of whole tables).
+using MappedSource = std::function<Result<std::vector<MappedClaim>>(std::optional<int> only_port)>;
 
 struct LiveClaims {
   std::vector<MappedClaim> mapped;
@@ -21,11 +24,13 @@ struct LiveClaims {
 };
 
 // One claim per (socket, owning process) of this network namespace; a socket no visible
-// process holds gets one claim without a pid.
-Result<std::vector<ListeningClaim>> ListListeningClaims();
+// process holds gets one claim without a pid. With a port, only the sockets on it (and only
+// their owners are looked up).
+Result<std::vector<ListeningClaim>> ListListeningClaims(std::optional<int> only_port = {});
 
 // The mapped claims of `mapped` with pods named from the CNI cache in `cni_cache_dir`, and
-// the listening claims.
-Result<LiveClaims> ReadLiveClaims(const MappedSource& mapped, const std::string& cni_cache_dir);
+// the listening claims; with a port, only the claims on that host port.
+Result<LiveClaims> ReadLiveClaims(const MappedSource& mapped, const std::string& cni_cache_dir,
+                                  std::optional<int> only_port = {});
 
 }  // namespace nodegate::ports

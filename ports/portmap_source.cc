@@ -1,5 +1,7 @@
 #include "ports/portmap_source.h"
 
+#include <set>
+
 #include "plugins/portmap/installed_mappings.h"
 
 namespace nodegate::ports {
@@ -33,8 +35,18 @@ MappedClaim ToClaim(const portmap::InstalledMapping& m) {
 }  // namespace
 
 MappedSource PortmapMappedSource() {
-  return []() -> Result<std::vector<MappedClaim>> {
-    NG_ASSIGN_OR_RETURN(auto mappings, portmap::ListInstalledMappings());
+  return [](std::optional<int> only_port) -> Result<std::vector<MappedClaim>> {
+    std::set<portmap::PortKey> keys;
+    if (only_port) {
+      for (const auto family : {net::Family::kV4, net::Family::kV6}) {
+        for (const auto protocol :
+             {portmap::Protocol::kTcp, portmap::Protocol::kUdp, portmap::Protocol::kSctp}) {
+          keys.insert({family, protocol, *only_port});
+        }
+      }
+    }
+    NG_ASSIGN_OR_RETURN(auto mappings, only_port ? portmap::ListInstalledMappings(keys)
+                                                 : portmap::ListInstalledMappings());
     std::vector<MappedClaim> claims;
     claims.reserve(mappings.size());
     for (const portmap::InstalledMapping& m : mappings) {

@@ -44,13 +44,27 @@ class PortsNetnsTest : public ::testing::Test {
     std::ofstream(tmp_ / "manifests" / name) << text;
   }
 
-  // Ports: `nodegate ports -o json --port PORT` inside `ns`, parsed.
+  // Ports: `nodegate ports -o json --port PORT` inside `ns`, parsed. The listing of every port
+  // is read too, and its rows of PORT must be the same: --port reads less (keyed reads, the
+  // sockets of that port only, the cache files of its mappings only), never something else.
   json Ports(const TestNetns& ns, int port, const std::string& extra = "") {
+    const json one = RunPorts(ns, "--port " + std::to_string(port) + " " + extra);
+    const json every = RunPorts(ns, extra);
+    json rows_of_port = json::array();
+    if (every.contains("ports")) {
+      for (const json& row : every["ports"]) {
+        if (row["port"] == port) rows_of_port.push_back(row);
+      }
+    }
+    EXPECT_EQ(one.value("ports", json()), rows_of_port) << "--port " << port;
+    return one;
+  }
+
+  json RunPorts(const TestNetns& ns, const std::string& args) {
     const std::string bin = nodegate::testing::BinPath("nodegate");
     const auto r =
-        ns.Run(bin + " ports -o json --port " + std::to_string(port) + " --manifests " +
-               (tmp_ / "manifests").string() + " --cni-cache " + (tmp_ / "cache").string() + " " +
-               extra + " 2>" + (tmp_ / "stderr").string());
+        ns.Run(bin + " ports -o json " + args + " --manifests " + (tmp_ / "manifests").string() +
+               " --cni-cache " + (tmp_ / "cache").string() + " 2>" + (tmp_ / "stderr").string());
     EXPECT_EQ(r.exit_code, 0) << r.output << std::ifstream(tmp_ / "stderr").rdbuf();
     return json::parse(r.output, nullptr, false);
   }
