@@ -11,10 +11,10 @@
 
 namespace nodegate::ports {
 
-Result<std::vector<ListeningClaim>> ListListeningClaims(std::optional<int> only_port) {
+Result<std::vector<ListeningClaim>> ListListeningClaims(const PortFilter& ports) {
   NG_ASSIGN_OR_RETURN(std::vector<BoundSocket> sockets, ListBoundSockets());
-  if (only_port) {
-    std::erase_if(sockets, [&](const BoundSocket& s) { return s.key.port != *only_port; });
+  if (ports) {
+    std::erase_if(sockets, [&](const BoundSocket& s) { return !ports->contains(s.key.port); });
   }
   std::set<uint64_t> inodes;
   for (const BoundSocket& s : sockets) {
@@ -43,21 +43,22 @@ Result<std::vector<ListeningClaim>> ListListeningClaims(std::optional<int> only_
 }
 
 Result<LiveClaims> ReadLiveClaims(const MappedSource& mapped, const std::string& cni_cache_dir,
-                                  std::optional<int> only_port) {
+                                  const PortFilter& ports) {
   // The three sources are independent, and most of their time is the kernel's (netlink dumps,
   // /proc, the cache folder): each reads in its own thread. The cache is only needed when
   // something is mapped, so its reader is stopped once the mappings turn out to be none. For
-  // one port, the few mapped containers' cache files are read afterwards instead.
+  // a few ports, the few mapped containers' cache files are read afterwards instead.
+  if (ports && ports->empty()) return LiveClaims{};
   std::stop_source stop_cache;
   std::future<std::map<std::string, std::string>> pods;
-  if (!only_port) {
+  if (!ports) {
     pods = std::async(std::launch::async, [&cni_cache_dir, token = stop_cache.get_token()] {
       return PodsByContainerId(cni_cache_dir, token);
     });
   }
-  auto listening = std::async(std::launch::async, ListListeningClaims, only_port);
+  auto listening = std::async(std::launch::async, [&ports] { return ListListeningClaims(ports); });
   LiveClaims live;
-  auto mapped_claims = mapped(only_port);
+  auto mapped_claims = mapped(ports);
   if (!mapped_claims.ok() || mapped_claims->empty()) stop_cache.request_stop();
   std::map<std::string, std::string> pods_by_id;
   if (pods.valid()) {

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,9 +15,12 @@
 
 namespace nodegate::ports {
 
-// The mapped claims of the node; with a port, only those of that host port (a source may read
-// less then: the refusal's keyed reads instead of whole tables).
-using MappedSource = std::function<Result<std::vector<MappedClaim>>(std::optional<int> only_port)>;
+// Which host ports to read: nullopt for every port, else only these (none: nothing is read).
+using PortFilter = std::optional<std::set<int>>;
+
+// The mapped claims of the node on the filter's ports (a source may read less for a few ports:
+// the refusal's keyed reads instead of whole tables).
+using MappedSource = std::function<Result<std::vector<MappedClaim>>(const PortFilter& ports)>;
 
 struct LiveClaims {
   std::vector<MappedClaim> mapped;
@@ -24,13 +28,13 @@ struct LiveClaims {
 };
 
 // One claim per (socket, owning process) of this network namespace; a socket no visible
-// process holds gets one claim without a pid. With a port, only the sockets on it (and only
+// process holds gets one claim without a pid. Only the sockets on the filter's ports (and only
 // their owners are looked up).
-Result<std::vector<ListeningClaim>> ListListeningClaims(std::optional<int> only_port = {});
+Result<std::vector<ListeningClaim>> ListListeningClaims(const PortFilter& ports = std::nullopt);
 
 // The mapped claims of `mapped` with pods named from the CNI cache in `cni_cache_dir`, and
-// the listening claims; with a port, only the claims on that host port.
+// the listening claims; only those on the filter's ports.
 Result<LiveClaims> ReadLiveClaims(const MappedSource& mapped, const std::string& cni_cache_dir,
-                                  std::optional<int> only_port = {});
+                                  const PortFilter& ports = std::nullopt);
 
 }  // namespace nodegate::ports

@@ -35,18 +35,18 @@ MappedClaim ToClaim(const portmap::InstalledMapping& m) {
 }  // namespace
 
 MappedSource PortmapMappedSource() {
-  return [](std::optional<int> only_port) -> Result<std::vector<MappedClaim>> {
+  return [](const PortFilter& ports) -> Result<std::vector<MappedClaim>> {
     std::set<portmap::PortKey> keys;
-    if (only_port) {
+    for (const int port : ports.value_or(std::set<int>{})) {
       for (const auto family : {net::Family::kV4, net::Family::kV6}) {
         for (const auto protocol :
              {portmap::Protocol::kTcp, portmap::Protocol::kUdp, portmap::Protocol::kSctp}) {
-          keys.insert({family, protocol, *only_port});
+          keys.insert({family, protocol, port});
         }
       }
     }
-    NG_ASSIGN_OR_RETURN(auto mappings, only_port ? portmap::ListInstalledMappings(keys)
-                                                 : portmap::ListInstalledMappings());
+    NG_ASSIGN_OR_RETURN(auto mappings, ports ? portmap::ListInstalledMappings(keys)
+                                             : portmap::ListInstalledMappings());
     std::vector<MappedClaim> claims;
     claims.reserve(mappings.size());
     for (const portmap::InstalledMapping& m : mappings) {

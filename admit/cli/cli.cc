@@ -105,12 +105,14 @@ VoidResult ResolvePriorities(std::vector<Pod>& pods, const PriorityClasses& clas
   return Ok{};
 }
 
-// AttachLiveClaims: --live reads the node's listeners and mappings once, before any check.
-Result<Ok> AttachLiveClaims(const CommonFlags& f, Environment& env) {
+// AttachLiveClaims: --live reads the node's listeners and mappings on the candidates' host
+// ports once, before any check.
+Result<Ok> AttachLiveClaims(const CommonFlags& f, Environment& env,
+                            const std::vector<Pod>& candidates) {
   if (!f.live) {
     return Ok{};
   }
-  auto live = ReadNodeLiveClaims(f.cni_cache_dir);
+  auto live = ReadNodeLiveClaims(f.cni_cache_dir, candidates);
   if (!live.ok()) {
     return live.error();
   }
@@ -321,12 +323,12 @@ int GuardInstall(const CommonFlags& flags, const std::string& file, const std::s
     return Fail(command, env.error());
   }
   PrintNotes(command, *env);
-  if (auto live = AttachLiveClaims(flags, *env); !live.ok()) {
-    return Fail(command, live.error());
-  }
   auto pod = DecodeManifest(text, file, env->report.node);
   if (!pod.ok()) {
     return Fail(command, pod.error());
+  }
+  if (auto live = AttachLiveClaims(flags, *env, {*pod}); !live.ok()) {
+    return Fail(command, live.error());
   }
   CheckCandidate(flags, *env, *pod, /*join=*/false);
   const Report& report = env->report;
@@ -363,9 +365,6 @@ int RunAdmitCli(int argc, char** argv) {
     return Fail("nodegate admit", env.error());
   }
   PrintNotes("nodegate admit", *env);
-  if (auto live = AttachLiveClaims(flags, *env); !live.ok()) {
-    return Fail("nodegate admit", live.error());
-  }
   std::vector<Pod> candidates;
   for (const std::string& file : pod_files) {
     auto pods = LoadPods(file, /*allow_workloads=*/true);
@@ -377,6 +376,9 @@ int RunAdmitCli(int argc, char** argv) {
       return Fail("nodegate admit", r.error());
     }
     std::move(pods->begin(), pods->end(), std::back_inserter(candidates));
+  }
+  if (auto live = AttachLiveClaims(flags, *env, candidates); !live.ok()) {
+    return Fail("nodegate admit", live.error());
   }
   for (const Pod& candidate : candidates) {
     CheckCandidate(flags, *env, candidate, /*join=*/true);

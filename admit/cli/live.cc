@@ -1,5 +1,8 @@
 #include "admit/cli/live.h"
 
+#include <set>
+
+#include "ports/declared.h"
 #include "ports/portmap_source.h"
 
 namespace nodegate::admit {
@@ -22,8 +25,13 @@ void RejectForWarnings(PodVerdict& verdict, const std::vector<ports::PortWarning
   }
 }
 
-Result<ports::LiveClaims> ReadNodeLiveClaims(const std::string& cni_cache_dir) {
-  auto live = ports::ReadLiveClaims(ports::PortmapMappedSource(), cni_cache_dir);
+Result<ports::LiveClaims> ReadNodeLiveClaims(const std::string& cni_cache_dir,
+                                             const std::vector<Pod>& candidates) {
+  std::set<int> wanted;
+  for (const ports::DeclaredClaim& c : ports::DeclaredClaimsOf(candidates)) {
+    wanted.insert(c.key.port);
+  }
+  auto live = ports::ReadLiveClaims(ports::PortmapMappedSource(), cni_cache_dir, wanted);
   if (!live.ok()) {
     return Error{"--live: " + live.error().msg};
   }

@@ -20,7 +20,10 @@ inline constexpr char kLivePortsReason[] = "host port in use on this node";
 void RejectForWarnings(PodVerdict& verdict, const std::vector<ports::PortWarning>& warnings,
                        Profile profile);
 
-// ReadNodeLiveClaims: listeners and every layout's mappings, pods named from `cni_cache_dir`.
-Result<ports::LiveClaims> ReadNodeLiveClaims(const std::string& cni_cache_dir);
+// ReadNodeLiveClaims: listeners and every layout's mappings on the host ports `candidates`
+// declare (the only ones a warning can name; none when they declare none), pods named from
+// `cni_cache_dir`.
+Result<ports::LiveClaims> ReadNodeLiveClaims(const std::string& cni_cache_dir,
+                                             const std::vector<Pod>& candidates);
 
 }  // namespace nodegate::admit

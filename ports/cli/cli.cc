@@ -65,14 +65,14 @@ Result<NodeClaims> CollectClaims(const PortsFlags& f) {
   }
   NG_ASSIGN_OR_RETURN(auto pods,
                       LoadNodePods(f.manifests_dir, f.pods_files, admit::HostNode().name));
-  const std::optional<int> only_port = f.port != 0 ? std::optional<int>(f.port) : std::nullopt;
+  const PortFilter only_port = f.port != 0 ? PortFilter(std::set<int>{f.port}) : std::nullopt;
   NG_ASSIGN_OR_RETURN(LiveClaims live,
                       ReadLiveClaims(PortmapMappedSource(), f.cni_cache_dir, only_port));
   NodeClaims claims;
   claims.declared = DeclaredClaimsOf(pods);
   if (only_port) {
     std::erase_if(claims.declared,
-                  [&](const DeclaredClaim& c) { return c.key.port != *only_port; });
+                  [&](const DeclaredClaim& c) { return !only_port->contains(c.key.port); });
   }
   claims.mapped = std::move(live.mapped);
   claims.listening = std::move(live.listening);
