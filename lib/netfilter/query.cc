@@ -223,8 +223,9 @@ Result<bool> HasChain(uint8_t family, const std::string& table, const std::strin
   return comment.has_value();
 }
 
-Result<bool> HasTable(uint8_t family, const std::string& table) {
-  NG_ASSIGN_OR_RETURN(NfnlSocket nfnl, OpenNfnl());
+namespace {
+
+Result<bool> HasTableOn(NfnlSocket& nfnl, uint8_t family, const std::string& table) {
   netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETTABLE, family);
   if (!msg || nla_put_string(msg.get(), NFTA_TABLE_NAME, table.c_str()) != 0) {
     return Error(kErrKernel, "nftables: cannot build a get-table request");
@@ -235,6 +236,23 @@ Result<bool> HasTable(uint8_t family, const std::string& table) {
       nfnl.sock.Dump(msg.get(), "nftables: get table " + table,
                      [&](const nlmsghdr* h) { found |= h->nlmsg_type == reply_type; }, {ENOENT}));
   return found;
+}
+
+}  // namespace
+
+Result<bool> HasTable(uint8_t family, const std::string& table) {
+  NG_ASSIGN_OR_RETURN(NfnlSocket nfnl, OpenNfnl());
+  return HasTableOn(nfnl, family, table);
+}
+
+Result<std::vector<bool>> HasTables(const std::vector<TableRef>& tables) {
+  NG_ASSIGN_OR_RETURN(NfnlSocket nfnl, OpenNfnl());
+  std::vector<bool> present;
+  for (const TableRef& t : tables) {
+    NG_ASSIGN_OR_RETURN(const bool found, HasTableOn(nfnl, t.family, t.table));
+    present.push_back(found);
+  }
+  return present;
 }
 
 Status ProbeNfTables() {

@@ -44,6 +44,13 @@ Result<bool> HasChain(uint8_t family, const std::string& table, const std::strin
 // Errors: code 100.
 Result<bool> HasTable(uint8_t family, const std::string& table);
 
+struct TableRef {
+  uint8_t family = 0;
+  std::string table;
+};
+// HasTable for each of `tables`, in order, over one socket.
+Result<std::vector<bool>> HasTables(const std::vector<TableRef>& tables);
+
 // One element of a set or map as the kernel holds it: key and data in register layout (a
 // concatenation's fields each padded to 4 bytes; addresses and ports in network byte order)
 // and the comment nft gave it.

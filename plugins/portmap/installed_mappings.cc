@@ -181,11 +181,11 @@ std::map<std::string, std::string> NetworkNames(netfilter::Nft& nft, const std::
 // each; libnftables (a millisecond to load, more to list) is opened only when one does.
 Result<std::array<bool, 3>> NftablesTablesPresent() {
   constexpr uint8_t kNfprotoIpv4 = 2, kNfprotoIpv6 = 10;
-  std::array<bool, 3> present{};
-  NG_ASSIGN_OR_RETURN(present[0], netfilter::HasTable(netfilter::kNfprotoInet, nft::kTable));
-  NG_ASSIGN_OR_RETURN(present[1], netfilter::HasTable(kNfprotoIpv4, nft::kTable));
-  NG_ASSIGN_OR_RETURN(present[2], netfilter::HasTable(kNfprotoIpv6, nft::kTable));
-  return present;
+  NG_ASSIGN_OR_RETURN(const auto found,
+                      netfilter::HasTables({{netfilter::kNfprotoInet, nft::kTable},
+                                            {kNfprotoIpv4, nft::kTable},
+                                            {kNfprotoIpv6, nft::kTable}}));
+  return std::array<bool, 3>{found[0], found[1], found[2]};
 }
 
 // "network <name>" -> name; "" for a name cut to fit (NetworkComment) or another comment.

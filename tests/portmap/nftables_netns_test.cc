@@ -326,6 +326,11 @@ TEST(PortmapNftables, ElementQueriesReadOneElement) {
                             netfilter::IfnameKey({"abc", "all4"}));
   ASSERT_TRUE(no_table.ok()) << no_table.error().msg;
   EXPECT_FALSE(*no_table);
+  auto tables = netfilter::HasTables({{netfilter::kNfprotoInet, "absent"},
+                                      {netfilter::kNfprotoInet, "qt"},
+                                      {/*NFPROTO_IPV4*/ 2, "qt"}});
+  ASSERT_TRUE(tables.ok()) << tables.error().msg;
+  EXPECT_EQ(*tables, (std::vector<bool>{false, true, false}));
   EXPECT_TRUE(netfilter::ProbeNfTables().ok());
 }
 
