@@ -19,6 +19,7 @@
 #include "admit/cli/install.h"
 #include "admit/cli/live.h"
 #include "admit/cli/report.h"
+#include "lib/cli/parse_flags.h"
 #include "lib/sys/file_lock.h"
 #include "ports/cni_cache.h"
 
@@ -241,21 +242,6 @@ std::string Render(const Report& report, const std::string& output,
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-// ParseFlags: CLI11 parsing with the project's exit codes (help is 0, misuse is 2).
-std::optional<int> ParseFlags(CLI::App& app, int argc, char** argv) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return kExitAdmitted;
-  } catch (const CLI::ParseError& e) {
-    std::cerr << app.get_name() << ": " << e.what() << "\n"
-              << "run '" << app.get_name() << " --help' for usage\n";
-    return kExitBadInput;
-  }
-  return std::nullopt;
-}
-
 int Fail(const std::string& command, const Error& error) {
   std::cerr << command << ": " << error.message << "\n";
   return kExitBadInput;
@@ -354,7 +340,7 @@ int RunAdmitCli(int argc, char** argv) {
   app.add_option("POD_FILE", pod_files, "candidate pods, checked in order ('-' reads stdin)")
       ->required()
       ->allow_extra_args(true);
-  if (auto code = ParseFlags(app, argc, argv)) {
+  if (auto code = cli::ParseFlags(app, argc, argv)) {
     return *code;
   }
   if (std::count(pod_files.begin(), pod_files.end(), "-") > 1) {
@@ -405,7 +391,7 @@ int RunGuardCli(int argc, char** argv) {
                "install a critical manifest also when the kubelet admits it only by evicting "
                "other pods (default: refuse, and name them)");
   app.add_option("FILE", file, "the manifest to install")->required();
-  if (auto code = ParseFlags(app, argc, argv)) {
+  if (auto code = cli::ParseFlags(app, argc, argv)) {
     return *code;
   }
   const std::string command = "nodegate guard";

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "admit/api/host_node.h"
+#include "lib/cli/parse_flags.h"
 #include "ports/cni_cache.h"
 #include "ports/declared.h"
 #include "ports/portmap_source.h"
@@ -44,21 +45,6 @@ void AddFlags(CLI::App& app, PortsFlags& f) {
       ->capture_default_str();
 }
 
-// ParseFlags: CLI11 parsing with the project's exit codes (help is 0, misuse is 2).
-std::optional<int> ParseFlags(CLI::App& app, int argc, char** argv) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return kExitOk;
-  } catch (const CLI::ParseError& e) {
-    std::cerr << app.get_name() << ": " << e.what() << "\n"
-              << "run '" << app.get_name() << " --help' for usage\n";
-    return kExitBadInput;
-  }
-  return std::nullopt;
-}
-
 Result<NodeClaims> CollectClaims(const PortsFlags& f) {
   if (std::count(f.pods_files.begin(), f.pods_files.end(), "-") > 1) {
     return Error(kErrInvalidConfig, "'-' (stdin) may be given once");
@@ -90,7 +76,7 @@ int RunPortsCli(int argc, char** argv) {
       "nodegate ports"};
   PortsFlags flags;
   AddFlags(app, flags);
-  if (auto code = ParseFlags(app, argc, argv)) {
+  if (auto code = cli::ParseFlags(app, argc, argv)) {
     return *code;
   }
   auto claims = CollectClaims(flags);

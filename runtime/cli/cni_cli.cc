@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lib/base/hash.h"
+#include "lib/cli/parse_flags.h"
 #include "lib/cni/skel.h"
 #include "lib/cni/types.h"
 #include "runtime/chain/chain.h"
@@ -309,10 +310,8 @@ int RunCniCli(int argc, char** argv) {
                  "netns still exists")
       ->allow_extra_args(false);
   app.add_flag("--json", flags.json, "print the result (add) or error as CNI JSON on stdout");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+  if (auto code = cli::ParseFlags(app, argc, argv)) {
+    return *code;
   }
   return Run(flags);
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/cli/parse_flags.h"
 #include "runtime/cli/cli.h"
 #include "runtime/invoke/invoke.h"
 #include "runtime/validate/our_plugins.h"
@@ -35,10 +36,8 @@ int RunConfCli(int argc, char** argv) {
       ->check(CLI::IsMember({"text", "json"}));
   validate->add_flag("--no-exec", no_exec,
                      "do not look for plugin binaries or run VERSION (config files only)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+  if (auto code = cli::ParseFlags(app, argc, argv)) {
+    return *code;
   }
   if (paths.empty()) {
     paths.push_back("/etc/cni/net.d");
