@@ -43,6 +43,27 @@ class JsonWriter {
   }
   void Number(int64_t n) { out_ += std::to_string(n); }
 
+  // "key": value, as the next member of the innermost object; nullopt is null.
+  void Member(std::string_view key, std::string_view value) {
+    Key(key);
+    String(value);
+  }
+  void Member(std::string_view key, const std::string& value) {
+    Member(key, std::string_view(value));
+  }
+  void Member(std::string_view key, const std::optional<std::string>& value) {
+    Key(key);
+    OptionalString(value);
+  }
+  void Member(std::string_view key, std::optional<int64_t> value) {
+    Key(key);
+    if (value) {
+      Number(*value);
+    } else {
+      out_ += "null";
+    }
+  }
+
   // Opens an object or array ('{' / '['); Close ends the innermost one.
   void Open(char bracket) {
     out_ += bracket;
@@ -96,50 +117,31 @@ void WriteClaims(JsonWriter& w, std::string_view key, const std::vector<Claim>& 
 
 void WriteRow(JsonWriter& w, const PortRow& row) {
   w.Open('{');
-  w.Key("hostIP");
-  w.String(row.key.host_ip);
-  w.Key("protocol");
-  w.String(row.key.protocol);
-  w.Key("port");
-  w.Number(row.key.port);
-  w.Key("verdict");
-  w.String(VerdictName(row.verdict));
+  w.Member("hostIP", row.key.host_ip);
+  w.Member("protocol", row.key.protocol);
+  w.Member("port", row.key.port);
+  w.Member("verdict", VerdictName(row.verdict));
   WriteClaims(w, "declared", row.declared, [&](const DeclaredClaim& d) {
     w.Open('{');
-    w.Key("pod");
-    w.String(d.pod);
-    w.Key("container");
-    w.String(d.container);
-    w.Key("source");
-    w.String(d.source);
+    w.Member("pod", d.pod);
+    w.Member("container", d.container);
+    w.Member("source", d.source);
     w.Close();
   });
   WriteClaims(w, "mapped", row.mapped, [&](const MappedClaim& m) {
     w.Open('{');
-    w.Key("containerID");
-    w.String(m.container_id);
-    w.Key("network");
-    w.String(m.network);
-    w.Key("pod");
-    w.OptionalString(m.pod);
-    w.Key("target");
-    w.String(m.target);
-    w.Key("layout");
-    w.String(m.layout);
+    w.Member("containerID", m.container_id);
+    w.Member("network", m.network);
+    w.Member("pod", m.pod);
+    w.Member("target", m.target);
+    w.Member("layout", m.layout);
     w.Close();
   });
   WriteClaims(w, "listening", row.listening, [&](const ListeningClaim& l) {
     w.Open('{');
-    w.Key("pid");
-    if (l.pid) {
-      w.Number(*l.pid);
-    } else {
-      w.OptionalString(std::nullopt);
-    }
-    w.Key("command");
-    w.String(l.command);
-    w.Key("container");
-    w.OptionalString(l.container);
+    w.Member("pid", l.pid);
+    w.Member("command", l.command);
+    w.Member("container", l.container);
     w.Close();
   });
   w.Close();
