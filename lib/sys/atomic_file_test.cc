@@ -2,22 +2,15 @@
 #include "lib/sys/atomic_file.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
+
+#include "lib/sys/testing/temp_dir.h"
 
 namespace nodegate {
 namespace {
 
-class TempDir : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/ng-atomic-file-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string dir_;
-};
+using sys::testing::TempDir;
 
 TEST_F(TempDir, AtomicWriteReplacesWholeFileAndLeavesNoTemp) {
   const std::string path = dir_ + "/f";

@@ -2,22 +2,15 @@
 #include "lib/sys/file_lock.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
+
+#include "lib/sys/testing/temp_dir.h"
 
 namespace nodegate {
 namespace {
 
-class TempDir : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/ng-file-lock-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string dir_;
-};
+using sys::testing::TempDir;
 
 TEST_F(TempDir, FileLockIsReentrantAcrossObjectsAfterRelease) {
   const std::string path = dir_ + "/lock";
