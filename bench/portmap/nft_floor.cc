@@ -5,7 +5,12 @@
 // least one jump, after which the kernel validates the table's whole chain graph in the commit
 // (nft_table_validate), a cost that grows with the table.
 //
+// With --dump it is the floor of the refusal (hostPortConflicts reject) on a node whose
+// mappings are in the iptables layout: one dump of CHAIN's rules, the entry rules a refusal
+// must see at least once, each read in full (nothing in nf_tables finds a rule by its port).
+//
 //   nft_floor CHAIN TARGET   exit 0 when the rule was added
+//   nft_floor --dump CHAIN   exit 0 when every rule of CHAIN in `ip nat` was read
 //   nft_floor --noop         exit 0 at once (the exec alone)
 #include <arpa/inet.h>
 #include <linux/netfilter.h>
@@ -103,12 +108,38 @@ int Await(int fd, uint32_t seq, uint32_t* genid) {
   }
 }
 
-int Commit(const std::string& chain, const std::string& target) {
+int OpenSocket() {
   const int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
-  if (fd < 0) return 1;
+  if (fd < 0) return -1;
   sockaddr_nl local{};
   local.nl_family = AF_NETLINK;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0) return 1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0) return -1;
+  return fd;
+}
+
+int Dump(const std::string& chain) {
+  const int fd = OpenSocket();
+  if (fd < 0) return 1;
+  Message get((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETRULE, NLM_F_DUMP, 1, NFPROTO_IPV4, 0);
+  get.String(NFTA_RULE_TABLE, "nat");
+  get.String(NFTA_RULE_CHAIN, chain);
+  const auto request = get.Done();
+  if (send(fd, request.data(), request.size(), 0) < 0) return 1;
+  std::vector<uint8_t> buf(1 << 16);
+  for (;;) {
+    const ssize_t got = recv(fd, buf.data(), buf.size(), 0);
+    if (got <= 0) return 1;
+    auto n = static_cast<unsigned int>(got);
+    for (auto* h = reinterpret_cast<nlmsghdr*>(buf.data()); NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
+      if (h->nlmsg_type == NLMSG_DONE) return 0;
+      if (h->nlmsg_type == NLMSG_ERROR) return 1;
+    }
+  }
+}
+
+int Commit(const std::string& chain, const std::string& target) {
+  const int fd = OpenSocket();
+  if (fd < 0) return 1;
 
   auto get = Message((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETGEN, 0, 1, AF_UNSPEC, 0).Done();
   uint32_t genid = 0;
@@ -165,8 +196,9 @@ int Commit(const std::string& chain, const std::string& target) {
 
 int main(int argc, char** argv) {
   if (argc == 2 && std::string(argv[1]) == "--noop") return 0;
+  if (argc == 3 && std::string(argv[1]) == "--dump") return Dump(argv[2]);
   if (argc != 3) {
-    std::fprintf(stderr, "usage: nft_floor CHAIN TARGET | --noop\n");
+    std::fprintf(stderr, "usage: nft_floor CHAIN TARGET | --dump CHAIN | --noop\n");
     return 2;
   }
   return Commit(argv[1], argv[2]);
