@@ -21,7 +21,10 @@ fi
 # across versions, so the findings are counted from its output.
 report="$(mktemp)"
 trap 'rm -f "$report"' EXIT
-run-clang-tidy -quiet -j "$JOBS" -p "$TIDY_DIR" "${files[@]/#/$PWD/}" >"$report" 2>&1 || true
+# Colour codes stripped: run-clang-tidy colours its output when it thinks a person reads it,
+# and "error:" inside escape sequences would not be counted.
+run-clang-tidy -quiet -j "$JOBS" -p "$TIDY_DIR" "${files[@]/#/$PWD/}" 2>&1 |
+  sed 's/\x1b\[[0-9;]*m//g' >"$report" || true
 grep -v -E '^(clang-tidy-?[0-9]* |[0-9]+ warnings? (and [0-9]+ errors? )?generated|Suppressed [0-9]+ warnings|Use -header-filter|Running clang-tidy|Enabled checks|    )' \
   "$report" || true
 findings=$(grep -c -E ': (warning|error): ' "$report" || true)

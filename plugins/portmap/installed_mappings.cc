@@ -472,8 +472,8 @@ bool RawEntryMayMatch(netfilter::ByteView bytes, net::Family family,
 }
 
 bool RawRuleMayBeDnat(netfilter::ByteView bytes) {
-  constexpr std::string_view kName("DNAT", 5);  // with its NUL, as NFTA_TARGET_NAME holds it
-  return ::memmem(bytes.data(), bytes.size(), kName.data(), kName.size()) != nullptr;
+  constexpr char kName[] = "DNAT";  // sizeof counts its NUL, as NFTA_TARGET_NAME holds it
+  return ::memmem(bytes.data(), bytes.size(), kName, sizeof(kName)) != nullptr;
 }
 
 std::vector<InstalledMapping> ParseOurTableListing(
