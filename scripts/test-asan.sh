@@ -12,9 +12,12 @@ JOBS="${JOBS:-$(nproc)}"
 # half the time (static runtime), which the netns pass that execs them thousands of times
 # feels. Warnings are GCC's business (the release build, -Werror); clang's differ, so they are
 # off here.
+# Line tables only, not full debug info: the sanitizers' reports still name file and line, and
+# the build (the longest stage of make test, behind the namespace tests) writes far less.
 CC=clang CXX=clang++ bash scripts/configure.sh "$ASAN_DIR" -DCMAKE_BUILD_TYPE=Debug \
   -DNODEGATE_SANITIZE=ON -DNODEGATE_WERROR=OFF -DNODEGATE_UNIT_TESTS=ON \
-  -DCMAKE_CXX_FLAGS=-w -DCMAKE_C_FLAGS=-w
+  -DCMAKE_CXX_FLAGS=-w -DCMAKE_C_FLAGS=-w -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only \
+  -DCMAKE_C_FLAGS_DEBUG=-gline-tables-only
 # unit_tier: every unit test binary and the four executables (CMakeLists.txt)
 cmake --build "$ASAN_DIR" -j "$JOBS" --target unit_tier
 [ "${2:-}" = --build-only ] && exit 0
