@@ -29,19 +29,18 @@ std::optional<std::string> CniArg(const nlohmann::json& args, std::string_view n
   return std::nullopt;
 }
 
-// One cache file into `out` (reused between files), in three system calls where a path-based
+// One cache file into `out` (reused between files), in four system calls where a path-based
 // read takes six: a node has one file per container. False for anything but a regular file
-// (the folder listing's type says so, else fstat; O_NONBLOCK: a FIFO must not wait for a
-// writer) or one over the cap.
+// (the folder listing's type skips the rest unopened, fstat decides; O_NONBLOCK: a FIFO must
+// not wait for a writer; O_NOFOLLOW: no symlinks) or one over the cap.
 bool ReadCacheFile(int folder, const sys::DirEntry& entry, std::string& out) {
   if (entry.type != DT_REG && entry.type != DT_UNKNOWN) return false;
   sys::UniqueFd fd(::openat(folder, entry.name.c_str(),
                             O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK));
   if (!fd.valid()) return false;
+  // fstat after the open decides: the file may have been replaced since the listing.
   struct stat st {};
-  if (entry.type == DT_UNKNOWN && (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))) {
-    return false;
-  }
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
   // A read of a regular file that returns less than asked for has reached its end, so a file
   // shorter than the first read (they all are) costs no second read to find the end.
   constexpr size_t kFirstRead = 64 << 10;

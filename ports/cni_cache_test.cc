@@ -3,6 +3,7 @@
 #include "ports/cni_cache.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -48,6 +49,26 @@ TEST(PodsByContainerId, ReadsAFolderAndSkipsWhatItCannotUse) {
   fs::remove_all(dir);
   EXPECT_EQ(pods, (std::map<std::string, std::string>{{"abc", "kube-system/coredns-1"}}));
   EXPECT_TRUE(PodsByContainerId((dir / "missing").string()).empty());
+}
+
+// Hostile entries in the folder: a FIFO nobody writes (reading it must not block), a symlink to
+// a valid entry elsewhere (not followed), and a file over the cap (16 MiB).
+TEST(PodsByContainerId, SkipsFifosSymlinksAndOversizedFiles) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("ports-hostile-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "cache");
+  std::ofstream(dir / "outside") << kContainerdEntry;
+  ASSERT_EQ(::mkfifo((dir / "cache" / "cbr0-fifo-eth0").c_str(), 0600), 0);
+  fs::create_symlink(dir / "outside", dir / "cache" / "cbr0-link-eth0");
+  {
+    std::ofstream big(dir / "cache" / "cbr0-big-eth0");
+    big << kContainerdEntry;
+    big << std::string((16 << 20) + 1, ' ');
+  }
+  const auto pods = PodsByContainerId((dir / "cache").string());
+  fs::remove_all(dir);
+  EXPECT_TRUE(pods.empty());
 }
 
 TEST(PodsByContainerId, TheCachesRootMeansItsResultsFolder) {
