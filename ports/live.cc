@@ -49,16 +49,24 @@ Result<LiveClaims> ReadLiveClaims(const MappedSource& mapped, const std::string&
   // something is mapped, so its reader is stopped once the mappings turn out to be none. For
   // a few ports, the few mapped containers' cache files are read afterwards instead.
   if (ports && ports->empty()) return LiveClaims{};
+  // Keyed reads cost per port (a manifest may declare thousands): past a few, the mappings
+  // and the cache are read whole and the mappings filtered here.
+  constexpr size_t kKeyedPortsAtMost = 64;
+  const PortFilter keyed = ports && ports->size() <= kKeyedPortsAtMost ? ports : std::nullopt;
   std::stop_source stop_cache;
   std::future<std::map<std::string, std::string>> pods;
-  if (!ports) {
+  if (!keyed) {
     pods = std::async(std::launch::async, [&cni_cache_dir, token = stop_cache.get_token()] {
       return PodsByContainerId(cni_cache_dir, token);
     });
   }
   auto listening = std::async(std::launch::async, [&ports] { return ListListeningClaims(ports); });
   LiveClaims live;
-  auto mapped_claims = mapped(ports);
+  auto mapped_claims = mapped(keyed);
+  if (mapped_claims.ok() && ports && !keyed) {
+    std::erase_if(*mapped_claims,
+                  [&](const MappedClaim& m) { return !ports->contains(m.key.port); });
+  }
   if (!mapped_claims.ok() || mapped_claims->empty()) stop_cache.request_stop();
   std::map<std::string, std::string> pods_by_id;
   if (pods.valid()) {
