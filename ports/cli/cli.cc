@@ -84,10 +84,8 @@ int RunPortsCli(int argc, char** argv) {
     std::cerr << "nodegate ports: " << claims.error().msg << "\n";
     return kExitBadInput;
   }
-  std::vector<PortRow> rows = JoinClaims(std::move(*claims));
-  if (flags.port != 0) {
-    std::erase_if(rows, [&](const PortRow& r) { return r.key.port != flags.port; });
-  }
+  // With --port every claim is already of that port, so every row is.
+  const std::vector<PortRow> rows = JoinClaims(std::move(*claims));
   if (flags.output == "json") {
     WriteRowsJson(rows, std::cout);
   } else {
