@@ -28,8 +28,8 @@ struct FakeSource {
 };
 
 std::string EmptyCache() {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("ports-live-cache-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("ports-live-cache-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return dir.string();
 }
