@@ -84,8 +84,10 @@ std::optional<uint32_t> ReadGeneration(int fd) {
 // is pending and closing takes the commit mutex only for an instant. Bounded (2 s), so a
 // namespace that never stops committing does not keep helpers around; past that, a close may
 // again make one commit of someone else wait for the rest of a grace period.
-void WaitForQuietNfTables(const std::vector<int>& held) {
-  const int probe = held.empty() ? -1 : held.front();
+// Runs in a child sharing the exited plugin's memory (sys::SpawnDetachedAtExit): system calls
+// and locals only.
+void WaitForQuietNfTables(const int* held, std::size_t count) {
+  const int probe = count == 0 ? -1 : held[0];
   std::optional<uint32_t> first = probe >= 0 ? ReadGeneration(probe) : std::nullopt;
   uint32_t before = first.value_or(0);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
@@ -106,14 +108,14 @@ std::vector<int>& Held() {
   return *held;
 }
 
-// At exit: one child keeps the copies until nf_tables is quiet, then exits, closing them.
-// Forking here rather than at the first hand-off matters: a fork makes every page the parent
-// writes afterwards a copy-on-write fault, and at exit the parent writes nothing more.
+// At exit: one child keeps the copies until nf_tables is quiet, then exits, closing them. It
+// starts at exit, not at the first hand-off, because it shares this process's memory
+// (sys::SpawnDetachedAtExit) and must not see it change under it for long.
 void ReleaseHeldAtExit() {
   std::vector<int>& held = Held();
   if (held.empty()) return;
   // Without a child the copies close with the process, as a plain close would have.
-  (void)sys::SpawnDetached([&held] { WaitForQuietNfTables(held); }, held);
+  (void)sys::SpawnDetachedAtExit(WaitForQuietNfTables, held);
   for (int fd : held) ::close(fd);
   held.clear();
 }

@@ -9,12 +9,12 @@
 // plugin that is most of its run time.
 //
 // A process that allows detached work (sys::AllowDetachedWork, in a plugin's main) keeps a
-// copy of each such socket its owner closes, and at exit forks one child (sys::SpawnDetached)
+// copy of each such socket its owner closes, and at exit starts one child
+// (sys::SpawnDetachedAtExit, which shares this process's memory instead of copying it)
 // that holds the copies, waits until the namespace has gone a grace period without a commit
 // (so the destroy work is done and nothing waits on the mutex; bounded at 2 s) and exits. The
 // owner's close() returns at once; the kernel state was already committed and visible before
-// that, so nothing the caller sees changes. The fork waits until exit because every page the
-// parent writes after a fork costs a copy-on-write fault. Processes that do not allow detached
+// that, so nothing the caller sees changes. Processes that do not allow detached
 // work (tests, long-lived tools) keep the plain close.
 //
 //   int main() { sys::AllowDetachedWork(); ... }        // once, in a plugin's main

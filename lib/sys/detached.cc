@@ -1,12 +1,58 @@
 #include "lib/sys/detached.h"
 
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <new>
+#include <tuple>
 
 namespace nodegate::sys {
 namespace {
 bool g_allowed = false;
+
+// Closes every descriptor but those in `keep` (sorted); allocates nothing.
+void CloseAllBut(std::span<const int> keep) {
+  unsigned next = 0;  // the lowest descriptor not yet closed or kept
+  for (int fd : keep) {
+    if (fd < 0 || static_cast<unsigned>(fd) < next) continue;
+    if (static_cast<unsigned>(fd) > next) ::close_range(next, static_cast<unsigned>(fd) - 1, 0);
+    next = static_cast<unsigned>(fd) + 1;
+  }
+  ::close_range(next, ~0U, 0);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kShareMemory = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kShareMemory = false;
+#else
+constexpr bool kShareMemory = true;
+#endif
+#else
+constexpr bool kShareMemory = true;
+#endif
+
+// What the memory-sharing child reads, at the start of its own mapping (below its stack).
+struct SharedChildArgs {
+  SharedMemoryWork work;
+  std::size_t count;
+  std::array<int, 64> fds;
+};
+constexpr std::size_t kSharedChildMapping = 256 * 1024;
+
+int RunSharedChild(void* raw) {
+  const auto* args = static_cast<const SharedChildArgs*>(raw);
+  std::array<int, std::tuple_size_v<decltype(SharedChildArgs::fds)>> sorted = args->fds;
+  std::sort(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(args->count));
+  CloseAllBut(std::span<const int>(sorted.data(), args->count));
+  args->work(args->fds.data(), args->count);
+  return 0;  // the child's exit, not the parent's
+}
 }  // namespace
 
 void AllowDetachedWork() { g_allowed = true; }
@@ -18,17 +64,33 @@ bool SpawnDetached(const std::function<void()>& work, std::vector<int> keep_fds)
   const pid_t pid = ::fork();
   if (pid < 0) return false;
   if (pid == 0) {
-    unsigned next = 0;  // the lowest descriptor not yet closed or kept
-    for (int fd : keep_fds) {
-      if (fd < 0 || static_cast<unsigned>(fd) < next) continue;
-      if (static_cast<unsigned>(fd) > next) ::close_range(next, static_cast<unsigned>(fd) - 1, 0);
-      next = static_cast<unsigned>(fd) + 1;
-    }
-    ::close_range(next, ~0U, 0);
+    CloseAllBut(keep_fds);
     work();
     ::_exit(0);  // no atexit handlers or static destructors of the parent's state
   }
   return true;
+}
+
+bool SpawnDetachedAtExit(SharedMemoryWork work, std::span<const int> keep_fds) {
+  if (!g_allowed) return false;
+  if (!kShareMemory || keep_fds.size() > std::tuple_size_v<decltype(SharedChildArgs::fds)>) {
+    return SpawnDetached(
+        [work, fds = std::vector<int>(keep_fds.begin(), keep_fds.end())] {
+          work(fds.data(), fds.size());
+        },
+        std::vector<int>(keep_fds.begin(), keep_fds.end()));
+  }
+  void* mapping = ::mmap(nullptr, kSharedChildMapping, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (mapping == MAP_FAILED) return false;
+  auto* args = new (mapping) SharedChildArgs{work, keep_fds.size(), {}};
+  std::copy(keep_fds.begin(), keep_fds.end(), args->fds.begin());
+  char* stack_top = static_cast<char*>(mapping) + kSharedChildMapping;
+  // Not unmapped once the child runs on it: it outlives this process, and the address space
+  // ends with the child.
+  if (::clone(RunSharedChild, stack_top, CLONE_VM | SIGCHLD, args) > 0) return true;
+  ::munmap(mapping, kSharedChildMapping);
+  return false;
 }
 
 }  // namespace nodegate::sys
