@@ -179,13 +179,14 @@ Status TransactLegacy(const LegacyOps& ops, const Change& change) {
 // nf_tables: builds one batch on the generation it read and sends it with that generation.
 // When another writer committed in between, the kernel refuses the whole batch and it is
 // rebuilt from what is there now (as iptables-nft does, but bounded).
-Status TransactNft(net::Family family, const Change& change) {
+Status TransactNft(net::Family family, const Change& change,
+                   const std::vector<std::string>& chains_read) {
   for (int attempt = 1;; ++attempt) {
     // A read or the commit finding a newer generation means: start over on the new one.
     const auto stale = [&](const Error& e) {
       return NftNatTable::IsStaleGeneration(e) && attempt < kNftCommitAttempts;
     };
-    auto table = NftNatTable::Open(family);
+    auto table = NftNatTable::Open(family, chains_read);
     if (!table.ok()) {
       if (stale(table.error())) continue;
       return table.error();
@@ -212,9 +213,20 @@ Status TransactLegacyFamily(net::Family family, const Change& change) {
   return TransactLegacy(*ops, change);
 }
 
-Status Transact(net::Family family, IptablesMode mode, const Change& change) {
-  return mode == IptablesMode::kNft ? TransactNft(family, change)
+// `chains_read`: the chains `change` asks about (nf_tables reads them all in one round trip
+// when the transaction opens; the legacy table is one snapshot anyway).
+Status Transact(net::Family family, IptablesMode mode, const Change& change,
+                const std::vector<std::string>& chains_read = {}) {
+  return mode == IptablesMode::kNft ? TransactNft(family, change, chains_read)
                                     : TransactLegacyFamily(family, change);
+}
+
+// The chains ApplyPlan and CheckPlan ask about.
+std::vector<std::string> ChainsRead(const Plan& plan) {
+  std::vector<std::string> chains = plan.shared_chains;
+  for (const auto& shared : plan.shared_rules) chains.push_back(shared.chain);
+  chains.push_back(plan.container_chain);
+  return chains;
 }
 
 // The rule set of a plan into `table`: shared chains and rules when missing, this container's
@@ -269,12 +281,15 @@ Status TeardownFamily(net::Family family, IptablesMode mode, const std::string& 
                       const std::string& id) {
   const std::string dnat_chain = ipt::ContainerChainName(network, id);
   const std::string snat_chain = ipt::LegacySnatChainName(network, id);
-  return Transact(family, mode, [&](ipt::NatTable& table) -> Result<bool> {
-    NG_ASSIGN_OR_RETURN(bool dnat, RemoveChains(table, ipt::kDnatChain, {dnat_chain}));
-    // The chain of plugins older than 0.8 (SNAT for hairpin), removed like the reference does.
-    NG_ASSIGN_OR_RETURN(bool snat, RemoveChains(table, ipt::kLegacySnatChain, {snat_chain}));
-    return dnat || snat;
-  });
+  return Transact(
+      family, mode,
+      [&](ipt::NatTable& table) -> Result<bool> {
+        NG_ASSIGN_OR_RETURN(bool dnat, RemoveChains(table, ipt::kDnatChain, {dnat_chain}));
+        // The chain of plugins older than 0.8 (SNAT for hairpin), removed like the reference.
+        NG_ASSIGN_OR_RETURN(bool snat, RemoveChains(table, ipt::kLegacySnatChain, {snat_chain}));
+        return dnat || snat;
+      },
+      {dnat_chain, snat_chain});
 }
 
 // Whether table nat of the family answers, from its header alone (IPT_SO_GET_INFO, a few
@@ -342,8 +357,9 @@ class IptablesMapper : public PortMapper {
     for (const auto family : {net::Family::kV4, net::Family::kV6}) {
       if (!config.container(family)) continue;
       const Plan plan = ipt::BuildPlan(config, family);
-      NG_RETURN_IF_ERROR(Transact(family, ModeOf(family),
-                                  [&](ipt::NatTable& table) { return ApplyPlan(table, plan); }));
+      NG_RETURN_IF_ERROR(Transact(
+          family, ModeOf(family), [&](ipt::NatTable& table) { return ApplyPlan(table, plan); },
+          ChainsRead(plan)));
       done.push_back(family);
     }
     rollback.Dismiss();
@@ -356,11 +372,13 @@ class IptablesMapper : public PortMapper {
       const Plan plan = ipt::BuildPlan(config, family);
       // A read-only transaction: the change reports nothing to commit.
       Status found = OkStatus();
-      NG_RETURN_IF_ERROR(
-          Transact(family, ModeOf(family), [&](ipt::NatTable& table) -> Result<bool> {
+      NG_RETURN_IF_ERROR(Transact(
+          family, ModeOf(family),
+          [&](ipt::NatTable& table) -> Result<bool> {
             found = CheckPlan(table, plan);
             return false;
-          }));
+          },
+          ChainsRead(plan)));
       NG_RETURN_IF_ERROR(found);
     }
     return OkStatus();

@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <mutex>
 
 #include "lib/netfilter/nlattr.h"
@@ -238,18 +239,21 @@ int ErrnoOf(const nlmsghdr* h) {
 // nothing.
 Result<bool> ReceiveOnce(int fd, bool block, const std::string& what,
                          const std::function<void(const nlmsghdr*)>& on) {
-  static thread_local Bytes buffer(kReceiveBuffer);
+  // Not zeroed: zeroing 64 KiB would touch (fault in) every page of it on every call, where
+  // most answers fill less than one.
+  static thread_local const std::unique_ptr<uint8_t[]> buffer =
+      std::make_unique_for_overwrite<uint8_t[]>(kReceiveBuffer);
   ssize_t n;
   do {
-    n = ::recv(fd, buffer.data(), buffer.size(), (block ? 0 : MSG_DONTWAIT) | MSG_TRUNC);
+    n = ::recv(fd, buffer.get(), kReceiveBuffer, (block ? 0 : MSG_DONTWAIT) | MSG_TRUNC);
   } while (n < 0 && errno == EINTR);
   if (n < 0) {
     if (!block && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
     return Error(kErrKernel, what + ": receive: " + std::strerror(errno));
   }
-  if (static_cast<size_t>(n) > buffer.size()) return Error(kErrKernel, what + ": reply truncated");
+  if (static_cast<size_t>(n) > kReceiveBuffer) return Error(kErrKernel, what + ": reply truncated");
   int len = static_cast<int>(n);  // signed: NLMSG_NEXT may step past the end
-  for (const auto* h = reinterpret_cast<const nlmsghdr*>(buffer.data()); NLMSG_OK(h, len);
+  for (const auto* h = reinterpret_cast<const nlmsghdr*>(buffer.get()); NLMSG_OK(h, len);
        h = NLMSG_NEXT(h, len)) {
     on(h);
   }
@@ -293,15 +297,54 @@ Status Transact(int fd, const Bytes& request, uint32_t seq, const std::string& w
   return OkStatus();
 }
 
+// A request answered by one message (the object asked for, or an error): no dump, no ack.
+struct SingleGet {
+  Bytes message;
+  std::string what;                             // for errors: "get chain CNI-HOSTPORT-DNAT"
+  std::function<void(const nlmsghdr*)> answer;  // the object's message
+};
+
+// Sends every request in one sendmsg and reads until each is answered: the kernel handles
+// the messages of one send in order and queues every answer, so this is one round trip
+// instead of one per request. ENOENT answers are no error (absent objects).
+Status TransactSingles(int fd, uint32_t first_seq, const std::vector<SingleGet>& gets) {
+  std::vector<ByteView> parts;
+  for (const auto& get : gets) parts.emplace_back(get.message);
+  NG_RETURN_IF_ERROR(SendAll(fd, parts, gets.empty() ? "get" : gets.front().what));
+  size_t open = gets.size();
+  std::vector<bool> answered(gets.size(), false);
+  std::optional<Error> failed;
+  while (open > 0) {
+    NG_RETURN_IF_ERROR(ReceiveOnce(fd, true, gets.front().what, [&](const nlmsghdr* h) {
+      const uint32_t index = h->nlmsg_seq - first_seq;
+      if (h->nlmsg_seq < first_seq || index >= gets.size() || answered[index]) return;
+      answered[index] = true;
+      --open;
+      if (h->nlmsg_type != NLMSG_ERROR) {
+        gets[index].answer(h);
+      } else if (const int error = ErrnoOf(h); error != 0 && error != ENOENT && !failed) {
+        failed = Error(kErrKernel, gets[index].what + ": " + ErrnoText(error, ExtAck(h)));
+      }
+    }));
+  }
+  if (failed) return *failed;
+  return OkStatus();
+}
+
+// GETGEN, as one of several requests: `generation` is set by its answer.
+SingleGet GenerationGet(uint32_t seq, const std::string& name,
+                        std::optional<uint32_t>& generation) {
+  return SingleGet{Message(NftType(NFT_MSG_GETGEN), 0, seq, AF_UNSPEC, 0, {}),
+                   name + ": get nf_tables generation", [&generation](const nlmsghdr* h) {
+                     auto attrs = ReplyAttrs(h);
+                     const Attr* id = attrs ? netfilter::FindAttr(*attrs, NFTA_GEN_ID) : nullptr;
+                     if (id != nullptr) generation = id->Be32();
+                   }};
+}
+
 Result<uint32_t> ReadGeneration(int fd, uint32_t seq, const std::string& name) {
   std::optional<uint32_t> generation;
-  NG_RETURN_IF_ERROR(Transact(fd, Message(NftType(NFT_MSG_GETGEN), 0, seq, AF_UNSPEC, 0, {}), seq,
-                              name + ": get nf_tables generation", [&](const nlmsghdr* h) {
-                                auto attrs = ReplyAttrs(h);
-                                const Attr* id =
-                                    attrs ? netfilter::FindAttr(*attrs, NFTA_GEN_ID) : nullptr;
-                                if (id != nullptr) generation = id->Be32();
-                              }));
+  NG_RETURN_IF_ERROR(TransactSingles(fd, seq, {GenerationGet(seq, name, generation)}));
   if (!generation) return Error(kErrKernel, name + ": get nf_tables generation: no answer");
   return *generation;
 }
@@ -357,59 +400,73 @@ Status NftNatTable::Usable(net::Family family) {
   return OkStatus();
 }
 
-Result<std::unique_ptr<NftNatTable>> NftNatTable::Open(net::Family family) {
+Result<std::unique_ptr<NftNatTable>> NftNatTable::Open(
+    net::Family family, const std::vector<std::string>& chains_to_read) {
   NG_ASSIGN_OR_RETURN(sys::UniqueFd fd, TakeSpareOrOpenSocket());
   std::unique_ptr<NftNatTable> table(new NftNatTable(family, std::move(fd)));
   table->seq_ = kSpareSeq;  // a reused socket answered kSpareSeq already; start past it
-  NG_RETURN_IF_ERROR(table->ReadTableState());
+  NG_RETURN_IF_ERROR(table->ReadTableState(chains_to_read));
   return table;
 }
 
-// The generation, and whether the table exists (one GETTABLE by name). Chains are looked up
-// one by one when a method needs them (GETCHAIN by name): listing every chain would cost time
-// that grows with the node's mappings on every call. Rule dumps are checked against this
-// generation, and the batch is sent with it, so a decision made on a newer ruleset never
-// commits: the kernel refuses the batch (ERESTART) and the caller rebuilds it.
-Status NftNatTable::ReadTableState() {
-  const int fd = fd_.get();
-  NG_ASSIGN_OR_RETURN(generation_, ReadGeneration(fd, ++seq_, name()));
+std::vector<uint8_t> NftNatTable::ChainRequest(const std::string& chain, uint32_t seq) const {
+  AttrWriter by_name;
+  by_name.PutString(NFTA_CHAIN_TABLE, kTable);
+  by_name.PutString(NFTA_CHAIN_NAME, chain);
+  return Message(NftType(NFT_MSG_GETCHAIN), 0, seq, NfFamily(family_), 0, by_name.bytes());
+}
+
+void NftNatTable::RecordChain(const std::string& chain, const nlmsghdr* answer) {
+  auto attrs = ReplyAttrs(answer);
+  const Attr* handle = attrs ? netfilter::FindAttr(*attrs, NFTA_CHAIN_HANDLE) : nullptr;
+  const Attr* use = attrs ? netfilter::FindAttr(*attrs, NFTA_CHAIN_USE) : nullptr;
+  chains_[chain] = ChainInfo{handle ? handle->Be64() : 0, use ? use->Be32() : 0};
+}
+
+// The generation, whether the table exists (GETTABLE by name) and the chains the caller will
+// need (GETCHAIN by name), in one round trip: nothing whose size grows with the node. Other
+// chains are looked up one by one when a method needs them, and rules are read (one dump per
+// chain) only when a method needs them. Rule dumps are checked against this generation, and
+// the batch is sent with it, so a decision made on a newer ruleset never commits: the kernel
+// refuses the batch (ERESTART) and the caller rebuilds it.
+Status NftNatTable::ReadTableState(const std::vector<std::string>& chains_to_read) {
+  const uint32_t first_seq = seq_ + 1;
+  std::optional<uint32_t> generation;
+  std::vector<SingleGet> gets;
+  gets.push_back(GenerationGet(++seq_, name(), generation));
   AttrWriter by_name;
   by_name.PutString(NFTA_TABLE_NAME, kTable);
-  const uint32_t get_seq = ++seq_;
   table_exists_ = false;
-  NG_RETURN_IF_ERROR(Transact(
-      fd, Message(NftType(NFT_MSG_GETTABLE), 0, get_seq, NfFamily(family_), 0, by_name.bytes()),
-      get_seq, name() + ": get table nat", [&](const nlmsghdr*) { table_exists_ = true; },
-      {ENOENT}));
+  gets.push_back(SingleGet{
+      Message(NftType(NFT_MSG_GETTABLE), 0, ++seq_, NfFamily(family_), 0, by_name.bytes()),
+      name() + ": get table nat", [this](const nlmsghdr*) { table_exists_ = true; }});
+  for (const auto& chain : chains_to_read) {
+    if (chains_.count(chain) != 0) continue;
+    chains_[chain] = std::nullopt;  // until its answer says otherwise
+    gets.push_back(SingleGet{ChainRequest(chain, ++seq_), name() + ": get chain " + chain,
+                             [this, chain](const nlmsghdr* h) { RecordChain(chain, h); }});
+  }
+  NG_RETURN_IF_ERROR(TransactSingles(fd_.get(), first_seq, gets));
+  if (!generation) return Error(kErrKernel, name() + ": get nf_tables generation: no answer");
+  generation_ = *generation;
   return OkStatus();
 }
 
+// Not checked against the generation: a chain seen in a newer ruleset can only lead to a batch,
+// and the batch is refused for that generation anyway (ERESTART), so the caller rebuilds. An
+// unreadable chain counts as absent; the kernel then refuses what needs it.
 const NftNatTable::ChainInfo* NftNatTable::KernelChain(const std::string& chain) {
   auto it = chains_.find(chain);
-  if (it != chains_.end()) return it->second ? &*it->second : nullptr;
-  std::optional<ChainInfo> found;
-  if (table_exists_) {
-    AttrWriter by_name;
-    by_name.PutString(NFTA_CHAIN_TABLE, kTable);
-    by_name.PutString(NFTA_CHAIN_NAME, chain);
-    const uint32_t seq = ++seq_;
-    const Status got = Transact(
-        fd_.get(),
-        Message(NftType(NFT_MSG_GETCHAIN), 0, seq, NfFamily(family_), 0, by_name.bytes()), seq,
-        name() + ": get chain " + chain,
-        [&](const nlmsghdr* h) {
-          auto attrs = ReplyAttrs(h);
-          const Attr* handle = attrs ? netfilter::FindAttr(*attrs, NFTA_CHAIN_HANDLE) : nullptr;
-          const Attr* use = attrs ? netfilter::FindAttr(*attrs, NFTA_CHAIN_USE) : nullptr;
-          found = ChainInfo{handle ? handle->Be64() : 0, use ? use->Be32() : 0};
-        },
-        {ENOENT});
-    // Not checked against the generation: a chain seen in a newer ruleset can only lead to a
-    // batch, and the batch is refused for that generation anyway (ERESTART), so the caller
-    // rebuilds. An unreadable chain counts as absent; the kernel then refuses what needs it.
-    if (!got.ok()) found.reset();
+  if (it == chains_.end()) {
+    chains_[chain] = std::nullopt;
+    if (table_exists_) {
+      const uint32_t seq = ++seq_;
+      (void)TransactSingles(fd_.get(), seq,
+                            {SingleGet{ChainRequest(chain, seq), name() + ": get chain " + chain,
+                                       [&](const nlmsghdr* h) { RecordChain(chain, h); }}});
+    }
+    it = chains_.find(chain);
   }
-  it = chains_.emplace(chain, found).first;
   return it->second ? &*it->second : nullptr;
 }
 

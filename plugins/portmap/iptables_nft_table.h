@@ -3,9 +3,10 @@
 // iptables-nft 1.8.9 writes it, over one raw nfnetlink socket: no iptables process, no
 // libnftables (the encoding is described in iptables_nft_encode.h).
 //
-//   Open     GETGEN and GETTABLE: nothing whose size grows with the node. A chain is looked
-//            up by name the first time a method needs it (GETCHAIN), and its rules are read
-//            only when a method needs them (one GETRULE dump of that chain, kept).
+//   Open     GETGEN, GETTABLE and GETCHAIN of the chains the caller names, sent together (one
+//            round trip): nothing whose size grows with the node. Any other chain is looked
+//            up by name the first time a method needs it, and a chain's rules are read only
+//            when a method needs them (one GETRULE dump of that chain, kept).
 //   changes  buffered as one batch: NEWTABLE when the table is missing, built-in chains
 //            created by the first rule added to them (as iptables-nft does), NEWRULE
 //            CREATE|APPEND (InsertFirst: CREATE, i.e. at the head, as `-I chain 1`),
@@ -51,6 +52,8 @@
 #include "plugins/portmap/iptables_rules.h"
 #include "plugins/portmap/nat_table.h"
 
+struct nlmsghdr;
+
 namespace nodegate::portmap::ipt {
 
 // One rule of a chain as the kernel dumped it.
@@ -63,9 +66,11 @@ struct NftRuleRecord {
 
 class NftNatTable final : public NatTable {
  public:
-  // Reads the generation and the chains of `ip nat` / `ip6 nat` in the calling thread's
-  // network namespace. A missing table is no error (no chains). Errors: code 100.
-  static Result<std::unique_ptr<NftNatTable>> Open(net::Family family);
+  // Reads the generation of `ip nat` / `ip6 nat` in the calling thread's network namespace,
+  // and the chains in `chains_to_read` (those the caller will ask about: one round trip for
+  // all of them instead of one each). A missing table is no error (no chains). Errors: code 100.
+  static Result<std::unique_ptr<NftNatTable>> Open(
+      net::Family family, const std::vector<std::string>& chains_to_read = {});
   // nf_tables answers (GETGEN) in the calling thread's network namespace.
   static Status Usable(net::Family family);
   // Whether `error` (code 100) means the ruleset changed since Open: reopen and rebuild.
@@ -124,7 +129,10 @@ class NftNatTable final : public NatTable {
   };
 
   NftNatTable(net::Family family, sys::UniqueFd fd);
-  Status ReadTableState();
+  Status ReadTableState(const std::vector<std::string>& chains_to_read);
+  // GETCHAIN of `chain` by name, and what its answer (the chain's message) records in chains_.
+  std::vector<uint8_t> ChainRequest(const std::string& chain, uint32_t seq) const;
+  void RecordChain(const std::string& chain, const nlmsghdr* answer);
   Result<std::vector<NftRuleRecord>> DumpRules(const std::string& chain);
   Status CheckGeneration();
   // A chain as GETCHAIN answered: nullopt when it does not exist.
