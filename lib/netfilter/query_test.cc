@@ -1,5 +1,6 @@
 // The pure helpers of query.h: the key bytes of an ifname concatenation, and the comment read
-// from nft's user data records. The queries themselves need nf_tables (tests/portmap/).
+// from nft's user data records, and the records element_batch.h writes. The queries and the
+// batch themselves need nf_tables (tests/portmap/).
 #include "lib/netfilter/query.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,8 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "lib/netfilter/element_batch.h"
 
 namespace nodegate::netfilter {
 namespace {
@@ -54,6 +57,16 @@ TEST(UserDataComment, FirstCommentRecordAndItsLength) {
   const std::vector<uint8_t> after_empty = {2, 0, 0, 2, 'o', 'k'};
   EXPECT_EQ(UserDataComment(after_empty), "ok");
   EXPECT_EQ(UserDataComment(std::vector<uint8_t>{0}), "");
+}
+
+// What the element batch writes reads back as the comment nft would show; past the record's
+// one-byte length the text is cut, not wrapped.
+TEST(CommentUserData, ReadsBackAsTheComment) {
+  EXPECT_EQ(CommentUserData("ctr1"), (std::vector<uint8_t>{0, 5, 'c', 't', 'r', '1', 0}));
+  EXPECT_EQ(UserDataComment(CommentUserData("ctr1")), "ctr1");
+  const std::string id(128, 'c');
+  EXPECT_EQ(UserDataComment(CommentUserData(id)), id);
+  EXPECT_EQ(UserDataComment(CommentUserData(std::string(300, 'x'))), std::string(254, 'x'));
 }
 
 }  // namespace

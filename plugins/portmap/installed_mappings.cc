@@ -402,15 +402,7 @@ std::optional<DnatMapShape> DnatMapShapeOf(const std::string& name) {
 }
 
 std::vector<uint8_t> DnatAnyKey(Protocol protocol, int port) {
-  // inet_proto . inet_service: one byte, then two in network order, each padded to 4.
-  return {static_cast<uint8_t>(ProtocolNumber(protocol)),
-          0,
-          0,
-          0,
-          static_cast<uint8_t>(port >> 8),
-          static_cast<uint8_t>(port & 0xff),
-          0,
-          0};
+  return nft::DnatKey(PortMapping{.host_port = port, .protocol = protocol});
 }
 
 std::optional<InstalledMapping> MappingOfMapElement(const netfilter::SetElement& element,

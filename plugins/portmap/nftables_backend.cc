@@ -9,9 +9,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "lib/netfilter/element_batch.h"
 #include "lib/netfilter/nft.h"
 #include "lib/netfilter/query.h"
 #include "plugins/portmap/nftables_rules.h"
@@ -189,19 +191,12 @@ std::string FirstTakenKey(Nft& nft, const Config& config) {
   return "";
 }
 
-// The ADD failed with EEXIST on an element line: a host port of it maps to another container.
-// A line of one element names it; for a line of several, the listing tells (rare path).
-Error Conflict(Nft& nft, const Config& config, const Script& script, const NftRun& run) {
-  std::string which;
-  for (int line : script.LinesOf(nft::Role::kElement)) {
-    if (run.HasErrno(EEXIST, line)) {
-      which = script.Line(line)->subject;
-      break;
-    }
-  }
-  if (which.empty()) which = FirstTakenKey(nft, config);
+// The ADD failed with EEXIST on a map element: a host port of it maps to another container.
+// `taken` is the key when the refused command held one element; else the listing tells (rare).
+Error Conflict(Nft& nft, const Config& config, std::string taken) {
+  if (taken.empty()) taken = FirstTakenKey(nft, config);
   return Error(kErrAddressInUse, "nftables: host port " +
-                                     (which.empty() ? std::string("of this pod") : which) +
+                                     (taken.empty() ? std::string("of this pod") : taken) +
                                      " is already mapped to another container");
 }
 
@@ -249,15 +244,58 @@ Status RemoveReferenceLeftovers(Nft& nft, const std::string& container_id) {
   return OkStatus();
 }
 
-// ADD's fast path failed only on hairpin lines: the container subnet overlaps a hairpin
-// element (another container's subnet, or this network's before it changed), and nft refuses
-// the whole script before the kernel sees it.
-bool OnlyHairpinFailed(const Script& script, const NftRun& run) {
+// What a refused ADD transaction says, from the roles of what the kernel refused (a script's
+// lines or an element batch's changes): nothing of it was applied.
+struct AddRefusal {
+  bool readd = false;       // the owner's family marker exists (EEXIST): replace
+  bool need_setup = false;  // something is missing (ENOENT): the network's chains, or of
+                            // another config
+  bool conflict = false;    // a map element's key is held by another container (EEXIST)
+  // Only hairpin ranges were refused: the container subnet overlaps a hairpin element (another
+  // container's subnet, or this network's before it changed).
+  bool hairpin_only = false;
+  std::string taken;  // the taken key, when a refused map change held only it
+  Error error;        // the refusal as an error, for anything else
+  bool Understood() const { return readd || need_setup || conflict || hairpin_only; }
+};
+
+AddRefusal RefusalOfScript(const Script& script, const NftRun& run) {
+  AddRefusal r;
+  r.readd = AnyLineHas(run, EEXIST, script.LinesOf(nft::Role::kMarker));
+  r.need_setup = run.HasErrno(ENOENT);
+  for (int line : script.LinesOf(nft::Role::kElement)) {
+    if (!run.HasErrno(EEXIST, line)) continue;
+    if (!r.conflict) r.taken = script.Line(line)->subject;
+    r.conflict = true;
+  }
   const std::vector<int> hairpin = script.LinesOf(nft::Role::kHairpin);
-  return !hairpin.empty() && !run.errors().empty() &&
-         std::all_of(run.errors().begin(), run.errors().end(), [&](const auto& e) {
-           return std::find(hairpin.begin(), hairpin.end(), e.line) != hairpin.end();
-         });
+  r.hairpin_only = !hairpin.empty() && !run.errors().empty() &&
+                   std::all_of(run.errors().begin(), run.errors().end(), [&](const auto& e) {
+                     return std::find(hairpin.begin(), hairpin.end(), e.line) != hairpin.end();
+                   });
+  r.error = run.ToError("nftables: add mappings");
+  return r;
+}
+
+AddRefusal RefusalOfBatch(const nft::ElementPlan& plan,
+                          const std::vector<netfilter::ElementRefusal>& refusals) {
+  AddRefusal r;
+  r.hairpin_only = !refusals.empty();
+  for (const auto& refusal : refusals) {
+    const nft::Role role = plan.roles[refusal.change];
+    r.readd |= role == nft::Role::kMarker && refusal.error == EEXIST;
+    r.need_setup |= refusal.error == ENOENT;
+    if (role == nft::Role::kElement && refusal.error == EEXIST) {
+      if (!r.conflict) r.taken = plan.subjects[refusal.change];
+      r.conflict = true;
+    }
+    r.hairpin_only &= role == nft::Role::kHairpin;
+  }
+  const auto& first = refusals.front();
+  r.error = Error(kErrKernel, "nftables: add mappings: " + plan.changes[first.change].set + ": " +
+                                  std::strerror(first.error) +
+                                  (first.ext_ack.empty() ? "" : " (" + first.ext_ack + ")"));
+  return r;
 }
 
 // ADD's slow path: the network's chains are missing or of another config (`need_setup`),
@@ -280,8 +318,8 @@ Status ForwardSlow(Nft& nft, const Config& config, bool need_setup, bool readd) 
   nft::AppendAdd(config, false, !readd, slow, plan);
   NftRun run = nft.Run(slow.text());
   if (run.ok()) return OkStatus();
-  if (AnyLineHas(run, EEXIST, slow.LinesOf(nft::Role::kElement))) {
-    return Conflict(nft, config, slow, run);
+  if (const AddRefusal refused = RefusalOfScript(slow, run); refused.conflict) {
+    return Conflict(nft, config, refused.taken);
   }
   return run.ToError("nftables: add mappings");
 }
@@ -358,11 +396,12 @@ Result<std::vector<net::Family>> OwnedFamilies(const std::string& owner) {
 }
 
 // DEL of an owner with mappings in `families`: the ADD's elements when the DEL names exactly
-// them, else whatever a listing finds for the owner.
+// them (unless the element batch already found that it does not), else whatever a listing
+// finds for the owner.
 Status DeleteOwned(Nft& nft, const Config& config, const std::string& owner,
-                   const std::vector<net::Family>& families) {
+                   const std::vector<net::Family>& families, bool try_exact) {
   Script s;
-  bool exact = true;  // the DEL names the owner's mappings (it carries the ADD's)
+  bool exact = try_exact;  // the DEL names the owner's mappings (it carries the ADD's)
   for (const auto f : families) {
     const auto elements = nft::ContainerElements(config, f);
     exact &= !elements.empty();
@@ -402,29 +441,48 @@ Status AppendUnneededHairpin(Nft& nft, const std::string& network_name,
   return OkStatus();
 }
 
+// The reference nftables backend's tables are `ip cni_hostport` and `ip6 cni_hostport`.
+constexpr uint8_t kNfprotoIpv4 = 2, kNfprotoIpv6 = 10;
+
 class NftablesMapper : public PortMapper {
  public:
   Status Forward(const Config& config) override {
+    std::optional<AddRefusal> refused;
+    // Most ADDs: the network's chains are there and the container is new. Its elements go
+    // straight over netlink, without loading libnftables; a refusal (nothing applied) is
+    // classified like a failed script.
+    if (const auto plan = nft::AddElementPlan(config)) {
+      auto written = netfilter::WriteElements(netfilter::kNfprotoInet, nft::kTable, plan->changes);
+      if (written.ok() && written->empty()) return OkStatus();
+      if (written.ok()) {
+        refused = RefusalOfBatch(*plan, *written);
+      } else {
+        spdlog::debug("nftables: element batch failed ({}); running the script",
+                      written.error().msg);
+      }
+    }
     NG_ASSIGN_OR_RETURN(Nft nft, Nft::Open());
-    Script script;
-    nft::AppendAdd(config, true, true, script);
-    NftRun run = nft.Run(script.text());
-    if (run.ok()) return OkStatus();
-    if (OnlyHairpinFailed(script, run)) {
+    if (!refused || !refused->Understood()) {
+      // The whole ADD as a script: the fallback when the batch could not be sent or was
+      // refused for a reason the classification does not cover.
+      Script script;
+      nft::AppendAdd(config, true, true, script);
+      NftRun run = nft.Run(script.text());
+      if (run.ok()) return OkStatus();
+      refused = RefusalOfScript(script, run);
+    }
+    if (refused->hairpin_only) {
       // Rare: read the hairpin sets and add only what is not covered yet.
       NG_ASSIGN_OR_RETURN(const nft::HairpinPlan plan, PlanHairpin(nft, config));
       Script retry;
       nft::AppendAdd(config, true, true, retry, plan);
-      run = nft.Run(retry.text());
+      NftRun run = nft.Run(retry.text());
       if (run.ok()) return OkStatus();
-      script = std::move(retry);  // its lines explain the failure below
+      refused = RefusalOfScript(retry, run);
     }
-    const bool readd = AnyLineHas(run, EEXIST, script.LinesOf(nft::Role::kMarker));
-    const bool need_setup = run.HasErrno(ENOENT);
-    const bool conflict = AnyLineHas(run, EEXIST, script.LinesOf(nft::Role::kElement));
-    if (conflict && !readd) return Conflict(nft, config, script, run);
-    if (!readd && !need_setup) return run.ToError("nftables: add mappings");
-    return ForwardSlow(nft, config, need_setup, readd);
+    if (refused->conflict && !refused->readd) return Conflict(nft, config, refused->taken);
+    if (!refused->readd && !refused->need_setup) return refused->error;
+    return ForwardSlow(nft, config, refused->need_setup, refused->readd);
   }
 
   Status Check(const Config& config) override {
@@ -437,11 +495,27 @@ class NftablesMapper : public PortMapper {
   Status Unforward(const Config& config) override {
     const std::string owner = nft::OwnerTag(config.network_name, config.container_id);
     NG_ASSIGN_OR_RETURN(const auto owned_families, OwnedFamilies(owner));
-    NG_ASSIGN_OR_RETURN(Nft nft, Nft::Open());
-    if (!owned_families.empty()) {
-      NG_RETURN_IF_ERROR(DeleteOwned(nft, config, owner, owned_families));
+    // The usual DEL names the ADD's mappings: their elements go straight over netlink, as
+    // ADD's do. A refusal (some of them missing) applied nothing; the listing path follows.
+    bool deleted = owned_families.empty(), exact_refused = false;
+    if (!deleted) {
+      if (const auto plan = nft::DeleteElementPlan(config, owned_families)) {
+        auto written =
+            netfilter::WriteElements(netfilter::kNfprotoInet, nft::kTable, plan->changes);
+        deleted = written.ok() && written->empty();
+        exact_refused = written.ok() && !written->empty();
+      }
     }
-    return RemoveReferenceLeftovers(nft, config.container_id);
+    // The reference's tables are on few nodes: look before loading libnftables to list them.
+    NG_ASSIGN_OR_RETURN(const auto reference, netfilter::HasTables({{kNfprotoIpv4, nft::kTable},
+                                                                    {kNfprotoIpv6, nft::kTable}}));
+    const bool any_reference = reference[0] || reference[1];
+    if (deleted && !any_reference) return OkStatus();
+    NG_ASSIGN_OR_RETURN(Nft nft, Nft::Open());
+    if (!deleted) {
+      NG_RETURN_IF_ERROR(DeleteOwned(nft, config, owner, owned_families, !exact_refused));
+    }
+    return any_reference ? RemoveReferenceLeftovers(nft, config.container_id) : OkStatus();
   }
 
   Status Gc(const std::string& network_name, const std::set<std::string>& valid) override {

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 
 #include "lib/base/hash.h"
+#include "lib/netfilter/query.h"
 
 namespace nodegate::portmap::nft {
 namespace {
@@ -320,6 +322,159 @@ void AppendAdd(const Config& config, bool assert_netcfg, bool create_markers, Sc
     mappings.AppendTo(s, "add", Role::kElement);
     if (config.snat && !config.masq_all) AppendHairpin(config, f, hairpin, s);
   }
+}
+
+std::vector<uint8_t> DnatKey(const PortMapping& mapping) {
+  std::vector<uint8_t> key;
+  if (mapping.has_specific_host_ip()) {
+    const auto& address = mapping.host_ip->bytes();
+    key.assign(address.begin(), address.begin() + mapping.host_ip->byte_length());
+  }
+  const uint8_t proto_port[] = {static_cast<uint8_t>(ProtocolNumber(mapping.protocol)),
+                                0,
+                                0,
+                                0,
+                                static_cast<uint8_t>(mapping.host_port >> 8),
+                                static_cast<uint8_t>(mapping.host_port & 0xff),
+                                0,
+                                0};
+  key.insert(key.end(), std::begin(proto_port), std::end(proto_port));
+  return key;
+}
+
+std::vector<uint8_t> DnatValue(const net::IpAddress& container, int port) {
+  std::vector<uint8_t> value(container.bytes().begin(),
+                             container.bytes().begin() + container.byte_length());
+  const uint8_t service[] = {static_cast<uint8_t>(port >> 8), static_cast<uint8_t>(port & 0xff), 0,
+                             0};
+  value.insert(value.end(), std::begin(service), std::end(service));
+  return value;
+}
+
+namespace {
+
+using netfilter::ElementChange;
+using netfilter::ElementVerb;
+using netfilter::ElementWrite;
+
+ElementWrite OwnedWrite(const std::string& owner, const std::string& tag) {
+  return ElementWrite{.key = netfilter::IfnameKey({owner, tag})};
+}
+
+// The network's netcfg record: ifname . mark, the mark in host byte order (nft's mark type).
+ElementWrite NetcfgWrite(const Config& config) {
+  ElementWrite write{.key = netfilter::IfnameKey({NamesFor(config.network_name).prefix})};
+  const uint32_t hash = ConfigHash(config);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(&hash);
+  write.key.insert(write.key.end(), bytes, bytes + sizeof(hash));
+  return write;
+}
+
+// The container's subnet as an interval: its first address, and the address after its last.
+std::optional<std::vector<ElementWrite>> HairpinWrites(const net::IpPrefix& subnet) {
+  const net::IpPrefix masked = subnet.Masked();
+  const net::IpAddress after = masked.LastAddress().Next();
+  if (after.IsZero()) return std::nullopt;  // nft writes such a range without an end element
+  const auto bytes = [](const net::IpAddress& a) {
+    return std::vector<uint8_t>(a.bytes().begin(), a.bytes().begin() + a.byte_length());
+  };
+  return std::vector<ElementWrite>{{.key = bytes(masked.Network())},
+                                   {.key = bytes(after), .interval_end = true}};
+}
+
+// The elements of one family's mappings as changes: one per map, maps in order of first
+// appearance (as ElementsBySet groups the script's), `write(i)` the element of mapping i. With
+// `subjects`, the key of each map's first element, as the script's commands name it.
+std::vector<ElementChange> ChangesPerMap(ElementVerb verb, const std::vector<Element>& elements,
+                                         const std::function<ElementWrite(size_t)>& write,
+                                         std::vector<std::string>* subjects = nullptr) {
+  std::vector<ElementChange> maps;
+  for (size_t i = 0; i < elements.size(); ++i) {
+    auto map = std::find_if(maps.begin(), maps.end(),
+                            [&](const ElementChange& c) { return c.set == elements[i].map; });
+    if (map == maps.end()) {
+      map = maps.insert(maps.end(), ElementChange{verb, elements[i].map, {}});
+      if (subjects != nullptr) subjects->push_back(elements[i].key);
+    }
+    map->elements.push_back(write(i));
+  }
+  return maps;
+}
+
+// The owner's ownership records of `elements`, one change.
+ElementChange RecordsOf(ElementVerb verb, const std::string& owner,
+                        const std::vector<Element>& elements) {
+  ElementChange records{verb, kOwnedSet, {}};
+  for (const auto& e : elements) records.elements.push_back(OwnedWrite(owner, e.Tag()));
+  return records;
+}
+
+}  // namespace
+
+std::optional<ElementPlan> AddElementPlan(const Config& config) {
+  const std::string owner = OwnerTag(config.network_name, config.container_id);
+  const std::string comment = ElementComment(config.container_id);
+  ElementPlan plan;
+  const auto add = [&plan](ElementChange change, Role role = Role::kOther,
+                           std::string subject = {}) {
+    plan.changes.push_back(std::move(change));
+    plan.roles.push_back(role);
+    plan.subjects.push_back(std::move(subject));
+  };
+  add({ElementVerb::kDelete, kNetcfgSet, {NetcfgWrite(config)}}, Role::kNetcfg);
+  add({ElementVerb::kAdd, kNetcfgSet, {NetcfgWrite(config)}});
+  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+    const auto& container = config.container(f);
+    if (!container) continue;
+    add({ElementVerb::kCreate, kOwnedSet, {OwnedWrite(owner, FamilyMarker(f))}}, Role::kMarker);
+    const std::vector<PortMapping> mappings = config.MappingsFor(f);
+    const std::vector<Element> elements = ContainerElements(config, f);
+    if (!elements.empty()) add(RecordsOf(ElementVerb::kAdd, owner, elements));
+    std::vector<std::string> first_keys;
+    auto maps = ChangesPerMap(
+        ElementVerb::kAdd, elements,
+        [&](size_t i) {
+          return ElementWrite{.key = DnatKey(mappings[i]),
+                              .data = DnatValue(container->address(), mappings[i].container_port),
+                              .comment = comment};
+        },
+        &first_keys);
+    for (size_t m = 0; m < maps.size(); ++m) {
+      const bool one = maps[m].elements.size() == 1;
+      add(std::move(maps[m]), Role::kElement, one ? first_keys[m] : std::string());
+    }
+    if (config.snat && !config.masq_all) {
+      auto hairpin = HairpinWrites(*container);
+      if (!hairpin) return std::nullopt;
+      add({ElementVerb::kAdd, NamesFor(config.network_name).Hairpin(f), std::move(*hairpin)},
+          Role::kHairpin);
+    }
+  }
+  return plan;
+}
+
+std::optional<ElementPlan> DeleteElementPlan(const Config& config,
+                                             const std::vector<net::Family>& families) {
+  const std::string owner = OwnerTag(config.network_name, config.container_id);
+  ElementPlan plan;
+  const auto add = [&plan](ElementChange change, Role role = Role::kOther) {
+    plan.changes.push_back(std::move(change));
+    plan.roles.push_back(role);
+    plan.subjects.emplace_back();
+  };
+  for (const auto f : families) {
+    const std::vector<PortMapping> mappings = config.MappingsFor(f);
+    if (mappings.empty()) return std::nullopt;
+    add({ElementVerb::kDelete, kOwnedSet, {OwnedWrite(owner, FamilyMarker(f))}}, Role::kMarker);
+    const std::vector<Element> elements = ContainerElements(config, f);
+    add(RecordsOf(ElementVerb::kDelete, owner, elements));
+    for (auto& map : ChangesPerMap(ElementVerb::kDelete, elements, [&](size_t i) {
+           return ElementWrite{.key = DnatKey(mappings[i])};
+         })) {
+      add(std::move(map));
+    }
+  }
+  return plan;
 }
 
 void AppendDelete(const std::string& owner, const std::vector<Element>& elements,

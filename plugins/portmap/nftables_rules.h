@@ -31,6 +31,7 @@
 
 #include "lib/base/result.h"
 #include "lib/net/ip.h"
+#include "lib/netfilter/element_batch.h"
 #include "plugins/portmap/config.h"
 
 namespace nodegate::portmap::nft {
@@ -164,6 +165,32 @@ struct HairpinPlan {
 // ContainerElements order, v4 first); the line's subject is the key when it holds one.
 void AppendAdd(const Config& config, bool assert_netcfg, bool create_markers, Script& script,
                const HairpinPlan& hairpin = {});
+
+// The maps' keys and values in register layout (each field of a concatenation padded to 4
+// bytes, addresses and ports in network byte order): [host IP .] protocol . host port, and
+// container address . container port.
+std::vector<uint8_t> DnatKey(const PortMapping& mapping);
+std::vector<uint8_t> DnatValue(const net::IpAddress& container, int port);
+
+// AppendAdd(config, true, true) without a hairpin plan, as element changes written straight
+// over netlink (netfilter::WriteElements): the same transaction, with no libnftables to load
+// and no cache to fill. Each change has the role (and, for a map with one element, the
+// subject) the script's command for it has, so the kernel's refusals are classified the same
+// way: netcfg missing or of another config (ENOENT), a re-ADD's marker or a taken key
+// (EEXIST), an overlapping hairpin range. nullopt when a value has no encoding here (a hairpin
+// subnet that ends at the family's last address): the script path then runs.
+struct ElementPlan {
+  std::vector<netfilter::ElementChange> changes;
+  std::vector<Role> roles;            // per change
+  std::vector<std::string> subjects;  // per change
+};
+std::optional<ElementPlan> AddElementPlan(const Config& config);
+// AppendDelete of the owner's family markers in `families` and of the config's elements in
+// those families, as element changes: the usual DEL, which carries the ADD's mappings. The
+// kernel refuses it (ENOENT) when any of them is missing. nullopt when the config names no
+// mapping in one of the families (DEL without portMappings: the listing path).
+std::optional<ElementPlan> DeleteElementPlan(const Config& config,
+                                             const std::vector<net::Family>& families);
 
 // Deletes elements and their ownership records; with `marker`, also the owner's family
 // marker (first, as Role::kMarker, so its line tells "this owner has nothing in that family").

@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "lib/netfilter/query.h"
 #include "plugins/portmap/testing/config_text.h"
 
 namespace nodegate::portmap {
@@ -16,6 +18,82 @@ namespace {
 
 using testing::ConfText;
 using testing::Parse;
+
+// The fast path's element changes: the script's transaction, in register layout.
+TEST(NftablesRules, AddElementPlanInRegisterLayout) {
+  auto config = Parse(ConfText(R"(,"backend":"nftables")"));
+  ASSERT_TRUE(config.ok());
+  const auto plan = nft::AddElementPlan(*config);
+  ASSERT_TRUE(plan.has_value());
+  const auto* changes = &plan->changes;
+  using netfilter::ElementVerb;
+  const auto names = nft::NamesFor("rnet");
+  std::vector<std::pair<ElementVerb, std::string>> order;
+  for (const auto& c : *changes) order.emplace_back(c.verb, c.set);
+  const std::vector<std::pair<ElementVerb, std::string>> expected = {
+      {ElementVerb::kDelete, "netcfg"},
+      {ElementVerb::kAdd, "netcfg"},
+      {ElementVerb::kCreate, "owned"},
+      {ElementVerb::kAdd, "owned"},
+      {ElementVerb::kAdd, names.DnatIp(net::Family::kV4)},
+      {ElementVerb::kAdd, names.DnatAny(net::Family::kV4)},
+      {ElementVerb::kAdd, names.Hairpin(net::Family::kV4)},
+      {ElementVerb::kCreate, "owned"},
+      {ElementVerb::kAdd, "owned"},
+      {ElementVerb::kAdd, names.DnatAny(net::Family::kV6)},
+      {ElementVerb::kAdd, names.Hairpin(net::Family::kV6)},
+  };
+  EXPECT_EQ(order, expected);
+  // Roles as the script's commands have them: the classification of a refusal uses them.
+  using nft::Role;
+  EXPECT_EQ(plan->roles,
+            (std::vector<Role>{Role::kNetcfg, Role::kOther, Role::kMarker, Role::kOther,
+                               Role::kElement, Role::kElement, Role::kHairpin, Role::kMarker,
+                               Role::kOther, Role::kElement, Role::kHairpin}));
+  EXPECT_EQ(plan->subjects[4], "10.88.0.1 . tcp . 8080");
+  EXPECT_EQ(plan->subjects[5], "udp . 5353");
+  // netcfg: the prefix as an ifname, then the config hash in host byte order.
+  const auto& netcfg = (*changes)[0].elements.at(0).key;
+  ASSERT_EQ(netcfg.size(), 20u);
+  uint32_t hash = 0;
+  std::memcpy(&hash, netcfg.data() + 16, 4);
+  EXPECT_EQ(hash, nft::ConfigHash(*config));
+  // 10.88.0.1 . tcp . 8080 : 10.88.0.2 . 80, commented with the container ID.
+  const auto& by_ip = (*changes)[4].elements.at(0);
+  EXPECT_EQ(by_ip.key, (std::vector<uint8_t>{10, 88, 0, 1, 6, 0, 0, 0, 0x1f, 0x90, 0, 0}));
+  EXPECT_EQ(by_ip.data, (std::vector<uint8_t>{10, 88, 0, 2, 0, 80, 0, 0}));
+  EXPECT_EQ(by_ip.comment, "ctr1");
+  EXPECT_EQ((*changes)[5].elements.at(0).key,
+            (std::vector<uint8_t>{17, 0, 0, 0, 0x14, 0xe9, 0, 0}));  // udp . 5353
+  // The hairpin range 10.88.0.0/16: its start, and the end flagged at the next address.
+  const auto& hairpin = (*changes)[6].elements;
+  ASSERT_EQ(hairpin.size(), 2u);
+  EXPECT_EQ(hairpin[0].key, (std::vector<uint8_t>{10, 88, 0, 0}));
+  EXPECT_FALSE(hairpin[0].interval_end);
+  EXPECT_EQ(hairpin[1].key, (std::vector<uint8_t>{10, 89, 0, 0}));
+  EXPECT_TRUE(hairpin[1].interval_end);
+  // One ownership record per mapping, tagged as the script tags them.
+  const auto elements = nft::ContainerElements(*config, net::Family::kV4);
+  ASSERT_EQ((*changes)[3].elements.size(), elements.size());
+  EXPECT_EQ((*changes)[3].elements[1].key,
+            netfilter::IfnameKey({nft::OwnerTag("rnet", "ctr1"), elements[1].Tag()}));
+
+  // A subnet that reaches the end of the address space has no end element: the script path.
+  const std::string whole =
+      R"("prevResult":{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/run/netns/x"}],
+    "ips":[{"interface":0,"address":"10.88.0.2/0"}]})";
+  auto everything = Parse(std::string(R"({"cniVersion":"1.0.0","name":"rnet","type":"portmap",)") +
+                          R"("backend":"nftables","runtimeConfig":{"portMappings":)" +
+                          testing::kMappings + "}," + whole + "}");
+  ASSERT_TRUE(everything.ok()) << everything.error().msg;
+  EXPECT_FALSE(nft::AddElementPlan(*everything).has_value());
+  // Without hairpin (snat false), the same container has no range to write.
+  auto no_snat = Parse(std::string(R"({"cniVersion":"1.0.0","name":"rnet","type":"portmap",)") +
+                       R"("backend":"nftables","snat":false,"runtimeConfig":{"portMappings":)" +
+                       testing::kMappings + "}," + whole + "}");
+  ASSERT_TRUE(no_snat.ok()) << no_snat.error().msg;
+  EXPECT_TRUE(nft::AddElementPlan(*no_snat).has_value());
+}
 
 TEST(NftablesRules, ElementsAndAddScript) {
   auto config = Parse(ConfText(R"(,"backend":"nftables")"));

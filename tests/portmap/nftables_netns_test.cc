@@ -12,8 +12,12 @@
 #include <thread>
 #include <vector>
 
+#include "lib/cni/conf.h"
+#include "lib/netfilter/element_batch.h"
+#include "lib/netfilter/nft.h"
 #include "lib/netfilter/query.h"
 #include "lib/sys/netns.h"
+#include "plugins/portmap/nftables_rules.h"
 #include "tests/portmap/harness.h"
 
 namespace nodegate::portmap::testing {
@@ -303,6 +307,134 @@ TEST(PortmapNftables, ReleaseHelperKeepsNoneOfTheCallersPipes) {
     ::close(err[0]);
   }
   EXPECT_EQ(Elements(node, "rel"), 0);
+}
+
+// Runs `script` through libnftables inside `node`.
+void RunScript(const TestNetns& node, const nft::Script& script) {
+  auto scope = sys::NetnsScope::Enter(node.path());
+  ASSERT_TRUE(scope.ok()) << scope.error().msg;
+  auto nft = netfilter::Nft::Open();
+  ASSERT_TRUE(nft.ok()) << nft.error().msg;
+  auto run = nft->Run(script.text());
+  ASSERT_TRUE(run.ok()) << run.ToError("script").msg << "\n" << script.text();
+}
+
+// The config an ADD of container `id` parses.
+Result<Config> ParseAdd(const std::string& text, const std::string& id) {
+  auto conf = cni::ParseNetConf(text, ConfigShape());
+  if (!conf.ok()) return conf.error();
+  return ParseConfig(*conf, {.container_id = id, .ifname = "eth0", .purpose = Purpose::kAdd});
+}
+
+Result<std::vector<netfilter::ElementRefusal>> WriteInside(const TestNetns& node,
+                                                           const Config& config) {
+  auto scope = sys::NetnsScope::Enter(node.path());
+  if (!scope.ok()) return scope.error();
+  const auto plan = nft::AddElementPlan(config);
+  if (!plan) return Error(kErrInternal, "no element plan for this config");
+  return netfilter::WriteElements(netfilter::kNfprotoInet, nft::kTable, plan->changes);
+}
+
+Result<std::vector<netfilter::ElementRefusal>> WriteDeleteInside(const TestNetns& node,
+                                                                 const nft::ElementPlan& plan) {
+  auto scope = sys::NetnsScope::Enter(node.path());
+  if (!scope.ok()) return scope.error();
+  return netfilter::WriteElements(netfilter::kNfprotoInet, nft::kTable, plan.changes);
+}
+
+// ADD's element batch (straight netlink) leaves the table exactly as ADD's script (through
+// libnftables) does, for every mapping shape: the same listing, keys, values, comments,
+// ownership records and hairpin ranges. The batch is refused, applying nothing, where the
+// script path has work to do (no chains yet: ENOENT; a re-ADD: EEXIST on the marker). DEL's
+// batch likewise removes what the script removes, or nothing when an element is missing.
+TEST(PortmapNftables, ElementBatchWritesWhatTheScriptWrites) {
+  NG_REQUIRE_ROOT();
+  const std::string long_id(200, 'c');  // comments are cut at 128 bytes
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", kMappings},
+      {R"(,"snat":false)", kMappings},
+      {R"(,"masqAll":true)", kMappings},
+      {"", R"([{"hostPort":80,"containerPort":8080,"protocol":"sctp"},
+               {"hostPort":81,"containerPort":81,"protocol":"tcp","hostIP":"fd00:88::1"},
+               {"hostPort":82,"containerPort":82,"protocol":"udp","hostIP":"::"},
+               {"hostPort":65535,"containerPort":1,"protocol":"tcp","hostIP":"0.0.0.0"}])"},
+  };
+  for (const auto& [extra, mappings] : cases) {
+    for (const std::string& id : {std::string("ctr1"), long_id}) {
+      auto parsed = ParseAdd(Conf("nftables", mappings, kPrev, extra), id);
+      ASSERT_TRUE(parsed.ok()) << parsed.error().msg;
+      const Config& config = *parsed;
+      TestNetns by_batch("ng-pmnb1"), by_script("ng-pmnb2");
+      // No chains yet: the batch is refused (the netcfg assertion first) and changes nothing.
+      auto early = WriteInside(by_batch, config);
+      ASSERT_TRUE(early.ok()) << early.error().msg;
+      ASSERT_FALSE(early->empty());
+      EXPECT_EQ(early->front().change, 0u);
+      EXPECT_EQ(early->front().error, ENOENT);
+      EXPECT_EQ(NftRuleset(by_batch), "");
+
+      nft::Script setup;
+      nft::AppendSetup(config, setup);
+      RunScript(by_batch, setup);
+      RunScript(by_script, setup);
+      auto written = WriteInside(by_batch, config);
+      ASSERT_TRUE(written.ok()) << written.error().msg;
+      EXPECT_TRUE(written->empty()) << extra << mappings << ": refused at change "
+                                    << written->front().change << ": " << written->front().ext_ack;
+      nft::Script add;
+      nft::AppendAdd(config, true, true, add);
+      RunScript(by_script, add);
+      const std::string listing = NftRuleset(by_batch);
+      EXPECT_NE(listing.find("comment \"" + nft::ElementComment(id) + "\" :"), std::string::npos)
+          << listing;
+      EXPECT_EQ(listing, NftRuleset(by_script)) << extra << mappings;
+
+      // A second batch for the same owner is a re-ADD: refused at its markers (and nowhere
+      // else: its elements are the same), nothing applied.
+      auto again = WriteInside(by_batch, config);
+      ASSERT_TRUE(again.ok()) << again.error().msg;
+      ASSERT_FALSE(again->empty());
+      const auto plan = nft::AddElementPlan(config);
+      for (const auto& refusal : *again) {
+        EXPECT_EQ(plan->roles[refusal.change], nft::Role::kMarker) << refusal.change;
+        EXPECT_EQ(refusal.error, EEXIST);
+      }
+      EXPECT_EQ(NftRuleset(by_batch), listing);
+
+      // DEL: the same equivalence, and the same all-or-nothing when one element is missing.
+      std::vector<net::Family> families;
+      for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+        if (config.container(f)) families.push_back(f);
+      }
+      const auto del = nft::DeleteElementPlan(config, families);
+      ASSERT_TRUE(del.has_value());
+      const nft::Element first = nft::ContainerElements(config, families.front()).front();
+      by_batch.MustRun("nft delete element inet cni_hostport " + first.map + " '{ " + first.key +
+                       " }'");
+      const std::string partial = NftRuleset(by_batch);
+      auto refused = WriteDeleteInside(by_batch, *del);
+      ASSERT_TRUE(refused.ok()) << refused.error().msg;
+      ASSERT_FALSE(refused->empty());
+      EXPECT_EQ(refused->front().error, ENOENT);
+      EXPECT_EQ(NftRuleset(by_batch), partial);
+      by_batch.MustRun("nft add element inet cni_hostport " + first.map + " '{ " + first.key +
+                       " comment \"" + nft::ElementComment(id) + "\" : " + first.value + " }'");
+      ASSERT_EQ(NftRuleset(by_batch), listing);
+      auto deleted = WriteDeleteInside(by_batch, *del);
+      ASSERT_TRUE(deleted.ok()) << deleted.error().msg;
+      EXPECT_TRUE(deleted->empty());
+      nft::Script remove;
+      for (const auto f : families) {
+        nft::AppendDelete(nft::OwnerTag(config.network_name, id), nft::ContainerElements(config, f),
+                          f, remove);
+      }
+      RunScript(by_script, remove);
+      EXPECT_EQ(NftRuleset(by_batch), NftRuleset(by_script));
+      EXPECT_EQ(NftRuleset(by_batch).find("comment \"" + nft::ElementComment(id) + "\" :"),
+                std::string::npos)
+          << "elements left behind";
+    }
+  }
 }
 
 // The netlink queries behind DEL and STATUS: one set element looked up by key, and a probe.

@@ -1,0 +1,202 @@
+#include "lib/netfilter/element_batch.h"
+
+// clang-format off
+#include <netinet/in.h>  // before the kernel headers, which then skip their own copies
+// clang-format on
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netlink.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "lib/netfilter/nlattr.h"
+#include "lib/netfilter/release.h"
+#include "lib/sys/fd.h"
+
+namespace nodegate::netfilter {
+namespace {
+
+constexpr int kReplyTimeoutMs = 5000;
+
+Result<sys::UniqueFd> OpenSocket() {
+  sys::UniqueFd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER));
+  if (!fd.valid()) {
+    return Error(kErrKernel, std::string("nftables: netlink socket: ") + std::strerror(errno));
+  }
+  sockaddr_nl local{};
+  local.nl_family = AF_NETLINK;
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0) {
+    return Error(kErrKernel, std::string("nftables: netlink bind: ") + std::strerror(errno));
+  }
+  const int on = 1;  // the kernel's reason for a refusal, and short acks
+  (void)::setsockopt(fd.get(), SOL_NETLINK, NETLINK_EXT_ACK, &on, sizeof(on));
+  (void)::setsockopt(fd.get(), SOL_NETLINK, NETLINK_CAP_ACK, &on, sizeof(on));
+  return fd;
+}
+
+// Appends one message: header, nfgenmsg and `attrs`.
+void AppendMessage(std::vector<uint8_t>& out, uint16_t type, uint16_t flags, uint32_t seq,
+                   uint8_t family, uint16_t res_id, const std::vector<uint8_t>& attrs) {
+  const size_t start = out.size();
+  const size_t length = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg)) + NLMSG_ALIGN(attrs.size());
+  out.resize(start + length, 0);
+  nlmsghdr header{};
+  header.nlmsg_len = static_cast<uint32_t>(length);
+  header.nlmsg_type = type;
+  header.nlmsg_flags = flags;
+  header.nlmsg_seq = seq;
+  nfgenmsg body{};
+  body.nfgen_family = family;
+  body.version = NFNETLINK_V0;
+  body.res_id = htons(res_id);
+  std::memcpy(out.data() + start, &header, sizeof(header));
+  std::memcpy(out.data() + start + NLMSG_HDRLEN, &body, sizeof(body));
+  if (!attrs.empty()) {
+    std::memcpy(out.data() + start + NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg)), attrs.data(),
+                attrs.size());
+  }
+}
+
+void PutData(AttrWriter& w, uint16_t type, const std::vector<uint8_t>& value) {
+  const size_t nest = w.BeginNested(type);
+  w.Put(NFTA_DATA_VALUE, value.data(), value.size());
+  w.EndNested(nest);
+}
+
+std::vector<uint8_t> ChangeAttributes(const std::string& table, const ElementChange& change) {
+  AttrWriter w;
+  w.PutString(NFTA_SET_ELEM_LIST_TABLE, table);
+  w.PutString(NFTA_SET_ELEM_LIST_SET, change.set);
+  const size_t list = w.BeginNested(NFTA_SET_ELEM_LIST_ELEMENTS);
+  for (const ElementWrite& element : change.elements) {
+    const size_t item = w.BeginNested(NFTA_LIST_ELEM);
+    PutData(w, NFTA_SET_ELEM_KEY, element.key);
+    if (!element.data.empty()) PutData(w, NFTA_SET_ELEM_DATA, element.data);
+    if (element.interval_end) w.PutBe32(NFTA_SET_ELEM_FLAGS, NFT_SET_ELEM_INTERVAL_END);
+    if (!element.comment.empty()) {
+      const std::vector<uint8_t> udata = CommentUserData(element.comment);
+      w.Put(NFTA_SET_ELEM_USERDATA, udata.data(), udata.size());
+    }
+    w.EndNested(item);
+  }
+  w.EndNested(list);
+  return w.bytes();
+}
+
+uint16_t ChangeFlags(ElementVerb verb) {
+  uint16_t flags = NLM_F_REQUEST | NLM_F_ACK;
+  if (verb == ElementVerb::kAdd) flags |= NLM_F_CREATE;
+  if (verb == ElementVerb::kCreate) flags |= NLM_F_CREATE | NLM_F_EXCL;
+  return flags;
+}
+
+uint16_t ChangeType(ElementVerb verb) {
+  const int message = verb == ElementVerb::kDelete ? NFT_MSG_DELSETELEM : NFT_MSG_NEWSETELEM;
+  return static_cast<uint16_t>((NFNL_SUBSYS_NFTABLES << 8) | message);
+}
+
+// The extended ack's message text of an NLMSG_ERROR, when the kernel sent one.
+std::string ExtAckText(const nlmsghdr* h) {
+  if ((h->nlmsg_flags & NLM_F_ACK_TLVS) == 0) return "";
+  const auto* err = static_cast<const nlmsgerr*>(NLMSG_DATA(h));
+  size_t offset = NLMSG_HDRLEN + sizeof(nlmsgerr);
+  if ((h->nlmsg_flags & NLM_F_CAPPED) == 0) offset += err->msg.nlmsg_len - sizeof(nlmsghdr);
+  if (offset > h->nlmsg_len) return "";
+  const ByteView tlvs(reinterpret_cast<const uint8_t*>(h) + offset, h->nlmsg_len - offset);
+  std::string text;
+  ForEachAttr(tlvs, [&](const Attr& a) {
+    if (a.type == NLMSGERR_ATTR_MSG) text = a.String();
+    return true;
+  });
+  return text;
+}
+
+}  // namespace
+
+std::vector<uint8_t> CommentUserData(const std::string& comment) {
+  constexpr uint8_t kCommentRecord = 0;                       // NFTNL_UDATA_SET_ELEM_COMMENT
+  const size_t text = std::min<size_t>(comment.size(), 254);  // the length is one byte
+  std::vector<uint8_t> out(2 + text + 1, 0);
+  out[0] = kCommentRecord;
+  out[1] = static_cast<uint8_t>(text + 1);
+  std::memcpy(out.data() + 2, comment.data(), text);
+  return out;
+}
+
+Result<std::vector<ElementRefusal>> WriteElements(uint8_t family, const std::string& table,
+                                                  const std::vector<ElementChange>& changes) {
+  if (changes.empty()) return std::vector<ElementRefusal>();
+  NG_ASSIGN_OR_RETURN(sys::UniqueFd fd, OpenSocket());
+  // Deletions free memory one grace period after the commit; closing the last nfnetlink socket
+  // would wait for that (release.h).
+  struct HandOff {
+    int fd;
+    ~HandOff() { HandOffBeforeClose(fd); }
+  } hand_off{fd.get()};
+
+  constexpr uint32_t kBeginSeq = 1;
+  std::vector<uint8_t> batch;
+  AppendMessage(batch, NFNL_MSG_BATCH_BEGIN, NLM_F_REQUEST, kBeginSeq, AF_UNSPEC,
+                NFNL_SUBSYS_NFTABLES, {});
+  for (size_t i = 0; i < changes.size(); ++i) {
+    AppendMessage(batch, ChangeType(changes[i].verb), ChangeFlags(changes[i].verb),
+                  kBeginSeq + 1 + static_cast<uint32_t>(i), family, 0,
+                  ChangeAttributes(table, changes[i]));
+  }
+  AppendMessage(batch, NFNL_MSG_BATCH_END, NLM_F_REQUEST,
+                kBeginSeq + 1 + static_cast<uint32_t>(changes.size()), AF_UNSPEC,
+                NFNL_SUBSYS_NFTABLES, {});
+  sockaddr_nl kernel{};
+  kernel.nl_family = AF_NETLINK;
+  const int size = static_cast<int>(batch.size() + 4096);
+  if (batch.size() > 64 * 1024) {
+    (void)::setsockopt(fd.get(), SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size));
+  }
+  if (::sendto(fd.get(), batch.data(), batch.size(), 0, reinterpret_cast<sockaddr*>(&kernel),
+               sizeof(kernel)) != static_cast<ssize_t>(batch.size())) {
+    return Error(kErrKernel, "nftables: send element batch: " + std::string(std::strerror(errno)));
+  }
+
+  // Every change is answered (an ack, or its refusal); a refused batch begin ends it early.
+  std::vector<ElementRefusal> refusals;
+  std::vector<bool> answered(changes.size(), false);
+  size_t open = changes.size();
+  const auto buffer = std::make_unique_for_overwrite<uint8_t[]>(16 * 1024);
+  while (open > 0) {
+    pollfd ready{fd.get(), POLLIN, 0};
+    if (::poll(&ready, 1, kReplyTimeoutMs) != 1) {
+      return Error(kErrKernel, "nftables: element batch: no answer from the kernel");
+    }
+    const ssize_t n = ::recv(fd.get(), buffer.get(), 16 * 1024, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Error(kErrKernel, "nftables: element batch: " + std::string(std::strerror(errno)));
+    }
+    int len = static_cast<int>(n);
+    for (const auto* h = reinterpret_cast<const nlmsghdr*>(buffer.get()); NLMSG_OK(h, len);
+         h = NLMSG_NEXT(h, len)) {
+      if (h->nlmsg_type != NLMSG_ERROR || h->nlmsg_len < NLMSG_LENGTH(sizeof(nlmsgerr))) continue;
+      const int error = -static_cast<const nlmsgerr*>(NLMSG_DATA(h))->error;
+      if (h->nlmsg_seq == kBeginSeq) {
+        return Error(kErrKernel, "nftables: element batch: " + std::string(std::strerror(error)));
+      }
+      if (h->nlmsg_seq <= kBeginSeq || h->nlmsg_seq > kBeginSeq + changes.size()) continue;
+      const size_t index = h->nlmsg_seq - kBeginSeq - 1;
+      if (answered[index]) continue;
+      answered[index] = true;
+      --open;
+      if (error != 0) refusals.push_back(ElementRefusal{index, error, ExtAckText(h)});
+    }
+  }
+  std::sort(refusals.begin(), refusals.end(),
+            [](const ElementRefusal& a, const ElementRefusal& b) { return a.change < b.change; });
+  return refusals;
+}
+
+}  // namespace nodegate::netfilter
