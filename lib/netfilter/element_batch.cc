@@ -69,12 +69,21 @@ void PutData(AttrWriter& w, uint16_t type, const std::vector<uint8_t>& value) {
   w.EndNested(nest);
 }
 
-std::vector<uint8_t> ChangeAttributes(const std::string& table, const ElementChange& change) {
+// A nested attribute's length is 16 bits: a change with many elements is sent as several
+// messages of at most this many bytes of elements each (as libnftnl splits them).
+constexpr size_t kMaxElementBytes = 32 * 1024;
+
+// The messages' attributes for `change`: table, set, and its elements from `first` on, as many
+// as fit; `next` is set to the first element left for the next message.
+std::vector<uint8_t> ChangeAttributes(const std::string& table, const ElementChange& change,
+                                      size_t first, size_t& next) {
   AttrWriter w;
   w.PutString(NFTA_SET_ELEM_LIST_TABLE, table);
   w.PutString(NFTA_SET_ELEM_LIST_SET, change.set);
   const size_t list = w.BeginNested(NFTA_SET_ELEM_LIST_ELEMENTS);
-  for (const ElementWrite& element : change.elements) {
+  next = first;
+  while (next < change.elements.size() && w.bytes().size() - list < kMaxElementBytes) {
+    const ElementWrite& element = change.elements[next++];
     const size_t item = w.BeginNested(NFTA_LIST_ELEM);
     PutData(w, NFTA_SET_ELEM_KEY, element.key);
     if (!element.data.empty()) PutData(w, NFTA_SET_ELEM_DATA, element.data);
@@ -140,17 +149,26 @@ Result<std::vector<ElementRefusal>> WriteElements(uint8_t family, const std::str
     ~HandOff() { HandOffBeforeClose(fd); }
   } hand_off{fd.get()};
 
+  // Sequence numbers: the batch begin, one per message, the batch end. `change_of[i]` is the
+  // change message kBeginSeq + 1 + i belongs to.
   constexpr uint32_t kBeginSeq = 1;
   std::vector<uint8_t> batch;
+  std::vector<size_t> change_of;
   AppendMessage(batch, NFNL_MSG_BATCH_BEGIN, NLM_F_REQUEST, kBeginSeq, AF_UNSPEC,
                 NFNL_SUBSYS_NFTABLES, {});
   for (size_t i = 0; i < changes.size(); ++i) {
-    AppendMessage(batch, ChangeType(changes[i].verb), ChangeFlags(changes[i].verb),
-                  kBeginSeq + 1 + static_cast<uint32_t>(i), family, 0,
-                  ChangeAttributes(table, changes[i]));
+    size_t first = 0;
+    do {
+      size_t next = 0;
+      const std::vector<uint8_t> attrs = ChangeAttributes(table, changes[i], first, next);
+      AppendMessage(batch, ChangeType(changes[i].verb), ChangeFlags(changes[i].verb),
+                    kBeginSeq + 1 + static_cast<uint32_t>(change_of.size()), family, 0, attrs);
+      change_of.push_back(i);
+      first = next;
+    } while (first < changes[i].elements.size());
   }
   AppendMessage(batch, NFNL_MSG_BATCH_END, NLM_F_REQUEST,
-                kBeginSeq + 1 + static_cast<uint32_t>(changes.size()), AF_UNSPEC,
+                kBeginSeq + 1 + static_cast<uint32_t>(change_of.size()), AF_UNSPEC,
                 NFNL_SUBSYS_NFTABLES, {});
   sockaddr_nl kernel{};
   kernel.nl_family = AF_NETLINK;
@@ -163,10 +181,10 @@ Result<std::vector<ElementRefusal>> WriteElements(uint8_t family, const std::str
     return Error(kErrKernel, "nftables: send element batch: " + std::string(std::strerror(errno)));
   }
 
-  // Every change is answered (an ack, or its refusal); a refused batch begin ends it early.
+  // Every message is answered (an ack, or its refusal); a refused batch begin ends it early.
   std::vector<ElementRefusal> refusals;
-  std::vector<bool> answered(changes.size(), false);
-  size_t open = changes.size();
+  std::vector<bool> answered(change_of.size(), false);
+  size_t open = change_of.size();
   const auto buffer = std::make_unique_for_overwrite<uint8_t[]>(16 * 1024);
   while (open > 0) {
     pollfd ready{fd.get(), POLLIN, 0};
@@ -186,12 +204,15 @@ Result<std::vector<ElementRefusal>> WriteElements(uint8_t family, const std::str
       if (h->nlmsg_seq == kBeginSeq) {
         return Error(kErrKernel, "nftables: element batch: " + std::string(std::strerror(error)));
       }
-      if (h->nlmsg_seq <= kBeginSeq || h->nlmsg_seq > kBeginSeq + changes.size()) continue;
-      const size_t index = h->nlmsg_seq - kBeginSeq - 1;
-      if (answered[index]) continue;
-      answered[index] = true;
+      if (h->nlmsg_seq <= kBeginSeq || h->nlmsg_seq > kBeginSeq + change_of.size()) continue;
+      const size_t message = h->nlmsg_seq - kBeginSeq - 1;
+      if (answered[message]) continue;
+      answered[message] = true;
       --open;
-      if (error != 0) refusals.push_back(ElementRefusal{index, error, ExtAckText(h)});
+      const size_t change = change_of[message];
+      const bool known = std::any_of(refusals.begin(), refusals.end(),
+                                     [&](const ElementRefusal& r) { return r.change == change; });
+      if (error != 0 && !known) refusals.push_back(ElementRefusal{change, error, ExtAckText(h)});
     }
   }
   std::sort(refusals.begin(), refusals.end(),

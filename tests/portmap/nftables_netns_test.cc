@@ -350,7 +350,16 @@ Result<std::vector<netfilter::ElementRefusal>> WriteDeleteInside(const TestNetns
 TEST(PortmapNftables, ElementBatchWritesWhatTheScriptWrites) {
   NG_REQUIRE_ROOT();
   const std::string long_id(200, 'c');  // comments are cut at 128 bytes
+  // A pod with 1,500 host ports: a map's elements span several messages (a nested attribute
+  // holds at most 64 KiB).
+  std::string many = "[";
+  for (int port = 20000; port < 21500; ++port) {
+    many += (port > 20000 ? "," : "") + std::string(R"({"hostPort":)") + std::to_string(port) +
+            R"(,"containerPort":53,"protocol":"udp"})";
+  }
+  many += "]";
   const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", many},
       {"", kMappings},
       {R"(,"snat":false)", kMappings},
       {R"(,"masqAll":true)", kMappings},
@@ -379,7 +388,7 @@ TEST(PortmapNftables, ElementBatchWritesWhatTheScriptWrites) {
       RunScript(by_script, setup);
       auto written = WriteInside(by_batch, config);
       ASSERT_TRUE(written.ok()) << written.error().msg;
-      EXPECT_TRUE(written->empty()) << extra << mappings << ": refused at change "
+      EXPECT_TRUE(written->empty()) << extra << mappings.substr(0, 80) << ": refused at change "
                                     << written->front().change << ": " << written->front().ext_ack;
       nft::Script add;
       nft::AppendAdd(config, true, true, add);
@@ -387,7 +396,7 @@ TEST(PortmapNftables, ElementBatchWritesWhatTheScriptWrites) {
       const std::string listing = NftRuleset(by_batch);
       EXPECT_NE(listing.find("comment \"" + nft::ElementComment(id) + "\" :"), std::string::npos)
           << listing;
-      EXPECT_EQ(listing, NftRuleset(by_script)) << extra << mappings;
+      EXPECT_EQ(listing, NftRuleset(by_script)) << extra << mappings.substr(0, 80);
 
       // A second batch for the same owner is a re-ADD: refused at its markers (and nowhere
       // else: its elements are the same), nothing applied.
