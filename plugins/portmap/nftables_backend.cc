@@ -456,6 +456,8 @@ class NftablesMapper : public PortMapper {
       if (written.ok() && written->empty()) return OkStatus();
       if (written.ok()) {
         refused = RefusalOfBatch(*plan, *written);
+        spdlog::debug("nftables: element batch refused ({}); {}", refused->error.msg,
+                      refused->Understood() ? "taking the path for it" : "running the script");
       } else {
         spdlog::debug("nftables: element batch failed ({}); running the script",
                       written.error().msg);
