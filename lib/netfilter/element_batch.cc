@@ -15,6 +15,7 @@
 #include <cstring>
 #include <memory>
 
+#include "lib/netfilter/nfnl.h"
 #include "lib/netfilter/nlattr.h"
 #include "lib/netfilter/release.h"
 #include "lib/sys/fd.h"
@@ -24,43 +25,12 @@ namespace {
 
 constexpr int kReplyTimeoutMs = 5000;
 
-Result<sys::UniqueFd> OpenSocket() {
-  sys::UniqueFd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER));
-  if (!fd.valid()) {
-    return Error(kErrKernel, std::string("nftables: netlink socket: ") + std::strerror(errno));
-  }
-  sockaddr_nl local{};
-  local.nl_family = AF_NETLINK;
-  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0) {
-    return Error(kErrKernel, std::string("nftables: netlink bind: ") + std::strerror(errno));
-  }
-  const int on = 1;  // the kernel's reason for a refusal, and short acks
-  (void)::setsockopt(fd.get(), SOL_NETLINK, NETLINK_EXT_ACK, &on, sizeof(on));
-  (void)::setsockopt(fd.get(), SOL_NETLINK, NETLINK_CAP_ACK, &on, sizeof(on));
-  return fd;
-}
-
-// Appends one message: header, nfgenmsg and `attrs`.
+// Appends one message (NfnlMessage) to `out`.
 void AppendMessage(std::vector<uint8_t>& out, uint16_t type, uint16_t flags, uint32_t seq,
-                   uint8_t family, uint16_t res_id, const std::vector<uint8_t>& attrs) {
+                   uint8_t family, uint16_t res_id, ByteView attrs) {
   const size_t start = out.size();
-  const size_t length = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg)) + NLMSG_ALIGN(attrs.size());
-  out.resize(start + length, 0);
-  nlmsghdr header{};
-  header.nlmsg_len = static_cast<uint32_t>(length);
-  header.nlmsg_type = type;
-  header.nlmsg_flags = flags;
-  header.nlmsg_seq = seq;
-  nfgenmsg body{};
-  body.nfgen_family = family;
-  body.version = NFNETLINK_V0;
-  body.res_id = htons(res_id);
-  std::memcpy(out.data() + start, &header, sizeof(header));
-  std::memcpy(out.data() + start + NLMSG_HDRLEN, &body, sizeof(body));
-  if (!attrs.empty()) {
-    std::memcpy(out.data() + start + NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg)), attrs.data(),
-                attrs.size());
-  }
+  out.resize(start + NfnlMessageLength(attrs.size()), 0);
+  WriteNfnlMessage(out.data() + start, type, flags, seq, family, res_id, attrs);
 }
 
 void PutData(AttrWriter& w, uint16_t type, const std::vector<uint8_t>& value) {
@@ -110,22 +80,6 @@ uint16_t ChangeType(ElementVerb verb) {
   return static_cast<uint16_t>((NFNL_SUBSYS_NFTABLES << 8) | message);
 }
 
-// The extended ack's message text of an NLMSG_ERROR, when the kernel sent one.
-std::string ExtAckText(const nlmsghdr* h) {
-  if ((h->nlmsg_flags & NLM_F_ACK_TLVS) == 0) return "";
-  const auto* err = static_cast<const nlmsgerr*>(NLMSG_DATA(h));
-  size_t offset = NLMSG_HDRLEN + sizeof(nlmsgerr);
-  if ((h->nlmsg_flags & NLM_F_CAPPED) == 0) offset += err->msg.nlmsg_len - sizeof(nlmsghdr);
-  if (offset > h->nlmsg_len) return "";
-  const ByteView tlvs(reinterpret_cast<const uint8_t*>(h) + offset, h->nlmsg_len - offset);
-  std::string text;
-  ForEachAttr(tlvs, [&](const Attr& a) {
-    if (a.type == NLMSGERR_ATTR_MSG) text = a.String();
-    return true;
-  });
-  return text;
-}
-
 }  // namespace
 
 std::vector<uint8_t> CommentUserData(const std::string& comment) {
@@ -141,7 +95,7 @@ std::vector<uint8_t> CommentUserData(const std::string& comment) {
 Result<std::vector<ElementRefusal>> WriteElements(uint8_t family, const std::string& table,
                                                   const std::vector<ElementChange>& changes) {
   if (changes.empty()) return std::vector<ElementRefusal>();
-  NG_ASSIGN_OR_RETURN(sys::UniqueFd fd, OpenSocket());
+  NG_ASSIGN_OR_RETURN(sys::UniqueFd fd, OpenNfnlSocket());
   // Deletions free memory one grace period after the commit; closing the last nfnetlink socket
   // would wait for that (release.h).
   struct HandOff {
@@ -172,8 +126,8 @@ Result<std::vector<ElementRefusal>> WriteElements(uint8_t family, const std::str
                 NFNL_SUBSYS_NFTABLES, {});
   sockaddr_nl kernel{};
   kernel.nl_family = AF_NETLINK;
-  const int size = static_cast<int>(batch.size() + 4096);
-  if (batch.size() > 64 * 1024) {
+  if (batch.size() > 64 * 1024) {  // past the default send buffer
+    const int size = static_cast<int>(batch.size() + 4096);
     (void)::setsockopt(fd.get(), SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size));
   }
   if (::sendto(fd.get(), batch.data(), batch.size(), 0, reinterpret_cast<sockaddr*>(&kernel),
@@ -212,7 +166,7 @@ Result<std::vector<ElementRefusal>> WriteElements(uint8_t family, const std::str
       const size_t change = change_of[message];
       const bool known = std::any_of(refusals.begin(), refusals.end(),
                                      [&](const ElementRefusal& r) { return r.change == change; });
-      if (error != 0 && !known) refusals.push_back(ElementRefusal{change, error, ExtAckText(h)});
+      if (error != 0 && !known) refusals.push_back(ElementRefusal{change, error, ExtAckMessage(h)});
     }
   }
   std::sort(refusals.begin(), refusals.end(),

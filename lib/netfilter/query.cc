@@ -21,6 +21,8 @@
 namespace nodegate::netfilter {
 
 static_assert(kNfprotoInet == NFPROTO_INET);
+static_assert(kNfprotoIpv4 == NFPROTO_IPV4);
+static_assert(kNfprotoIpv6 == NFPROTO_IPV6);
 
 std::vector<uint8_t> IfnameKey(const std::vector<std::string>& fields) {
   std::vector<uint8_t> key(fields.size() * IFNAMSIZ, 0);

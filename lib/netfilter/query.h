@@ -20,8 +20,11 @@
 
 namespace nodegate::netfilter {
 
-// NFPROTO_INET, for users that cannot include linux/netfilter.h next to netinet/in.h.
+// NFPROTO_INET, _IPV4 and _IPV6, for users that cannot include linux/netfilter.h next to
+// netinet/in.h.
 inline constexpr uint8_t kNfprotoInet = 1;
+inline constexpr uint8_t kNfprotoIpv4 = 2;
+inline constexpr uint8_t kNfprotoIpv6 = 10;
 
 struct SetRef {
   uint8_t family = 0;  // kNfprotoInet, NFPROTO_IPV4...

@@ -180,11 +180,10 @@ std::map<std::string, std::string> NetworkNames(netfilter::Nft& nft, const std::
 // Which of the nftables layouts' tables exist: [ours, the reference's ip, ip6]. One request
 // each; libnftables (a millisecond to load, more to list) is opened only when one does.
 Result<std::array<bool, 3>> NftablesTablesPresent() {
-  constexpr uint8_t kNfprotoIpv4 = 2, kNfprotoIpv6 = 10;
   NG_ASSIGN_OR_RETURN(const auto found,
                       netfilter::HasTables({{netfilter::kNfprotoInet, nft::kTable},
-                                            {kNfprotoIpv4, nft::kTable},
-                                            {kNfprotoIpv6, nft::kTable}}));
+                                            {netfilter::kNfprotoIpv4, nft::kTable},
+                                            {netfilter::kNfprotoIpv6, nft::kTable}}));
   return std::array<bool, 3>{found[0], found[1], found[2]};
 }
 

@@ -48,9 +48,8 @@ bool LegacyHasChain(net::Family family, const std::string& table, const std::str
 }
 
 bool NftHasChain(net::Family family, const std::string& table, const std::string& chain) {
-  constexpr uint8_t kNfprotoIpv4 = 2, kNfprotoIpv6 = 10;
-  auto found =
-      netfilter::HasChain(family == net::Family::kV4 ? kNfprotoIpv4 : kNfprotoIpv6, table, chain);
+  auto found = netfilter::HasChain(
+      family == net::Family::kV4 ? netfilter::kNfprotoIpv4 : netfilter::kNfprotoIpv6, table, chain);
   return found.ok() && *found;
 }
 

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 
+#include "lib/netfilter/nfnl.h"
 #include "lib/netfilter/nlattr.h"
 #include "lib/netfilter/release.h"
 
@@ -56,34 +57,10 @@ uint8_t NfFamily(net::Family family) {
   return family == net::Family::kV4 ? NFPROTO_IPV4 : NFPROTO_IPV6;
 }
 
-constexpr size_t kMessageHeader = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(nfgenmsg));
-
-size_t MessageLength(const Bytes& attrs) { return kMessageHeader + NLMSG_ALIGN(attrs.size()); }
-
-// nlmsghdr + nfgenmsg + attributes, as one message of a request or batch, written to `at`
-// (MessageLength(attrs) zeroed bytes).
-void WriteMessage(uint8_t* at, uint16_t type, uint16_t flags, uint32_t seq, uint8_t family,
-                  uint16_t res_id, const Bytes& attrs) {
-  nlmsghdr nlh{};
-  nlh.nlmsg_len = static_cast<uint32_t>(MessageLength(attrs));
-  nlh.nlmsg_type = type;
-  nlh.nlmsg_flags = static_cast<uint16_t>(NLM_F_REQUEST | flags);
-  nlh.nlmsg_seq = seq;
-  nfgenmsg gen{};
-  gen.nfgen_family = family;
-  gen.version = NFNETLINK_V0;
-  gen.res_id = htons(res_id);
-  std::memcpy(at, &nlh, sizeof(nlh));
-  std::memcpy(at + NLMSG_HDRLEN, &gen, sizeof(gen));
-  if (!attrs.empty()) std::memcpy(at + kMessageHeader, attrs.data(), attrs.size());
-}
-
-Bytes Message(uint16_t type, uint16_t flags, uint32_t seq, uint8_t family, uint16_t res_id,
-              const Bytes& attrs) {
-  Bytes out(MessageLength(attrs), 0);
-  WriteMessage(out.data(), type, flags, seq, family, res_id, attrs);
-  return out;
-}
+using netfilter::ExtAckMessage;
+using netfilter::NfnlMessage;
+using netfilter::NfnlMessageLength;
+using netfilter::WriteNfnlMessage;
 
 // The verdict a rule with `target` ends in (what NftRuleVerdict reads back).
 NftVerdict VerdictOf(const Target& target) {
@@ -102,50 +79,10 @@ std::optional<std::vector<Attr>> ReplyAttrs(const nlmsghdr* h) {
   return netfilter::ParseAttrs(*payload);
 }
 
-// The kernel's own explanation in an extended ack (NLMSGERR_ATTR_MSG), or "".
-std::string ExtAck(const nlmsghdr* h) {
-  if ((h->nlmsg_flags & NLM_F_ACK_TLVS) == 0 || h->nlmsg_len < NLMSG_LENGTH(sizeof(nlmsgerr))) {
-    return {};
-  }
-  const auto* err = static_cast<const nlmsgerr*>(NLMSG_DATA(h));
-  size_t offset = NLMSG_HDRLEN + sizeof(nlmsgerr);
-  if ((h->nlmsg_flags & NLM_F_CAPPED) == 0) offset += err->msg.nlmsg_len - NLMSG_HDRLEN;
-  offset = NLMSG_ALIGN(offset);
-  if (h->nlmsg_len <= offset) return {};
-  const auto* base = reinterpret_cast<const uint8_t*>(h);
-  auto attrs = netfilter::ParseAttrs({base + offset, h->nlmsg_len - offset});
-  const Attr* msg = attrs ? netfilter::FindAttr(*attrs, NLMSGERR_ATTR_MSG) : nullptr;
-  return msg ? msg->String() : std::string();
-}
-
 std::string ErrnoText(int err, const std::string& ext_ack) {
   std::string text = std::strerror(err);
   if (!ext_ack.empty()) text += " (" + ext_ack + ")";
   return text;
-}
-
-Result<sys::UniqueFd> OpenSocket() {
-  sys::UniqueFd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER));
-  if (!fd.valid()) {
-    return Error(kErrKernel, std::string("nftables: netlink socket: ") + std::strerror(errno));
-  }
-  sockaddr_nl local{};
-  local.nl_family = AF_NETLINK;
-  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0) {
-    const int err = errno;
-    netfilter::HandOffBeforeClose(fd.get());
-    return Error(kErrKernel, std::string("nftables: netlink bind: ") + std::strerror(err));
-  }
-  // Best effort, as in lib/netlink/socket.cc: the kernel's reason for a refusal, short acks,
-  // and room for one large dump message.
-  const int on = 1;
-  (void)::setsockopt(fd.get(), SOL_NETLINK, NETLINK_EXT_ACK, &on, sizeof(on));
-  (void)::setsockopt(fd.get(), SOL_NETLINK, NETLINK_CAP_ACK, &on, sizeof(on));
-  const int size = 1 << 20;
-  if (::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) != 0) {
-    (void)::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
-  }
-  return fd;
 }
 
 // The socket of the last Usable probe, kept for the next Open in the same network namespace: a
@@ -179,7 +116,7 @@ Result<sys::UniqueFd> TakeSpareOrOpenSocket() {
       netfilter::HandOffBeforeClose(fd.get());
     }
   }
-  return OpenSocket();
+  return netfilter::OpenNfnlSocket();
 }
 
 void KeepSpare(sys::UniqueFd fd) {
@@ -282,7 +219,7 @@ Status Transact(int fd, const Bytes& request, uint32_t seq, const std::string& w
         done = true;
       } else if (h->nlmsg_type == NLMSG_ERROR) {
         error = ErrnoOf(h);
-        ext_ack = ExtAck(h);
+        ext_ack = ExtAckMessage(h);
         done = true;
       } else {
         on_reply(h);
@@ -323,7 +260,7 @@ Status TransactSingles(int fd, uint32_t first_seq, const std::vector<SingleGet>&
       if (h->nlmsg_type != NLMSG_ERROR) {
         gets[index].answer(h);
       } else if (const int error = ErrnoOf(h); error != 0 && error != ENOENT && !failed) {
-        failed = Error(kErrKernel, gets[index].what + ": " + ErrnoText(error, ExtAck(h)));
+        failed = Error(kErrKernel, gets[index].what + ": " + ErrnoText(error, ExtAckMessage(h)));
       }
     }));
   }
@@ -334,7 +271,7 @@ Status TransactSingles(int fd, uint32_t first_seq, const std::vector<SingleGet>&
 // GETGEN, as one of several requests: `generation` is set by its answer.
 SingleGet GenerationGet(uint32_t seq, const std::string& name,
                         std::optional<uint32_t>& generation) {
-  return SingleGet{Message(NftType(NFT_MSG_GETGEN), 0, seq, AF_UNSPEC, 0, {}),
+  return SingleGet{NfnlMessage(NftType(NFT_MSG_GETGEN), 0, seq, AF_UNSPEC, 0, {}),
                    name + ": get nf_tables generation", [&generation](const nlmsghdr* h) {
                      auto attrs = ReplyAttrs(h);
                      const Attr* id = attrs ? netfilter::FindAttr(*attrs, NFTA_GEN_ID) : nullptr;
@@ -413,7 +350,7 @@ std::vector<uint8_t> NftNatTable::ChainRequest(const std::string& chain, uint32_
   AttrWriter by_name;
   by_name.PutString(NFTA_CHAIN_TABLE, kTable);
   by_name.PutString(NFTA_CHAIN_NAME, chain);
-  return Message(NftType(NFT_MSG_GETCHAIN), 0, seq, NfFamily(family_), 0, by_name.bytes());
+  return NfnlMessage(NftType(NFT_MSG_GETCHAIN), 0, seq, NfFamily(family_), 0, by_name.bytes());
 }
 
 void NftNatTable::RecordChain(const std::string& chain, const nlmsghdr* answer) {
@@ -438,7 +375,7 @@ Status NftNatTable::ReadTableState(const std::vector<std::string>& chains_to_rea
   by_name.PutString(NFTA_TABLE_NAME, kTable);
   table_exists_ = false;
   gets.push_back(SingleGet{
-      Message(NftType(NFT_MSG_GETTABLE), 0, ++seq_, NfFamily(family_), 0, by_name.bytes()),
+      NfnlMessage(NftType(NFT_MSG_GETTABLE), 0, ++seq_, NfFamily(family_), 0, by_name.bytes()),
       name() + ": get table nat", [this](const nlmsghdr*) { table_exists_ = true; }});
   for (const auto& chain : chains_to_read) {
     if (chains_.count(chain) != 0) continue;
@@ -493,8 +430,8 @@ Result<std::vector<NftRuleRecord>> NftNatTable::RulesWhere(
   const uint32_t seq = ++seq_;
   NG_RETURN_IF_ERROR(Transact(
       fd_.get(),
-      Message(NftType(NFT_MSG_GETRULE), NLM_F_DUMP, seq, NfFamily(family_), 0, filter.bytes()), seq,
-      name() + ": list rules of chain " + chain,
+      NfnlMessage(NftType(NFT_MSG_GETRULE), NLM_F_DUMP, seq, NfFamily(family_), 0, filter.bytes()),
+      seq, name() + ": list rules of chain " + chain,
       [&](const nlmsghdr* h) {
         if (auto r = RuleRecordOf(h, chain, keep)) rules.push_back(std::move(*r));
       },
@@ -513,8 +450,8 @@ Result<std::optional<NftRuleRecord>> NftNatTable::GetRule(const std::string& cha
   key.PutBe64(NFTA_RULE_HANDLE, handle);
   const uint32_t seq = ++seq_;
   NG_RETURN_IF_ERROR(Transact(
-      fd_.get(), Message(NftType(NFT_MSG_GETRULE), 0, seq, NfFamily(family_), 0, key.bytes()), seq,
-      name() + ": get rule " + std::to_string(handle) + " of chain " + chain,
+      fd_.get(), NfnlMessage(NftType(NFT_MSG_GETRULE), 0, seq, NfFamily(family_), 0, key.bytes()),
+      seq, name() + ": get rule " + std::to_string(handle) + " of chain " + chain,
       [&](const nlmsghdr* h) { rule = RuleRecordOf(h, chain); }, {ENOENT}));
   return rule;
 }
@@ -567,7 +504,7 @@ Result<std::vector<std::string>> NftNatTable::ListChains() {
   const uint32_t seq = ++seq_;
   NG_RETURN_IF_ERROR(Transact(
       fd_.get(),
-      Message(NftType(NFT_MSG_GETCHAIN), NLM_F_DUMP, seq, NfFamily(family_), 0, filter.bytes()),
+      NfnlMessage(NftType(NFT_MSG_GETCHAIN), NLM_F_DUMP, seq, NfFamily(family_), 0, filter.bytes()),
       seq, name() + ": list chains of table nat",
       [&](const nlmsghdr* h) {
         auto attrs = ReplyAttrs(h);
@@ -776,8 +713,8 @@ Status NftNatTable::DeleteChain(const std::string& chain) {
 // ---- commit
 
 void NftNatTable::Queue(uint16_t type, uint16_t flags, const Bytes& attrs, std::string what) {
-  uint8_t* message = pending_.Append(MessageLength(attrs));
-  WriteMessage(message, NftType(type), flags, 0, NfFamily(family_), 0, attrs);
+  uint8_t* message = pending_.Append(NfnlMessageLength(attrs.size()));
+  WriteNfnlMessage(message, NftType(type), flags, 0, NfFamily(family_), 0, attrs);
   ops_.push_back({message, std::move(what)});
 }
 
@@ -790,8 +727,8 @@ NftNatTable::Batch NftNatTable::BuildBatch(const std::vector<Op>& ops) {
   AttrWriter genid;
   genid.PutBe32(NFNL_BATCH_GENID, generation_);
   batch.begin_seq = ++seq_;
-  batch.begin = Message(NFNL_MSG_BATCH_BEGIN, 0, batch.begin_seq, AF_UNSPEC, NFNL_SUBSYS_NFTABLES,
-                        genid.bytes());
+  batch.begin = NfnlMessage(NFNL_MSG_BATCH_BEGIN, 0, batch.begin_seq, AF_UNSPEC,
+                            NFNL_SUBSYS_NFTABLES, genid.bytes());
   batch.first_seq = seq_ + 1;
   for (size_t i = 0; i < ops.size(); ++i) {
     auto* header = reinterpret_cast<nlmsghdr*>(ops[i].message);
@@ -799,7 +736,7 @@ NftNatTable::Batch NftNatTable::BuildBatch(const std::vector<Op>& ops) {
     if (i + 1 == ops.size()) header->nlmsg_flags |= NLM_F_ACK;
   }
   batch.last_seq = seq_;
-  batch.end = Message(NFNL_MSG_BATCH_END, 0, ++seq_, AF_UNSPEC, NFNL_SUBSYS_NFTABLES, {});
+  batch.end = NfnlMessage(NFNL_MSG_BATCH_END, 0, ++seq_, AF_UNSPEC, NFNL_SUBSYS_NFTABLES, {});
   return batch;
 }
 
@@ -819,7 +756,7 @@ Status NftNatTable::ReadBatchAnswers(const Batch& batch, const std::vector<Op>& 
       stale = true;
     } else if (!failed) {
       failed = {h->nlmsg_seq, err};
-      ext_ack = ExtAck(h);
+      ext_ack = ExtAckMessage(h);
     }
   };
   for (;;) {

@@ -441,9 +441,6 @@ Status AppendUnneededHairpin(Nft& nft, const std::string& network_name,
   return OkStatus();
 }
 
-// The reference nftables backend's tables are `ip cni_hostport` and `ip6 cni_hostport`.
-constexpr uint8_t kNfprotoIpv4 = 2, kNfprotoIpv6 = 10;
-
 class NftablesMapper : public PortMapper {
  public:
   Status Forward(const Config& config) override {
@@ -508,9 +505,11 @@ class NftablesMapper : public PortMapper {
         exact_refused = written.ok() && !written->empty();
       }
     }
-    // The reference's tables are on few nodes: look before loading libnftables to list them.
-    NG_ASSIGN_OR_RETURN(const auto reference, netfilter::HasTables({{kNfprotoIpv4, nft::kTable},
-                                                                    {kNfprotoIpv6, nft::kTable}}));
+    // The reference's tables (`ip`/`ip6 cni_hostport`) are on few nodes: look before loading
+    // libnftables to list them.
+    NG_ASSIGN_OR_RETURN(const auto reference,
+                        netfilter::HasTables({{netfilter::kNfprotoIpv4, nft::kTable},
+                                              {netfilter::kNfprotoIpv6, nft::kTable}}));
     const bool any_reference = reference[0] || reference[1];
     if (deleted && !any_reference) return OkStatus();
     NG_ASSIGN_OR_RETURN(Nft nft, Nft::Open());
