@@ -415,21 +415,16 @@ std::optional<ElementPlan> AddElementPlan(const Config& config) {
   const std::string owner = OwnerTag(config.network_name, config.container_id);
   const std::string comment = ElementComment(config.container_id);
   ElementPlan plan;
-  const auto add = [&plan](ElementChange change, Role role = Role::kOther,
-                           std::string subject = {}) {
-    plan.changes.push_back(std::move(change));
-    plan.roles.push_back(role);
-    plan.subjects.push_back(std::move(subject));
-  };
-  add({ElementVerb::kDelete, kNetcfgSet, {NetcfgWrite(config)}}, Role::kNetcfg);
-  add({ElementVerb::kAdd, kNetcfgSet, {NetcfgWrite(config)}});
+  plan.Add({ElementVerb::kDelete, kNetcfgSet, {NetcfgWrite(config)}}, Role::kNetcfg);
+  plan.Add({ElementVerb::kAdd, kNetcfgSet, {NetcfgWrite(config)}});
   for (const auto f : {net::Family::kV4, net::Family::kV6}) {
     const auto& container = config.container(f);
     if (!container) continue;
-    add({ElementVerb::kCreate, kOwnedSet, {OwnedWrite(owner, FamilyMarker(f))}}, Role::kMarker);
+    plan.Add({ElementVerb::kCreate, kOwnedSet, {OwnedWrite(owner, FamilyMarker(f))}},
+             Role::kMarker);
     const std::vector<PortMapping> mappings = config.MappingsFor(f);
     const std::vector<Element> elements = ContainerElements(config, f);
-    if (!elements.empty()) add(RecordsOf(ElementVerb::kAdd, owner, elements));
+    if (!elements.empty()) plan.Add(RecordsOf(ElementVerb::kAdd, owner, elements));
     std::vector<std::string> first_keys;
     auto maps = ChangesPerMap(
         ElementVerb::kAdd, elements,
@@ -441,13 +436,13 @@ std::optional<ElementPlan> AddElementPlan(const Config& config) {
         &first_keys);
     for (size_t m = 0; m < maps.size(); ++m) {
       const bool one = maps[m].elements.size() == 1;
-      add(std::move(maps[m]), Role::kElement, one ? first_keys[m] : std::string());
+      plan.Add(std::move(maps[m]), Role::kElement, one ? first_keys[m] : std::string());
     }
     if (config.snat && !config.masq_all) {
       auto hairpin = HairpinWrites(*container);
       if (!hairpin) return std::nullopt;
-      add({ElementVerb::kAdd, NamesFor(config.network_name).Hairpin(f), std::move(*hairpin)},
-          Role::kHairpin);
+      plan.Add({ElementVerb::kAdd, NamesFor(config.network_name).Hairpin(f), std::move(*hairpin)},
+               Role::kHairpin);
     }
   }
   return plan;
@@ -457,21 +452,17 @@ std::optional<ElementPlan> DeleteElementPlan(const Config& config,
                                              const std::vector<net::Family>& families) {
   const std::string owner = OwnerTag(config.network_name, config.container_id);
   ElementPlan plan;
-  const auto add = [&plan](ElementChange change, Role role = Role::kOther) {
-    plan.changes.push_back(std::move(change));
-    plan.roles.push_back(role);
-    plan.subjects.emplace_back();
-  };
   for (const auto f : families) {
     const std::vector<PortMapping> mappings = config.MappingsFor(f);
     if (mappings.empty()) return std::nullopt;
-    add({ElementVerb::kDelete, kOwnedSet, {OwnedWrite(owner, FamilyMarker(f))}}, Role::kMarker);
+    plan.Add({ElementVerb::kDelete, kOwnedSet, {OwnedWrite(owner, FamilyMarker(f))}},
+             Role::kMarker);
     const std::vector<Element> elements = ContainerElements(config, f);
-    add(RecordsOf(ElementVerb::kDelete, owner, elements));
+    plan.Add(RecordsOf(ElementVerb::kDelete, owner, elements));
     for (auto& map : ChangesPerMap(ElementVerb::kDelete, elements, [&](size_t i) {
            return ElementWrite{.key = DnatKey(mappings[i])};
          })) {
-      add(std::move(map));
+      plan.Add(std::move(map));
     }
   }
   return plan;

@@ -183,6 +183,11 @@ struct ElementPlan {
   std::vector<netfilter::ElementChange> changes;
   std::vector<Role> roles;            // per change
   std::vector<std::string> subjects;  // per change
+  void Add(netfilter::ElementChange change, Role role = Role::kOther, std::string subject = {}) {
+    changes.push_back(std::move(change));
+    roles.push_back(role);
+    subjects.push_back(std::move(subject));
+  }
 };
 std::optional<ElementPlan> AddElementPlan(const Config& config);
 // AppendDelete of the owner's family markers in `families` and of the config's elements in
