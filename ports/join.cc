@@ -69,7 +69,15 @@ Verdict DecideVerdict(const PortRow& row, const Group& group) {
   return Verdict::kOk;
 }
 
-PortRow& RowFor(std::map<PortKey, PortRow>& rows, const PortKey& key) {
+// The rows in their output order: by port, then protocol, then host IP.
+struct OutputOrder {
+  bool operator()(const PortKey& a, const PortKey& b) const {
+    return std::tie(a.port, a.protocol, a.host_ip) < std::tie(b.port, b.protocol, b.host_ip);
+  }
+};
+using Rows = std::map<PortKey, PortRow, OutputOrder>;
+
+PortRow& RowFor(Rows& rows, const PortKey& key) {
   PortRow& row = rows[key];
   row.key = key;
   return row;
@@ -95,7 +103,7 @@ std::string_view VerdictName(Verdict verdict) {
 
 std::vector<PortRow> JoinClaims(NodeClaims claims) {
   // The claims move into their rows; the groups then refer to them there.
-  std::map<PortKey, PortRow> rows;
+  Rows rows;
   for (DeclaredClaim& c : claims.declared) {
     RowFor(rows, c.key).declared.push_back(std::move(c));
   }
@@ -121,10 +129,6 @@ std::vector<PortRow> JoinClaims(NodeClaims claims) {
   for (auto& [key, row] : rows) {
     out.push_back(std::move(row));
   }
-  std::sort(out.begin(), out.end(), [](const PortRow& a, const PortRow& b) {
-    return std::tie(a.key.port, a.key.protocol, a.key.host_ip) <
-           std::tie(b.key.port, b.key.protocol, b.key.host_ip);
-  });
   return out;
 }
 

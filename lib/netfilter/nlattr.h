@@ -16,6 +16,7 @@
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -100,9 +101,11 @@ struct Attr {
     return (static_cast<uint64_t>(ntohl(parts[0])) << 32) | ntohl(parts[1]);
   }
   // Up to the first NUL.
-  std::string String() const {
+  std::string String() const { return std::string(View()); }
+  // The same without a copy; valid while the parsed buffer is.
+  std::string_view View() const {
     const auto* p = reinterpret_cast<const char*>(data.data());
-    return std::string(p, strnlen(p, data.size()));
+    return std::string_view(p, strnlen(p, data.size()));
   }
 };
 
@@ -123,9 +126,38 @@ bool ForEachAttr(ByteView payload, F&& fn) {
   return true;
 }
 
+// The attributes of one payload, in order. Up to kInline of them are kept in place (every
+// nf_tables expression has fewer), so parsing a rule's expressions allocates nothing per
+// expression; more move to the heap. Contiguous either way (a std::span<const Attr> views it).
+class AttrList {
+ public:
+  static constexpr size_t kInline = 8;
+
+  void push_back(const Attr& a) {
+    if (!heap_.empty() || size_ == kInline) {
+      if (heap_.empty()) heap_.assign(inline_.begin(), inline_.end());
+      heap_.push_back(a);
+    } else {
+      inline_[size_] = a;
+    }
+    ++size_;
+  }
+  const Attr* data() const { return heap_.empty() ? inline_.data() : heap_.data(); }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const Attr* begin() const { return data(); }
+  const Attr* end() const { return data() + size_; }
+  const Attr& operator[](size_t i) const { return data()[i]; }
+
+ private:
+  std::array<Attr, kInline> inline_{};
+  std::vector<Attr> heap_;
+  size_t size_ = 0;
+};
+
 // The attributes of `payload` in order; nullopt when a length field runs past the end.
-inline std::optional<std::vector<Attr>> ParseAttrs(ByteView payload) {
-  std::vector<Attr> out;
+inline std::optional<AttrList> ParseAttrs(ByteView payload) {
+  AttrList out;
   const bool ok = ForEachAttr(payload, [&](const Attr& a) {
     out.push_back(a);
     return true;
@@ -143,7 +175,7 @@ inline std::optional<ByteView> NfnlPayload(const nlmsghdr* h) {
 }
 
 // The last attribute of `type` in `attrs`, or nullptr.
-inline const Attr* FindAttr(const std::vector<Attr>& attrs, uint16_t type) {
+inline const Attr* FindAttr(std::span<const Attr> attrs, uint16_t type) {
   const Attr* found = nullptr;
   for (const auto& a : attrs) {
     if (a.type == type) found = &a;

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <future>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -59,12 +61,14 @@ std::string CommentOf(const ipt::Rule& rule) {
   return "";
 }
 
-// The reference's iptables layout through `read`: entry rules name owner and chain, the
-// chain's DNAT rules the mappings.
-Status AppendIptablesLayout(const ChainReader& read, net::Family family, const char* layout,
-                            const std::set<PortKey>* only, std::vector<InstalledMapping>& out) {
+using Owners = std::map<std::string, ipt::CommentOwner>;  // CNI-DN-* chain -> its owner
+
+// The reference's iptables layout through `read`, first half: the entry rules name owner and
+// chain.
+Result<Owners> EntryOwners(const ChainReader& read, net::Family family,
+                           const std::set<PortKey>* only) {
   NG_ASSIGN_OR_RETURN(const auto entries, read(ipt::kDnatChain));
-  std::map<std::string, ipt::CommentOwner> owners;  // CNI-DN-* chain -> owner
+  Owners owners;
   for (const auto& entry : entries) {
     if (entry.target.rfind("CNI-DN-", 0) != 0 || !entry.rule) continue;
     const auto owner = ipt::ParseEntryComment(CommentOf(*entry.rule));
@@ -72,7 +76,15 @@ Status AppendIptablesLayout(const ChainReader& read, net::Family family, const c
     if (only && !EntryRuleMayMatch(*entry.rule, family, *only)) continue;
     owners.emplace(entry.target, *owner);
   }
-  for (const auto& [chain, owner] : owners) {
+  return owners;
+}
+
+// Second half: the DNAT rules of the chains of `owners` hold the mappings.
+Status AppendChainMappings(const ChainReader& read, net::Family family, const char* layout,
+                           const std::set<PortKey>* only, Owners::const_iterator first,
+                           Owners::const_iterator last, std::vector<InstalledMapping>& out) {
+  for (auto it = first; it != last; ++it) {
+    const auto& [chain, owner] = *it;
     NG_ASSIGN_OR_RETURN(const auto rules, read(chain));
     for (const auto& listed : rules) {
       if (!listed.rule) continue;
@@ -87,6 +99,84 @@ Status AppendIptablesLayout(const ChainReader& read, net::Family family, const c
   return OkStatus();
 }
 
+// Reads the chains of `table` for the iptables-nft layout. One dump per chain: the entry
+// chain, then the chain of each entry (a dump of the whole table costs more: the kernel
+// resumes it by walking the table's rules from the start for every 32 KiB it returns). Rules
+// that cannot be sought are passed over in the dump's own buffer, neither copied nor decoded:
+// entries of other keys, and everything but a CNI-DN chain's DNAT rules (the only ones
+// AppendChainMappings reads a mapping from).
+ChainReader NftChainReader(ipt::NftNatTable& table, net::Family family,
+                           const std::set<PortKey>* only) {
+  return [&table, family, only](const std::string& chain) -> Result<std::vector<ListedRule>> {
+    const bool entry_chain = chain == ipt::kDnatChain;
+    NG_ASSIGN_OR_RETURN(const auto records, table.RulesWhere(chain, [&](netfilter::ByteView e) {
+      if (!entry_chain) return RawRuleMayBeDnat(e);
+      return only == nullptr || RawEntryMayMatch(e, family, *only);
+    }));
+    std::vector<ListedRule> rules;
+    rules.reserve(records.size());
+    for (const auto& r : records) {
+      std::string target = r.verdict.chain.empty() ? r.verdict.target : r.verdict.chain;
+      if (entry_chain && only == nullptr) {
+        // Every port is wanted: of an entry rule only its owner (the comment) is read.
+        ipt::Rule owner_only;
+        if (auto comment = ipt::NftRuleComment(r.expressions, r.userdata)) {
+          owner_only.matches.emplace_back(ipt::CommentMatch{std::move(*comment)});
+        }
+        rules.push_back({std::move(target), std::move(owner_only)});
+        continue;
+      }
+      rules.push_back({std::move(target), ipt::DecodeNftRule(r.expressions, family, r.userdata)});
+    }
+    return rules;
+  };
+}
+
+// Past this many container chains, a second thread with its own socket reads half of them:
+// the dumps are mostly the kernel's time and the decoding ours, and both split.
+constexpr size_t kChainsForSecondReader = 512;
+
+// The mappings of the chains in [first, last), read through a table of its own (opened in the
+// calling thread) whose reads are confirmed against `generation`.
+Result<std::vector<InstalledMapping>> ReadChainsApart(net::Family family,
+                                                      const std::set<PortKey>* only,
+                                                      Owners::const_iterator first,
+                                                      Owners::const_iterator last,
+                                                      uint32_t generation) {
+  NG_ASSIGN_OR_RETURN(auto table, ipt::NftNatTable::Open(family));
+  if (table->generation() != generation) {
+    return ipt::NftNatTable::StaleGeneration(table->name() + ": read table nat");
+  }
+  std::vector<InstalledMapping> found;
+  NG_RETURN_IF_ERROR(AppendChainMappings(NftChainReader(*table, family, only), family,
+                                         "iptables-nft", only, first, last, found));
+  NG_RETURN_IF_ERROR(table->ConfirmReads());
+  return found;
+}
+
+// One attempt at the iptables-nft layout of `family`; a stale-generation error when a writer
+// committed meanwhile.
+Status ReadIptablesNft(ipt::NftNatTable& table, net::Family family, const std::set<PortKey>* only,
+                       std::vector<InstalledMapping>& out) {
+  const ChainReader read = NftChainReader(table, family, only);
+  NG_ASSIGN_OR_RETURN(const Owners owners, EntryOwners(read, family, only));
+  auto middle = owners.end();
+  std::future<Result<std::vector<InstalledMapping>>> second;
+  if (owners.size() >= kChainsForSecondReader) {
+    middle = std::next(owners.begin(), static_cast<std::ptrdiff_t>(owners.size() / 2));
+    second = std::async(std::launch::async, ReadChainsApart, family, only, middle, owners.end(),
+                        table.generation());
+  }
+  Status s = AppendChainMappings(read, family, "iptables-nft", only, owners.begin(), middle, out);
+  if (s.ok()) s = table.ConfirmReads();
+  if (second.valid()) {
+    auto rest = second.get();  // always waited for: it reads `owners`
+    if (s.ok() && !rest.ok()) s = rest.error();
+    if (s.ok()) out.insert(out.end(), rest->begin(), rest->end());
+  }
+  return s;
+}
+
 // nf_tables `ip nat` / `ip6 nat` in iptables-nft's encoding; read again from the start when a
 // writer commits meanwhile (the reads are confirmed against the generation).
 Status AppendIptablesNft(net::Family family, const std::set<PortKey>* only,
@@ -99,29 +189,8 @@ Status AppendIptablesNft(net::Family family, const std::set<PortKey>* only,
       if (ipt::NftNatTable::IsStaleGeneration(table.error()) && attempt < kStaleRetries) continue;
       return table.error().WithContext("list iptables-nft mappings");
     }
-    // One dump per chain: the entry chain, then the chain of each entry (a dump of the whole
-    // table costs more: the kernel resumes it by walking the table's rules from the start for
-    // every 32 KiB it returns). Rules that cannot be sought are passed over in the dump's own
-    // buffer, neither copied nor decoded: entries of other keys, and everything but a CNI-DN
-    // chain's DNAT rules (the only ones AppendIptablesLayout reads a mapping from).
-    ChainReader read = [&](const std::string& chain) -> Result<std::vector<ListedRule>> {
-      const bool entry_chain = chain == ipt::kDnatChain;
-      NG_ASSIGN_OR_RETURN(const auto records,
-                          (*table)->RulesWhere(chain, [&](netfilter::ByteView e) {
-                            if (!entry_chain) return RawRuleMayBeDnat(e);
-                            return only == nullptr || RawEntryMayMatch(e, family, *only);
-                          }));
-      std::vector<ListedRule> rules;
-      rules.reserve(records.size());
-      for (const auto& r : records) {
-        rules.push_back({r.verdict.chain.empty() ? r.verdict.target : r.verdict.chain,
-                         ipt::DecodeNftRule(r.expressions, family, r.userdata)});
-      }
-      return rules;
-    };
     std::vector<InstalledMapping> found;
-    Status s = AppendIptablesLayout(read, family, "iptables-nft", only, found);
-    if (s.ok()) s = (*table)->ConfirmReads();
+    const Status s = ReadIptablesNft(**table, family, only, found);
     if (s.ok()) {
       out.insert(out.end(), found.begin(), found.end());
       return OkStatus();
@@ -155,7 +224,9 @@ Status AppendIptablesLegacy(net::Family family, const std::set<PortKey>* only,
     }
     return rules;
   };
-  return AppendIptablesLayout(read, family, "iptables-legacy", only, out);
+  NG_ASSIGN_OR_RETURN(const Owners owners, EntryOwners(read, family, only));
+  return AppendChainMappings(read, family, "iptables-legacy", only, owners.begin(), owners.end(),
+                             out);
 }
 
 // `list table <table>` as JSON; nullopt when the table does not exist.

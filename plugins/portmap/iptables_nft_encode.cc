@@ -390,14 +390,15 @@ Status AddTarget(ExprWriter& out, const Target& target, net::Family family) {
 // ---- decoding
 
 struct Expr {
-  std::string name;
-  std::vector<Attr> attrs;  // of NFTA_EXPR_DATA
+  std::string_view name;      // into the parsed expressions
+  netfilter::AttrList attrs;  // of NFTA_EXPR_DATA
 };
 
 std::optional<std::vector<Expr>> ParseExpressions(ByteView payload) {
   auto elems = netfilter::ParseAttrs(payload);
   if (!elems) return std::nullopt;
   std::vector<Expr> out;
+  out.reserve(elems->size());
   for (const auto& elem : *elems) {
     if (elem.type != NFTA_LIST_ELEM) return std::nullopt;
     auto parts = netfilter::ParseAttrs(elem.data);
@@ -405,10 +406,10 @@ std::optional<std::vector<Expr>> ParseExpressions(ByteView payload) {
     const Attr* name = netfilter::FindAttr(*parts, NFTA_EXPR_NAME);
     const Attr* data = netfilter::FindAttr(*parts, NFTA_EXPR_DATA);
     if (name == nullptr) return std::nullopt;
-    std::optional<std::vector<Attr>> attrs = std::vector<Attr>{};
+    std::optional<netfilter::AttrList> attrs = netfilter::AttrList{};
     if (data != nullptr) attrs = netfilter::ParseAttrs(data->data);
     if (!attrs) return std::nullopt;
-    out.push_back({name->String(), std::move(*attrs)});
+    out.push_back({name->View(), std::move(*attrs)});
   }
   return out;
 }
@@ -423,7 +424,7 @@ std::optional<Bytes> DataValue(const Attr* attr) {
   return Bytes(value->data.begin(), value->data.end());
 }
 
-std::optional<uint32_t> U32(const std::vector<Attr>& attrs, uint16_t type) {
+std::optional<uint32_t> U32(std::span<const Attr> attrs, uint16_t type) {
   const Attr* a = netfilter::FindAttr(attrs, type);
   if (a == nullptr || a->data.size() != 4) return std::nullopt;
   return a->Be32();
@@ -458,7 +459,7 @@ struct Verdict {
 };
 
 // The verdict an immediate expression sets; nullopt when it loads data into a register.
-std::optional<Verdict> ImmediateVerdict(const std::vector<Attr>& immediate) {
+std::optional<Verdict> ImmediateVerdict(std::span<const Attr> immediate) {
   const auto dreg = U32(immediate, NFTA_IMMEDIATE_DREG);
   const Attr* data = netfilter::FindAttr(immediate, NFTA_IMMEDIATE_DATA);
   if (!dreg || *dreg != NFT_REG_VERDICT || data == nullptr) return std::nullopt;
@@ -503,13 +504,13 @@ class Decoder {
   }
 
  private:
-  bool OnMeta(const std::vector<Attr>& a) {
+  bool OnMeta(std::span<const Attr> a) {
     const auto key = U32(a, NFTA_META_KEY), dreg = U32(a, NFTA_META_DREG);
     if (!key || !dreg || netfilter::FindAttr(a, NFTA_META_SREG)) return false;
     regs_[*dreg] = Load{.meta = true, .key = *key};
     return true;
   }
-  bool OnPayload(const std::vector<Attr>& a) {
+  bool OnPayload(std::span<const Attr> a) {
     const auto dreg = U32(a, NFTA_PAYLOAD_DREG), base = U32(a, NFTA_PAYLOAD_BASE),
                offset = U32(a, NFTA_PAYLOAD_OFFSET), len = U32(a, NFTA_PAYLOAD_LEN);
     if (!dreg || !base || !offset || !len || netfilter::FindAttr(a, NFTA_PAYLOAD_SREG)) {
@@ -518,7 +519,7 @@ class Decoder {
     regs_[*dreg] = Load{.base = *base, .offset = *offset, .len = *len};
     return true;
   }
-  bool OnBitwise(const std::vector<Attr>& a) {
+  bool OnBitwise(std::span<const Attr> a) {
     const auto sreg = U32(a, NFTA_BITWISE_SREG), dreg = U32(a, NFTA_BITWISE_DREG);
     const auto op = U32(a, NFTA_BITWISE_OP);
     const auto mask = DataValue(netfilter::FindAttr(a, NFTA_BITWISE_MASK));
@@ -532,7 +533,7 @@ class Decoder {
     regs_[*dreg] = load;
     return true;
   }
-  bool OnCmp(const std::vector<Attr>& a) {
+  bool OnCmp(std::span<const Attr> a) {
     const auto sreg = U32(a, NFTA_CMP_SREG), op = U32(a, NFTA_CMP_OP);
     const auto data = DataValue(netfilter::FindAttr(a, NFTA_CMP_DATA));
     if (!sreg || !op || !data || (*op != NFT_CMP_EQ && *op != NFT_CMP_NEQ)) return false;
@@ -650,7 +651,7 @@ class Decoder {
 
   // Only -j CHAIN: goto (-g) is another rule to iptables -C, and the layout uses no
   // ACCEPT/RETURN.
-  bool OnImmediate(const std::vector<Attr>& a) {
+  bool OnImmediate(std::span<const Attr> a) {
     const auto verdict = ImmediateVerdict(a);
     if (!verdict || verdict->code != NFT_JUMP || verdict->chain.empty()) return false;
     rule_.target = JumpTarget{verdict->chain};
@@ -658,7 +659,7 @@ class Decoder {
     return true;
   }
 
-  bool OnXt(const std::vector<Attr>& a, bool target) {
+  bool OnXt(std::span<const Attr> a, bool target) {
     const Attr* name = netfilter::FindAttr(a, NFTA_MATCH_NAME);
     const auto rev = U32(a, NFTA_MATCH_REV);
     const Attr* info = netfilter::FindAttr(a, NFTA_MATCH_INFO);
@@ -826,10 +827,10 @@ NftVerdict NftRuleVerdict(std::span<const uint8_t> expressions) {
   // Only element names are read, and only verdict-like elements are parsed further: this runs
   // over every rule of a chain.
   netfilter::ForEachAttr(expressions, [&](const Attr& elem) {
-    std::string name;
+    std::string_view name;
     netfilter::ByteView data;
     netfilter::ForEachAttr(elem.data, [&](const Attr& a) {
-      if (a.type == NFTA_EXPR_NAME) name = a.String();
+      if (a.type == NFTA_EXPR_NAME) name = a.View();
       if (a.type == NFTA_EXPR_DATA) data = a.data;
       return true;
     });
@@ -857,16 +858,30 @@ std::optional<std::string> NftJumpTarget(std::span<const uint8_t> expressions) {
 
 std::optional<std::string> NftRuleComment(std::span<const uint8_t> expressions,
                                           std::span<const uint8_t> userdata) {
-  if (const auto exprs = ParseExpressions(expressions)) {
-    for (const auto& e : *exprs) {
-      const Attr* name = netfilter::FindAttr(e.attrs, NFTA_MATCH_NAME);
-      const Attr* info = netfilter::FindAttr(e.attrs, NFTA_MATCH_INFO);
-      if (e.name == "match" && name && info && name->String() == "comment") {
-        const auto* text = reinterpret_cast<const char*>(info->data.data());
-        return std::string(text, strnlen(text, info->data.size()));
-      }
-    }
-  }
+  // Element by element without a parse of the whole rule: this runs over every entry rule.
+  std::optional<std::string> comment;
+  netfilter::ForEachAttr(expressions, [&](const Attr& elem) {
+    std::string_view name;
+    netfilter::ByteView data;
+    netfilter::ForEachAttr(elem.data, [&](const Attr& a) {
+      if (a.type == NFTA_EXPR_NAME) name = a.View();
+      if (a.type == NFTA_EXPR_DATA) data = a.data;
+      return true;
+    });
+    if (name != "match") return true;
+    std::string_view match;
+    std::optional<Attr> info;
+    netfilter::ForEachAttr(data, [&](const Attr& a) {
+      if (a.type == NFTA_MATCH_NAME) match = a.View();
+      if (a.type == NFTA_MATCH_INFO) info = a;
+      return true;
+    });
+    if (match != "comment" || !info) return true;
+    const auto* text = reinterpret_cast<const char*>(info->data.data());
+    comment = std::string(text, strnlen(text, info->data.size()));
+    return false;
+  });
+  if (comment) return comment;
   return UserdataComment(userdata);
 }
 

@@ -12,6 +12,7 @@
 #include <sys/uio.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <functional>
@@ -73,7 +74,7 @@ NftVerdict VerdictOf(const Target& target) {
 uint16_t NftType(int msg) { return static_cast<uint16_t>((NFNL_SUBSYS_NFTABLES << 8) | msg); }
 
 // The attributes after a reply's nfgenmsg.
-std::optional<std::vector<Attr>> ReplyAttrs(const nlmsghdr* h) {
+std::optional<netfilter::AttrList> ReplyAttrs(const nlmsghdr* h) {
   const auto payload = netfilter::NfnlPayload(h);
   if (!payload) return std::nullopt;
   return netfilter::ParseAttrs(*payload);
@@ -172,29 +173,44 @@ int ErrnoOf(const nlmsghdr* h) {
   return -static_cast<const nlmsgerr*>(NLMSG_DATA(h))->error;
 }
 
-// One receive; calls `on` for every message in it. False when a non-blocking read found
-// nothing.
+// One receive of up to two datagrams (the second only if already queued); calls `on` for every
+// message in them. A dump's last data and its NLMSG_DONE are two datagrams, the second queued
+// while the first is read, so a short dump costs one receive instead of two. False when a
+// non-blocking read found nothing.
 Result<bool> ReceiveOnce(int fd, bool block, const std::string& what,
                          const std::function<void(const nlmsghdr*)>& on) {
-  // Not zeroed: zeroing 64 KiB would touch (fault in) every page of it on every call, where
-  // most answers fill less than one.
+  constexpr unsigned kDatagrams = 2;
+  // Not zeroed: zeroing would touch (fault in) every page of them on every call, where most
+  // answers fill less than one.
   static thread_local const std::unique_ptr<uint8_t[]> buffer =
-      std::make_unique_for_overwrite<uint8_t[]>(kReceiveBuffer);
-  ssize_t n;
+      std::make_unique_for_overwrite<uint8_t[]>(kDatagrams * kReceiveBuffer);
+  std::array<iovec, kDatagrams> iov{};
+  std::array<mmsghdr, kDatagrams> messages{};
+  for (unsigned i = 0; i < kDatagrams; ++i) {
+    iov[i] = {buffer.get() + i * kReceiveBuffer, kReceiveBuffer};
+    messages[i].msg_hdr.msg_iov = &iov[i];
+    messages[i].msg_hdr.msg_iovlen = 1;
+  }
+  int received;
   do {
-    n = ::recv(fd, buffer.get(), kReceiveBuffer, (block ? 0 : MSG_DONTWAIT) | MSG_TRUNC);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) {
+    received = ::recvmmsg(fd, messages.data(), kDatagrams,
+                          (block ? MSG_WAITFORONE : MSG_DONTWAIT) | MSG_TRUNC, nullptr);
+  } while (received < 0 && errno == EINTR);
+  if (received < 0) {
     if (!block && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
     return Error(kErrKernel, what + ": receive: " + std::strerror(errno));
   }
-  if (static_cast<size_t>(n) > kReceiveBuffer) return Error(kErrKernel, what + ": reply truncated");
-  int len = static_cast<int>(n);  // signed: NLMSG_NEXT may step past the end
-  for (const auto* h = reinterpret_cast<const nlmsghdr*>(buffer.get()); NLMSG_OK(h, len);
-       h = NLMSG_NEXT(h, len)) {
-    on(h);
+  for (int i = 0; i < received; ++i) {
+    if (messages[i].msg_len > kReceiveBuffer) return Error(kErrKernel, what + ": reply truncated");
   }
-  return true;
+  for (int i = 0; i < received; ++i) {
+    int len = static_cast<int>(messages[i].msg_len);  // signed: NLMSG_NEXT may step past the end
+    for (const auto* h = reinterpret_cast<const nlmsghdr*>(iov[i].iov_base); NLMSG_OK(h, len);
+         h = NLMSG_NEXT(h, len)) {
+      on(h);
+    }
+  }
+  return received > 0;
 }
 
 // Sends `request` (sequence `seq`) and reads its replies: for a dump until NLMSG_DONE, for a
@@ -301,7 +317,7 @@ std::optional<NftRuleRecord> RuleRecordOf(
     if (a.type == NFTA_RULE_USERDATA) udata = a;
     return true;
   });
-  if (!well_formed || !in_chain || !handle || in_chain->String() != chain) return std::nullopt;
+  if (!well_formed || !in_chain || !handle || in_chain->View() != chain) return std::nullopt;
   if (!keep(exprs ? exprs->data : ByteView())) return std::nullopt;
   NftRuleRecord r;
   r.handle = handle->Be64();
@@ -327,6 +343,10 @@ std::string NftNatTable::name() const {
 
 bool NftNatTable::IsStaleGeneration(const Error& error) {
   return error.code == kErrKernel && error.details == kStaleDetails;
+}
+
+Error NftNatTable::StaleGeneration(const std::string& what) {
+  return Error(kErrKernel, what + ": " + kStaleDetails, kStaleDetails);
 }
 
 Status NftNatTable::Usable(net::Family family) {

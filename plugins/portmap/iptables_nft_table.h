@@ -75,6 +75,8 @@ class NftNatTable final : public NatTable {
   static Status Usable(net::Family family);
   // Whether `error` (code 100) means the ruleset changed since Open: reopen and rebuild.
   static bool IsStaleGeneration(const Error& error);
+  // Such an error, for a reader of several tables that found their generations apart.
+  static Error StaleGeneration(const std::string& what);
 
   ~NftNatTable() override;
 

@@ -82,6 +82,38 @@ TEST(InstalledMappings, IptablesNftModeOursAndTheReference) {
   EXPECT_EQ(InstalledWithKeys(ref), Ctr1Lines("iptables-nft", "ctr9"));
 }
 
+// Past 512 container chains a second thread with its own socket reads half of them: every
+// mapping must still be found once, with its own owner (600 containers, as the reference's
+// layout holds them, loaded by iptables-nft-restore).
+TEST(InstalledMappings, ManyContainersReadByTwoReaders) {
+  NG_REQUIRE_ROOT();
+  constexpr int kContainers = 600;
+  TestNetns node("ng-lsmany");
+  std::string rules = "*nat\n:CNI-HOSTPORT-DNAT - [0:0]\n";
+  std::vector<std::string> expected;
+  for (int i = 0; i < kContainers; ++i) {
+    const std::string chain = "CNI-DN-" + std::to_string(1000000 + i);
+    const std::string port = std::to_string(20000 + i);
+    const std::string ip = "10.88." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 2);
+    rules += ":" + chain + " - [0:0]\n";
+    rules += "-A " + chain + " -p tcp -m tcp --dport " + port + " -j DNAT --to-destination " + ip +
+             ":80\n";
+    rules +=
+        "-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment \"dnat name: \\\"many\\\" id: "
+        "\\\"c" +
+        std::to_string(i) + "\\\"\" -m multiport --dports " + port + " -j " + chain + "\n";
+    expected.push_back("iptables-nft 4 tcp *:" + port + " -> " + ip + ":80 many/c" +
+                       std::to_string(i));
+  }
+  rules += "COMMIT\n";
+  const std::string file = "/tmp/ng-lsmany.rules";
+  std::ofstream(file) << rules;
+  node.MustRun("iptables-nft-restore < " + file);
+  std::filesystem::remove(file);
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(Installed(node), expected);
+}
+
 TEST(InstalledMappings, IptablesLegacyMode) {
   NG_REQUIRE_ROOT();
   UseIptablesMode(IptablesMode::kLegacy);
