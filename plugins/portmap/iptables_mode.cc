@@ -19,6 +19,22 @@ constexpr const char* kHintChains[] = {"KUBE-IPTABLES-HINT", "KUBE-KUBELET-CANAR
 // plugin's own PATH is the fallback the reference would use too.
 constexpr char kDefaultPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
+// The file `path` names once its own symlinks are followed (iptables -> /etc/alternatives/
+// iptables -> iptables-nft -> xtables-nft-multi): the mode is in that file's name. Unlike
+// realpath, the directories on the way are left to the kernel (a readlink each, for nothing).
+std::string FollowLinks(std::string path) {
+  constexpr int kMaxLinks = 40;  // the kernel's own limit
+  for (int i = 0; i < kMaxLinks; ++i) {
+    char target[PATH_MAX];
+    const ssize_t n = ::readlink(path.c_str(), target, sizeof(target));
+    if (n <= 0 || static_cast<size_t>(n) >= sizeof(target)) break;
+    std::string next(target, static_cast<size_t>(n));
+    if (next.front() != '/') next = path.substr(0, path.rfind('/') + 1) + next;
+    path = std::move(next);
+  }
+  return path;
+}
+
 std::optional<std::string> LookPath(const std::string& name) {
   const char* env = std::getenv("PATH");
   std::istringstream dirs(env != nullptr ? env : kDefaultPath);
@@ -29,9 +45,7 @@ std::optional<std::string> LookPath(const std::string& name) {
         ::access(candidate.c_str(), X_OK) != 0) {
       continue;
     }
-    char resolved[PATH_MAX];
-    if (::realpath(candidate.c_str(), resolved) == nullptr) return candidate;
-    return std::string(resolved);
+    return FollowLinks(candidate);
   }
   return std::nullopt;
 }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -514,6 +515,26 @@ TEST_F(IptablesModeChoice, WithoutAnIptablesBinaryTheNodesChainsDecide) {
 }
 
 // A node that switched modes: DEL removes the container's rules from both.
+// A runtime whose PATH finds a legacy iptables first, through a relative link to a link (as
+// update-alternatives and merged-/usr builds chain them): the rules land in x_tables.
+TEST_F(IptablesModeChoice, ALegacyIptablesFirstOnPathDecidesThroughLinks) {
+  NG_REQUIRE_ROOT();
+  char tmpl[] = "/tmp/ng-pmpath-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  std::filesystem::create_directory(dir + "/alternatives");
+  for (const std::string tool : {"iptables", "ip6tables"}) {
+    std::filesystem::create_symlink("/usr/sbin/" + tool + "-legacy", dir + "/alternatives/" + tool);
+    std::filesystem::create_symlink("alternatives/" + tool, dir + "/" + tool);
+  }
+  TestNetns node("ng-pmlgpath");
+  const auto out = AddWithPath(node, dir + ":/usr/sbin:/usr/bin");
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(out.exit_code, 0) << out.out << out.err;
+  EXPECT_EQ(NftRules(node), 0);
+  EXPECT_EQ(CountLines(node.MustRun("iptables-legacy-save -t nat"), "-A CNI-DN-"), 6);
+}
+
 TEST_F(IptablesModeChoice, DelRemovesTheContainersRulesInBothModes) {
   NG_REQUIRE_ROOT();
   TestNetns node("ng-pmboth");
