@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <future>
 #include <iostream>
 #include <optional>
 
@@ -49,13 +50,17 @@ Result<NodeClaims> CollectClaims(const PortsFlags& f) {
   if (std::count(f.pods_files.begin(), f.pods_files.end(), "-") > 1) {
     return Error(kErrInvalidConfig, "'-' (stdin) may be given once");
   }
-  NG_ASSIGN_OR_RETURN(auto pods,
-                      LoadNodePods(f.manifests_dir, f.pods_files, admit::HostNode().name));
   const PortFilter only_port = f.port != 0 ? PortFilter(std::set<int>{f.port}) : std::nullopt;
-  NG_ASSIGN_OR_RETURN(LiveClaims live,
-                      ReadLiveClaims(PortmapMappedSource(), f.cni_cache_dir, only_port));
+  // The kernel's claims are read while the pods are parsed (their errors still come first).
+  auto reading = std::async(std::launch::async, [&] {
+    return ReadLiveClaims(PortmapMappedSource(), f.cni_cache_dir, only_port);
+  });
+  auto pods = LoadNodePods(f.manifests_dir, f.pods_files, admit::HostNode().name);
+  auto read = reading.get();
+  if (!pods.ok()) return pods.error();
+  NG_ASSIGN_OR_RETURN(LiveClaims live, std::move(read));
   NodeClaims claims;
-  claims.declared = DeclaredClaimsOf(pods);
+  claims.declared = DeclaredClaimsOf(*pods);
   if (only_port) {
     std::erase_if(claims.declared,
                   [&](const DeclaredClaim& c) { return !only_port->contains(c.key.port); });
