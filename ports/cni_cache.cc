@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "lib/sys/dir_io.h"
@@ -17,17 +18,6 @@ namespace nodegate::ports {
 namespace {
 
 constexpr size_t kMaxCacheFileBytes = 16 << 20;
-
-// CniArg: the value of `name` in libcni's [[K, V], ...] list.
-std::optional<std::string> CniArg(const nlohmann::json& args, std::string_view name) {
-  for (const nlohmann::json& pair : args) {
-    if (pair.is_array() && pair.size() == 2 && pair[0].is_string() && pair[1].is_string() &&
-        pair[0].get_ref<const std::string&>() == name) {
-      return pair[1].get<std::string>();
-    }
-  }
-  return std::nullopt;
-}
 
 // One cache file into `out` (reused between files), in four system calls where a path-based
 // read takes six: a node has one file per container. False for anything but a regular file
@@ -42,46 +32,122 @@ bool ReadCacheFile(int folder, const sys::DirEntry& entry, std::string& out) {
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
   // A read of a regular file that returns less than asked for has reached its end, so a file
-  // shorter than the first read (they all are) costs no second read to find the end.
+  // shorter than the first read (they all are) costs no second read to find the end. Read into
+  // a buffer that is never cleared: resizing `out` to 64 KiB would zero it for every file.
   constexpr size_t kFirstRead = 64 << 10;
-  out.resize(kFirstRead);
+  static thread_local const std::unique_ptr<char[]> first =
+      std::make_unique_for_overwrite<char[]>(kFirstRead);
   ssize_t n;
   do {
-    n = ::read(fd.get(), out.data(), kFirstRead);
+    n = ::read(fd.get(), first.get(), kFirstRead);
   } while (n < 0 && errno == EINTR);
   if (n < 0) return false;
-  out.resize(static_cast<size_t>(n));
+  out.assign(first.get(), static_cast<size_t>(n));
   if (static_cast<size_t>(n) < kFirstRead) return true;
   return sys::ReadAllCapped(fd.get(), kMaxCacheFileBytes - kFirstRead, out);
+}
+
+// The two members of a cache entry that name its pod, read from the parser's events: an entry
+// also holds the network's whole config and result, and a node has one entry per container, so
+// nothing else is kept (no document is built). A member given twice counts as its last value,
+// as in a parsed document.
+class CacheEntryReader final : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  bool top_is_object = false;
+  std::optional<std::string> container_id;  // when the last "containerId" is a string
+  // When the last "cniArgs" is an array: its [string, string] elements, in order.
+  std::optional<std::vector<std::pair<std::string, std::string>>> args;
+
+  bool null() override { return Scalar(nullptr); }
+  bool boolean(bool /*value*/) override { return Scalar(nullptr); }
+  bool number_integer(number_integer_t /*value*/) override { return Scalar(nullptr); }
+  bool number_unsigned(number_unsigned_t /*value*/) override { return Scalar(nullptr); }
+  bool number_float(number_float_t /*value*/, const string_t& /*text*/) override {
+    return Scalar(nullptr);
+  }
+  bool string(string_t& value) override { return Scalar(&value); }
+  bool binary(binary_t& /*value*/) override { return Scalar(nullptr); }
+  bool key(string_t& name) override {
+    if (depth_ == 1) member_ = name == "containerId" ? kId : name == "cniArgs" ? kArgs : kOther;
+    return true;
+  }
+  bool start_object(std::size_t /*elements*/) override { return Open(false); }
+  bool end_object() override { return Close(); }
+  bool start_array(std::size_t /*elements*/) override { return Open(true); }
+  bool end_array() override { return Close(); }
+  bool parse_error(std::size_t /*position*/, const std::string& /*token*/,
+                   const nlohmann::detail::exception& /*error*/) override {
+    return false;
+  }
+
+ private:
+  enum Member { kOther, kId, kArgs };
+
+  bool InArgs() const { return depth_ >= 2 && member_ == kArgs && args.has_value(); }
+  bool Scalar(const std::string* text) {
+    if (depth_ == 1 && member_ == kId) {
+      container_id = text ? std::optional<std::string>(*text) : std::nullopt;
+    } else if (depth_ == 1 && member_ == kArgs) {
+      args.reset();  // not an array
+    } else if (depth_ == 3 && InArgs()) {
+      pair_ok_ = pair_ok_ && text != nullptr && pair_.size() < 2;
+      if (pair_ok_) pair_.push_back(*text);
+    }
+    return true;
+  }
+  bool Open(bool array) {
+    if (depth_ == 0) top_is_object = !array;
+    if (depth_ == 1 && member_ == kId) container_id.reset();
+    if (depth_ == 1 && member_ == kArgs) {
+      args.reset();
+      if (array) args.emplace();
+    }
+    if (depth_ == 2 && InArgs()) {  // an element of cniArgs: a pair only if an array
+      pair_.clear();
+      pair_ok_ = array;
+    } else if (depth_ == 3 && InArgs()) {
+      pair_ok_ = false;  // a pair holds no containers
+    }
+    ++depth_;
+    return true;
+  }
+  bool Close() {
+    --depth_;
+    if (depth_ == 2 && InArgs() && pair_ok_ && pair_.size() == 2) {
+      args->emplace_back(std::move(pair_[0]), std::move(pair_[1]));
+    }
+    return true;
+  }
+
+  int depth_ = 0;
+  Member member_ = kOther;
+  std::vector<std::string> pair_;
+  bool pair_ok_ = false;
+};
+
+// The value of `name` in the [[K, V], ...] list.
+std::optional<std::string> CniArg(const std::vector<std::pair<std::string, std::string>>& args,
+                                  std::string_view name) {
+  for (const auto& [key, value] : args) {
+    if (key == name) return value;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
 
 std::optional<std::pair<std::string, std::string>> PodOfCacheEntry(std::string_view bytes) {
-  // Only the two members read below are kept: an entry also holds the network's whole config
-  // and result, and a node has one entry per container.
-  const nlohmann::json::parser_callback_t only_needed =
-      [](int depth, nlohmann::json::parse_event_t event, const nlohmann::json& parsed) {
-        return depth != 1 || event != nlohmann::json::parse_event_t::key ||
-               parsed == "containerId" || parsed == "cniArgs";
-      };
-  const nlohmann::json entry =
-      nlohmann::json::parse(bytes, only_needed, /*allow_exceptions=*/false);
-  if (!entry.is_object()) {
+  CacheEntryReader entry;
+  if (!nlohmann::json::sax_parse(bytes.begin(), bytes.end(), &entry) || !entry.top_is_object ||
+      !entry.container_id || entry.container_id->empty() || !entry.args) {
     return std::nullopt;
   }
-  const auto id = entry.find("containerId");
-  const auto args = entry.find("cniArgs");
-  if (id == entry.end() || !id->is_string() || id->get_ref<const std::string&>().empty() ||
-      args == entry.end() || !args->is_array()) {
-    return std::nullopt;
-  }
-  const auto ns = CniArg(*args, "K8S_POD_NAMESPACE");
-  const auto name = CniArg(*args, "K8S_POD_NAME");
+  const auto ns = CniArg(*entry.args, "K8S_POD_NAMESPACE");
+  const auto name = CniArg(*entry.args, "K8S_POD_NAME");
   if (!ns || !name || ns->empty() || name->empty()) {
     return std::nullopt;
   }
-  return std::make_pair(id->get<std::string>(), *ns + "/" + *name);
+  return std::make_pair(std::move(*entry.container_id), *ns + "/" + *name);
 }
 
 std::map<std::string, std::string> PodsByContainerId(const std::string& dir, std::stop_token stop,

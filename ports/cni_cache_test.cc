@@ -38,6 +38,34 @@ TEST(PodOfCacheEntry, NotAPod) {
   EXPECT_EQ(PodOfCacheEntry("[]"), std::nullopt);
 }
 
+// The entry is read as a whole document would be, without building one.
+TEST(PodOfCacheEntry, ReadAsTheDocumentWouldBe) {
+  const std::string args = R"([["K8S_POD_NAMESPACE","ns"],["K8S_POD_NAME","p"]])";
+  const auto pod = [](const std::string& text) {
+    const auto found = PodOfCacheEntry(text);
+    return found ? found->first + " " + found->second : std::string("none");
+  };
+  // Members in any order; the same names nested deeper are not the entry's.
+  EXPECT_EQ(pod(R"({"cniArgs":)" + args +
+                R"(,"result":{"containerId":"x","cniArgs":[]},)"
+                R"("containerId":"abc"})"),
+            "abc ns/p");
+  // A member given twice counts as its last value.
+  EXPECT_EQ(pod(R"({"containerId":"old","cniArgs":[],"containerId":"abc","cniArgs":)" + args + "}"),
+            "abc ns/p");
+  EXPECT_EQ(pod(R"({"containerId":"abc","cniArgs":)" + args + R"(,"cniArgs":{}})"), "none");
+  EXPECT_EQ(pod(R"({"containerId":"abc","containerId":7,"cniArgs":)" + args + "}"), "none");
+  // Only [string, string] elements are arguments; others are passed over.
+  EXPECT_EQ(pod(R"({"containerId":"abc","cniArgs":[["K8S_POD_NAMESPACE","ns","extra"],)"
+                R"(["K8S_POD_NAMESPACE",["n"]],"K8S_POD_NAME",{"a":1},)"
+                R"(["K8S_POD_NAMESPACE","ns2"],["K8S_POD_NAME","p2"]]})"),
+            "abc ns2/p2");
+  // Not one JSON document: nothing.
+  EXPECT_EQ(pod(R"({"containerId":"abc","cniArgs":)" + args + "} trailing"), "none");
+  EXPECT_EQ(pod(R"({"containerId":"abc","cniArgs":)" + args), "none");
+  EXPECT_EQ(pod(R"({"containerId":"","cniArgs":)" + args + "}"), "none");
+}
+
 TEST(PodsByContainerId, ReadsAFolderAndSkipsWhatItCannotUse) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("ports-cache-" + std::to_string(::getpid()));
