@@ -822,18 +822,28 @@ Rule CanonicalRule(const Rule& rule) {
   return out;
 }
 
+namespace {
+
+// An expression element's name and data, seen in place (no parse of the data).
+std::pair<std::string_view, netfilter::ByteView> NameAndData(const Attr& elem) {
+  std::string_view name;
+  netfilter::ByteView data;
+  netfilter::ForEachAttr(elem.data, [&](const Attr& a) {
+    if (a.type == NFTA_EXPR_NAME) name = a.View();
+    if (a.type == NFTA_EXPR_DATA) data = a.data;
+    return true;
+  });
+  return {name, data};
+}
+
+}  // namespace
+
 NftVerdict NftRuleVerdict(std::span<const uint8_t> expressions) {
   NftVerdict out;
   // Only element names are read, and only verdict-like elements are parsed further: this runs
   // over every rule of a chain.
   netfilter::ForEachAttr(expressions, [&](const Attr& elem) {
-    std::string_view name;
-    netfilter::ByteView data;
-    netfilter::ForEachAttr(elem.data, [&](const Attr& a) {
-      if (a.type == NFTA_EXPR_NAME) name = a.View();
-      if (a.type == NFTA_EXPR_DATA) data = a.data;
-      return true;
-    });
+    const auto [name, data] = NameAndData(elem);
     if (name == "immediate") {
       const auto attrs = netfilter::ParseAttrs(data);
       const auto verdict = attrs ? ImmediateVerdict(*attrs) : std::nullopt;
@@ -861,13 +871,7 @@ std::optional<std::string> NftRuleComment(std::span<const uint8_t> expressions,
   // Element by element without a parse of the whole rule: this runs over every entry rule.
   std::optional<std::string> comment;
   netfilter::ForEachAttr(expressions, [&](const Attr& elem) {
-    std::string_view name;
-    netfilter::ByteView data;
-    netfilter::ForEachAttr(elem.data, [&](const Attr& a) {
-      if (a.type == NFTA_EXPR_NAME) name = a.View();
-      if (a.type == NFTA_EXPR_DATA) data = a.data;
-      return true;
-    });
+    const auto [name, data] = NameAndData(elem);
     if (name != "match") return true;
     std::string_view match;
     std::optional<Attr> info;
