@@ -179,6 +179,43 @@ TEST_F(PortsNetnsTest, V6ListenerAndTextTable) {
   EXPECT_NE(text.output.find("python3 ("), std::string::npos) << text.output;
 }
 
+// 600 containers mapped in the reference's layout (past 512 chains a second thread reads half of
+// them): every mapping is one row, with its own target and the pod the cache names.
+TEST_F(PortsNetnsTest, ManyMappingsEachWithItsPod) {
+  NG_REQUIRE_ROOT();
+  constexpr int kContainers = 600;
+  TestNetns node("ng-portsmany");
+  std::string rules = "*nat\n:CNI-HOSTPORT-DNAT - [0:0]\n";
+  for (int i = 0; i < kContainers; ++i) {
+    const std::string chain = "CNI-DN-" + std::to_string(2000000 + i);
+    const std::string port = std::to_string(21000 + i);
+    rules += ":" + chain + " - [0:0]\n-A " + chain + " -p tcp -m tcp --dport " + port +
+             " -j DNAT --to-destination 10.89." + std::to_string(i / 250) + "." +
+             std::to_string(i % 250 + 2) + ":80\n";
+    rules +=
+        "-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment \"dnat name: \\\"ports-net\\\" "
+        "id: \\\"c" +
+        std::to_string(i) + "\\\"\" -m multiport --dports " + port + " -j " + chain + "\n";
+    WriteCacheEntry("c" + std::to_string(i), "many", "pod-" + std::to_string(i));
+  }
+  std::ofstream(tmp_ / "rules") << rules << "COMMIT\n";
+  node.MustRun("iptables-nft-restore < " + (tmp_ / "rules").string());
+  const json every = RunPorts(node, "");
+  ASSERT_TRUE(every.contains("ports")) << every.dump();
+  int mapped = 0;
+  for (const json& row : every["ports"]) {
+    ASSERT_EQ(row["mapped"].size(), 1u) << row.dump();
+    const int i = row["port"].get<int>() - 21000;
+    EXPECT_EQ(row["verdict"], "mapped-not-declared");
+    EXPECT_EQ(row["mapped"][0]["pod"], "many/pod-" + std::to_string(i));
+    EXPECT_EQ(row["mapped"][0]["target"],
+              "10.89." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 2) + ":80");
+    ++mapped;
+  }
+  EXPECT_EQ(mapped, kContainers);
+  EXPECT_EQ(OneRow(Ports(node, 21599))["mapped"][0]["pod"], "many/pod-599");
+}
+
 // Mapped rows: a container namespace behind a veth, and portmap ADD run in the node namespace.
 class PortsMappedTest : public PortsNetnsTest {
  protected:
