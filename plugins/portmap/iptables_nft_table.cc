@@ -243,7 +243,7 @@ Status Transact(int fd, const Bytes& request, uint32_t seq, const std::string& w
       }
     }));
   }
-  if (interrupted) return Error(kErrKernel, what + ": " + kStaleDetails, kStaleDetails);
+  if (interrupted) return NftNatTable::StaleGeneration(what);
   if (error != 0 && std::find(ok_errnos.begin(), ok_errnos.end(), error) == ok_errnos.end()) {
     return Error(kErrKernel, what + ": " + ErrnoText(error, ext_ack));
   }
@@ -432,7 +432,7 @@ bool NftNatTable::ChainInKernel(const std::string& chain) { return KernelChain(c
 Status NftNatTable::CheckGeneration() {
   NG_ASSIGN_OR_RETURN(const uint32_t now, ReadGeneration(fd_.get(), ++seq_, name()));
   if (now != generation_) {
-    return Error(kErrKernel, name() + ": read table nat: " + kStaleDetails, kStaleDetails);
+    return StaleGeneration(name() + ": read table nat");
   }
   return OkStatus();
 }
@@ -783,7 +783,7 @@ Status NftNatTable::ReadBatchAnswers(const Batch& batch, const std::vector<Op>& 
     NG_ASSIGN_OR_RETURN(const bool got, ReceiveOnce(fd_.get(), false, what, on_answer));
     if (!got) break;
   }
-  if (stale) return Error(kErrKernel, what + ": " + kStaleDetails, kStaleDetails);
+  if (stale) return StaleGeneration(what);
   if (failed) {
     const auto [seq, err] = *failed;
     const bool is_op = seq >= batch.first_seq && seq <= batch.last_seq;
