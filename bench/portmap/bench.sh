@@ -9,7 +9,7 @@
 # `floor` is what no plugin on an nf_tables node can beat: the exec of a static binary that
 # sends one generation-checked batch adding one jump rule to CNI-HOSTPORT-DNAT in the same
 # `ip nat` (bench/portmap/nft_floor.cc), the least an ADD adds; it is timed in the same loop as
-# our ADD, each call after the same pause (see measure_with_floor).
+# our ADD, each call after the same pause (see measure).
 # A DEL's deleted objects are freed an RCU grace period later, and a commit made meanwhile
 # waits for that (for any writer); each timed ADD starts 50 ms after the previous DEL, so the
 # figures are the calls' own cost, not that wait.
@@ -78,11 +78,29 @@ nftables_population() {
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) { print "nan"; exit }
   if (NR % 2) printf "%.2f\n", v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
+# The median, in ms, of column B minus column A of FILE's lines, for each "A B" given.
+column_medians() {  # file "a b"...
+  local file=$1 pair a b out=""
+  shift
+  for pair in "$@"; do
+    read -r a b <<<"$pair"
+    out="$out $(awk -v a="$a" -v b="$b" '{ printf "%.3f\n", ($b - $a) * 1000 }' "$file" | median)"
+  done
+  echo "$out"
+}
+
 # Times RUNS x (ADD, DEL) of one plugin inside the node namespace; prints "add_ms del_ms".
-measure() {  # label binary backend_json runs path_prefix
-  local label=$1 binary=$2 backend=$3 runs=$4 path=$5
-  ip netns exec "$NODE" env PATH="$path$PATH" BIN="$binary" RUNS="$runs" CONF_ADD="$(conf "$backend" bench-ctr 9000)" \
-    bash -c '
+# With `with-floor` (ours in the nft mode), the floor is timed in the same loop and rhythm:
+# after each DEL and its 50 ms pause, the floor's commit, another pause, and the floor's bare
+# exec; then it prints "add_ms del_ms floor_ms exec_ms". A commit made right after another runs
+# faster here than one made after a pause (about 4 ms at 5,000 mappings: the CPU's caches and
+# the vCPU go cold while it sleeps), so a floor timed back to back would be measured under
+# kinder conditions than the ADD it bounds.
+measure() {  # label binary backend_json runs path_prefix [with-floor]
+  local label=$1 binary=$2 backend=$3 runs=$4 path=$5 floor=""
+  [ "${6:-}" = with-floor ] && floor=$FLOOR
+  ip netns exec "$NODE" env PATH="$path$PATH" BIN="$binary" RUNS="$runs" FLOOR_BIN="$floor" \
+    CONF_ADD="$(conf "$backend" bench-ctr 9000)" bash -c '
       export CNI_CONTAINERID=bench-ctr CNI_NETNS=/run/netns/bench-ctr CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni
       for i in $(seq 1 "$RUNS"); do
         t0=$EPOCHREALTIME
@@ -90,13 +108,26 @@ measure() {  # label binary backend_json runs path_prefix
         t1=$EPOCHREALTIME
         CNI_COMMAND=DEL "$BIN" <<<"$CONF_ADD" >/dev/null || { echo "DEL failed" >&2; exit 1; }
         t2=$EPOCHREALTIME
-        echo "$t0 $t1 $t2"
+        line="$t0 $t1 $t2"
+        if [ -n "$FLOOR_BIN" ]; then
+          sleep 0.05
+          t3=$EPOCHREALTIME
+          "$FLOOR_BIN" CNI-HOSTPORT-DNAT NG-FLOOR-T || { echo "floor failed" >&2; exit 1; }
+          t4=$EPOCHREALTIME
+          sleep 0.05
+          t5=$EPOCHREALTIME
+          "$FLOOR_BIN" --noop
+          t6=$EPOCHREALTIME
+          line="$line $t3 $t4 $t5 $t6"
+        fi
+        echo "$line"
         sleep 0.05
       done' > "$WORK/$label.raw"
-  local add del
-  add=$(awk '{ printf "%.3f\n", ($2 - $1) * 1000 }' "$WORK/$label.raw" | median)
-  del=$(awk '{ printf "%.3f\n", ($3 - $2) * 1000 }' "$WORK/$label.raw" | median)
-  echo "$add $del"
+  if [ -n "$floor" ]; then
+    column_medians "$WORK/$label.raw" "1 2" "2 3" "4 5" "6 7"
+  else
+    column_medians "$WORK/$label.raw" "1 2" "2 3"
+  fi
 }
 
 # The same for two configs of one binary, run alternately (ADD/DEL of A, then of B), so that
@@ -118,46 +149,7 @@ measure_pair() {  # label binary backend_json_a backend_json_b runs
         done
         echo "$line"
       done' > "$WORK/$label.raw"
-  local a b
-  a=$(awk '{ printf "%.3f\n", ($2 - $1) * 1000 }' "$WORK/$label.raw" | median)
-  b=$(awk '{ printf "%.3f\n", ($4 - $3) * 1000 }' "$WORK/$label.raw" | median)
-  echo "$a $b"
-}
-
-# measure for ours in the nft mode, with the floor timed in the same loop and the same rhythm:
-# after each DEL and its 50 ms pause, the floor's commit, another pause, and the floor's bare
-# exec. A commit made right after another runs faster here than one made after a pause (about
-# 4 ms at 5,000 mappings: the CPU's caches and the vCPU go cold while it sleeps), so a floor
-# timed back to back would be measured under kinder conditions than the ADD it bounds.
-# Prints "add_ms del_ms floor_ms exec_ms".
-measure_with_floor() {  # label binary runs
-  local label=$1 binary=$2 runs=$3
-  ip netns exec "$NODE" env BIN="$binary" FLOOR="$FLOOR" RUNS="$runs" \
-    CONF_ADD="$(conf '' bench-ctr 9000)" bash -c '
-      export CNI_CONTAINERID=bench-ctr CNI_NETNS=/run/netns/bench-ctr CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni
-      for i in $(seq 1 "$RUNS"); do
-        t0=$EPOCHREALTIME
-        CNI_COMMAND=ADD "$BIN" <<<"$CONF_ADD" >/dev/null || { echo "ADD failed" >&2; exit 1; }
-        t1=$EPOCHREALTIME
-        CNI_COMMAND=DEL "$BIN" <<<"$CONF_ADD" >/dev/null || { echo "DEL failed" >&2; exit 1; }
-        t2=$EPOCHREALTIME
-        sleep 0.05
-        t3=$EPOCHREALTIME
-        "$FLOOR" CNI-HOSTPORT-DNAT NG-FLOOR-T || { echo "floor failed" >&2; exit 1; }
-        t4=$EPOCHREALTIME
-        sleep 0.05
-        t5=$EPOCHREALTIME
-        "$FLOOR" --noop
-        t6=$EPOCHREALTIME
-        echo "$t0 $t1 $t2 $t3 $t4 $t5 $t6"
-        sleep 0.05
-      done' > "$WORK/$label.raw"
-  local column out=""
-  for column in "1 2" "2 3" "4 5" "6 7"; do
-    set -- $column
-    out="$out $(awk -v a="$1" -v b="$2" '{ printf "%.3f\n", ($b - $a) * 1000 }' "$WORK/$label.raw" | median)"
-  done
-  echo "$out"
+  column_medians "$WORK/$label.raw" "1 2" "3 4"
 }
 
 # Median wall time of RUNS execs of the floor program in the node; prints "ms".
@@ -211,7 +203,7 @@ for n in $SIZES; do
   ip netns exec "$NODE" nft -f "$WORK/nft.rules"
   echo "node with $n other mappings: $(ip netns exec "$NODE" iptables-nft-save -t nat 2>/dev/null | grep -c -- '-A CNI-HOSTPORT-DNAT') entry rules in nf_tables, $(ip netns exec "$NODE" nft list table inet cni_hostport | grep -c 'comment "other') nft elements" >&2
 
-  read -r a d f e < <(measure_with_floor "ours-nft-$n" "$OURS" "$RUNS")
+  read -r a d f e < <(measure "ours-nft-$n" "$OURS" '' "$RUNS" "" with-floor)
   ADD[nft,$n]=$a; DEL[nft,$n]=$d; FLOOR_MS[$n]=$f; EXEC_MS[$n]=$e
   if [ "$n" = 1000 ]; then  # "hostPortConflicts":"reject": lock, read the node's mappings, ADD
     read -r a b < <(NODEGATE_PORTMAP_LOCK="$WORK/portmap.lock" measure_pair "ours-nft-reject-$n" \
