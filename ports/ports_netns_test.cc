@@ -185,20 +185,11 @@ TEST_F(PortsNetnsTest, ManyMappingsEachWithItsPod) {
   NG_REQUIRE_ROOT();
   constexpr int kContainers = 600;
   TestNetns node("ng-portsmany");
-  std::string rules = "*nat\n:CNI-HOSTPORT-DNAT - [0:0]\n";
   for (int i = 0; i < kContainers; ++i) {
-    const std::string chain = "CNI-DN-" + std::to_string(2000000 + i);
-    const std::string port = std::to_string(21000 + i);
-    rules += ":" + chain + " - [0:0]\n-A " + chain + " -p tcp -m tcp --dport " + port +
-             " -j DNAT --to-destination 10.89." + std::to_string(i / 250) + "." +
-             std::to_string(i % 250 + 2) + ":80\n";
-    rules +=
-        "-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment \"dnat name: \\\"ports-net\\\" "
-        "id: \\\"c" +
-        std::to_string(i) + "\\\"\" -m multiport --dports " + port + " -j " + chain + "\n";
     WriteCacheEntry("c" + std::to_string(i), "many", "pod-" + std::to_string(i));
   }
-  std::ofstream(tmp_ / "rules") << rules << "COMMIT\n";
+  std::ofstream(tmp_ / "rules") << nodegate::testing::ReferenceLayoutRules(kContainers, "ports-net",
+                                                                           21000, "10.89", 2000000);
   node.MustRun("iptables-nft-restore < " + (tmp_ / "rules").string());
   const json every = RunPorts(node, "");
   ASSERT_TRUE(every.contains("ports")) << every.dump();

@@ -80,4 +80,20 @@ NodeWithContainer::NodeWithContainer() {
                     " && ip -6 route add default via " + node_ip6);
 }
 
+std::string ReferenceLayoutRules(int count, const std::string& network, int first_port,
+                                 const std::string& subnet, int first_chain) {
+  std::string rules = "*nat\n:CNI-HOSTPORT-DNAT - [0:0]\n";
+  for (int i = 0; i < count; ++i) {
+    const std::string chain = "CNI-DN-" + std::to_string(first_chain + i);
+    const std::string port = std::to_string(first_port + i);
+    rules += ":" + chain + " - [0:0]\n-A " + chain + " -p tcp -m tcp --dport " + port +
+             " -j DNAT --to-destination " + subnet + "." + std::to_string(i / 250) + "." +
+             std::to_string(i % 250 + 2) + ":80\n";
+    rules += "-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment \"dnat name: \\\"" + network +
+             "\\\" id: \\\"c" + std::to_string(i) + "\\\"\" -m multiport --dports " + port +
+             " -j " + chain + "\n";
+  }
+  return rules + "COMMIT\n";
+}
+
 }  // namespace nodegate::testing

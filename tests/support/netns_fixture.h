@@ -63,6 +63,13 @@ struct NodeWithContainer {
   NodeWithContainer();
 };
 
+// iptables-restore input (table nat) with `count` containers of network `network` in the
+// reference portmap's layout, as another node's plugin would have left them: container "c<i>"
+// maps TCP host port first_port + i to <subnet>.<i / 250>.<i % 250 + 2>:80, through chain
+// CNI-DN-<first_chain + i> and an entry rule in CNI-HOSTPORT-DNAT naming its owner.
+std::string ReferenceLayoutRules(int count, const std::string& network, int first_port,
+                                 const std::string& subnet, int first_chain);
+
 }  // namespace nodegate::testing
 
 // In a netns/e2e test body: skip when not root, but fail when running under CI (which is
