@@ -1,6 +1,7 @@
 // IpAddress and IpPrefix: parsing (strict, NUL-safe), RFC 5952 text, arithmetic, masks.
 #include "lib/net/ip.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -25,6 +26,22 @@ TEST(IpAddress, ParseFormatAndArithmetic) {
   EXPECT_FALSE(net::IpAddress::Parse(""));
   EXPECT_FALSE(net::IpAddress::Parse("1.2.3"));
   EXPECT_LT(*net::IpAddress::Parse("10.0.0.9"), *net::IpAddress::Parse("10.0.0.10"));
+}
+
+// IPv4 text is written by hand (not inet_ntop): every byte value, in every position, as
+// inet_ntop writes it.
+TEST(IpAddress, Ipv4TextMatchesInetNtop) {
+  for (int b = 0; b < 256; ++b) {
+    const uint8_t bytes[4] = {static_cast<uint8_t>(b), static_cast<uint8_t>(255 - b),
+                              static_cast<uint8_t>(b / 3), static_cast<uint8_t>(b % 10)};
+    char expected[INET_ADDRSTRLEN] = {};
+    ASSERT_NE(inet_ntop(AF_INET, bytes, expected, sizeof(expected)), nullptr);
+    auto parsed = net::IpAddress::Parse(expected);
+    ASSERT_TRUE(parsed);
+    EXPECT_EQ(parsed->ToString(), expected);
+  }
+  EXPECT_EQ(net::IpAddress::Parse("0.0.0.0")->ToString(), "0.0.0.0");
+  EXPECT_EQ(net::IpAddress::Parse("255.255.255.255")->ToString(), "255.255.255.255");
 }
 
 TEST(IpPrefix, KeepsHostBitsAndMasks) {
