@@ -340,9 +340,19 @@ Status AppendNftables(const std::set<PortKey>* only, std::vector<InstalledMappin
   return OkStatus();
 }
 
+// Whether `only` (nullptr: every key) seeks a key of `family`.
+bool SeeksFamily(const std::set<PortKey>* only, net::Family family) {
+  return only == nullptr || std::any_of(only->begin(), only->end(), [family](const PortKey& k) {
+           return k.family == family;
+         });
+}
+
 Result<std::vector<InstalledMapping>> List(const std::set<PortKey>* only) {
   std::vector<InstalledMapping> out;
   for (const auto family : {net::Family::kV4, net::Family::kV6}) {
+    // A family no key is sought in costs nothing: an IPv4-only container's refusal reads no
+    // ip6 tables (one socket and a dump fewer).
+    if (!SeeksFamily(only, family)) continue;
     NG_RETURN_IF_ERROR(AppendIptablesNft(family, only, out));
     if (LegacyTableLoaded(family, ipt::kTable)) {
       NG_RETURN_IF_ERROR(AppendIptablesLegacy(family, only, out));
@@ -519,18 +529,12 @@ bool EntryRuleMayMatch(const ipt::Rule& rule, net::Family family, const std::set
 
 bool RawEntryMayMatch(netfilter::ByteView bytes, net::Family family,
                       const std::set<PortKey>& only) {
-  // memmem: glibc's is vectorized, and this runs over every entry rule of the node.
-  const auto contains = [&](const void* needle, size_t len) {
-    return ::memmem(bytes.data(), bytes.size(), needle, len) != nullptr;
-  };
-  constexpr std::string_view kMultiport = "multiport";
-  if (!contains(kMultiport.data(), kMultiport.size())) return true;
-  for (const auto& key : only) {
-    if (key.family != family) continue;
-    const uint16_t port = static_cast<uint16_t>(key.port);
-    if (contains(&port, sizeof(port))) return true;
-  }
-  return false;
+  // The ports are read in place, the rule is not decoded: this runs over every entry rule.
+  const auto ports = ipt::NftRuleMultiportPorts(bytes);
+  if (!ports) return true;  // no multiport to judge by: decoded in full
+  return std::any_of(only.begin(), only.end(), [&](const PortKey& key) {
+    return key.family == family && ports->Contains(key.port);
+  });
 }
 
 bool RawRuleMayBeDnat(netfilter::ByteView bytes) {

@@ -889,6 +889,31 @@ std::optional<std::string> NftRuleComment(std::span<const uint8_t> expressions,
   return UserdataComment(userdata);
 }
 
+std::optional<MultiportPorts> NftRuleMultiportPorts(std::span<const uint8_t> expressions) {
+  // As NftRuleComment: element names first, only a match element is opened.
+  std::optional<MultiportPorts> out;
+  netfilter::ForEachAttr(expressions, [&](const Attr& elem) {
+    const auto [name, data] = NameAndData(elem);
+    if (name != "match") return true;
+    std::string_view match;
+    ByteView info;
+    netfilter::ForEachAttr(data, [&](const Attr& a) {
+      if (a.type == NFTA_MATCH_NAME) match = a.View();
+      if (a.type == NFTA_MATCH_INFO) info = a.data;
+      return true;
+    });
+    if (match != "multiport") return true;
+    const auto i = ReadInfo<xt_multiport_v1>(info);
+    if (i && i->count <= XT_MULTI_PORTS) {
+      out.emplace();
+      std::copy(i->ports, i->ports + i->count, out->ports.begin());
+      out->count = i->count;
+    }
+    return false;
+  });
+  return out;
+}
+
 std::string NftExpressionsToString(std::span<const uint8_t> expressions) {
   const auto exprs = ParseExpressions(expressions);
   if (!exprs) return "(malformed expressions " + Hex(expressions) + ")\n";

@@ -16,6 +16,8 @@
 //   std::optional<Rule> existing = DecodeNftRule(dumped_expressions, net::Family::kV4);
 //   if (existing && SameNftRule(*existing, rule)) ...
 
+#include <algorithm>
+#include <array>
 #include <compare>
 #include <cstdint>
 #include <optional>
@@ -69,6 +71,17 @@ NftVerdict NftRuleVerdict(std::span<const uint8_t> expressions);
 // The chain a dumped rule jumps or goes to, whatever else it holds (for deleting jumps to a
 // chain, as the reference does by target name); nullopt for other verdicts and targets.
 std::optional<std::string> NftJumpTarget(std::span<const uint8_t> expressions);
+
+// The destination ports of a dumped rule's multiport match (xt_multiport_v1), read in place
+// without decoding the rule; nullopt when it has none or one of another size.
+struct MultiportPorts {
+  std::array<uint16_t, 15> ports{};  // XT_MULTI_PORTS
+  size_t count = 0;
+  bool Contains(int port) const {
+    return std::find(ports.begin(), ports.begin() + count, port) != ports.begin() + count;
+  }
+};
+std::optional<MultiportPorts> NftRuleMultiportPorts(std::span<const uint8_t> expressions);
 
 // The text of a dumped rule's first comment (xt comment match, else a userdata comment).
 std::optional<std::string> NftRuleComment(std::span<const uint8_t> expressions,

@@ -183,9 +183,9 @@ class Refusal : public ::testing::TestWithParam<Where> {
   }
 
   PluginOutput Add(const std::string& id, const std::string& mappings, bool reject = true,
-                   const std::string& network = "rnet") {
+                   const std::string& network = "rnet", const std::string& prev = kPrev) {
     const std::string extra = GetParam().extra + (reject ? R"(,"hostPortConflicts":"reject")" : "");
-    return Portmap(node_, "ADD", id, Conf(GetParam().backend, mappings, kPrev, extra, network),
+    return Portmap(node_, "ADD", id, Conf(GetParam().backend, mappings, prev, extra, network),
                    false, env_);
   }
   std::string Everything() { return SaveNat(node_) + SaveNat(node_, true) + NftRuleset(node_); }
@@ -229,6 +229,20 @@ TEST_P(Refusal, OverlapsAreRefusedAndNothingIsLeft) {
   // Without the key, the reference's behaviour (another network: our nftables backend
   // refuses a port taken in the same network whatever the key says).
   EXPECT_EQ(Add("ctr6", Tcp(8080), /*reject=*/false, "other").exit_code, 0);
+}
+
+// A port is taken per family: an IPv4-only container is not refused for a port an IPv6-only
+// one maps (its refusal reads no ip6 table at all), an IPv6-only one is.
+TEST_P(Refusal, EachFamilyByItself) {
+  NG_REQUIRE_ROOT();
+  const std::string v4_only = PrevResult("10.88.0.3/16", "");
+  const std::string v6_only = PrevResult("", "fd00:88::3/64");
+  ASSERT_EQ(Add("ctr6", Tcp(6060), true, "rnet", v6_only).exit_code, 0);
+  EXPECT_EQ(Add("ctr4", Tcp(6060), true, "rnet", v4_only).exit_code, 0);
+  const std::string before = Everything();
+  ExpectRefused(Add("ctr7", Tcp(6060), true, "rnet", v6_only), "container \"ctr6\"");
+  ExpectRefused(Add("ctr8", Tcp(6060), true, "rnet", v4_only), "container \"ctr4\"");
+  EXPECT_EQ(Everything(), before);
 }
 
 TEST_P(Refusal, AMappingTheReferenceMade) {
