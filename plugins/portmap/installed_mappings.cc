@@ -342,9 +342,8 @@ Status AppendNftables(const std::set<PortKey>* only, std::vector<InstalledMappin
 
 // Whether `only` (nullptr: every key) seeks a key of `family`.
 bool SeeksFamily(const std::set<PortKey>* only, net::Family family) {
-  return only == nullptr || std::any_of(only->begin(), only->end(), [family](const PortKey& k) {
-           return k.family == family;
-         });
+  return only == nullptr || std::any_of(only->begin(), only->end(),
+                                        [family](const PortKey& k) { return k.family == family; });
 }
 
 Result<std::vector<InstalledMapping>> List(const std::set<PortKey>* only) {
