@@ -80,8 +80,8 @@ std::optional<InstalledMapping> MappingOfMapElement(const netfilter::SetElement&
 bool EntryRuleMayMatch(const ipt::Rule& rule, net::Family family, const std::set<PortKey>& only);
 // The same before decoding, for the nf_tables encoding (decoding, and even copying, is most of
 // a listing's cost on a busy node): when a rule's expressions hold a multiport match (the
-// reference's entry rules all do), its info (ports in host byte order) holds the two bytes of
-// one of the ports. A false "may" costs one decode; a false "cannot" does not happen.
+// reference's entry rules all do), whether its ports (read in place) hold one of `only`'s of
+// `family`; true when there is no such match. Never false where EntryRuleMayMatch is true.
 bool RawEntryMayMatch(netfilter::ByteView expressions, net::Family family,
                       const std::set<PortKey>& only);
 // Whether a rule of a CNI-DN-* chain may be its DNAT rule, before decoding: iptables-nft
