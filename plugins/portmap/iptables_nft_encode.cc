@@ -836,6 +836,24 @@ std::pair<std::string_view, netfilter::ByteView> NameAndData(const Attr& elem) {
   return {name, data};
 }
 
+// Calls `fn(name, info)` for each xt match element of a rule in order, seen in place: the
+// match's name and its NFTA_MATCH_INFO (nullopt when absent). Stops when `fn` returns false.
+template <typename F>
+void ForEachXtMatch(std::span<const uint8_t> expressions, F&& fn) {
+  netfilter::ForEachAttr(expressions, [&](const Attr& elem) {
+    const auto [name, data] = NameAndData(elem);
+    if (name != "match") return true;
+    std::string_view match;
+    std::optional<ByteView> info;
+    netfilter::ForEachAttr(data, [&](const Attr& a) {
+      if (a.type == NFTA_MATCH_NAME) match = a.View();
+      if (a.type == NFTA_MATCH_INFO) info = a.data;
+      return true;
+    });
+    return fn(match, info);
+  });
+}
+
 }  // namespace
 
 NftVerdict NftRuleVerdict(std::span<const uint8_t> expressions) {
@@ -868,21 +886,12 @@ std::optional<std::string> NftJumpTarget(std::span<const uint8_t> expressions) {
 
 std::optional<std::string> NftRuleComment(std::span<const uint8_t> expressions,
                                           std::span<const uint8_t> userdata) {
-  // Element by element without a parse of the whole rule: this runs over every entry rule.
+  // Match by match without a parse of the whole rule: this runs over every entry rule.
   std::optional<std::string> comment;
-  netfilter::ForEachAttr(expressions, [&](const Attr& elem) {
-    const auto [name, data] = NameAndData(elem);
-    if (name != "match") return true;
-    std::string_view match;
-    std::optional<Attr> info;
-    netfilter::ForEachAttr(data, [&](const Attr& a) {
-      if (a.type == NFTA_MATCH_NAME) match = a.View();
-      if (a.type == NFTA_MATCH_INFO) info = a;
-      return true;
-    });
+  ForEachXtMatch(expressions, [&](std::string_view match, std::optional<ByteView> info) {
     if (match != "comment" || !info) return true;
-    const auto* text = reinterpret_cast<const char*>(info->data.data());
-    comment = std::string(text, strnlen(text, info->data.size()));
+    const auto* text = reinterpret_cast<const char*>(info->data());
+    comment = std::string(text, strnlen(text, info->size()));
     return false;
   });
   if (comment) return comment;
@@ -890,20 +899,10 @@ std::optional<std::string> NftRuleComment(std::span<const uint8_t> expressions,
 }
 
 std::optional<MultiportPorts> NftRuleMultiportPorts(std::span<const uint8_t> expressions) {
-  // As NftRuleComment: element names first, only a match element is opened.
   std::optional<MultiportPorts> out;
-  netfilter::ForEachAttr(expressions, [&](const Attr& elem) {
-    const auto [name, data] = NameAndData(elem);
-    if (name != "match") return true;
-    std::string_view match;
-    ByteView info;
-    netfilter::ForEachAttr(data, [&](const Attr& a) {
-      if (a.type == NFTA_MATCH_NAME) match = a.View();
-      if (a.type == NFTA_MATCH_INFO) info = a.data;
-      return true;
-    });
+  ForEachXtMatch(expressions, [&](std::string_view match, std::optional<ByteView> info) {
     if (match != "multiport") return true;
-    const auto i = ReadInfo<xt_multiport_v1>(info);
+    const auto i = ReadInfo<xt_multiport_v1>(info.value_or(ByteView()));
     if (i && i->count <= XT_MULTI_PORTS) {
       out.emplace();
       std::copy(i->ports, i->ports + i->count, out->ports.begin());
