@@ -48,7 +48,7 @@ endfunction()
 # libstdc++ and libgcc are linked statically, spdlog and fmt are compiled in (header-only),
 # libnl comes from its static archives, libnftables is opened only when the nftables backend
 # runs (lib/netfilter/nft.cc) and libiptc only in legacy mode
-# (plugins/portmap/iptables_legacy_ops.h); nothing calls libm (tests/executables).
+# (plugins/portmap/iptables/legacy/ops.h); nothing calls libm (tests/executables).
 function(ng_executable)
   cmake_parse_arguments(NG "" "NAME" "SRCS;DEPS" ${ARGN})
   add_executable(${NG_NAME} ${NG_SRCS})

@@ -6,8 +6,8 @@
 #include <tuple>
 
 #include "lib/cni/json_field.h"
-#include "plugins/portmap/iptables_rules.h"
-#include "plugins/portmap/nftables_rules.h"
+#include "plugins/portmap/iptables/rules.h"
+#include "plugins/portmap/nftables/rules.h"
 
 namespace nodegate::portmap {
 namespace {

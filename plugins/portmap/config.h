@@ -16,7 +16,7 @@
 #include "lib/base/result.h"
 #include "lib/cni/conf.h"
 #include "lib/net/ip.h"
-#include "plugins/portmap/iptables_mode.h"
+#include "plugins/portmap/iptables/mode.h"
 
 namespace nodegate::portmap {
 
@@ -50,7 +50,7 @@ enum class HostPortConflicts { kAllow, kReject };
 namespace ipt {
 // The ip/ip6 header part of an iptables rule (what iptables prints before the first -m).
 // Defined here because conditionsV4/V6 in iptables syntax are parsed into one (Conditions);
-// iptables_rules.h builds every rule on it.
+// iptables/rules.h builds every rule on it.
 struct Header {
   std::optional<net::IpPrefix> src;  // stored masked (10.88.0.0/16)
   bool src_invert = false;
@@ -97,7 +97,7 @@ struct Config {
   // Requested or implied by backend-specific options; nullopt: detect on the node.
   std::optional<Backend> backend;
   // "iptablesMode" (ours): where the iptables layout goes; nullopt: as the node's iptables
-  // (iptables_mode.h).
+  // (iptables/mode.h).
   std::optional<IptablesMode> iptables_mode;
   HostPortConflicts host_port_conflicts = HostPortConflicts::kAllow;
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "lib/cni/conf.h"
-#include "plugins/portmap/iptables_rules.h"
+#include "plugins/portmap/iptables/rules.h"
 #include "plugins/portmap/testing/config_text.h"
 
 namespace nodegate::portmap {

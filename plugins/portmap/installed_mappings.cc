@@ -19,12 +19,12 @@
 
 #include "lib/netfilter/nft.h"
 #include "lib/netfilter/query.h"
-#include "plugins/portmap/iptables_encode.h"
-#include "plugins/portmap/iptables_legacy_ops.h"
-#include "plugins/portmap/iptables_mode.h"
-#include "plugins/portmap/iptables_nft_encode.h"
-#include "plugins/portmap/iptables_nft_table.h"
-#include "plugins/portmap/nftables_rules.h"
+#include "plugins/portmap/iptables/legacy/encode.h"
+#include "plugins/portmap/iptables/legacy/ops.h"
+#include "plugins/portmap/iptables/mode.h"
+#include "plugins/portmap/iptables/nft/encode.h"
+#include "plugins/portmap/iptables/nft/table.h"
+#include "plugins/portmap/nftables/rules.h"
 
 namespace nodegate::portmap {
 namespace {

@@ -20,8 +20,8 @@
 #include "lib/netfilter/nlattr.h"
 #include "lib/netfilter/query.h"
 #include "plugins/portmap/config.h"
-#include "plugins/portmap/iptables_nft_table.h"
-#include "plugins/portmap/iptables_rules.h"
+#include "plugins/portmap/iptables/nft/table.h"
+#include "plugins/portmap/iptables/rules.h"
 
 namespace nodegate::portmap {
 
@@ -61,7 +61,7 @@ std::string TargetText(const net::IpAddress& address, int port);
 // A DNAT rule of a CNI-DN-* chain as a mapping (layout, network and container left empty);
 // nullopt for the chain's other rules.
 std::optional<InstalledMapping> MappingOfDnatRule(const ipt::Rule& rule, net::Family family);
-// Our table's dnat maps as read over netlink (nftables_rules.h has the layout): which family,
+// Our table's dnat maps as read over netlink (nftables/rules.h has the layout): which family,
 // and whether the key starts with a host IP (n<h>_dnat_ip_*) or not (n<h>_dnat_any_*);
 // nullopt for the table's other sets.
 struct DnatMapShape {

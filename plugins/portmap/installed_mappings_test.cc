@@ -9,7 +9,7 @@
 #include <tuple>
 #include <vector>
 
-#include "plugins/portmap/iptables_nft_encode.h"
+#include "plugins/portmap/iptables/nft/encode.h"
 
 namespace nodegate::portmap {
 namespace {

@@ -30,7 +30,7 @@ class PortMapper {
   virtual Status Usable() = 0;
 };
 
-// `mode`: the config's "iptablesMode"; nullopt chooses the node's (iptables_mode.h).
+// `mode`: the config's "iptablesMode"; nullopt chooses the node's (iptables/mode.h).
 std::unique_ptr<PortMapper> MakeIptablesMapper(std::optional<IptablesMode> mode = std::nullopt);
 std::unique_ptr<PortMapper> MakeNftablesMapper();
 

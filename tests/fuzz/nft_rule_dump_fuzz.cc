@@ -8,7 +8,7 @@
 #include <variant>
 
 #include "plugins/portmap/installed_mappings.h"
-#include "plugins/portmap/iptables_nft_encode.h"
+#include "plugins/portmap/iptables/nft/encode.h"
 #include "tests/fuzz/fuzz_target.h"
 
 namespace nodegate::fuzz {

@@ -5,10 +5,10 @@
 
 #include "lib/cni/conf.h"
 #include "plugins/portmap/config.h"
-#include "plugins/portmap/iptables_encode.h"
-#include "plugins/portmap/iptables_nft_encode.h"
-#include "plugins/portmap/iptables_rules.h"
-#include "plugins/portmap/nftables_rules.h"
+#include "plugins/portmap/iptables/legacy/encode.h"
+#include "plugins/portmap/iptables/nft/encode.h"
+#include "plugins/portmap/iptables/rules.h"
+#include "plugins/portmap/nftables/rules.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "tests/fuzz/fuzz_target.h"
 

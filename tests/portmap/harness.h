@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-#include "plugins/portmap/iptables_mode.h"
+#include "plugins/portmap/iptables/mode.h"
 #include "tests/support/netns_fixture.h"
 #include "tests/support/plugin_runner.h"
 

@@ -1,4 +1,4 @@
-// NftNatTable (plugins/portmap/iptables_nft_table.h) against iptables-nft 1.8.9 itself, in
+// NftNatTable (plugins/portmap/iptables/nft/table.h) against iptables-nft 1.8.9 itself, in
 // throwaway namespaces: every rule kind of the layout written by us and by iptables-nft gives
 // the same kernel objects (raw expression dumps, iptables-nft-save, nft list) and the same
 // NEWRULE bytes; each side finds (-C / HasRule) and removes (-D / DeleteJumps, Flush,
@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "lib/sys/netns.h"
-#include "plugins/portmap/iptables_nft_encode.h"
-#include "plugins/portmap/iptables_nft_table.h"
+#include "plugins/portmap/iptables/nft/encode.h"
+#include "plugins/portmap/iptables/nft/table.h"
 #include "plugins/portmap/testing/iptables_nft_kinds.h"
 #include "tests/support/netns_fixture.h"
 #include "tests/support/plugin_runner.h"

@@ -17,7 +17,7 @@
 #include "lib/netfilter/nft.h"
 #include "lib/netfilter/query.h"
 #include "lib/sys/netns.h"
-#include "plugins/portmap/nftables_rules.h"
+#include "plugins/portmap/nftables/rules.h"
 #include "tests/portmap/harness.h"
 
 namespace nodegate::portmap::testing {

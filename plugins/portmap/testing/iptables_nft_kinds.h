@@ -14,8 +14,8 @@
 
 #include "lib/netfilter/nlattr.h"
 #include "plugins/portmap/config.h"
-#include "plugins/portmap/iptables_nft_encode.h"
-#include "plugins/portmap/iptables_rules.h"
+#include "plugins/portmap/iptables/nft/encode.h"
+#include "plugins/portmap/iptables/rules.h"
 
 namespace nodegate::portmap::testing {
 

@@ -1,6 +1,6 @@
 // The iptables layout as data, compared with the reference's observed iptables-save lines:
 // chains, chunked ports, conditions, SNAT/masquerade options, entry comments.
-#include "plugins/portmap/iptables_rules.h"
+#include "plugins/portmap/iptables/rules.h"
 
 #include <gtest/gtest.h>
 

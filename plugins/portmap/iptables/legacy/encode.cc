@@ -1,4 +1,4 @@
-#include "plugins/portmap/iptables_encode.h"
+#include "plugins/portmap/iptables/legacy/encode.h"
 
 #include <arpa/inet.h>
 extern "C" {  // libip6tc.h lacks its own C linkage block

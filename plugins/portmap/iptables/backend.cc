@@ -1,8 +1,8 @@
 // The iptables backend: the reference's rule layout in table nat, in the node's iptables mode
-// (iptables_mode.h): x_tables through libiptc under the xtables lock the iptables tools take,
-// or nf_tables in iptables-nft's encoding through generation-checked netlink batches
-// (iptables_nft_table.h). One transaction per family per call; concurrent iptables users lose
-// nothing in either mode.
+// (mode.h), written once against NatTable (nat_table.h) for its two writers: x_tables through
+// libiptc under the xtables lock the iptables tools take (legacy/), or nf_tables in
+// iptables-nft's encoding through generation-checked netlink batches (nft/). One transaction per
+// family per call; concurrent iptables users lose nothing in either mode.
 extern "C" {  // libip6tc.h lacks its own C linkage block
 #include <libiptc/libip6tc.h>
 }
@@ -20,205 +20,30 @@ extern "C" {  // libip6tc.h lacks its own C linkage block
 #include "lib/netfilter/query.h"
 #include "lib/sys/fd.h"
 #include "lib/sys/file_lock.h"
-#include "plugins/portmap/iptables_encode.h"
-#include "plugins/portmap/iptables_legacy_ops.h"
-#include "plugins/portmap/iptables_mode.h"
-#include "plugins/portmap/iptables_nft_table.h"
-#include "plugins/portmap/iptables_rules.h"
-#include "plugins/portmap/nat_table.h"
+#include "plugins/portmap/iptables/legacy/encode.h"
+#include "plugins/portmap/iptables/legacy/ops.h"
+#include "plugins/portmap/iptables/legacy/table.h"
+#include "plugins/portmap/iptables/mode.h"
+#include "plugins/portmap/iptables/nat_table.h"
+#include "plugins/portmap/iptables/nft/table.h"
+#include "plugins/portmap/iptables/rules.h"
 #include "plugins/portmap/port_mapper.h"
 
 namespace nodegate::portmap {
 namespace {
 
-using ipt::LegacyOps;
 using ipt::NftNatTable;
 using ipt::Plan;
 using ipt::Rule;
 
-constexpr char kXtablesLock[] = "/run/xtables.lock";
-constexpr int kCommitAttempts = 3;
-// Each attempt is one generation-checked batch; only a commit by another writer between our
-// read and our batch makes one fail, so under heavy churn this is still ample.
-constexpr int kNftCommitAttempts = 50;
-
-// One snapshot of a legacy table nat; changes are buffered until Commit().
-class LegacyNatTable final : public ipt::NatTable {
- public:
-  static Result<std::unique_ptr<LegacyNatTable>> Open(const LegacyOps& ops) {
-    xtc_handle* h = ops.init(ipt::kTable);
-    if (h == nullptr) {
-      const int err = errno;
-      return Error(kErrKernel,
-                   std::string(ops.name) + ": cannot read table nat: " + ops.strerror(err));
-    }
-    return std::unique_ptr<LegacyNatTable>(new LegacyNatTable(ops, h));
-  }
-  LegacyNatTable(const LegacyNatTable&) = delete;
-  LegacyNatTable& operator=(const LegacyNatTable&) = delete;
-  ~LegacyNatTable() override { ops_->free(h_); }
-
-  net::Family family() const override { return ops_->family; }
-  std::string name() const override { return ops_->name; }
-  bool HasChain(const std::string& chain) override { return ops_->is_chain(chain.c_str(), h_); }
-
-  Result<bool> HasRule(const std::string& chain, const Rule& rule) override {
-    const auto wanted = ipt::EncodeRule(rule, ops_->family);
-    const std::string wanted_target = ipt::TargetName(rule);
-    for (const uint8_t* e = ops_->first_rule(chain.c_str(), h_); e != nullptr;
-         e = ops_->next_rule(e, h_)) {
-      const char* target = ops_->get_target(e, h_);
-      if (ipt::SameRule(e, target ? target : "", wanted, wanted_target, ops_->family)) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  Status CreateChain(const std::string& chain) override {
-    if (!ops_->create_chain(chain.c_str(), h_)) return Fail("create chain " + chain);
-    return OkStatus();
-  }
-
-  Status Append(const std::string& chain, const Rule& rule) override {
-    const auto blob = ipt::EncodeRule(rule, ops_->family);
-    if (!ops_->append(chain.c_str(), blob.data(), h_)) {
-      return Fail("append to " + chain + " rule \"" + rule.ToString() + "\"");
-    }
-    return OkStatus();
-  }
-
-  Status InsertFirst(const std::string& chain, const Rule& rule) override {
-    const auto blob = ipt::EncodeRule(rule, ops_->family);
-    if (!ops_->insert(chain.c_str(), blob.data(), 0, h_)) {
-      return Fail("insert into " + chain + " rule \"" + rule.ToString() + "\"");
-    }
-    return OkStatus();
-  }
-
-  Status DeleteJumps(const std::string& chain, const std::set<std::string>& targets) override {
-    if (!HasChain(chain)) return OkStatus();
-    std::vector<unsigned int> doomed;
-    unsigned int index = 0;
-    for (const uint8_t* e = ops_->first_rule(chain.c_str(), h_); e != nullptr;
-         e = ops_->next_rule(e, h_), ++index) {
-      const char* target = ops_->get_target(e, h_);
-      if (target != nullptr && targets.count(target) > 0) doomed.push_back(index);
-    }
-    for (auto it = doomed.rbegin(); it != doomed.rend(); ++it) {
-      if (!ops_->delete_num_entry(chain.c_str(), *it, h_)) {
-        return Fail("delete rule " + std::to_string(*it + 1) + " of " + chain);
-      }
-    }
-    return OkStatus();
-  }
-
-  Status Flush(const std::string& chain) override {
-    if (!ops_->flush_entries(chain.c_str(), h_)) return Fail("flush chain " + chain);
-    return OkStatus();
-  }
-
-  Status DeleteChain(const std::string& chain) override {
-    if (!ops_->delete_chain(chain.c_str(), h_)) return Fail("delete chain " + chain);
-    return OkStatus();
-  }
-
-  Result<std::map<std::string, ipt::CommentOwner>> EntryOwners() override {
-    std::map<std::string, ipt::CommentOwner> out;
-    if (!HasChain(ipt::kDnatChain)) return out;
-    for (const uint8_t* e = ops_->first_rule(ipt::kDnatChain, h_); e != nullptr;
-         e = ops_->next_rule(e, h_)) {
-      const char* target = ops_->get_target(e, h_);
-      if (target == nullptr || std::string_view(target).rfind("CNI-DN-", 0) != 0) continue;
-      if (auto owner = ipt::ParseEntryComment(ipt::EntryCommentText(e, ops_->family))) {
-        out[target] = *owner;
-      }
-    }
-    return out;
-  }
-
-  Status Commit() {
-    if (!ops_->commit(h_)) {
-      commit_errno_ = errno;
-      return Fail("commit table nat");
-    }
-    return OkStatus();
-  }
-  int commit_errno() const { return commit_errno_; }
-
- private:
-  LegacyNatTable(const LegacyOps& ops, xtc_handle* h) : ops_(&ops), h_(h) {}
-  Status Fail(const std::string& what) const {
-    const int err = errno;
-    return Error(kErrKernel, std::string(ops_->name) + ": " + what + ": " + ops_->strerror(err));
-  }
-  const LegacyOps* ops_;
-  xtc_handle* h_;
-  int commit_errno_ = 0;
-};
-
-using Change = std::function<Result<bool>(ipt::NatTable&)>;
-
-// Legacy: runs `change` on a fresh snapshot under the xtables lock and commits it when it
-// reports a change. A commit that raced with a writer that ignores the lock (EAGAIN) is retried
-// on a new snapshot.
-Status TransactLegacy(const LegacyOps& ops, const Change& change) {
-  NG_ASSIGN_OR_RETURN(auto lock, sys::FileLock::Acquire(kXtablesLock));
-  for (int attempt = 1;; ++attempt) {
-    NG_ASSIGN_OR_RETURN(auto table, LegacyNatTable::Open(ops));
-    NG_ASSIGN_OR_RETURN(const bool changed, change(*table));
-    if (!changed) return OkStatus();
-    Status committed = table->Commit();
-    if (committed.ok() || table->commit_errno() != EAGAIN || attempt == kCommitAttempts) {
-      return committed;
-    }
-    spdlog::info("{}: table nat changed during commit, retrying", ops.name);
-  }
-}
-
-// nf_tables: builds one batch on the generation it read and sends it with that generation.
-// When another writer committed in between, the kernel refuses the whole batch and it is
-// rebuilt from what is there now (as iptables-nft does, but bounded).
-Status TransactNft(net::Family family, const Change& change,
-                   const std::vector<std::string>& chains_read) {
-  for (int attempt = 1;; ++attempt) {
-    // A read or the commit finding a newer generation means: start over on the new one.
-    const auto stale = [&](const Error& e) {
-      return NftNatTable::IsStaleGeneration(e) && attempt < kNftCommitAttempts;
-    };
-    auto table = NftNatTable::Open(family, chains_read);
-    if (!table.ok()) {
-      if (stale(table.error())) continue;
-      return table.error();
-    }
-    Result<bool> changed = change(**table);
-    if (!changed.ok()) {
-      if (stale(changed.error())) continue;
-      return changed.error();
-    }
-    if (!*changed) {
-      // Nothing to commit: what the change read is its answer, so it must be of one generation.
-      Status confirmed = (*table)->ConfirmReads();
-      if (confirmed.ok() || !stale(confirmed.error())) return confirmed;
-      continue;
-    }
-    Status committed = (*table)->Commit();
-    if (committed.ok() || !stale(committed.error())) return committed;
-    spdlog::debug("{}: ruleset changed during the transaction, rebuilding", (*table)->name());
-  }
-}
-
-Status TransactLegacyFamily(net::Family family, const Change& change) {
-  NG_ASSIGN_OR_RETURN(const LegacyOps* ops, ipt::LoadLegacyOps(family));
-  return TransactLegacy(*ops, change);
-}
+using Change = ipt::NatTableChange;
 
 // `chains_read`: the chains `change` asks about (nf_tables reads them all in one round trip
 // when the transaction opens; the legacy table is one snapshot anyway).
 Status Transact(net::Family family, IptablesMode mode, const Change& change,
                 const std::vector<std::string>& chains_read = {}) {
-  return mode == IptablesMode::kNft ? TransactNft(family, change, chains_read)
-                                    : TransactLegacyFamily(family, change);
+  return mode == IptablesMode::kNft ? ipt::TransactNft(family, change, chains_read)
+                                    : ipt::TransactLegacy(family, change);
 }
 
 // The chains ApplyPlan and CheckPlan ask about.
@@ -332,7 +157,7 @@ class IptablesMapper : public PortMapper {
  public:
   explicit IptablesMapper(std::optional<IptablesMode> configured) : configured_(configured) {}
 
-  // The mode of each family, chosen once per call (iptables_mode.h).
+  // The mode of each family, chosen once per call (mode.h).
   IptablesMode ModeOf(net::Family family) {
     auto& slot = family == net::Family::kV4 ? mode4_ : mode6_;
     if (!slot) {

@@ -1,6 +1,6 @@
 // ChooseMode: which iptables (nft or legacy) a node uses, from the binary on PATH, then the
 // chains the kubelet and CNI plugins left, then nft.
-#include "plugins/portmap/iptables_mode.h"
+#include "plugins/portmap/iptables/mode.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The nftables backend's scripts as text: elements, network chains and their config hash,
 // ADD/CHECK/DEL plans, comment limits, hairpin sets, and the deletes built from listings.
-#include "plugins/portmap/nftables_rules.h"
+#include "plugins/portmap/nftables/rules.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "plugins/portmap/iptables_nft_encode.h"
+#include "plugins/portmap/iptables/nft/encode.h"
 
 // clang-format off
 #include <netinet/in.h>  // before the kernel headers, which then skip their own copies

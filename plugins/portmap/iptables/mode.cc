@@ -1,4 +1,4 @@
-#include "plugins/portmap/iptables_mode.h"
+#include "plugins/portmap/iptables/mode.h"
 
 #include <limits.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "lib/netfilter/query.h"
-#include "plugins/portmap/iptables_legacy_ops.h"
+#include "plugins/portmap/iptables/legacy/ops.h"
 
 namespace nodegate::portmap {
 namespace {

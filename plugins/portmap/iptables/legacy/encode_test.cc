@@ -1,11 +1,11 @@
 // libiptc entry encoding of the planned rules: layout, alignment, and rule comparison.
-#include "plugins/portmap/iptables_encode.h"
+#include "plugins/portmap/iptables/legacy/encode.h"
 
 #include <gtest/gtest.h>
 
 #include <variant>
 
-#include "plugins/portmap/iptables_rules.h"
+#include "plugins/portmap/iptables/rules.h"
 #include "plugins/portmap/testing/config_text.h"
 
 namespace nodegate::portmap {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "lib/net/ip.h"
-#include "plugins/portmap/iptables_rules.h"
+#include "plugins/portmap/iptables/rules.h"
 
 namespace nodegate::portmap::ipt {
 

@@ -1,11 +1,11 @@
 #pragma once
-// Table nat of one family, as the iptables layout uses it (iptables_rules.h), in whichever of
-// the two encodings the node's iptables has:
+// Table nat of one family, as the iptables layout uses it (rules.h), in whichever of the two
+// encodings the node's iptables has:
 //
-//   legacy  x_tables through libiptc (iptables_backend.cc): a snapshot of the whole table,
+//   legacy  x_tables through libiptc (legacy/table.h): a snapshot of the whole table,
 //           changed in memory and replaced in one commit, under /run/xtables.lock;
 //   nft     nf_tables (`table ip nat`, `table ip6 nat`) in iptables-nft 1.8's encoding
-//           (iptables_nft_table.h): changes buffered as one netlink batch, sent with the
+//           (nft/table.h): changes buffered as one netlink batch, sent with the
 //           generation it was built on, so a concurrent writer makes it fail whole (and the
 //           caller rebuilds it) instead of being overwritten.
 //
@@ -13,13 +13,14 @@
 // was opened plus nothing of what was buffered since. The backend logic (what to add, replace,
 // check, remove) is written once against this interface.
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
 
 #include "lib/base/result.h"
 #include "lib/net/ip.h"
-#include "plugins/portmap/iptables_rules.h"
+#include "plugins/portmap/iptables/rules.h"
 
 namespace nodegate::portmap::ipt {
 
@@ -49,5 +50,9 @@ class NatTable {
   // The owners of the entry rules in CNI-HOSTPORT-DNAT: jump target -> comment owner.
   virtual Result<std::map<std::string, CommentOwner>> EntryOwners() = 0;
 };
+
+// One attempt of a transaction's work on a table: true when it buffered changes to commit.
+// Each writer's Transact (legacy/table.h, nft/table.h) may run it more than once.
+using NatTableChange = std::function<Result<bool>(NatTable&)>;
 
 }  // namespace nodegate::portmap::ipt

@@ -1,4 +1,4 @@
-#include "plugins/portmap/iptables_nft_table.h"
+#include "plugins/portmap/iptables/nft/table.h"
 
 // clang-format off
 #include <netinet/in.h>  // before the kernel headers, which then skip their own copies
@@ -814,6 +814,39 @@ Status NftNatTable::Commit() {
   FitSendBuffer(fd_.get(), batch.begin.size() + messages.size() + batch.end.size());
   NG_RETURN_IF_ERROR(SendAll(fd_.get(), parts, name() + ": commit table nat"));
   return ReadBatchAnswers(batch, ops);
+}
+
+// Each attempt is one generation-checked batch; only a commit by another writer between our
+// read and our batch makes one fail, so under heavy churn this is still ample.
+constexpr int kNftCommitAttempts = 50;
+
+Status TransactNft(net::Family family, const NatTableChange& change,
+                   const std::vector<std::string>& chains_read) {
+  for (int attempt = 1;; ++attempt) {
+    // A read or the commit finding a newer generation means: start over on the new one.
+    const auto stale = [&](const Error& e) {
+      return NftNatTable::IsStaleGeneration(e) && attempt < kNftCommitAttempts;
+    };
+    auto table = NftNatTable::Open(family, chains_read);
+    if (!table.ok()) {
+      if (stale(table.error())) continue;
+      return table.error();
+    }
+    Result<bool> changed = change(**table);
+    if (!changed.ok()) {
+      if (stale(changed.error())) continue;
+      return changed.error();
+    }
+    if (!*changed) {
+      // Nothing to commit: what the change read is its answer, so it must be of one generation.
+      Status confirmed = (*table)->ConfirmReads();
+      if (confirmed.ok() || !stale(confirmed.error())) return confirmed;
+      continue;
+    }
+    Status committed = (*table)->Commit();
+    if (committed.ok() || !stale(committed.error())) return committed;
+    spdlog::debug("{}: ruleset changed during the transaction, rebuilding", (*table)->name());
+  }
 }
 
 }  // namespace nodegate::portmap::ipt

@@ -1,8 +1,8 @@
-// The iptables-nft encoder (plugins/portmap/iptables_nft_encode.h) without a kernel: NEWRULE
+// The iptables-nft encoder (plugins/portmap/iptables/nft/encode.h) without a kernel: NEWRULE
 // payloads byte-identical to what iptables-nft 1.8.9 sent for the same rules (captured with
 // `iptables-nft -vvv`), encode/decode round trips for every rule kind, `iptables -C`
 // equality, and the shapes the decoder must refuse.
-#include "plugins/portmap/iptables_nft_encode.h"
+#include "plugins/portmap/iptables/nft/encode.h"
 
 #include <gtest/gtest.h>
 #include <linux/netfilter/nf_tables.h>

@@ -1,4 +1,4 @@
-#include "plugins/portmap/nftables_rules.h"
+#include "plugins/portmap/nftables/rules.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,7 +1,7 @@
 #pragma once
 // Table nat of one family in nf_tables (`table ip nat` / `table ip6 nat`), written the way
 // iptables-nft 1.8.9 writes it, over one raw nfnetlink socket: no iptables process, no
-// libnftables (the encoding is described in iptables_nft_encode.h).
+// libnftables (the encoding is described in encode.h).
 //
 //   Open     GETGEN, GETTABLE and GETCHAIN of the chains the caller names, sent together (one
 //            round trip): nothing whose size grows with the node. Any other chain is looked
@@ -48,9 +48,9 @@
 #include "lib/netfilter/message_chunks.h"
 #include "lib/netfilter/nlattr.h"
 #include "lib/sys/fd.h"
-#include "plugins/portmap/iptables_nft_encode.h"
-#include "plugins/portmap/iptables_rules.h"
-#include "plugins/portmap/nat_table.h"
+#include "plugins/portmap/iptables/nat_table.h"
+#include "plugins/portmap/iptables/nft/encode.h"
+#include "plugins/portmap/iptables/rules.h"
 
 struct nlmsghdr;
 
@@ -180,5 +180,13 @@ class NftNatTable final : public NatTable {
   std::vector<Op> ops_;
   netfilter::MessageChunks pending_;  // the messages of ops_, in order
 };
+
+// Builds one batch on the generation it read and sends it with that generation. When another
+// writer committed in between, the kernel refuses the whole batch and `change` runs again on
+// what is there now (as iptables-nft does, but bounded). `chains_read`: the chains `change`
+// asks about, read in Open's one round trip. Nothing to commit: the reads are confirmed to be
+// of one generation.
+Status TransactNft(net::Family family, const NatTableChange& change,
+                   const std::vector<std::string>& chains_read);
 
 }  // namespace nodegate::portmap::ipt

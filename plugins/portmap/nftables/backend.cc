@@ -1,5 +1,5 @@
 // The nftables backend: one libnftables transaction per change. Every command comes from
-// nftables_rules.h as data (a Script of commands with their roles); this file reads the sets
+// nftables/rules.h as data (a Script of commands with their roles); this file reads the sets
 // and maps it needs, sequences the scripts and tells failures apart.
 // The fast paths add or delete a fixed number of map elements and never list anything (in
 // nft 1.0.x a listing fetches every element of the table); listing is used only on the rare
@@ -16,7 +16,7 @@
 #include "lib/netfilter/element_batch.h"
 #include "lib/netfilter/nft.h"
 #include "lib/netfilter/query.h"
-#include "plugins/portmap/nftables_rules.h"
+#include "plugins/portmap/nftables/rules.h"
 #include "plugins/portmap/port_mapper.h"
 
 namespace nodegate::portmap {

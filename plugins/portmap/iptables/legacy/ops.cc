@@ -1,4 +1,4 @@
-#include "plugins/portmap/iptables_legacy_ops.h"
+#include "plugins/portmap/iptables/legacy/ops.h"
 
 #include <string>
 
@@ -29,7 +29,7 @@ Status Bind(void* library, const std::string& prefix, LegacyOps& ops) {
   return bind.Done("legacy iptables library");
 }
 
-Result<const LegacyOps*> Load(net::Family family, LegacyOps& ops) {
+Result<const LegacyOps*> OpenLegacyOps(net::Family family, LegacyOps& ops) {
   const bool v4 = family == net::Family::kV4;
   const char* library = v4 ? "libip4tc.so.2" : "libip6tc.so.2";
   NG_ASSIGN_OR_RETURN(void* handle, sys::OpenLibrary(library, "legacy iptables"));
@@ -44,10 +44,10 @@ Result<const LegacyOps*> Load(net::Family family, LegacyOps& ops) {
 Result<const LegacyOps*> LoadLegacyOps(net::Family family) {
   static LegacyOps ops4, ops6;
   if (family == net::Family::kV4) {
-    static const Result<const LegacyOps*> loaded4 = Load(family, ops4);
+    static const Result<const LegacyOps*> loaded4 = OpenLegacyOps(family, ops4);
     return loaded4;
   }
-  static const Result<const LegacyOps*> loaded6 = Load(family, ops6);
+  static const Result<const LegacyOps*> loaded6 = OpenLegacyOps(family, ops6);
   return loaded6;
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// The iptables layout's rules (iptables_rules.h) in iptables-nft 1.8.9's nf_tables encoding,
+// The iptables layout's rules (../rules.h) in iptables-nft 1.8.9's nf_tables encoding,
 // both ways, without sockets (as observed from iptables-nft with `nft --debug=netlink`):
 //
 //   encode  an ipt::Rule into the NFTA_RULE_EXPRESSIONS and NFTA_RULE_COMPAT payloads of a
@@ -27,7 +27,7 @@
 
 #include "lib/base/result.h"
 #include "lib/net/ip.h"
-#include "plugins/portmap/iptables_rules.h"
+#include "plugins/portmap/iptables/rules.h"
 
 namespace nodegate::portmap::ipt {
 

@@ -1,4 +1,4 @@
-#include "plugins/portmap/iptables_rules.h"
+#include "plugins/portmap/iptables/rules.h"
 
 #include <cstdio>
 #include <cstring>
