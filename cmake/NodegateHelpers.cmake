@@ -49,7 +49,8 @@ endfunction()
 # -static-pie would spend about 0.2 ms more relocating itself (6,300 relative relocations,
 # each page they touch a copy-on-write fault), for an executable image at a random address the
 # reference's non-PIE binaries do not have either. Everything linked must therefore exist as a
-# static archive (libstdc++, libgcc, glibc, libnl, libyaml: ng_link_dependencies), and nothing
+# static archive (libstdc++, libgcc, glibc, libnl, libyaml: ng_link_dependencies; libiptc:
+# third_party/), and nothing
 # may dlopen or reach glibc's NSS, which a static glibc can only do for the exact glibc it was
 # built with. Sanitizer builds cannot be static (their runtimes are shared libraries) and stay
 # dynamic.

@@ -77,7 +77,10 @@ sed -e "s/@VERSION@/$VERSION/g" -e "s/@DATE@/$DATE_DAY/g" "$SRC/deploy/debian/no
 
 # The copyright file: ours, then the notices of what is compiled or statically linked in, from
 # the Debian packages the binaries were built with: the header-only libraries, libnl, libyaml,
-# glibc and GCC's runtime (libstdc++, libgcc).
+# glibc and GCC's runtime (libstdc++, libgcc); then those of what the build compiled from
+# Debian's source packages (third_party/: libiptc), which it left in <build>/third_party/notices.
+NOTICES="$BIN_DIR/../third_party/notices"
+[ -f "$NOTICES/iptables" ] || { echo "deb: $NOTICES/iptables is missing (build first)" >&2; exit 1; }
 GCC_RUNTIME="$(dpkg -S "$(readlink -f "$(g++ -print-file-name=libstdc++.a)")" | cut -d: -f1)"
 {
   cat "$SRC/deploy/debian/copyright"
@@ -86,6 +89,10 @@ GCC_RUNTIME="$(dpkg -S "$(readlink -f "$(g++ -print-file-name=libstdc++.a)")" | 
     f="/usr/share/doc/$dev/copyright"
     [ -f "$f" ] || { echo "deb: $f is missing (scripts/install-deps.sh)" >&2; exit 1; }
     printf '\n==== %s (from %s)\n\n' "${dev%-dev}" "$f"
+    cat "$f"
+  done
+  for f in "$NOTICES"/*; do
+    printf '\n==== %s (from its Debian source package, third_party/)\n\n' "$(basename "$f")"
     cat "$f"
   done
 } >"$DOC/copyright"

@@ -89,7 +89,7 @@ expect_eq "nodegate ($VERSION) unstable; urgency=medium" \
   "$(zcat "$T/x/usr/share/doc/nodegate/changelog.gz" | head -1)" "changelog's first line"
 COPYRIGHT="$T/x/usr/share/doc/nodegate/copyright"
 for notice in '==== libnl-3 ' '==== libyaml ' '==== libc6 ' '==== libstdc++-' 'Niels Lohmann' \
-  'GNU Lesser General Public License'; do
+  'GNU Lesser General Public License' '==== iptables ' 'Upstream-Name: iptables'; do
   grep -qF -- "$notice" "$COPYRIGHT" && ok "copyright has '$notice'" || fail "copyright lacks '$notice'"
 done
 for f in opt/cni/bin/host-local opt/cni/bin/portmap opt/cni/bin/bandwidth usr/bin/nodegate; do
