@@ -50,9 +50,10 @@ endfunction()
 # each page they touch a copy-on-write fault), for an executable image at a random address the
 # reference's non-PIE binaries do not have either. Everything linked must therefore exist as a
 # static archive (libstdc++, libgcc, glibc, libnl, libyaml: ng_link_dependencies; libiptc:
-# third_party/), and nothing
-# may dlopen or reach glibc's NSS, which a static glibc can only do for the exact glibc it was
-# built with. Sanitizer builds cannot be static (their runtimes are shared libraries) and stay
+# third_party/), and nothing may dlopen or reach glibc's NSS, which a static glibc can only do
+# for the exact glibc it was built with: every executable's name, service and protocol lookups
+# go to lib/net/name_lookup.h instead (ng::libc_name_lookup), and tests/executables checks the
+# binaries. Sanitizer builds cannot be static (their runtimes are shared libraries) and stay
 # dynamic.
 set(NG_STATIC_EXECUTABLES OFF)
 if(NODEGATE_STATIC AND NOT NG_SANITIZE_FLAGS)
@@ -63,7 +64,9 @@ function(ng_executable)
   cmake_parse_arguments(NG "" "NAME" "SRCS;DEPS" ${ARGN})
   add_executable(${NG_NAME} ${NG_SRCS})
   _ng_common(${NG_NAME})
-  target_link_libraries(${NG_NAME} PRIVATE ${NG_DEPS})
+  # Name lookups without NSS in every build, so that they behave the same in each
+  # (lib/net/name_lookup.h).
+  target_link_libraries(${NG_NAME} PRIVATE ${NG_DEPS} ng::libc_name_lookup)
   if(NG_STATIC_EXECUTABLES)
     target_link_options(${NG_NAME} PRIVATE -static)
   elseif(NOT NG_SANITIZE_FLAGS)
