@@ -44,11 +44,12 @@ endfunction()
 # The shipped executables are static (-static, not -static-pie): no ELF interpreter, no
 # DT_NEEDED, nothing loaded at run time, so they run on any x86_64 Linux userland (glibc of any
 # version, musl, none), as the reference's CGO_ENABLED=0 builds do. Every plugin call is an
-# exec, and a static binary also skips the dynamic loader's work (measured here, a bare VERSION
-# exec of portmap: dynamic 1.31 ms, static-pie 1.09, static 0.89 ms, a static no-op 0.59):
-# -static-pie would spend about 0.2 ms more relocating itself (6,300 relative relocations,
-# each page they touch a copy-on-write fault), for an executable image at a random address the
-# reference's non-PIE binaries do not have either. Everything linked must therefore exist as a
+# exec, and a static binary also skips the dynamic loader's work. A bare VERSION exec of
+# portmap, medians of 2,000 rounds in turn (bench/startup's timer): a static no-op 0.47 ms,
+# -static 0.71, -static-pie 0.81, dynamic with only libc loaded 0.93. -static-pie would spend
+# about 0.1 ms more relocating itself (6,300 relative relocations, each page they touch a
+# copy-on-write fault), for an executable image at a random address, which the reference's
+# non-PIE binaries do not have either. Everything linked must therefore exist as a
 # static archive (libstdc++, libgcc, glibc, libnl, libyaml: ng_link_dependencies; libiptc:
 # third_party/), and nothing may dlopen or reach glibc's NSS, which a static glibc can only do
 # for the exact glibc it was built with: every executable's name, service and protocol lookups
