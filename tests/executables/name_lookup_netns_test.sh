@@ -76,10 +76,12 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 
+MULTIARCH="$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)"
+
 # make_root DIR NSSWITCH_HOSTS_LINE
 make_root() {
   local r=$1
-  mkdir -p "$r/etc" "$r/data" "$r/lib/x86_64-linux-gnu" "$r/usr/lib/x86_64-linux-gnu"
+  mkdir -p "$r/etc" "$r/data"
   cp "$BIN/nodegate" "$HELPERS/nss_probe" "$r/"
   cp "$SRC/tests/admit/testdata/node.yaml" "$SRC/tests/admit/testdata/candidates/wants-9000.yaml" \
     "$r/data/"
@@ -87,9 +89,11 @@ make_root() {
   printf 'nameserver 127.0.0.1\noptions timeout:2 attempts:2\n' >"$r/etc/resolv.conf"
   printf 'passwd: files systemd\ngroup: files systemd\nhosts: %s\nnetworks: files\n' "$2" \
     >"$r/etc/nsswitch.conf"
-  for module in mdns4_minimal mdns4 mdns resolve myhostname mymachines systemd sss; do
-    for dir in lib usr/lib; do
-      cp "$HELPERS/nss_trap.so" "$r/$dir/x86_64-linux-gnu/libnss_$module.so.2"
+  # Wherever a static glibc of any architecture looks for them.
+  for dir in lib lib64 usr/lib usr/lib64 "lib/$MULTIARCH" "usr/lib/$MULTIARCH"; do
+    mkdir -p "$r/$dir"
+    for module in mdns4_minimal mdns4 mdns resolve myhostname mymachines systemd sss; do
+      cp "$HELPERS/nss_trap.so" "$r/$dir/libnss_$module.so.2"
     done
   done
 }
