@@ -284,8 +284,9 @@ int GetAddrInfo(const LookupFiles& files, const char* node, const char* service,
     if (host.addresses.empty()) return EAI_ADDRFAMILY;
     host.canonical_name = node;
     scope = numeric->second;
-  } else if ((hints.ai_flags & AI_NUMERICHOST) != 0 || std::strchr(node, '%') != nullptr) {
-    return EAI_NONAME;  // not an address, or an address with a scope that does not parse
+  } else if ((hints.ai_flags & AI_NUMERICHOST) != 0 || *node == '\0' ||
+             std::strchr(node, '%') != nullptr) {
+    return EAI_NONAME;  // not an address, no name, or an address whose scope does not parse
   } else {
     host = LookUpName(files, node, hints.ai_family, hints.ai_flags);
     if (host.error != 0) return host.error;

@@ -145,6 +145,7 @@ TEST_F(NameLookupTest, NumericHostsNeedNoFile) {
   EXPECT_EQ(Lookup("2001:db8::7", "80", 0, AF_UNSPEC, SOCK_STREAM).entries,
             (Entries{"stream/6 2001:db8::7 80"}));
   EXPECT_EQ(Lookup("manifests", "80", AI_NUMERICHOST).error, EAI_NONAME);
+  EXPECT_EQ(Lookup("", "80").error, EAI_NONAME);
   EXPECT_EQ(Lookup("192.0.2.7", "80", 0, AF_INET6).error, EAI_ADDRFAMILY);
   EXPECT_EQ(Lookup("192.0.2.7", "80", AI_V4MAPPED, AF_INET6, SOCK_STREAM).entries,
             (Entries{"stream/6 ::ffff:192.0.2.7 80"}));
