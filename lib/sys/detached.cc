@@ -40,8 +40,9 @@ void CloseRange(unsigned first, unsigned last) {
         const char* digit = entry->d_name;
         for (; *digit >= '0' && *digit <= '9'; ++digit) fd = fd * 10 + (*digit - '0');
         if (*digit != '\0' || digit == entry->d_name) continue;  // "." and ".."
-        if (fd >= first && fd <= last && fd != static_cast<unsigned>(dir))
+        if (fd >= first && fd <= last && fd != static_cast<unsigned>(dir)) {
           ::close(static_cast<int>(fd));
+        }
       }
     }
     ::close(dir);
