@@ -57,7 +57,7 @@ install: build
 	  bash scripts/install.sh $(BUILD_DIR)/bin
 
 # A Debian package of the built binaries: $(BUILD_DIR)/nodegate_<version>_<arch>.deb (plugins in
-# /opt/cni/bin, nodegate in /usr/bin; Depends from dpkg-shlibdeps).
+# /opt/cni/bin, nodegate in /usr/bin; no Depends: the executables are static).
 deb: build
 	@bash scripts/deb.sh $(BUILD_DIR)/bin $(BUILD_DIR)
 

@@ -41,50 +41,85 @@ function(ng_library)
   endif()
 endfunction()
 
-# Plugins are exec'd once per container event, so the dynamic loader's work is part of every
-# call: each shared library costs its symbol lookups at each exec (measured on the development
-# machine: libstdc++ 1.4 ms, spdlog+fmt 2 ms, libnl 0.9 ms, libnftables 1.2 ms, against 1.5 ms
-# for a bare exec; libiptc and libm 0.7 ms each here). Executables therefore load only libc:
-# libstdc++ and libgcc are linked statically, spdlog and fmt are compiled in (header-only),
-# libnl comes from its static archives, libnftables is opened only when the nftables backend
-# runs (lib/netfilter/nft.cc) and libiptc only in legacy mode
-# (plugins/portmap/iptables/legacy/ops.h); nothing calls libm (tests/executables).
+# The shipped executables are static (-static, not -static-pie): no ELF interpreter, no
+# DT_NEEDED, nothing loaded at run time, so they run on any x86_64 Linux userland (glibc of any
+# version, musl, none), as the reference's CGO_ENABLED=0 builds do. Every plugin call is an
+# exec, and a static binary also skips the dynamic loader's work. A bare VERSION exec of
+# portmap, medians of 2,000 rounds in turn (bench/startup's timer): a static no-op 0.47 ms,
+# -static 0.71, -static-pie 0.81, dynamic with only libc loaded 0.93. -static-pie would spend
+# about 0.1 ms more relocating itself (6,300 relative relocations, each page they touch a
+# copy-on-write fault), for an executable image at a random address, which the reference's
+# non-PIE binaries do not have either. Everything linked must therefore exist as a
+# static archive (libstdc++, libgcc, glibc, libnl, libyaml: ng_link_dependencies; libiptc:
+# third_party/), and nothing may dlopen or reach glibc's NSS, which a static glibc can only do
+# for the exact glibc it was built with: every executable's name, service and protocol lookups
+# go to lib/net/name_lookup.h instead (ng::libc_name_lookup), and tests/executables checks the
+# binaries. Sanitizer builds cannot be static (their runtimes are shared libraries) and stay
+# dynamic.
+set(NG_STATIC_EXECUTABLES OFF)
+if(NODEGATE_STATIC AND NOT NG_SANITIZE_FLAGS)
+  set(NG_STATIC_EXECUTABLES ON)
+endif()
+
 function(ng_executable)
   cmake_parse_arguments(NG "" "NAME" "SRCS;DEPS" ${ARGN})
   add_executable(${NG_NAME} ${NG_SRCS})
   _ng_common(${NG_NAME})
-  target_link_libraries(${NG_NAME} PRIVATE ${NG_DEPS})
-  target_link_options(${NG_NAME} PRIVATE -Wl,--as-needed)
-  if(NOT NG_SANITIZE_FLAGS)
-    target_link_options(${NG_NAME} PRIVATE -static-libstdc++ -static-libgcc)
+  # Name lookups without NSS in every build, so that they behave the same in each
+  # (lib/net/name_lookup.h).
+  target_link_libraries(${NG_NAME} PRIVATE ${NG_DEPS} ng::libc_name_lookup)
+  if(NG_STATIC_EXECUTABLES)
+    target_link_options(${NG_NAME} PRIVATE -static)
+  elseif(NOT NG_SANITIZE_FLAGS)
+    target_link_options(${NG_NAME} PRIVATE -Wl,--as-needed -static-libstdc++ -static-libgcc)
+  else()
+    target_link_options(${NG_NAME} PRIVATE -Wl,--as-needed)
   endif()
 endfunction()
 
-# ng::spdlog: spdlog and fmt compiled into the user (no libspdlog/libfmt at run time).
-# ng::libnl: libnl-3, -route and -nf from their static archives when Debian ships them.
-function(ng_link_dependencies)
-  add_library(ng_spdlog INTERFACE)
-  target_link_libraries(ng_spdlog INTERFACE spdlog::spdlog_header_only fmt::fmt-header-only)
-  add_library(ng::spdlog ALIAS ng_spdlog)
-
-  add_library(ng_libnl INTERFACE)
+# ng_archive_library(NAME x ARCHIVES a b [INCLUDE_DIRS ...] [LIBS ...] SHARED target)
+#   -> ng::x, linking liba.a and libb.a (in that order) and then LIBS. Without one of the
+#   archives, a static build stops at configure time and any other build links SHARED instead.
+#   For a library that a static executable links, e.g. OpenSSL:
+#     ng_archive_library(NAME openssl ARCHIVES ssl crypto SHARED PkgConfig::OPENSSL)
+function(ng_archive_library)
+  cmake_parse_arguments(NG "" "NAME;SHARED" "ARCHIVES;INCLUDE_DIRS;LIBS" ${ARGN})
+  add_library(ng_${NG_NAME} INTERFACE)
+  add_library(ng::${NG_NAME} ALIAS ng_${NG_NAME})
   set(archives "")
-  foreach(lib nl-route-3 nl-nf-3 nl-3)
+  foreach(lib ${NG_ARCHIVES})
     find_library(NG_${lib}_ARCHIVE NAMES lib${lib}.a)
     if(NOT NG_${lib}_ARCHIVE)
-      set(archives "")
-      break()
+      if(NG_STATIC_EXECUTABLES)
+        message(FATAL_ERROR "lib${lib}.a not found: static executables need it "
+          "(scripts/install-deps.sh, or -DNODEGATE_STATIC=OFF)")
+      endif()
+      message(STATUS "lib${lib}.a not found: linking ${NG_SHARED}")
+      target_link_libraries(ng_${NG_NAME} INTERFACE ${NG_SHARED})
+      return()
     endif()
     list(APPEND archives ${NG_${lib}_ARCHIVE})
   endforeach()
-  if(archives)
-    target_include_directories(ng_libnl SYSTEM INTERFACE ${LIBNL_INCLUDE_DIRS})
-    target_link_libraries(ng_libnl INTERFACE ${archives} Threads::Threads m)
-  else()
-    message(STATUS "libnl static archives not found: linking the shared libraries")
-    target_link_libraries(ng_libnl INTERFACE PkgConfig::LIBNL)
-  endif()
-  add_library(ng::libnl ALIAS ng_libnl)
+  target_include_directories(ng_${NG_NAME} SYSTEM INTERFACE ${NG_INCLUDE_DIRS})
+  target_link_libraries(ng_${NG_NAME} INTERFACE ${archives} ${NG_LIBS})
+endfunction()
+
+# ng::spdlog: spdlog and fmt compiled into the user (header-only: no libspdlog or libfmt at run
+# time; Debian's spdlog::spdlog_header_only would also link the shared libfmt).
+# ng::libnl: libnl-3, -route and -nf; ng::yaml: libyaml; both from their static archives.
+function(ng_link_dependencies)
+  add_library(ng_spdlog INTERFACE)
+  target_include_directories(ng_spdlog SYSTEM INTERFACE
+    $<TARGET_PROPERTY:spdlog::spdlog_header_only,INTERFACE_INCLUDE_DIRECTORIES>)
+  target_compile_definitions(ng_spdlog INTERFACE
+    $<TARGET_PROPERTY:spdlog::spdlog_header_only,INTERFACE_COMPILE_DEFINITIONS>)
+  target_link_libraries(ng_spdlog INTERFACE fmt::fmt-header-only Threads::Threads)
+  add_library(ng::spdlog ALIAS ng_spdlog)
+
+  ng_archive_library(NAME libnl ARCHIVES nl-route-3 nl-nf-3 nl-3
+    INCLUDE_DIRS ${LIBNL_INCLUDE_DIRS} LIBS Threads::Threads m SHARED PkgConfig::LIBNL)
+  ng_archive_library(NAME yaml ARCHIVES yaml INCLUDE_DIRS ${LIBYAML_INCLUDE_DIRS}
+    SHARED PkgConfig::LIBYAML)
 endfunction()
 
 # LABELS: unit | netns | e2e. netns and e2e tests run serially (they share the kernel).

@@ -12,8 +12,9 @@
 # `make install`.
 #
 # Version: project(nodegate VERSION ...) of CMakeLists.txt (a native package: no Debian
-# revision). Architecture: dpkg --print-architecture. Depends: dpkg-shlibdeps on the
-# executables (dpkg-dev). Binaries are stripped unless DEB_BUILD_OPTIONS has nostrip.
+# revision). Architecture: dpkg --print-architecture. No Depends: the executables are static
+# (no interpreter, no DT_NEEDED; cmake/NodegateHelpers.cmake), and a binary that is not is
+# refused. Binaries are stripped unless DEB_BUILD_OPTIONS has nostrip.
 # Maintainer: $DEB_MAINTAINER, else the author of the source tree's last commit. File dates
 # and the changelog date are that commit's date (SOURCE_DATE_EPOCH when set; without git, the
 # nodegate binary's mtime), so the same tree and binaries give the same package.
@@ -28,8 +29,16 @@ PLUGINS=(host-local portmap bandwidth)
 # shellcheck source=lib/build_outputs.sh
 source "$SRC/scripts/lib/build_outputs.sh"
 require_built deb "$BIN_DIR" "${PLUGINS[@]}" nodegate
-for tool in dpkg-deb dpkg-shlibdeps strip gzip; do
+for tool in dpkg-deb readelf strip gzip; do
   command -v "$tool" >/dev/null || { echo "deb: $tool not found (scripts/install-deps.sh)" >&2; exit 1; }
+done
+
+# A package without Depends is right only for executables that need nothing of the node.
+for b in "${PLUGINS[@]}" nodegate; do
+  if readelf -lW "$BIN_DIR/$b" | grep -q INTERP || readelf -dW "$BIN_DIR/$b" | grep -q NEEDED; then
+    echo "deb: $BIN_DIR/$b is not static (an ELF interpreter or NEEDED libraries)" >&2
+    exit 1
+  fi
 done
 
 VERSION="$(project_version "$SRC")"
@@ -66,14 +75,24 @@ DATE_DAY="$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%d)"
 sed -e "s/@VERSION@/$VERSION/g" -e "s/@DATE@/$DATE_DAY/g" "$SRC/deploy/debian/nodegate.1" |
   gzip -9n >"$PKG/usr/share/man/man1/nodegate.1.gz"
 
-# The copyright file: ours, then the notices of what is compiled in, from the Debian packages
-# the binaries were built with.
+# The copyright file: ours, then the notices of what is compiled or statically linked in, from
+# the Debian packages the binaries were built with: the header-only libraries, libnl, libyaml,
+# glibc and GCC's runtime (libstdc++, libgcc); then those of what the build compiled from
+# Debian's source packages (third_party/: libiptc), which it left in <build>/third_party/notices.
+NOTICES="$BIN_DIR/../third_party/notices"
+[ -f "$NOTICES/iptables" ] || { echo "deb: $NOTICES/iptables is missing (build first)" >&2; exit 1; }
+GCC_RUNTIME="$(dpkg -S "$(readlink -f "$(g++ -print-file-name=libstdc++.a)")" | cut -d: -f1)"
 {
   cat "$SRC/deploy/debian/copyright"
-  for dev in libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev; do
+  for dev in libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev libnl-3-dev libyaml-dev \
+    libc6-dev "$GCC_RUNTIME"; do
     f="/usr/share/doc/$dev/copyright"
     [ -f "$f" ] || { echo "deb: $f is missing (scripts/install-deps.sh)" >&2; exit 1; }
     printf '\n==== %s (from %s)\n\n' "${dev%-dev}" "$f"
+    cat "$f"
+  done
+  for f in "$NOTICES"/*; do
+    printf '\n==== %s (from its Debian source package, third_party/)\n\n' "$(basename "$f")"
     cat "$f"
   done
 } >"$DOC/copyright"
@@ -89,12 +108,6 @@ sed -e "s/@VERSION@/$VERSION/g" -e "s/@DATE@/$DATE_DAY/g" "$SRC/deploy/debian/no
 cp "$SRC"/conf/examples/*.conflist "$DOC/examples/"
 chmod 0644 "$DOC/copyright" "$DOC/changelog.gz" "$DOC"/examples/* "$PKG/usr/share/man/man1/nodegate.1.gz"
 
-# Depends from the executables' NEEDED entries and the installed libraries' shlibs/symbols.
-printf 'Source: nodegate\n\nPackage: nodegate\nArchitecture: any\n' >"$WORK/debian/control"
-DEPENDS="$(cd "$WORK" && dpkg-shlibdeps -O -edebian/nodegate/usr/bin/nodegate \
-  "${PLUGINS[@]/#/-edebian/nodegate/opt/cni/bin/}" | sed -n 's/^shlibs:Depends=//p')"
-[ -n "$DEPENDS" ] || { echo "deb: dpkg-shlibdeps found no dependency" >&2; exit 1; }
-
 INSTALLED_SIZE="$(du -sk --exclude=DEBIAN "$PKG" | cut -f1)"
 cat >"$PKG/DEBIAN/control" <<CONTROL
 Package: nodegate
@@ -102,7 +115,6 @@ Version: $VERSION
 Architecture: $ARCH
 Maintainer: $MAINTAINER
 Installed-Size: $INSTALLED_SIZE
-Depends: $DEPENDS
 Recommends: containernetworking-plugins
 Section: net
 Priority: optional
@@ -128,4 +140,4 @@ mkdir -p "$OUT_DIR"
 DEB="$OUT_DIR/nodegate_${VERSION}_${ARCH}.deb"
 dpkg-deb --root-owner-group -Zxz --build "$PKG" "$WORK/out.deb" >/dev/null
 mv -f "$WORK/out.deb" "$DEB"
-echo "built $DEB (Depends: $DEPENDS)"
+echo "built $DEB"

@@ -1,8 +1,11 @@
 #include "lib/sys/detached.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,15 +17,54 @@ namespace nodegate::sys {
 namespace {
 bool g_allowed = false;
 
+// The descriptor numbers of a process that cannot list its own (no /proc): the soft limit,
+// capped at the kernel's default fs.nr_open.
+constexpr unsigned kMaxDescriptors = 1U << 20;
+
+// Closes the descriptors from `first` to `last`; allocates nothing. close_range is Linux
+// 5.9+: on older kernels (RHEL 8's 4.18, Ubuntu 20.04's 5.4), or under a seccomp profile that
+// refuses it (ENOSYS, EPERM), the descriptors /proc/self/fd lists are closed one by one, and
+// without /proc every number below the descriptor limit.
+void CloseRange(unsigned first, unsigned last) {
+  if (::close_range(first, last, 0) == 0) return;
+  const int dir = ::open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    alignas(dirent64) char entries[4096];
+    ssize_t length;
+    // Closing while listing is safe: the listing's position is a descriptor number.
+    while ((length = ::getdents64(dir, entries, sizeof(entries))) > 0) {
+      for (ssize_t offset = 0; offset < length;) {
+        const auto* entry = reinterpret_cast<const dirent64*>(entries + offset);
+        offset += entry->d_reclen;
+        unsigned fd = 0;
+        const char* digit = entry->d_name;
+        for (; *digit >= '0' && *digit <= '9'; ++digit) fd = fd * 10 + (*digit - '0');
+        if (*digit != '\0' || digit == entry->d_name) continue;  // "." and ".."
+        if (fd >= first && fd <= last && fd != static_cast<unsigned>(dir)) {
+          ::close(static_cast<int>(fd));
+        }
+      }
+    }
+    ::close(dir);
+    return;
+  }
+  rlimit limit{};
+  unsigned end = kMaxDescriptors;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < kMaxDescriptors) {
+    end = static_cast<unsigned>(limit.rlim_cur);
+  }
+  for (unsigned fd = first; fd < end && fd <= last; ++fd) ::close(static_cast<int>(fd));
+}
+
 // Closes every descriptor but those in `keep` (sorted); allocates nothing.
 void CloseAllBut(std::span<const int> keep) {
   unsigned next = 0;  // the lowest descriptor not yet closed or kept
   for (int fd : keep) {
     if (fd < 0 || static_cast<unsigned>(fd) < next) continue;
-    if (static_cast<unsigned>(fd) > next) ::close_range(next, static_cast<unsigned>(fd) - 1, 0);
+    if (static_cast<unsigned>(fd) > next) CloseRange(next, static_cast<unsigned>(fd) - 1);
     next = static_cast<unsigned>(fd) + 1;
   }
-  ::close_range(next, ~0U, 0);
+  CloseRange(next, ~0U);
 }
 
 #if defined(__SANITIZE_ADDRESS__)

@@ -1,12 +1,26 @@
 // Detached work: nothing runs until a main allows it; then the child sees only the descriptors
-// it keeps, and outlives nothing it was not given (its kept descriptors close when it exits).
+// it keeps, and outlives nothing it was not given (its kept descriptors close when it exits),
+// also where close_range is missing (a kernel before 5.9, a seccomp profile that refuses it)
+// and where /proc is not mounted: a seccomp filter makes those calls fail as such a host would.
 #include "lib/sys/detached.h"
 
 #include <gtest/gtest.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstddef>
+#include <utility>
+#include <vector>
 
 namespace nodegate {
 namespace {
@@ -87,6 +101,63 @@ TEST(DetachedWork, RunsOnlyOnceAllowedAndKeepsOnlyTheGivenDescriptors) {
   sys::AllowDetachedWork();
   ExpectChildKeepsOnlyItsDescriptors(SpawnAtExit);
   ExpectChildKeepsOnlyItsDescriptors(SpawnForked);
+}
+
+// Makes each listed system call fail with its errno in this process and its children, as a
+// kernel without it (ENOSYS) or a seccomp profile would.
+bool RefuseSystemCalls(const std::vector<std::pair<long, int>>& calls) {
+#if defined(__x86_64__)
+  constexpr uint32_t kArch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+  constexpr uint32_t kArch = AUDIT_ARCH_AARCH64;
+#endif
+  std::vector<sock_filter> program = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kArch, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+  };
+  for (const auto& [number, error] : calls) {
+    program.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(number), 0, 1));
+    program.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | static_cast<uint32_t>(error)));
+  }
+  program.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+  const sock_fprog filter{static_cast<unsigned short>(program.size()), program.data()};
+  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+         ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &filter) == 0;
+}
+
+// Runs both kinds of detached work in a child process whose `calls` fail as listed; the
+// child's assertions decide its exit status.
+void ExpectDescriptorsClosedWhere(const std::vector<std::pair<long, int>>& calls) {
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // A low descriptor limit keeps the no-/proc path (one close per number) short.
+    rlimit limit{};
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+    limit.rlim_cur = std::min<rlim_t>(limit.rlim_cur, 4096);
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+    if (!RefuseSystemCalls(calls)) ::_exit(2);
+    EXPECT_EQ(::close_range(1000, 1000, 0), -1);
+    EXPECT_EQ(errno, ENOSYS);
+    sys::AllowDetachedWork();
+    ExpectChildKeepsOnlyItsDescriptors(SpawnAtExit);
+    ExpectChildKeepsOnlyItsDescriptors(SpawnForked);
+    ::_exit(::testing::Test::HasFailure() ? 1 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: the seccomp filter could not be installed";
+}
+
+TEST(DetachedWork, ClosesDescriptorsWithoutCloseRange) {
+  ExpectDescriptorsClosedWhere({{SYS_close_range, ENOSYS}});
+}
+
+TEST(DetachedWork, ClosesDescriptorsWithoutCloseRangeOrProc) {
+  ExpectDescriptorsClosedWhere({{SYS_close_range, ENOSYS}, {SYS_openat, ENOENT}});
 }
 
 }  // namespace

@@ -205,9 +205,7 @@ Status AppendIptablesNft(net::Family family, const std::set<PortKey>* only,
 // is loaded (reading an unloaded one would load it).
 Status AppendIptablesLegacy(net::Family family, const std::set<PortKey>* only,
                             std::vector<InstalledMapping>& out) {
-  const auto loaded = ipt::LoadLegacyOps(family);
-  if (!loaded.ok()) return loaded.error().WithContext("list iptables-legacy mappings");
-  const ipt::LegacyOps& ops = **loaded;
+  const ipt::LegacyOps& ops = ipt::LegacyOpsFor(family);
   std::unique_ptr<xtc_handle, void (*)(xtc_handle*)> handle(ops.init(ipt::kTable), ops.free);
   if (!handle) {
     return Error(kErrKernel, std::string("list iptables-legacy mappings: cannot read table nat: ") +

@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
 # make deb (scripts/deb.sh) from the built binaries, then the package itself:
-#   1. control fields: name, the project's version, this machine's architecture, and a
-#      Depends naming the package of every shared library the executables load (found here
-#      independently, with readelf and dpkg -S);
+#   1. control fields: name, the project's version, this machine's architecture, and no
+#      Depends: every packaged executable is static (no interpreter, no NEEDED entry);
 #   2. the exact file list, with modes and root ownership; the manual page covers every
-#      subcommand `nodegate --help` lists; the same inputs give the same bytes;
-#   3. a real dpkg install into a temporary root with its own database (the host's packages
-#      of the Depends copied into it): the installed nodegate and plugins run, `dpkg -V`
-#      finds every file intact, removal leaves no file; without those packages in the
-#      database dpkg refuses the install. The host's dpkg database is not touched.
+#      subcommand `nodegate --help` lists; the copyright file carries the notices of what is
+#      linked in; the same inputs give the same bytes;
+#   3. a real dpkg install into an empty temporary root with its own, empty database: it needs
+#      no other package; the installed nodegate and plugins run, `dpkg -V` finds every file
+#      intact, removal leaves no file. The host's dpkg database is not touched.
 set -euo pipefail
 BIN="$(cd "${NODEGATE_BIN_DIR:-build/bin}" && pwd)"
 SRC="$(cd "${NODEGATE_SOURCE_DIR:-.}" && pwd)"
@@ -40,30 +39,9 @@ expect_eq nodegate "$(field Package)" "Package"
 expect_eq "$VERSION" "$(field Version)" "Version (CMakeLists.txt)"
 expect_eq "$ARCH" "$(field Architecture)" "Architecture"
 [ -n "$(field Maintainer)" ] && ok "Maintainer: $(field Maintainer)" || fail "no Maintainer"
-DEPENDS="$(field Depends)"
-case ", $DEPENDS," in
-  *", libc6 (>= "*) ok "Depends names libc6 with a version bound: $DEPENDS" ;;
-  *) fail "Depends does not name libc6 (>= ...): '$DEPENDS'" ;;
-esac
+expect_eq "" "$(field Depends)" "no Depends (static executables)"
+expect_eq "" "$(field Pre-Depends)" "no Pre-Depends"
 expect_eq containernetworking-plugins "$(field Recommends)" "Recommends"
-# Every NEEDED library of every executable, resolved by the loader, belongs to a package the
-# Depends names.
-MULTIARCH="$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null)"
-declare -A NEEDED_PKGS=()
-for b in portmap bandwidth host-local nodegate; do
-  for lib in $(readelf -d "$BIN/$b" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
-    pkg="$(dpkg -S "*/$lib" 2>/dev/null | grep -E ": .*/$MULTIARCH/$lib\$" | head -1 | cut -d: -f1 || true)"
-    [ -n "$pkg" ] || { fail "$b: no package owns $lib"; continue; }
-    NEEDED_PKGS[$pkg]=1
-  done
-done
-[ "${#NEEDED_PKGS[@]}" -gt 0 ] || fail "no NEEDED library found"
-for pkg in "${!NEEDED_PKGS[@]}"; do
-  case ", $DEPENDS," in
-    *", $pkg ("* | *", $pkg,"*) ok "Depends names $pkg (owns a library the executables load)" ;;
-    *) fail "Depends '$DEPENDS' lacks $pkg" ;;
-  esac
-done
 
 echo "== 2. contents"
 {
@@ -109,16 +87,17 @@ man_warnings="$(MANWIDTH=80 man --warnings -l "$T/x/usr/share/man/man1/nodegate.
 expect_eq "" "$man_warnings" "man --warnings renders the page without a warning"
 expect_eq "nodegate ($VERSION) unstable; urgency=medium" \
   "$(zcat "$T/x/usr/share/doc/nodegate/changelog.gz" | head -1)" "changelog's first line"
-grep -q 'LGPL-2.1' "$T/x/usr/share/doc/nodegate/copyright" && grep -q 'Niels Lohmann' \
-  "$T/x/usr/share/doc/nodegate/copyright" && ok "copyright names libnl's licence and the compiled-in notices" ||
-  fail "copyright lacks libnl's licence or nlohmann/json's notice"
-for p in host-local portmap bandwidth; do
-  f="$T/x/opt/cni/bin/$p"
-  libs="$(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort | tr '\n' ' ')"
-  expect_eq "ld-linux-x86-64.so.2 libc.so.6 " "$libs" "$p loads only the loader and libc"
-  readelf -S "$f" | grep -q '\.debug_' && fail "$p is not stripped" || ok "$p stripped"
+COPYRIGHT="$T/x/usr/share/doc/nodegate/copyright"
+for notice in '==== libnl-3 ' '==== libyaml ' '==== libc6 ' '==== libstdc++-' 'Niels Lohmann' \
+  'GNU Lesser General Public License' '==== iptables ' 'Upstream-Name: iptables'; do
+  grep -qF -- "$notice" "$COPYRIGHT" && ok "copyright has '$notice'" || fail "copyright lacks '$notice'"
 done
-if [ "$ARCH" != amd64 ]; then echo "  (loader name checked for amd64 only)"; fi
+for f in opt/cni/bin/host-local opt/cni/bin/portmap opt/cni/bin/bandwidth usr/bin/nodegate; do
+  readelf -lW "$T/x/$f" | grep -q INTERP && fail "$f has an ELF interpreter"
+  libs="$(readelf -dW "$T/x/$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
+  expect_eq "" "$libs" "$f needs no shared library"
+  readelf -S "$T/x/$f" | grep -q '\.debug_' && fail "$f is not stripped" || ok "$f stripped"
+done
 
 env -u DEB_BUILD_OPTIONS bash "$SRC/scripts/deb.sh" "$BIN" "$T/again" >/dev/null 2>&1 ||
   fail "second build failed"
@@ -126,24 +105,14 @@ cmp -s "$DEB" "$T/again/$(basename "$DEB")" && ok "same inputs, same bytes" ||
   fail "two builds of the same tree differ"
 
 echo "== 3. dpkg install into a temporary root"
-# new_root DIR PKG...: an empty root whose dpkg database holds the host's entries of PKGs.
-new_root() {
-  local r=$1
-  shift
-  mkdir -p "$r/var/lib/dpkg/info" "$r/var/lib/dpkg/updates" "$r/var/log"
-  : >"$r/var/lib/dpkg/status"
-  for pkg in "$@"; do
-    dpkg-query -s "$pkg" >>"$r/var/lib/dpkg/status"
-    echo >>"$r/var/lib/dpkg/status"
-  done
-  : >"$r/var/lib/dpkg/available"
-}
+# An empty root with an empty dpkg database: no libc, no package.
 R="$T/root"
-# shellcheck disable=SC2046  # package names are words
-new_root "$R" $(echo "$DEPENDS" | tr ',' '\n' | sed 's/^ *//; s/[ :(].*//' | sort -u)
+mkdir -p "$R/var/lib/dpkg/info" "$R/var/lib/dpkg/updates" "$R/var/log"
+: >"$R/var/lib/dpkg/status"
+: >"$R/var/lib/dpkg/available"
 D() { dpkg "${DPKG_USER_FLAGS[@]}" --root="$R" --log="$R/var/log/dpkg.log" "$@"; }
 if D -i "$DEB" >"$T/install.log" 2>&1; then
-  ok "dpkg -i with the Depends met by this host's packages"
+  ok "dpkg -i into a root whose database has no package"
 else
   fail "dpkg -i into $R: $(cat "$T/install.log")"
 fi
@@ -151,15 +120,17 @@ expect_eq "install ok installed" "$(dpkg-query --admindir="$R/var/lib/dpkg" -W -
   "package state in the temporary database"
 verify="$(D -V nodegate 2>&1)" && [ -z "$verify" ] && ok "dpkg -V: every file matches its md5sum" ||
   fail "dpkg -V: $verify"
-help="$("$R/usr/bin/nodegate" --help 2>&1)" || fail "installed nodegate --help exit status"
+# The installed files run inside that root, where there is no libc to load (as root: chroot).
+in_root() { if [ "$(id -u)" -eq 0 ]; then chroot "$R" "$@"; else "$R$1" "${@:2}"; fi; }
+help="$(in_root /usr/bin/nodegate --help 2>&1)" || fail "installed nodegate --help exit status"
 for c in admit guard ports cni conf; do
   grep -q "^  $c  " <<<"$help" || fail "installed nodegate --help lacks $c: $help"
 done
 case "$help" in "usage: nodegate <command>"*) ok "installed nodegate --help" ;; *) fail "help: $help" ;; esac
-"$R/usr/bin/nodegate" conf validate --help >/dev/null 2>&1 && ok "installed nodegate conf validate --help" ||
+in_root /usr/bin/nodegate conf validate --help >/dev/null 2>&1 && ok "installed nodegate conf validate --help" ||
   fail "installed nodegate conf validate --help"
 for p in portmap bandwidth host-local; do
-  out="$(CNI_COMMAND=VERSION "$R/opt/cni/bin/$p" </dev/null 2>&1)" || fail "$p VERSION exit status"
+  out="$(CNI_COMMAND=VERSION in_root "/opt/cni/bin/$p" </dev/null 2>&1)" || fail "$p VERSION exit status"
   case "$out" in
     *'"supportedVersions":['*'"1.1.0"'*) ok "installed $p answers VERSION" ;;
     *) fail "installed $p VERSION: $out" ;;
@@ -168,16 +139,6 @@ done
 D -r nodegate >"$T/remove.log" 2>&1 || fail "dpkg -r: $(cat "$T/remove.log")"
 left="$(cd "$R" && { find opt usr -type f 2>/dev/null || true; } | wc -l)"
 expect_eq 0 "$left" "dpkg -r leaves no file of the package"
-
-R="$T/bare"
-new_root "$R"
-if D -i "$DEB" >"$T/bare.log" 2>&1; then
-  fail "dpkg -i succeeded in a root without libc6"
-elif grep -q "depends on libc6" "$T/bare.log"; then
-  ok "without libc6 in the database dpkg refuses: depends on libc6"
-else
-  fail "dpkg -i failed for another reason: $(cat "$T/bare.log")"
-fi
 
 expect_eq "$HOST_STATUS_SUM" "$(md5sum </var/lib/dpkg/status)" "the host's dpkg database is unchanged"
 

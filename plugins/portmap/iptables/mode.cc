@@ -52,12 +52,11 @@ std::optional<std::string> LookPath(const std::string& name) {
 
 bool LegacyHasChain(net::Family family, const std::string& table, const std::string& chain) {
   if (!LegacyTableLoaded(family, table)) return false;
-  const auto ops = ipt::LoadLegacyOps(family);
-  if (!ops.ok()) return false;
-  xtc_handle* h = (*ops)->init(table.c_str());
+  const ipt::LegacyOps& ops = ipt::LegacyOpsFor(family);
+  xtc_handle* h = ops.init(table.c_str());
   if (h == nullptr) return false;
-  const bool found = (*ops)->is_chain(chain.c_str(), h) != 0;
-  (*ops)->free(h);
+  const bool found = ops.is_chain(chain.c_str(), h) != 0;
+  ops.free(h);
   return found;
 }
 

@@ -1,9 +1,8 @@
 #pragma once
 // libiptc and libip6tc, the x_tables (legacy) interface of each family, behind one table of
 // functions: the legacy mode of the iptables backend and the listing of installed mappings
-// both read table nat through it. Only the libraries' headers are used at build time; the
-// libraries themselves are opened when a process first needs them, so the plugin's executable
-// needs nothing but libc.
+// both read table nat through it. Both are linked in, built from Debian's iptables source
+// (third_party/): the executable loads nothing at run time.
 
 extern "C" {  // libip6tc.h lacks its own C linkage block
 #include <libiptc/libip6tc.h>
@@ -12,7 +11,6 @@ extern "C" {  // libip6tc.h lacks its own C linkage block
 
 #include <cstdint>
 
-#include "lib/base/result.h"
 #include "lib/net/ip.h"
 
 namespace nodegate::portmap::ipt {
@@ -38,9 +36,7 @@ struct LegacyOps {
   const char* name;  // "iptables" / "ip6tables" in messages
 };
 
-// libip4tc or libip6tc, opened at the first call for that family and kept (dlopen): loading them
-// at every exec costs about a millisecond, and only the legacy mode and the listing of legacy
-// tables use them. Errors: code 100 when the library is missing or lacks a function.
-Result<const LegacyOps*> LoadLegacyOps(net::Family family);
+// libip4tc's functions for kV4, libip6tc's for kV6.
+const LegacyOps& LegacyOpsFor(net::Family family);
 
 }  // namespace nodegate::portmap::ipt

@@ -1,8 +1,6 @@
 // The legacy writer of the iptables layout: table nat of one family through libiptc.
-extern "C" {  // libip6tc.h lacks its own C linkage block
-#include <libiptc/libip6tc.h>
-}
-#include <libiptc/libiptc.h>
+#include "plugins/portmap/iptables/legacy/table.h"
+
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
@@ -13,7 +11,6 @@ extern "C" {  // libip6tc.h lacks its own C linkage block
 #include "lib/sys/file_lock.h"
 #include "plugins/portmap/iptables/legacy/encode.h"
 #include "plugins/portmap/iptables/legacy/ops.h"
-#include "plugins/portmap/iptables/legacy/table.h"
 
 namespace nodegate::portmap::ipt {
 namespace {
@@ -153,8 +150,7 @@ Status TransactWith(const LegacyOps& ops, const NatTableChange& change) {
 }  // namespace
 
 Status TransactLegacy(net::Family family, const NatTableChange& change) {
-  NG_ASSIGN_OR_RETURN(const LegacyOps* ops, LoadLegacyOps(family));
-  return TransactWith(*ops, change);
+  return TransactWith(LegacyOpsFor(family), change);
 }
 
 }  // namespace nodegate::portmap::ipt
