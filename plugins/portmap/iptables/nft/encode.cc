@@ -68,19 +68,9 @@ std::optional<T> ReadInfo(ByteView info) {
   return out;
 }
 
-Bytes HostU32(uint32_t value) {
-  Bytes out(4);
-  std::memcpy(out.data(), &value, 4);
-  return out;
-}
-Bytes Be16(int port) {
-  const uint16_t be = htons(static_cast<uint16_t>(port));
-  return Bytes{reinterpret_cast<const uint8_t*>(&be), reinterpret_cast<const uint8_t*>(&be) + 2};
-}
-
-// ---- xt blobs, one per extension, with the revisions iptables 1.8.9 picks on current
-// kernels (doc section 1: addrtype 1, comment 0, multiport 1, sctp 0, MARK 2, MASQUERADE 0,
-// DNAT 2; tcp/udp 0 and mark 1 only when a foreign writer used the compat form).
+// ---- xt blobs, one per extension, with the revisions iptables 1.8.4 to 1.8.9 pick on
+// kernels since 4.19 (docs/iptables-nft-encoding.md: addrtype 1, comment 0, multiport 1,
+// tcp 0, udp 0, sctp 0, mark 1, MARK 2, MASQUERADE 0, DNAT 2).
 
 XtBlob CommentBlob(const std::string& text) {
   auto info = ZeroedInfo<xt_comment_info>();
@@ -112,7 +102,7 @@ XtBlob SctpBlob(int dport) {
   return {"sctp", 0, InfoBytes(info)};
 }
 
-// The compat forms of -m tcp/udp --dport (iptables-nft writes them natively).
+// -m tcp/udp --dport N as libxt_tcp/libxt_udp lay it out: source ports 0..65535.
 XtBlob TcpUdpBlob(Protocol protocol, int dport) {
   if (protocol == Protocol::kTcp) {
     auto info = ZeroedInfo<xt_tcp>();
@@ -277,8 +267,10 @@ Error Invalid(const std::string& what) {
   return Error(kErrInvalidConfig, "iptables-nft encoding: " + what);
 }
 
-// -s/-d (nft-shared.c add_addr): an octet-aligned prefix loads only its whole bytes; any
-// other prefix loads the whole address and masks it. /0 loads nothing.
+// -s/-d: the whole address is loaded and, unless the prefix is the whole address, masked
+// by a bitwise (what iptables-nft 1.8.4 writes). 1.8.7 and later load only the mask's whole
+// bytes for an octet-aligned prefix, which 1.8.4 reads back as a /32 (its parser keeps no
+// load length): the full load reads the same in every version. /0 loads nothing.
 Status AddAddress(ExprWriter& out, uint32_t offset, const net::IpPrefix& prefix, bool invert,
                   net::Family family) {
   if (prefix.family() != family)
@@ -290,11 +282,9 @@ Status AddAddress(ExprWriter& out, uint32_t offset, const net::IpPrefix& prefix,
   const int bytes = AddressLength(family);
   const net::IpAddress network_address = prefix.Network();
   const auto& network = network_address.bytes();
-  const bool partial = prefix.length() % 8 != 0;
-  const int len = partial ? bytes : prefix.length() / 8;
-  out.Payload(NFT_PAYLOAD_NETWORK_HEADER, offset, static_cast<uint32_t>(len));
-  if (partial) out.Bitwise(PrefixMask(prefix.length(), bytes));
-  out.Cmp(invert ? NFT_CMP_NEQ : NFT_CMP_EQ, Bytes(network.begin(), network.begin() + len));
+  out.Payload(NFT_PAYLOAD_NETWORK_HEADER, offset, static_cast<uint32_t>(bytes));
+  if (prefix.length() < bytes * 8) out.Bitwise(PrefixMask(prefix.length(), bytes));
+  out.Cmp(invert ? NFT_CMP_NEQ : NFT_CMP_EQ, Bytes(network.begin(), network.begin() + bytes));
   return OkStatus();
 }
 
@@ -354,20 +344,13 @@ Status CheckMatch(const Match& match, const Header& header) {
   return OkStatus();
 }
 
-// One match (nft.c add_match): tcp/udp ports and marks natively, everything else as xt.
+// One match, always as an xt `match` expression. iptables-nft 1.8.8 and later write
+// `-m tcp/udp --dport` and `-m mark` as native payload/meta expressions, which 1.8.7 and
+// older decode as nothing (a DNAT rule without its port, MASQUERADE without its mark); every
+// version decodes the xt form into the match its own command line makes.
 Status AddMatch(ExprWriter& out, const Match& match, const Header& header) {
   NG_RETURN_IF_ERROR(CheckMatch(match, header));
-  const auto* port = std::get_if<PortMatch>(&match);
-  if (port != nullptr && port->protocol != Protocol::kSctp) {
-    out.Payload(NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2);
-    out.Cmp(NFT_CMP_EQ, Be16(port->dport));
-  } else if (const auto* mark = std::get_if<MarkMatch>(&match)) {
-    out.Meta(NFT_META_MARK);
-    if (mark->mask != 0xffffffffu) out.Bitwise(HostU32(mark->mask));  // no bitwise for ~0
-    out.Cmp(NFT_CMP_EQ, HostU32(mark->mark));
-  } else {
-    out.Xt(false, MatchBlob(match));
-  }
+  out.Xt(false, MatchBlob(match));
   return OkStatus();
 }
 
