@@ -7,6 +7,7 @@
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -34,7 +35,8 @@ using Bytes = std::vector<uint8_t>;
 constexpr char kStaleDetails[] = "nf_tables ruleset changed since it was read (ERESTART)";
 constexpr size_t kReceiveBuffer = 64 * 1024;
 
-// iptables-nft's built-in chains of table nat (nft.c builtin_table): hook and priority.
+// iptables-nft's built-in chains of table nat (nft.c builtin_table): hook and priority, in
+// the order iptables-nft creates them.
 struct BuiltinChain {
   const char* name;
   uint32_t hook;
@@ -43,8 +45,8 @@ struct BuiltinChain {
 constexpr BuiltinChain kBuiltins[] = {
     {"PREROUTING", NF_INET_PRE_ROUTING, -100},
     {"INPUT", NF_INET_LOCAL_IN, 100},
-    {"OUTPUT", NF_INET_LOCAL_OUT, -100},
     {"POSTROUTING", NF_INET_POST_ROUTING, 100},
+    {"OUTPUT", NF_INET_LOCAL_OUT, -100},
 };
 
 const BuiltinChain* FindBuiltin(const std::string& chain) {
@@ -589,35 +591,50 @@ bool NftNatTable::ChainExists(const std::string& chain) {
   return created_.count(chain) > 0 || (deleted_.count(chain) == 0 && ChainInKernel(chain));
 }
 
+// A new table gets its four built-in chains at once, in iptables' order, as iptables-nft 1.8.4
+// makes a table (every command of it creates the missing ones; later versions create each with
+// its first rule). 1.8.4 lists chains in the kernel's order, so a table we made first then
+// lists as one the reference's first command made; later versions list built-in chains
+// whether they exist or not.
 void NftNatTable::EnsureTable() {
   if (table_exists_) return;
   AttrWriter a;
   a.PutString(NFTA_TABLE_NAME, kTable);
   Queue(NFT_MSG_NEWTABLE, NLM_F_CREATE, a.bytes(), "create table nat");
   table_exists_ = true;
+  for (const auto& builtin : kBuiltins) CreateBuiltin(builtin.name);
 }
 
-// A built-in chain is created by the first rule added to it (nft.c nft_xt_builtin_init):
-// base chain of type nat, accept policy. Any other chain must exist.
-Status NftNatTable::EnsureChainForRule(const std::string& chain, const std::string& what) {
-  if (ChainExists(chain)) return OkStatus();
-  const BuiltinChain* builtin = FindBuiltin(chain);
-  if (builtin == nullptr) {
-    return Error(kErrKernel, name() + ": " + what + ": chain " + chain + " does not exist");
-  }
-  EnsureTable();
+// A base chain of type nat with the accept policy (nft.c nft_chain_builtin_add).
+void NftNatTable::CreateBuiltin(const std::string& chain) {
+  const BuiltinChain& builtin = *FindBuiltin(chain);
   AttrWriter a;
   a.PutString(NFTA_CHAIN_TABLE, kTable);
-  a.PutString(NFTA_CHAIN_NAME, chain);
+  a.PutString(NFTA_CHAIN_NAME, builtin.name);
   const size_t hook = a.BeginNested(NFTA_CHAIN_HOOK);
-  a.PutBe32(NFTA_HOOK_HOOKNUM, builtin->hook);
-  a.PutBe32(NFTA_HOOK_PRIORITY, static_cast<uint32_t>(builtin->priority));
+  a.PutBe32(NFTA_HOOK_HOOKNUM, builtin.hook);
+  a.PutBe32(NFTA_HOOK_PRIORITY, static_cast<uint32_t>(builtin.priority));
   a.EndNested(hook);
   a.PutBe32(NFTA_CHAIN_POLICY, NF_ACCEPT);
   a.PutString(NFTA_CHAIN_TYPE, "nat");
   Queue(NFT_MSG_NEWCHAIN, NLM_F_CREATE, a.bytes(), "create built-in chain " + chain);
   created_.insert(chain);
   deleted_.erase(chain);
+}
+
+// In a table that exists, a missing built-in chain is created by the first rule added to it
+// (nft.c nft_xt_builtin_init since 1.8.5). Any other chain must exist.
+Status NftNatTable::EnsureChainForRule(const std::string& chain, const std::string& what) {
+  if (ChainExists(chain)) return OkStatus();
+  const BuiltinChain* builtin = FindBuiltin(chain);
+  if (builtin == nullptr) {
+    return Error(kErrKernel, name() + ": " + what + ": chain " + chain + " does not exist");
+  }
+  if (!table_exists_) {
+    EnsureTable();  // creates every built-in chain
+    return OkStatus();
+  }
+  CreateBuiltin(chain);
   return OkStatus();
 }
 

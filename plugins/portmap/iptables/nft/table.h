@@ -1,14 +1,16 @@
 #pragma once
-// Table nat of one family in nf_tables (`table ip nat` / `table ip6 nat`), written the way
-// iptables-nft 1.8.9 writes it, over one raw nfnetlink socket: no iptables process, no
-// libnftables (the encoding is described in encode.h).
+// Table nat of one family in nf_tables (`table ip nat` / `table ip6 nat`), written so that
+// every iptables-nft from 1.8.4 on reads it as its own (docs/iptables-nft-encoding.md), over one
+// raw nfnetlink socket: no iptables process, no libnftables (the encoding is described in
+// encode.h).
 //
 //   Open     GETGEN, GETTABLE and GETCHAIN of the chains the caller names, sent together (one
 //            round trip): nothing whose size grows with the node. Any other chain is looked
 //            up by name the first time a method needs it, and a chain's rules are read only
 //            when a method needs them (one GETRULE dump of that chain, kept).
-//   changes  buffered as one batch: NEWTABLE when the table is missing, built-in chains
-//            created by the first rule added to them (as iptables-nft does), NEWRULE
+//   changes  buffered as one batch: NEWTABLE and the four built-in chains when the table is
+//            missing (as iptables-nft 1.8.4 makes a table), a built-in chain missing from an
+//            existing table created by the first rule added to it (as 1.8.5 and later), NEWRULE
 //            CREATE|APPEND (InsertFirst: CREATE, i.e. at the head, as `-I chain 1`),
 //            DELRULE by handle, flush = DELRULE without handle, DELCHAIN.
 //   DeleteJumps  finds the jumps to a container chain without listing the parent chain
@@ -153,6 +155,7 @@ class NftNatTable final : public NatTable {
   bool ChainInKernel(const std::string& chain);
   bool ChainExists(const std::string& chain);
   void EnsureTable();
+  void CreateBuiltin(const std::string& chain);  // one of the four built-in chains
   Status EnsureChainForRule(const std::string& chain, const std::string& what);
   Status AddRule(const std::string& chain, const Rule& rule, bool append);
   // Buffers one message (flags: NLM_F_* besides NLM_F_REQUEST).
