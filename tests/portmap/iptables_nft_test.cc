@@ -387,6 +387,21 @@ TEST(IptablesNft, ChainsTableAndErrors) {
               0u)
         << refused.error().msg;
   }
+  {
+    // A refused rule is named by what its message holds: a jump to a chain that is not there.
+    auto table = OpenIn(ns, Family::kV4);
+    ASSERT_NE(table, nullptr);
+    ipt::Rule dangling = rule;
+    dangling.target = ipt::JumpTarget{"MISSING"};
+    ASSERT_TRUE(table->InsertFirst("SINK", dangling).ok());
+    const Status refused = table->Commit();
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().msg.rfind("iptables-nft: commit table nat: insert into SINK rule "
+                                        "\"-p tcp -m addrtype --dst-type LOCAL -j MISSING\": ",
+                                        0),
+              0u)
+        << refused.error().msg;
+  }
   EXPECT_NE(ns.MustRun("iptables-nft -t nat -S").find("-N SINK"), std::string::npos);
   EXPECT_TRUE([&] {
     auto scope = sys::NetnsScope::Enter(ns.path());

@@ -20,6 +20,7 @@
 #include <net/if.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -37,20 +38,31 @@ using Bytes = std::vector<uint8_t>;
 // iptables-nft loads everything into register 1 (nft-shared.c add_meta/add_payload).
 constexpr uint32_t kReg = NFT_REG_1;
 
-// An xt match or target as nft_compat carries it: name, revision, XT_ALIGN'd info.
+// The largest info any extension of the layout has (sctp's, 296 bytes).
+constexpr size_t kMaxXtInfo = 296;
+
+// An xt match or target as nft_compat carries it: name, revision, XT_ALIGN'd info. The info is
+// held in place: a batch of thousands of rules allocates nothing for it.
 struct XtBlob {
-  std::string name;
+  std::string_view name;  // a literal, or into a parsed buffer
   uint32_t revision = 0;
-  Bytes info;
-  bool operator==(const XtBlob&) const = default;
+  std::array<uint8_t, kMaxXtInfo> storage{};
+  size_t size = 0;
+
+  ByteView info() const { return {storage.data(), size}; }
+  bool operator==(const XtBlob& other) const {
+    return name == other.name && revision == other.revision &&
+           std::ranges::equal(info(), other.info());
+  }
 };
 
 // The info struct `T` as the iptables extension lays it out: zeroed, padded to XT_ALIGN.
 template <typename T>
-Bytes InfoBytes(const T& info) {
-  Bytes out(XT_ALIGN(sizeof(T)), 0);
-  std::memcpy(out.data(), &info, sizeof(T));
-  return out;
+XtBlob MakeBlob(std::string_view name, uint32_t revision, const T& info) {
+  static_assert(XT_ALIGN(sizeof(T)) <= kMaxXtInfo);
+  XtBlob blob{name, revision, {}, XT_ALIGN(sizeof(T))};
+  std::memcpy(blob.storage.data(), &info, sizeof(T));
+  return blob;
 }
 template <typename T>
 T ZeroedInfo() {
@@ -75,7 +87,7 @@ std::optional<T> ReadInfo(ByteView info) {
 XtBlob CommentBlob(const std::string& text) {
   auto info = ZeroedInfo<xt_comment_info>();
   std::strncpy(info.comment, text.c_str(), XT_MAX_COMMENT_LEN - 1);
-  return {"comment", 0, InfoBytes(info)};
+  return MakeBlob("comment", 0, info);
 }
 
 XtBlob MultiportBlob(const std::vector<int>& ports) {
@@ -83,13 +95,13 @@ XtBlob MultiportBlob(const std::vector<int>& ports) {
   info.flags = XT_MULTIPORT_DESTINATION;
   info.count = static_cast<uint8_t>(std::min(ports.size(), size_t{XT_MULTI_PORTS}));
   for (size_t i = 0; i < info.count; ++i) info.ports[i] = static_cast<uint16_t>(ports[i]);
-  return {"multiport", 1, InfoBytes(info)};
+  return MakeBlob("multiport", 1, info);
 }
 
 XtBlob AddrtypeLocalBlob() {
   auto info = ZeroedInfo<xt_addrtype_info_v1>();
   info.dest = XT_ADDRTYPE_LOCAL;
-  return {"addrtype", 1, InfoBytes(info)};
+  return MakeBlob("addrtype", 1, info);
 }
 
 // libxt_sctp's init marks the four flag slots unused (chunktype 0xff); --dport N sets both
@@ -99,7 +111,7 @@ XtBlob SctpBlob(int dport) {
   info.dpts[0] = info.dpts[1] = static_cast<uint16_t>(dport);
   for (auto& flag : info.flag_info) flag.chunktype = 0xff;
   info.flags = XT_SCTP_DEST_PORTS;
-  return {"sctp", 0, InfoBytes(info)};
+  return MakeBlob("sctp", 0, info);
 }
 
 // -m tcp/udp --dport N as libxt_tcp/libxt_udp lay it out: source ports 0..65535.
@@ -108,35 +120,35 @@ XtBlob TcpUdpBlob(Protocol protocol, int dport) {
     auto info = ZeroedInfo<xt_tcp>();
     info.spts[1] = 0xffff;
     info.dpts[0] = info.dpts[1] = static_cast<uint16_t>(dport);
-    return {"tcp", 0, InfoBytes(info)};
+    return MakeBlob("tcp", 0, info);
   }
   auto info = ZeroedInfo<xt_udp>();
   info.spts[1] = 0xffff;
   info.dpts[0] = info.dpts[1] = static_cast<uint16_t>(dport);
-  return {"udp", 0, InfoBytes(info)};
+  return MakeBlob("udp", 0, info);
 }
 
 XtBlob MarkMatchBlob(const MarkMatch& m) {
   auto info = ZeroedInfo<xt_mark_mtinfo1>();
   info.mark = m.mark;
   info.mask = m.mask;
-  return {"mark", 1, InfoBytes(info)};
+  return MakeBlob("mark", 1, info);
 }
 
 XtBlob SetMarkBlob(const SetMarkTarget& t) {
   auto info = ZeroedInfo<xt_mark_tginfo2>();
   info.mark = t.value;
   info.mask = t.mask;
-  return {"MARK", 2, InfoBytes(info)};
+  return MakeBlob("MARK", 2, info);
 }
 
 XtBlob MasqueradeBlob(net::Family family) {
   if (family == net::Family::kV4) {
     auto info = ZeroedInfo<nf_nat_ipv4_multi_range_compat>();
     info.rangesize = 1;
-    return {"MASQUERADE", 0, InfoBytes(info)};
+    return MakeBlob("MASQUERADE", 0, info);
   }
-  return {"MASQUERADE", 0, InfoBytes(ZeroedInfo<nf_nat_range>())};
+  return MakeBlob("MASQUERADE", 0, ZeroedInfo<nf_nat_range>());
 }
 
 XtBlob DnatBlob(const DnatTarget& t) {
@@ -146,7 +158,7 @@ XtBlob DnatBlob(const DnatTarget& t) {
   std::memcpy(&info.min_addr, t.address.bytes().data(), len);
   std::memcpy(&info.max_addr, t.address.bytes().data(), len);
   info.min_proto.all = info.max_proto.all = htons(static_cast<uint16_t>(t.port));
-  return {"DNAT", 2, InfoBytes(info)};
+  return MakeBlob("DNAT", 2, info);
 }
 
 // The xt form of any match (what a compat `match` expression of it holds).
@@ -163,10 +175,13 @@ XtBlob MatchBlob(const Match& match) {
   return std::visit(Visitor{}, match);
 }
 
-// ---- expression list writer, attribute order as libnftnl 1.2.4 emits it.
+// ---- expression list writer, attribute order as libnftnl 1.2.4 emits it. Writes into the
+// caller's buffer: a NEWRULE message of a batch of thousands is written once, in place.
 
 class ExprWriter {
  public:
+  explicit ExprWriter(AttrWriter& w) : w_(w) {}
+
   void Meta(uint32_t key) {
     Begin("meta");
     w_.PutBe32(NFTA_META_KEY, key);
@@ -182,16 +197,17 @@ class ExprWriter {
     End();
   }
   // reg = (reg & mask) ^ 0, as iptables-nft masks addresses and marks.
-  void Bitwise(const Bytes& mask) {
+  void Bitwise(ByteView mask) {
+    static constexpr uint8_t kZeros[16] = {};
     Begin("bitwise");
     w_.PutBe32(NFTA_BITWISE_SREG, kReg);
     w_.PutBe32(NFTA_BITWISE_DREG, kReg);
     w_.PutBe32(NFTA_BITWISE_LEN, static_cast<uint32_t>(mask.size()));
     PutData(NFTA_BITWISE_MASK, mask);
-    PutData(NFTA_BITWISE_XOR, Bytes(mask.size(), 0));
+    PutData(NFTA_BITWISE_XOR, ByteView(kZeros, mask.size()));
     End();
   }
-  void Cmp(uint32_t op, const Bytes& data) {
+  void Cmp(uint32_t op, ByteView data) {
     Begin("cmp");
     w_.PutBe32(NFTA_CMP_SREG, kReg);
     w_.PutBe32(NFTA_CMP_OP, op);
@@ -211,7 +227,7 @@ class ExprWriter {
                   int{NFTA_MATCH_INFO} == int{NFTA_TARGET_INFO});
     w_.PutString(NFTA_MATCH_NAME, blob.name);
     w_.PutBe32(NFTA_MATCH_REV, blob.revision);
-    w_.Put(NFTA_MATCH_INFO, blob.info);
+    w_.Put(NFTA_MATCH_INFO, blob.info());
     End();
   }
   void Jump(const std::string& chain) {
@@ -225,7 +241,6 @@ class ExprWriter {
     w_.EndNested(data);
     End();
   }
-  Bytes Take() { return w_.Take(); }
 
  private:
   void Begin(const char* name) {
@@ -237,13 +252,13 @@ class ExprWriter {
     w_.EndNested(data_);
     w_.EndNested(elem_);
   }
-  void PutData(uint16_t type, const Bytes& value) {
+  void PutData(uint16_t type, ByteView value) {
     const size_t nest = w_.BeginNested(type);
     w_.Put(NFTA_DATA_VALUE, value);
     w_.EndNested(nest);
   }
 
-  AttrWriter w_;
+  AttrWriter& w_;
   size_t elem_ = 0;
   size_t data_ = 0;
 };
@@ -254,8 +269,9 @@ int AddressLength(net::Family family) { return family == net::Family::kV4 ? 4 : 
 uint32_t SourceOffset(net::Family family) { return family == net::Family::kV4 ? 12 : 8; }
 uint32_t DestOffset(net::Family family) { return family == net::Family::kV4 ? 16 : 24; }
 
-Bytes PrefixMask(int length, int bytes) {
-  Bytes mask(static_cast<size_t>(bytes), 0);
+// The first `bytes` of the result are the mask of a /length prefix.
+std::array<uint8_t, 16> PrefixMask(int length, int bytes) {
+  std::array<uint8_t, 16> mask{};
   for (int i = 0; i < bytes; ++i) {
     const int bits = std::clamp(length - i * 8, 0, 8);
     mask[static_cast<size_t>(i)] = static_cast<uint8_t>((0xff00 >> bits) & 0xff);
@@ -280,11 +296,14 @@ Status AddAddress(ExprWriter& out, uint32_t offset, const net::IpPrefix& prefix,
     return OkStatus();
   }
   const int bytes = AddressLength(family);
+  const auto length = static_cast<size_t>(bytes);
   const net::IpAddress network_address = prefix.Network();
-  const auto& network = network_address.bytes();
   out.Payload(NFT_PAYLOAD_NETWORK_HEADER, offset, static_cast<uint32_t>(bytes));
-  if (prefix.length() < bytes * 8) out.Bitwise(PrefixMask(prefix.length(), bytes));
-  out.Cmp(invert ? NFT_CMP_NEQ : NFT_CMP_EQ, Bytes(network.begin(), network.begin() + bytes));
+  if (prefix.length() < bytes * 8) {
+    const auto mask = PrefixMask(prefix.length(), bytes);
+    out.Bitwise(ByteView(mask.data(), length));
+  }
+  out.Cmp(invert ? NFT_CMP_NEQ : NFT_CMP_EQ, ByteView(network_address.bytes().data(), length));
   return OkStatus();
 }
 
@@ -295,12 +314,12 @@ Status AddIface(ExprWriter& out, uint32_t key, const std::string& name, bool inv
   out.Meta(key);
   const uint32_t op = invert ? NFT_CMP_NEQ : NFT_CMP_EQ;
   if (name.back() != '+') {
-    out.Cmp(op, Bytes(name.c_str(), name.c_str() + name.size() + 1));
+    out.Cmp(op, ByteView(reinterpret_cast<const uint8_t*>(name.c_str()), name.size() + 1));
   } else if (name.size() > 1) {
-    out.Cmp(op, Bytes(name.begin(), name.end() - 1));
+    out.Cmp(op, ByteView(reinterpret_cast<const uint8_t*>(name.data()), name.size() - 1));
   } else if (invert) {
     static constexpr char kInvalid[] = "INVAL/D";
-    out.Cmp(NFT_CMP_EQ, Bytes(kInvalid, kInvalid + sizeof(kInvalid)));
+    out.Cmp(NFT_CMP_EQ, ByteView(reinterpret_cast<const uint8_t*>(kInvalid), sizeof(kInvalid)));
   }
   return OkStatus();
 }
@@ -313,7 +332,8 @@ Status AddHeader(ExprWriter& out, const Header& h, net::Family family) {
   }
   if (h.protocol) {
     out.Meta(NFT_META_L4PROTO);
-    out.Cmp(NFT_CMP_EQ, Bytes{static_cast<uint8_t>(ProtocolNumber(*h.protocol))});
+    const uint8_t protocol = static_cast<uint8_t>(ProtocolNumber(*h.protocol));
+    out.Cmp(NFT_CMP_EQ, ByteView(&protocol, 1));
   }
   if (h.src)
     NG_RETURN_IF_ERROR(AddAddress(out, SourceOffset(family), *h.src, h.src_invert, family));
@@ -647,7 +667,9 @@ class Decoder {
     const auto rev = U32(a, NFTA_MATCH_REV);
     const Attr* info = netfilter::FindAttr(a, NFTA_MATCH_INFO);
     if (name == nullptr || !rev || info == nullptr) return false;
-    const XtBlob blob{name->String(), *rev, Bytes(info->data.begin(), info->data.end())};
+    if (info->data.size() > kMaxXtInfo) return false;  // no extension of the layout
+    XtBlob blob{name->View(), *rev, {}, info->data.size()};
+    std::copy(info->data.begin(), info->data.end(), blob.storage.begin());
     if (target) {
       done_ = true;
       return DecodeTarget(blob, rule_.target);
@@ -661,29 +683,29 @@ class Decoder {
   // Decodes `blob` into `out` when re-encoding the result gives back exactly `blob`.
   bool DecodeMatch(const XtBlob& blob, Match& out) const {
     if (blob.name == "comment") {
-      const auto i = ReadInfo<xt_comment_info>(blob.info);
+      const auto i = ReadInfo<xt_comment_info>(blob.info());
       if (!i) return false;
       out = CommentMatch{std::string(i->comment, strnlen(i->comment, XT_MAX_COMMENT_LEN))};
     } else if (blob.name == "multiport") {
-      const auto i = ReadInfo<xt_multiport_v1>(blob.info);
+      const auto i = ReadInfo<xt_multiport_v1>(blob.info());
       if (!i || i->count > XT_MULTI_PORTS) return false;
       out = MultiportMatch{std::vector<int>(i->ports, i->ports + i->count)};
     } else if (blob.name == "addrtype") {
       out = AddrtypeLocalMatch{};
     } else if (blob.name == "sctp") {
-      const auto i = ReadInfo<xt_sctp_info>(blob.info);
+      const auto i = ReadInfo<xt_sctp_info>(blob.info());
       if (!i) return false;
       out = PortMatch{Protocol::kSctp, i->dpts[0]};
     } else if (blob.name == "tcp") {
-      const auto i = ReadInfo<xt_tcp>(blob.info);
+      const auto i = ReadInfo<xt_tcp>(blob.info());
       if (!i) return false;
       out = PortMatch{Protocol::kTcp, i->dpts[0]};
     } else if (blob.name == "udp") {
-      const auto i = ReadInfo<xt_udp>(blob.info);
+      const auto i = ReadInfo<xt_udp>(blob.info());
       if (!i) return false;
       out = PortMatch{Protocol::kUdp, i->dpts[0]};
     } else if (blob.name == "mark") {
-      const auto i = ReadInfo<xt_mark_mtinfo1>(blob.info);
+      const auto i = ReadInfo<xt_mark_mtinfo1>(blob.info());
       if (!i) return false;
       out = MarkMatch{i->mark, i->mask};
     } else {
@@ -698,7 +720,7 @@ class Decoder {
   bool DecodeTarget(const XtBlob& blob, Target& out) const {
     XtBlob again;
     if (blob.name == "MARK") {
-      const auto i = ReadInfo<xt_mark_tginfo2>(blob.info);
+      const auto i = ReadInfo<xt_mark_tginfo2>(blob.info());
       if (!i) return false;
       const SetMarkTarget mark{i->mark, i->mask};
       out = mark;
@@ -707,7 +729,7 @@ class Decoder {
       out = MasqueradeTarget{};
       again = MasqueradeBlob(family_);
     } else if (blob.name == "DNAT") {
-      const auto i = ReadInfo<nf_nat_range2>(blob.info);
+      const auto i = ReadInfo<nf_nat_range2>(blob.info());
       if (!i) return false;
       const auto* address = reinterpret_cast<const uint8_t*>(&i->min_addr);
       const DnatTarget dnat{net::IpAddress::FromBytes(family_, address), ntohs(i->min_proto.all)};
@@ -753,20 +775,43 @@ std::string Hex(ByteView data) {
 
 }  // namespace
 
-Result<NftRuleEncoding> EncodeNftRule(const Rule& rule, net::Family family) {
-  ExprWriter out;
-  NG_RETURN_IF_ERROR(AddHeader(out, rule.header, family));
-  for (const auto& match : rule.matches) NG_RETURN_IF_ERROR(AddMatch(out, match, rule.header));
-  // Counters go before the verdict, or nf_tables would count each rule's packets after it.
-  out.Counter();
-  NG_RETURN_IF_ERROR(AddTarget(out, rule.target, family));
+namespace {
 
-  AttrWriter compat;
-  compat.PutBe32(
+// The rule's expressions (the list elements NFTA_RULE_EXPRESSIONS holds) at the end of `out`.
+Status WriteExpressions(const Rule& rule, net::Family family, AttrWriter& out) {
+  ExprWriter writer(out);
+  NG_RETURN_IF_ERROR(AddHeader(writer, rule.header, family));
+  for (const auto& match : rule.matches) NG_RETURN_IF_ERROR(AddMatch(writer, match, rule.header));
+  // Counters go before the verdict, or nf_tables would count each rule's packets after it.
+  writer.Counter();
+  return AddTarget(writer, rule.target, family);
+}
+
+// The fields of the rule's NFTA_RULE_COMPAT at the end of `out`.
+void WriteCompat(const Rule& rule, AttrWriter& out) {
+  out.PutBe32(
       NFTA_RULE_COMPAT_PROTO,
       rule.header.protocol ? static_cast<uint32_t>(ProtocolNumber(*rule.header.protocol)) : 0);
-  compat.PutBe32(NFTA_RULE_COMPAT_FLAGS, 0);
-  return NftRuleEncoding{out.Take(), compat.Take()};
+  out.PutBe32(NFTA_RULE_COMPAT_FLAGS, 0);
+}
+
+}  // namespace
+
+Result<NftRuleEncoding> EncodeNftRule(const Rule& rule, net::Family family) {
+  AttrWriter expressions, compat;
+  NG_RETURN_IF_ERROR(WriteExpressions(rule, family, expressions));
+  WriteCompat(rule, compat);
+  return NftRuleEncoding{expressions.Take(), compat.Take()};
+}
+
+Status AppendNftRuleAttrs(const Rule& rule, net::Family family, AttrWriter& out) {
+  const size_t expressions = out.BeginNested(NFTA_RULE_EXPRESSIONS);
+  NG_RETURN_IF_ERROR(WriteExpressions(rule, family, out));
+  out.EndNested(expressions);
+  const size_t compat = out.BeginNested(NFTA_RULE_COMPAT);
+  WriteCompat(rule, out);
+  out.EndNested(compat);
+  return OkStatus();
 }
 
 std::optional<Rule> DecodeNftRule(std::span<const uint8_t> expressions, net::Family family,

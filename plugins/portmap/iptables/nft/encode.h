@@ -30,6 +30,7 @@
 
 #include "lib/base/result.h"
 #include "lib/net/ip.h"
+#include "lib/netfilter/nlattr.h"
 #include "plugins/portmap/iptables/rules.h"
 
 namespace nodegate::portmap::ipt {
@@ -45,6 +46,10 @@ struct NftRuleEncoding {
 // an empty or >15-port multiport, ports outside 0..65535, a comment over 255 bytes, an
 // interface name over 15 bytes, a DNAT address of the other family.
 Result<NftRuleEncoding> EncodeNftRule(const Rule& rule, net::Family family);
+// The same written in place: NFTA_RULE_EXPRESSIONS and NFTA_RULE_COMPAT appended to `out` (a
+// NEWRULE message's attributes), with no buffer of its own. On an error `out` holds part of
+// them: discard it.
+Status AppendNftRuleAttrs(const Rule& rule, net::Family family, netfilter::AttrWriter& out);
 
 // The rule a GETRULE reply holds: `expressions` is its NFTA_RULE_EXPRESSIONS payload,
 // `userdata` its NFTA_RULE_USERDATA (a comment there becomes the last comment match, as

@@ -123,8 +123,9 @@ class NftNatTable final : public NatTable {
   // One buffered change: its message, in pending_.
   struct Op {
     uint8_t* message = nullptr;
-    std::string what;  // for errors: "append to CNI-HOSTPORT-DNAT rule \"...\""
+    std::string what;  // for errors: "delete chain CNI-DN-..."; empty for a rule (Describe)
   };
+  std::string Describe(const Op& op) const;
 
   // What wraps the buffered messages at commit, and the sequence numbers answers refer to.
   struct Batch {
@@ -156,7 +157,7 @@ class NftNatTable final : public NatTable {
   bool ChainExists(const std::string& chain);
   void EnsureTable();
   void CreateBuiltin(const std::string& chain);  // one of the four built-in chains
-  Status EnsureChainForRule(const std::string& chain, const std::string& what);
+  Status EnsureChainForRule(const std::string& chain);
   Status AddRule(const std::string& chain, const Rule& rule, bool append);
   // Buffers one message (flags: NLM_F_* besides NLM_F_REQUEST).
   void Queue(uint16_t type, uint16_t flags, const std::vector<uint8_t>& attrs, std::string what);
