@@ -24,6 +24,8 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <new>
+#include <type_traits>
 
 #include "lib/netfilter/nlattr.h"
 
@@ -46,7 +48,7 @@ constexpr size_t kMaxXtInfo = 296;
 struct XtBlob {
   std::string_view name;  // a literal, or into a parsed buffer
   uint32_t revision = 0;
-  std::array<uint8_t, kMaxXtInfo> storage{};
+  alignas(8) std::array<uint8_t, kMaxXtInfo> storage{};
   size_t size = 0;
 
   ByteView info() const { return {storage.data(), size}; }
@@ -56,19 +58,17 @@ struct XtBlob {
   }
 };
 
-// The info struct `T` as the iptables extension lays it out: zeroed, padded to XT_ALIGN.
-template <typename T>
-XtBlob MakeBlob(std::string_view name, uint32_t revision, const T& info) {
-  static_assert(XT_ALIGN(sizeof(T)) <= kMaxXtInfo);
+// The info struct `T` as the iptables extension lays it out, padded to XT_ALIGN: `fill` sets
+// its fields in the zeroed storage itself. Not through a copy of a T: a copy need not keep the
+// padding bytes (an optimised build left garbage in xt_udp's and xt_mark_mtinfo1's), and
+// iptables compares the whole aligned size, padding included.
+template <typename T, typename Fill>
+XtBlob MakeBlob(std::string_view name, uint32_t revision, Fill&& fill) {
+  static_assert(XT_ALIGN(sizeof(T)) <= kMaxXtInfo && alignof(T) <= 8);
+  static_assert(std::is_trivially_copyable_v<T>);
   XtBlob blob{name, revision, {}, XT_ALIGN(sizeof(T))};
-  std::memcpy(blob.storage.data(), &info, sizeof(T));
+  fill(*std::launder(reinterpret_cast<T*>(blob.storage.data())));
   return blob;
-}
-template <typename T>
-T ZeroedInfo() {
-  T info;
-  std::memset(&info, 0, sizeof(info));
-  return info;
 }
 
 // Reads an info struct back; nullopt unless `info` has exactly the aligned size.
@@ -81,84 +81,79 @@ std::optional<T> ReadInfo(ByteView info) {
 }
 
 // ---- xt blobs, one per extension, with the revisions iptables 1.8.4 to 1.8.9 pick on
-// kernels since 4.19 (docs/iptables-nft-encoding.md: addrtype 1, comment 0, multiport 1,
+// kernels since 4.18 (docs/iptables-nft-encoding.md: addrtype 1, comment 0, multiport 1,
 // tcp 0, udp 0, sctp 0, mark 1, MARK 2, MASQUERADE 0, DNAT 2).
 
 XtBlob CommentBlob(const std::string& text) {
-  auto info = ZeroedInfo<xt_comment_info>();
-  std::strncpy(info.comment, text.c_str(), XT_MAX_COMMENT_LEN - 1);
-  return MakeBlob("comment", 0, info);
+  return MakeBlob<xt_comment_info>("comment", 0, [&](xt_comment_info& info) {
+    // As strncpy: up to the first NUL, at most 255 bytes (the rest is zero already).
+    std::memcpy(info.comment, text.c_str(), strnlen(text.c_str(), XT_MAX_COMMENT_LEN - 1));
+  });
 }
 
 XtBlob MultiportBlob(const std::vector<int>& ports) {
-  auto info = ZeroedInfo<xt_multiport_v1>();
-  info.flags = XT_MULTIPORT_DESTINATION;
-  info.count = static_cast<uint8_t>(std::min(ports.size(), size_t{XT_MULTI_PORTS}));
-  for (size_t i = 0; i < info.count; ++i) info.ports[i] = static_cast<uint16_t>(ports[i]);
-  return MakeBlob("multiport", 1, info);
+  return MakeBlob<xt_multiport_v1>("multiport", 1, [&](xt_multiport_v1& info) {
+    info.flags = XT_MULTIPORT_DESTINATION;
+    info.count = static_cast<uint8_t>(std::min(ports.size(), size_t{XT_MULTI_PORTS}));
+    for (size_t i = 0; i < info.count; ++i) info.ports[i] = static_cast<uint16_t>(ports[i]);
+  });
 }
 
 XtBlob AddrtypeLocalBlob() {
-  auto info = ZeroedInfo<xt_addrtype_info_v1>();
-  info.dest = XT_ADDRTYPE_LOCAL;
-  return MakeBlob("addrtype", 1, info);
+  return MakeBlob<xt_addrtype_info_v1>(
+      "addrtype", 1, [](xt_addrtype_info_v1& info) { info.dest = XT_ADDRTYPE_LOCAL; });
 }
 
 // libxt_sctp's init marks the four flag slots unused (chunktype 0xff); --dport N sets both
 // ends of the range and the flag. Source ports stay 0..0.
 XtBlob SctpBlob(int dport) {
-  auto info = ZeroedInfo<xt_sctp_info>();
-  info.dpts[0] = info.dpts[1] = static_cast<uint16_t>(dport);
-  for (auto& flag : info.flag_info) flag.chunktype = 0xff;
-  info.flags = XT_SCTP_DEST_PORTS;
-  return MakeBlob("sctp", 0, info);
+  return MakeBlob<xt_sctp_info>("sctp", 0, [&](xt_sctp_info& info) {
+    info.dpts[0] = info.dpts[1] = static_cast<uint16_t>(dport);
+    for (auto& flag : info.flag_info) flag.chunktype = 0xff;
+    info.flags = XT_SCTP_DEST_PORTS;
+  });
 }
 
 // -m tcp/udp --dport N as libxt_tcp/libxt_udp lay it out: source ports 0..65535.
 XtBlob TcpUdpBlob(Protocol protocol, int dport) {
-  if (protocol == Protocol::kTcp) {
-    auto info = ZeroedInfo<xt_tcp>();
+  const auto ports = [&](auto& info) {
     info.spts[1] = 0xffff;
     info.dpts[0] = info.dpts[1] = static_cast<uint16_t>(dport);
-    return MakeBlob("tcp", 0, info);
-  }
-  auto info = ZeroedInfo<xt_udp>();
-  info.spts[1] = 0xffff;
-  info.dpts[0] = info.dpts[1] = static_cast<uint16_t>(dport);
-  return MakeBlob("udp", 0, info);
+  };
+  if (protocol == Protocol::kTcp) return MakeBlob<xt_tcp>("tcp", 0, ports);
+  return MakeBlob<xt_udp>("udp", 0, ports);
 }
 
 XtBlob MarkMatchBlob(const MarkMatch& m) {
-  auto info = ZeroedInfo<xt_mark_mtinfo1>();
-  info.mark = m.mark;
-  info.mask = m.mask;
-  return MakeBlob("mark", 1, info);
+  return MakeBlob<xt_mark_mtinfo1>("mark", 1, [&](xt_mark_mtinfo1& info) {
+    info.mark = m.mark;
+    info.mask = m.mask;
+  });
 }
 
 XtBlob SetMarkBlob(const SetMarkTarget& t) {
-  auto info = ZeroedInfo<xt_mark_tginfo2>();
-  info.mark = t.value;
-  info.mask = t.mask;
-  return MakeBlob("MARK", 2, info);
+  return MakeBlob<xt_mark_tginfo2>("MARK", 2, [&](xt_mark_tginfo2& info) {
+    info.mark = t.value;
+    info.mask = t.mask;
+  });
 }
 
 XtBlob MasqueradeBlob(net::Family family) {
   if (family == net::Family::kV4) {
-    auto info = ZeroedInfo<nf_nat_ipv4_multi_range_compat>();
-    info.rangesize = 1;
-    return MakeBlob("MASQUERADE", 0, info);
+    return MakeBlob<nf_nat_ipv4_multi_range_compat>(
+        "MASQUERADE", 0, [](nf_nat_ipv4_multi_range_compat& info) { info.rangesize = 1; });
   }
-  return MakeBlob("MASQUERADE", 0, ZeroedInfo<nf_nat_range>());
+  return MakeBlob<nf_nat_range>("MASQUERADE", 0, [](nf_nat_range&) {});
 }
 
 XtBlob DnatBlob(const DnatTarget& t) {
-  auto info = ZeroedInfo<nf_nat_range2>();
-  info.flags = NF_NAT_RANGE_MAP_IPS | NF_NAT_RANGE_PROTO_SPECIFIED;
-  const auto len = static_cast<size_t>(t.address.byte_length());
-  std::memcpy(&info.min_addr, t.address.bytes().data(), len);
-  std::memcpy(&info.max_addr, t.address.bytes().data(), len);
-  info.min_proto.all = info.max_proto.all = htons(static_cast<uint16_t>(t.port));
-  return MakeBlob("DNAT", 2, info);
+  return MakeBlob<nf_nat_range2>("DNAT", 2, [&](nf_nat_range2& info) {
+    info.flags = NF_NAT_RANGE_MAP_IPS | NF_NAT_RANGE_PROTO_SPECIFIED;
+    const auto len = static_cast<size_t>(t.address.byte_length());
+    std::memcpy(&info.min_addr, t.address.bytes().data(), len);
+    std::memcpy(&info.max_addr, t.address.bytes().data(), len);
+    info.min_proto.all = info.max_proto.all = htons(static_cast<uint16_t>(t.port));
+  });
 }
 
 // The xt form of any match (what a compat `match` expression of it holds).
