@@ -2,8 +2,6 @@
 extern "C" {  // libip6tc.h lacks its own C linkage block
 #include <libiptc/libip6tc.h>
 }
-#include "plugins/portmap/iptables/legacy/table.h"
-
 #include <libiptc/libiptc.h>
 #include <spdlog/spdlog.h>
 
@@ -15,6 +13,7 @@ extern "C" {  // libip6tc.h lacks its own C linkage block
 #include "lib/sys/file_lock.h"
 #include "plugins/portmap/iptables/legacy/encode.h"
 #include "plugins/portmap/iptables/legacy/ops.h"
+#include "plugins/portmap/iptables/legacy/table.h"
 
 namespace nodegate::portmap::ipt {
 namespace {
