@@ -96,19 +96,30 @@ column_medians() {  # file "a b"...
 # faster here than one made after a pause (about 4 ms at 5,000 mappings: the CPU's caches and
 # the vCPU go cold while it sleeps), so a floor timed back to back would be measured under
 # kinder conditions than the ADD it bounds.
-measure() {  # label binary backend_json runs path_prefix [with-floor]
+# With `cpu` instead, it prints "add_ms del_ms add_cpu_ms": the ADD's CPU time (user and system,
+# the kernel's work for it included) besides its wall time, which on a busy machine is mostly
+# waiting for a CPU.
+measure() {  # label binary backend_json runs path_prefix [with-floor|cpu]
   local label=$1 binary=$2 backend=$3 runs=$4 path=$5 floor=""
   [ "${6:-}" = with-floor ] && floor=$FLOOR
   ip netns exec "$NODE" env PATH="$path$PATH" BIN="$binary" RUNS="$runs" FLOOR_BIN="$floor" \
     CONF_ADD="$(conf "$backend" bench-ctr 9000)" bash -c '
       export CNI_CONTAINERID=bench-ctr CNI_NETNS=/run/netns/bench-ctr CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni
+      # The CPU time of the finished children, before and after the ADD: `times` (a builtin,
+      # redirected without a fork) prints it on its second line as user and system time.
+      before=$(mktemp) after=$(mktemp)
+      trap "rm -f $before $after" EXIT
       for i in $(seq 1 "$RUNS"); do
+        times >"$before"
         t0=$EPOCHREALTIME
         CNI_COMMAND=ADD "$BIN" <<<"$CONF_ADD" >/dev/null || { echo "ADD failed" >&2; exit 1; }
         t1=$EPOCHREALTIME
+        times >"$after"
         CNI_COMMAND=DEL "$BIN" <<<"$CONF_ADD" >/dev/null || { echo "DEL failed" >&2; exit 1; }
         t2=$EPOCHREALTIME
-        line="$t0 $t1 $t2"
+        cpu=$(awk "FNR == 2 { gsub(/[ms]/, \" \"); printf \"%s \", \$1 * 60 + \$2 + \$3 * 60 + \$4 }" \
+          "$before" "$after")
+        line="$t0 $t1 $t2 $cpu"
         if [ -n "$FLOOR_BIN" ]; then
           sleep 0.05
           t3=$EPOCHREALTIME
@@ -124,7 +135,9 @@ measure() {  # label binary backend_json runs path_prefix [with-floor]
         sleep 0.05
       done' > "$WORK/$label.raw"
   if [ -n "$floor" ]; then
-    column_medians "$WORK/$label.raw" "1 2" "2 3" "4 5" "6 7"
+    column_medians "$WORK/$label.raw" "1 2" "2 3" "6 7" "8 9"
+  elif [ "${6:-}" = cpu ]; then
+    column_medians "$WORK/$label.raw" "1 2" "2 3" "4 5"
   else
     column_medians "$WORK/$label.raw" "1 2" "2 3"
   fi
@@ -161,7 +174,7 @@ floor_ms() {  # args...
     done' _ "$@" | median
 }
 
-declare -A ADD DEL FLOOR_MS EXEC_MS DUMP_MS DUMP_EXEC_MS
+declare -A ADD DEL CPU FLOOR_MS EXEC_MS DUMP_MS DUMP_EXEC_MS
 # One pod with MANY_PORTS UDP host ports (a pod author chooses the number): the whole layout in
 # one transaction, and the stale UDP conntrack entries of all those ports flushed with one dump.
 # Measured first: for about half a minute after a namespace with thousands of chains is deleted,
@@ -174,12 +187,12 @@ if [ "$MANY_PORTS" -gt 0 ]; then
   MAPPINGS=$(awk -v n="$MANY_PORTS" 'BEGIN { printf "["; for (i = 0; i < n; i++)
     printf "%s{\"hostPort\":%d,\"containerPort\":53,\"protocol\":\"udp\"}", (i ? "," : ""), 20000 + i; printf "]" }')
   echo "one pod with $MANY_PORTS UDP host ports" >&2
-  read -r a d < <(measure "many-ours-nft" "$OURS" '' "$REF_RUNS" "")
-  ADD[many-nft]=$a; DEL[many-nft]=$d
-  read -r a d < <(measure "many-ours-legacy" "$OURS" ',"iptablesMode":"legacy"' "$REF_RUNS" "")
-  ADD[many-legacy]=$a; DEL[many-legacy]=$d
-  read -r a d < <(measure "many-ours-nftables" "$OURS" ',"backend":"nftables"' "$REF_RUNS" "")
-  ADD[many-nftables]=$a; DEL[many-nftables]=$d
+  read -r a d c < <(measure "many-ours-nft" "$OURS" '' "$REF_RUNS" "" cpu)
+  ADD[many-nft]=$a; DEL[many-nft]=$d; CPU[many-nft]=$c
+  read -r a d c < <(measure "many-ours-legacy" "$OURS" ',"iptablesMode":"legacy"' "$REF_RUNS" "" cpu)
+  ADD[many-legacy]=$a; DEL[many-legacy]=$d; CPU[many-legacy]=$c
+  read -r a d c < <(measure "many-ours-nftables" "$OURS" ',"backend":"nftables"' "$REF_RUNS" "" cpu)
+  ADD[many-nftables]=$a; DEL[many-nftables]=$d; CPU[many-nftables]=$c
   MAPPINGS=""
   ip netns del "$NODE"
   NODE=""
@@ -298,6 +311,8 @@ if [ "$MANY_PORTS" -gt 0 ]; then
   printf 'many ports: one pod with %s UDP host ports: ours nft mode %s / %s, legacy %s / %s, nftables %s / %s (ADD / DEL ms; the reference execs iptables once per rule, over 6,000 here, so it is not run)\n' \
     "$MANY_PORTS" "${ADD[many-nft]}" "${DEL[many-nft]}" "${ADD[many-legacy]}" "${DEL[many-legacy]}" \
     "${ADD[many-nftables]}" "${DEL[many-nftables]}"
+  printf 'many ports: the ADD'"'"'s CPU time (user + system, median ms): nft mode %s, legacy %s, nftables %s\n' \
+    "${CPU[many-nft]}" "${CPU[many-legacy]}" "${CPU[many-nftables]}"
 fi
 first=${SIZES%% *}; last=${SIZES##* }
 echo

@@ -158,7 +158,8 @@ namespace {
 // and, when we own the marking, the set-mark and masquerade chains.
 void PlanSharedRules(const Config& config, Plan& plan) {
   const bool own_mark_chain = config.snat && config.external_set_mark_chain.empty();
-  plan.shared_chains.push_back(kDnatChain);
+  // The reference's order of creation: iptables-nft 1.8.4 lists chains in the order the
+  // kernel holds them (later versions sort them by name).
   if (own_mark_chain) {
     plan.shared_chains.push_back(kSetMarkChain);
     plan.shared_chains.push_back(kMasqChain);
@@ -170,6 +171,7 @@ void PlanSharedRules(const Config& config, Plan& plan) {
     plan.shared_rules.push_back(
         {"POSTROUTING", Rule{{}, {CommentMatch{kMasqComment}}, JumpTarget{kMasqChain}}, true});
   }
+  plan.shared_chains.push_back(kDnatChain);
   for (const char* hook : {"PREROUTING", "OUTPUT"}) {
     plan.shared_rules.push_back({hook, Rule{{}, {AddrtypeLocalMatch{}}, JumpTarget{kDnatChain}}});
   }

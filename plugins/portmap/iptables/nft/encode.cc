@@ -20,9 +20,12 @@
 #include <net/if.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <new>
+#include <type_traits>
 
 #include "lib/netfilter/nlattr.h"
 
@@ -37,26 +40,35 @@ using Bytes = std::vector<uint8_t>;
 // iptables-nft loads everything into register 1 (nft-shared.c add_meta/add_payload).
 constexpr uint32_t kReg = NFT_REG_1;
 
-// An xt match or target as nft_compat carries it: name, revision, XT_ALIGN'd info.
+// The largest info any extension of the layout has (sctp's, 296 bytes).
+constexpr size_t kMaxXtInfo = 296;
+
+// An xt match or target as nft_compat carries it: name, revision, XT_ALIGN'd info. The info is
+// held in place: a batch of thousands of rules allocates nothing for it.
 struct XtBlob {
-  std::string name;
+  std::string_view name;  // a literal, or into a parsed buffer
   uint32_t revision = 0;
-  Bytes info;
-  bool operator==(const XtBlob&) const = default;
+  alignas(8) std::array<uint8_t, kMaxXtInfo> storage{};
+  size_t size = 0;
+
+  ByteView info() const { return {storage.data(), size}; }
+  bool operator==(const XtBlob& other) const {
+    return name == other.name && revision == other.revision &&
+           std::ranges::equal(info(), other.info());
+  }
 };
 
-// The info struct `T` as the iptables extension lays it out: zeroed, padded to XT_ALIGN.
-template <typename T>
-Bytes InfoBytes(const T& info) {
-  Bytes out(XT_ALIGN(sizeof(T)), 0);
-  std::memcpy(out.data(), &info, sizeof(T));
-  return out;
-}
-template <typename T>
-T ZeroedInfo() {
-  T info;
-  std::memset(&info, 0, sizeof(info));
-  return info;
+// The info struct `T` as the iptables extension lays it out, padded to XT_ALIGN: `fill` sets
+// its fields in the zeroed storage itself. Not through a copy of a T: a copy need not keep the
+// padding bytes (an optimised build left garbage in xt_udp's and xt_mark_mtinfo1's), and
+// iptables compares the whole aligned size, padding included.
+template <typename T, typename Fill>
+XtBlob MakeBlob(std::string_view name, uint32_t revision, Fill&& fill) {
+  static_assert(XT_ALIGN(sizeof(T)) <= kMaxXtInfo && alignof(T) <= 8);
+  static_assert(std::is_trivially_copyable_v<T>);
+  XtBlob blob{name, revision, {}, XT_ALIGN(sizeof(T))};
+  fill(*std::launder(reinterpret_cast<T*>(blob.storage.data())));
+  return blob;
 }
 
 // Reads an info struct back; nullopt unless `info` has exactly the aligned size.
@@ -68,95 +80,80 @@ std::optional<T> ReadInfo(ByteView info) {
   return out;
 }
 
-Bytes HostU32(uint32_t value) {
-  Bytes out(4);
-  std::memcpy(out.data(), &value, 4);
-  return out;
-}
-Bytes Be16(int port) {
-  const uint16_t be = htons(static_cast<uint16_t>(port));
-  return Bytes{reinterpret_cast<const uint8_t*>(&be), reinterpret_cast<const uint8_t*>(&be) + 2};
-}
-
-// ---- xt blobs, one per extension, with the revisions iptables 1.8.9 picks on current
-// kernels (doc section 1: addrtype 1, comment 0, multiport 1, sctp 0, MARK 2, MASQUERADE 0,
-// DNAT 2; tcp/udp 0 and mark 1 only when a foreign writer used the compat form).
+// ---- xt blobs, one per extension, with the revisions iptables 1.8.4 to 1.8.9 pick on
+// kernels since 4.18 (docs/iptables-nft-encoding.md: addrtype 1, comment 0, multiport 1,
+// tcp 0, udp 0, sctp 0, mark 1, MARK 2, MASQUERADE 0, DNAT 2).
 
 XtBlob CommentBlob(const std::string& text) {
-  auto info = ZeroedInfo<xt_comment_info>();
-  std::strncpy(info.comment, text.c_str(), XT_MAX_COMMENT_LEN - 1);
-  return {"comment", 0, InfoBytes(info)};
+  return MakeBlob<xt_comment_info>("comment", 0, [&](xt_comment_info& info) {
+    // As strncpy: up to the first NUL, at most 255 bytes (the rest is zero already).
+    std::memcpy(info.comment, text.c_str(), strnlen(text.c_str(), XT_MAX_COMMENT_LEN - 1));
+  });
 }
 
 XtBlob MultiportBlob(const std::vector<int>& ports) {
-  auto info = ZeroedInfo<xt_multiport_v1>();
-  info.flags = XT_MULTIPORT_DESTINATION;
-  info.count = static_cast<uint8_t>(std::min(ports.size(), size_t{XT_MULTI_PORTS}));
-  for (size_t i = 0; i < info.count; ++i) info.ports[i] = static_cast<uint16_t>(ports[i]);
-  return {"multiport", 1, InfoBytes(info)};
+  return MakeBlob<xt_multiport_v1>("multiport", 1, [&](xt_multiport_v1& info) {
+    info.flags = XT_MULTIPORT_DESTINATION;
+    info.count = static_cast<uint8_t>(std::min(ports.size(), size_t{XT_MULTI_PORTS}));
+    for (size_t i = 0; i < info.count; ++i) info.ports[i] = static_cast<uint16_t>(ports[i]);
+  });
 }
 
 XtBlob AddrtypeLocalBlob() {
-  auto info = ZeroedInfo<xt_addrtype_info_v1>();
-  info.dest = XT_ADDRTYPE_LOCAL;
-  return {"addrtype", 1, InfoBytes(info)};
+  return MakeBlob<xt_addrtype_info_v1>(
+      "addrtype", 1, [](xt_addrtype_info_v1& info) { info.dest = XT_ADDRTYPE_LOCAL; });
 }
 
 // libxt_sctp's init marks the four flag slots unused (chunktype 0xff); --dport N sets both
 // ends of the range and the flag. Source ports stay 0..0.
 XtBlob SctpBlob(int dport) {
-  auto info = ZeroedInfo<xt_sctp_info>();
-  info.dpts[0] = info.dpts[1] = static_cast<uint16_t>(dport);
-  for (auto& flag : info.flag_info) flag.chunktype = 0xff;
-  info.flags = XT_SCTP_DEST_PORTS;
-  return {"sctp", 0, InfoBytes(info)};
+  return MakeBlob<xt_sctp_info>("sctp", 0, [&](xt_sctp_info& info) {
+    info.dpts[0] = info.dpts[1] = static_cast<uint16_t>(dport);
+    for (auto& flag : info.flag_info) flag.chunktype = 0xff;
+    info.flags = XT_SCTP_DEST_PORTS;
+  });
 }
 
-// The compat forms of -m tcp/udp --dport (iptables-nft writes them natively).
+// -m tcp/udp --dport N as libxt_tcp/libxt_udp lay it out: source ports 0..65535.
 XtBlob TcpUdpBlob(Protocol protocol, int dport) {
-  if (protocol == Protocol::kTcp) {
-    auto info = ZeroedInfo<xt_tcp>();
+  const auto ports = [&](auto& info) {
     info.spts[1] = 0xffff;
     info.dpts[0] = info.dpts[1] = static_cast<uint16_t>(dport);
-    return {"tcp", 0, InfoBytes(info)};
-  }
-  auto info = ZeroedInfo<xt_udp>();
-  info.spts[1] = 0xffff;
-  info.dpts[0] = info.dpts[1] = static_cast<uint16_t>(dport);
-  return {"udp", 0, InfoBytes(info)};
+  };
+  if (protocol == Protocol::kTcp) return MakeBlob<xt_tcp>("tcp", 0, ports);
+  return MakeBlob<xt_udp>("udp", 0, ports);
 }
 
 XtBlob MarkMatchBlob(const MarkMatch& m) {
-  auto info = ZeroedInfo<xt_mark_mtinfo1>();
-  info.mark = m.mark;
-  info.mask = m.mask;
-  return {"mark", 1, InfoBytes(info)};
+  return MakeBlob<xt_mark_mtinfo1>("mark", 1, [&](xt_mark_mtinfo1& info) {
+    info.mark = m.mark;
+    info.mask = m.mask;
+  });
 }
 
 XtBlob SetMarkBlob(const SetMarkTarget& t) {
-  auto info = ZeroedInfo<xt_mark_tginfo2>();
-  info.mark = t.value;
-  info.mask = t.mask;
-  return {"MARK", 2, InfoBytes(info)};
+  return MakeBlob<xt_mark_tginfo2>("MARK", 2, [&](xt_mark_tginfo2& info) {
+    info.mark = t.value;
+    info.mask = t.mask;
+  });
 }
 
 XtBlob MasqueradeBlob(net::Family family) {
   if (family == net::Family::kV4) {
-    auto info = ZeroedInfo<nf_nat_ipv4_multi_range_compat>();
-    info.rangesize = 1;
-    return {"MASQUERADE", 0, InfoBytes(info)};
+    return MakeBlob<nf_nat_ipv4_multi_range_compat>(
+        "MASQUERADE", 0, [](nf_nat_ipv4_multi_range_compat& info) { info.rangesize = 1; });
   }
-  return {"MASQUERADE", 0, InfoBytes(ZeroedInfo<nf_nat_range>())};
+  return MakeBlob<nf_nat_range>("MASQUERADE", 0, [](nf_nat_range&) {});
 }
 
 XtBlob DnatBlob(const DnatTarget& t) {
-  auto info = ZeroedInfo<nf_nat_range2>();
-  info.flags = NF_NAT_RANGE_MAP_IPS | NF_NAT_RANGE_PROTO_SPECIFIED;
-  const auto len = static_cast<size_t>(t.address.byte_length());
-  std::memcpy(&info.min_addr, t.address.bytes().data(), len);
-  std::memcpy(&info.max_addr, t.address.bytes().data(), len);
-  info.min_proto.all = info.max_proto.all = htons(static_cast<uint16_t>(t.port));
-  return {"DNAT", 2, InfoBytes(info)};
+  return MakeBlob<nf_nat_range2>("DNAT", 2, [&](nf_nat_range2& info) {
+    info.flags = NF_NAT_RANGE_MAP_IPS | NF_NAT_RANGE_PROTO_SPECIFIED;
+    const auto len = static_cast<size_t>(t.address.byte_length());
+    std::memcpy(&info.min_addr, t.address.bytes().data(), len);
+    std::memcpy(&info.max_addr, t.address.bytes().data(), len);
+    info.min_proto.all = info.max_proto.all = htons(static_cast<uint16_t>(t.port));
+  });
 }
 
 // The xt form of any match (what a compat `match` expression of it holds).
@@ -173,10 +170,13 @@ XtBlob MatchBlob(const Match& match) {
   return std::visit(Visitor{}, match);
 }
 
-// ---- expression list writer, attribute order as libnftnl 1.2.4 emits it.
+// ---- expression list writer, attribute order as libnftnl 1.2.4 emits it. Writes into the
+// caller's buffer: a NEWRULE message of a batch of thousands is written once, in place.
 
 class ExprWriter {
  public:
+  explicit ExprWriter(AttrWriter& w) : w_(w) {}
+
   void Meta(uint32_t key) {
     Begin("meta");
     w_.PutBe32(NFTA_META_KEY, key);
@@ -192,16 +192,17 @@ class ExprWriter {
     End();
   }
   // reg = (reg & mask) ^ 0, as iptables-nft masks addresses and marks.
-  void Bitwise(const Bytes& mask) {
+  void Bitwise(ByteView mask) {
+    static constexpr uint8_t kZeros[16] = {};
     Begin("bitwise");
     w_.PutBe32(NFTA_BITWISE_SREG, kReg);
     w_.PutBe32(NFTA_BITWISE_DREG, kReg);
     w_.PutBe32(NFTA_BITWISE_LEN, static_cast<uint32_t>(mask.size()));
     PutData(NFTA_BITWISE_MASK, mask);
-    PutData(NFTA_BITWISE_XOR, Bytes(mask.size(), 0));
+    PutData(NFTA_BITWISE_XOR, ByteView(kZeros, mask.size()));
     End();
   }
-  void Cmp(uint32_t op, const Bytes& data) {
+  void Cmp(uint32_t op, ByteView data) {
     Begin("cmp");
     w_.PutBe32(NFTA_CMP_SREG, kReg);
     w_.PutBe32(NFTA_CMP_OP, op);
@@ -221,7 +222,7 @@ class ExprWriter {
                   int{NFTA_MATCH_INFO} == int{NFTA_TARGET_INFO});
     w_.PutString(NFTA_MATCH_NAME, blob.name);
     w_.PutBe32(NFTA_MATCH_REV, blob.revision);
-    w_.Put(NFTA_MATCH_INFO, blob.info);
+    w_.Put(NFTA_MATCH_INFO, blob.info());
     End();
   }
   void Jump(const std::string& chain) {
@@ -235,7 +236,6 @@ class ExprWriter {
     w_.EndNested(data);
     End();
   }
-  Bytes Take() { return w_.Take(); }
 
  private:
   void Begin(const char* name) {
@@ -247,13 +247,13 @@ class ExprWriter {
     w_.EndNested(data_);
     w_.EndNested(elem_);
   }
-  void PutData(uint16_t type, const Bytes& value) {
+  void PutData(uint16_t type, ByteView value) {
     const size_t nest = w_.BeginNested(type);
     w_.Put(NFTA_DATA_VALUE, value);
     w_.EndNested(nest);
   }
 
-  AttrWriter w_;
+  AttrWriter& w_;
   size_t elem_ = 0;
   size_t data_ = 0;
 };
@@ -264,8 +264,9 @@ int AddressLength(net::Family family) { return family == net::Family::kV4 ? 4 : 
 uint32_t SourceOffset(net::Family family) { return family == net::Family::kV4 ? 12 : 8; }
 uint32_t DestOffset(net::Family family) { return family == net::Family::kV4 ? 16 : 24; }
 
-Bytes PrefixMask(int length, int bytes) {
-  Bytes mask(static_cast<size_t>(bytes), 0);
+// The first `bytes` of the result are the mask of a /length prefix.
+std::array<uint8_t, 16> PrefixMask(int length, int bytes) {
+  std::array<uint8_t, 16> mask{};
   for (int i = 0; i < bytes; ++i) {
     const int bits = std::clamp(length - i * 8, 0, 8);
     mask[static_cast<size_t>(i)] = static_cast<uint8_t>((0xff00 >> bits) & 0xff);
@@ -277,8 +278,10 @@ Error Invalid(const std::string& what) {
   return Error(kErrInvalidConfig, "iptables-nft encoding: " + what);
 }
 
-// -s/-d (nft-shared.c add_addr): an octet-aligned prefix loads only its whole bytes; any
-// other prefix loads the whole address and masks it. /0 loads nothing.
+// -s/-d: the whole address is loaded and, unless the prefix is the whole address, masked
+// by a bitwise (what iptables-nft 1.8.4 writes). 1.8.7 and later load only the mask's whole
+// bytes for an octet-aligned prefix, which 1.8.4 reads back as a /32 (its parser keeps no
+// load length): the full load reads the same in every version. /0 loads nothing.
 Status AddAddress(ExprWriter& out, uint32_t offset, const net::IpPrefix& prefix, bool invert,
                   net::Family family) {
   if (prefix.family() != family)
@@ -288,13 +291,14 @@ Status AddAddress(ExprWriter& out, uint32_t offset, const net::IpPrefix& prefix,
     return OkStatus();
   }
   const int bytes = AddressLength(family);
+  const auto length = static_cast<size_t>(bytes);
   const net::IpAddress network_address = prefix.Network();
-  const auto& network = network_address.bytes();
-  const bool partial = prefix.length() % 8 != 0;
-  const int len = partial ? bytes : prefix.length() / 8;
-  out.Payload(NFT_PAYLOAD_NETWORK_HEADER, offset, static_cast<uint32_t>(len));
-  if (partial) out.Bitwise(PrefixMask(prefix.length(), bytes));
-  out.Cmp(invert ? NFT_CMP_NEQ : NFT_CMP_EQ, Bytes(network.begin(), network.begin() + len));
+  out.Payload(NFT_PAYLOAD_NETWORK_HEADER, offset, static_cast<uint32_t>(bytes));
+  if (prefix.length() < bytes * 8) {
+    const auto mask = PrefixMask(prefix.length(), bytes);
+    out.Bitwise(ByteView(mask.data(), length));
+  }
+  out.Cmp(invert ? NFT_CMP_NEQ : NFT_CMP_EQ, ByteView(network_address.bytes().data(), length));
   return OkStatus();
 }
 
@@ -305,12 +309,12 @@ Status AddIface(ExprWriter& out, uint32_t key, const std::string& name, bool inv
   out.Meta(key);
   const uint32_t op = invert ? NFT_CMP_NEQ : NFT_CMP_EQ;
   if (name.back() != '+') {
-    out.Cmp(op, Bytes(name.c_str(), name.c_str() + name.size() + 1));
+    out.Cmp(op, ByteView(reinterpret_cast<const uint8_t*>(name.c_str()), name.size() + 1));
   } else if (name.size() > 1) {
-    out.Cmp(op, Bytes(name.begin(), name.end() - 1));
+    out.Cmp(op, ByteView(reinterpret_cast<const uint8_t*>(name.data()), name.size() - 1));
   } else if (invert) {
     static constexpr char kInvalid[] = "INVAL/D";
-    out.Cmp(NFT_CMP_EQ, Bytes(kInvalid, kInvalid + sizeof(kInvalid)));
+    out.Cmp(NFT_CMP_EQ, ByteView(reinterpret_cast<const uint8_t*>(kInvalid), sizeof(kInvalid)));
   }
   return OkStatus();
 }
@@ -323,7 +327,8 @@ Status AddHeader(ExprWriter& out, const Header& h, net::Family family) {
   }
   if (h.protocol) {
     out.Meta(NFT_META_L4PROTO);
-    out.Cmp(NFT_CMP_EQ, Bytes{static_cast<uint8_t>(ProtocolNumber(*h.protocol))});
+    const uint8_t protocol = static_cast<uint8_t>(ProtocolNumber(*h.protocol));
+    out.Cmp(NFT_CMP_EQ, ByteView(&protocol, 1));
   }
   if (h.src)
     NG_RETURN_IF_ERROR(AddAddress(out, SourceOffset(family), *h.src, h.src_invert, family));
@@ -354,20 +359,13 @@ Status CheckMatch(const Match& match, const Header& header) {
   return OkStatus();
 }
 
-// One match (nft.c add_match): tcp/udp ports and marks natively, everything else as xt.
+// One match, always as an xt `match` expression. iptables-nft 1.8.8 and later write
+// `-m tcp/udp --dport` and `-m mark` as native payload/meta expressions, which 1.8.7 and
+// older decode as nothing (a DNAT rule without its port, MASQUERADE without its mark); every
+// version decodes the xt form into the match its own command line makes.
 Status AddMatch(ExprWriter& out, const Match& match, const Header& header) {
   NG_RETURN_IF_ERROR(CheckMatch(match, header));
-  const auto* port = std::get_if<PortMatch>(&match);
-  if (port != nullptr && port->protocol != Protocol::kSctp) {
-    out.Payload(NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2);
-    out.Cmp(NFT_CMP_EQ, Be16(port->dport));
-  } else if (const auto* mark = std::get_if<MarkMatch>(&match)) {
-    out.Meta(NFT_META_MARK);
-    if (mark->mask != 0xffffffffu) out.Bitwise(HostU32(mark->mask));  // no bitwise for ~0
-    out.Cmp(NFT_CMP_EQ, HostU32(mark->mark));
-  } else {
-    out.Xt(false, MatchBlob(match));
-  }
+  out.Xt(false, MatchBlob(match));
   return OkStatus();
 }
 
@@ -664,7 +662,9 @@ class Decoder {
     const auto rev = U32(a, NFTA_MATCH_REV);
     const Attr* info = netfilter::FindAttr(a, NFTA_MATCH_INFO);
     if (name == nullptr || !rev || info == nullptr) return false;
-    const XtBlob blob{name->String(), *rev, Bytes(info->data.begin(), info->data.end())};
+    if (info->data.size() > kMaxXtInfo) return false;  // no extension of the layout
+    XtBlob blob{name->View(), *rev, {}, info->data.size()};
+    std::copy(info->data.begin(), info->data.end(), blob.storage.begin());
     if (target) {
       done_ = true;
       return DecodeTarget(blob, rule_.target);
@@ -678,29 +678,29 @@ class Decoder {
   // Decodes `blob` into `out` when re-encoding the result gives back exactly `blob`.
   bool DecodeMatch(const XtBlob& blob, Match& out) const {
     if (blob.name == "comment") {
-      const auto i = ReadInfo<xt_comment_info>(blob.info);
+      const auto i = ReadInfo<xt_comment_info>(blob.info());
       if (!i) return false;
       out = CommentMatch{std::string(i->comment, strnlen(i->comment, XT_MAX_COMMENT_LEN))};
     } else if (blob.name == "multiport") {
-      const auto i = ReadInfo<xt_multiport_v1>(blob.info);
+      const auto i = ReadInfo<xt_multiport_v1>(blob.info());
       if (!i || i->count > XT_MULTI_PORTS) return false;
       out = MultiportMatch{std::vector<int>(i->ports, i->ports + i->count)};
     } else if (blob.name == "addrtype") {
       out = AddrtypeLocalMatch{};
     } else if (blob.name == "sctp") {
-      const auto i = ReadInfo<xt_sctp_info>(blob.info);
+      const auto i = ReadInfo<xt_sctp_info>(blob.info());
       if (!i) return false;
       out = PortMatch{Protocol::kSctp, i->dpts[0]};
     } else if (blob.name == "tcp") {
-      const auto i = ReadInfo<xt_tcp>(blob.info);
+      const auto i = ReadInfo<xt_tcp>(blob.info());
       if (!i) return false;
       out = PortMatch{Protocol::kTcp, i->dpts[0]};
     } else if (blob.name == "udp") {
-      const auto i = ReadInfo<xt_udp>(blob.info);
+      const auto i = ReadInfo<xt_udp>(blob.info());
       if (!i) return false;
       out = PortMatch{Protocol::kUdp, i->dpts[0]};
     } else if (blob.name == "mark") {
-      const auto i = ReadInfo<xt_mark_mtinfo1>(blob.info);
+      const auto i = ReadInfo<xt_mark_mtinfo1>(blob.info());
       if (!i) return false;
       out = MarkMatch{i->mark, i->mask};
     } else {
@@ -715,7 +715,7 @@ class Decoder {
   bool DecodeTarget(const XtBlob& blob, Target& out) const {
     XtBlob again;
     if (blob.name == "MARK") {
-      const auto i = ReadInfo<xt_mark_tginfo2>(blob.info);
+      const auto i = ReadInfo<xt_mark_tginfo2>(blob.info());
       if (!i) return false;
       const SetMarkTarget mark{i->mark, i->mask};
       out = mark;
@@ -724,7 +724,7 @@ class Decoder {
       out = MasqueradeTarget{};
       again = MasqueradeBlob(family_);
     } else if (blob.name == "DNAT") {
-      const auto i = ReadInfo<nf_nat_range2>(blob.info);
+      const auto i = ReadInfo<nf_nat_range2>(blob.info());
       if (!i) return false;
       const auto* address = reinterpret_cast<const uint8_t*>(&i->min_addr);
       const DnatTarget dnat{net::IpAddress::FromBytes(family_, address), ntohs(i->min_proto.all)};
@@ -770,20 +770,43 @@ std::string Hex(ByteView data) {
 
 }  // namespace
 
-Result<NftRuleEncoding> EncodeNftRule(const Rule& rule, net::Family family) {
-  ExprWriter out;
-  NG_RETURN_IF_ERROR(AddHeader(out, rule.header, family));
-  for (const auto& match : rule.matches) NG_RETURN_IF_ERROR(AddMatch(out, match, rule.header));
-  // Counters go before the verdict, or nf_tables would count each rule's packets after it.
-  out.Counter();
-  NG_RETURN_IF_ERROR(AddTarget(out, rule.target, family));
+namespace {
 
-  AttrWriter compat;
-  compat.PutBe32(
+// The rule's expressions (the list elements NFTA_RULE_EXPRESSIONS holds) at the end of `out`.
+Status WriteExpressions(const Rule& rule, net::Family family, AttrWriter& out) {
+  ExprWriter writer(out);
+  NG_RETURN_IF_ERROR(AddHeader(writer, rule.header, family));
+  for (const auto& match : rule.matches) NG_RETURN_IF_ERROR(AddMatch(writer, match, rule.header));
+  // Counters go before the verdict, or nf_tables would count each rule's packets after it.
+  writer.Counter();
+  return AddTarget(writer, rule.target, family);
+}
+
+// The fields of the rule's NFTA_RULE_COMPAT at the end of `out`.
+void WriteCompat(const Rule& rule, AttrWriter& out) {
+  out.PutBe32(
       NFTA_RULE_COMPAT_PROTO,
       rule.header.protocol ? static_cast<uint32_t>(ProtocolNumber(*rule.header.protocol)) : 0);
-  compat.PutBe32(NFTA_RULE_COMPAT_FLAGS, 0);
-  return NftRuleEncoding{out.Take(), compat.Take()};
+  out.PutBe32(NFTA_RULE_COMPAT_FLAGS, 0);
+}
+
+}  // namespace
+
+Result<NftRuleEncoding> EncodeNftRule(const Rule& rule, net::Family family) {
+  AttrWriter expressions, compat;
+  NG_RETURN_IF_ERROR(WriteExpressions(rule, family, expressions));
+  WriteCompat(rule, compat);
+  return NftRuleEncoding{expressions.Take(), compat.Take()};
+}
+
+Status AppendNftRuleAttrs(const Rule& rule, net::Family family, AttrWriter& out) {
+  const size_t expressions = out.BeginNested(NFTA_RULE_EXPRESSIONS);
+  NG_RETURN_IF_ERROR(WriteExpressions(rule, family, out));
+  out.EndNested(expressions);
+  const size_t compat = out.BeginNested(NFTA_RULE_COMPAT);
+  WriteCompat(rule, out);
+  out.EndNested(compat);
+  return OkStatus();
 }
 
 std::optional<Rule> DecodeNftRule(std::span<const uint8_t> expressions, net::Family family,

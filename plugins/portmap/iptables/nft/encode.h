@@ -1,16 +1,19 @@
 #pragma once
-// The iptables layout's rules (../rules.h) in iptables-nft 1.8.9's nf_tables encoding,
-// both ways, without sockets (as observed from iptables-nft with `nft --debug=netlink`):
+// The iptables layout's rules (../rules.h) in nf_tables, in the encoding every iptables-nft
+// from 1.8.4 on decodes as it decodes its own rules (docs/iptables-nft-encoding.md), both
+// ways, without sockets:
 //
 //   encode  an ipt::Rule into the NFTA_RULE_EXPRESSIONS and NFTA_RULE_COMPAT payloads of a
-//           NEWRULE message, expression for expression what `iptables-nft -A` sends for the
-//           same rule: [-i] [-o] [-p] [-s] [-d], matches in order (-m tcp/udp --dport and
-//           -m mark as native payload/meta expressions, the others as xt `match`), counter,
-//           then an xt `target` or a jump verdict;
-//   decode  a dumped rule (ours, iptables-nft's, or one nft wrote in the same shapes) back
-//           into an ipt::Rule, as iptables-nft's parser reads it, or nullopt when it holds
-//           anything the layout does not use. A part decodes only if encoding the result
-//           gives back its bytes, so SameNftRule() on decoded rules is `iptables -C`.
+//           NEWRULE message, byte for byte what `iptables-nft -A` 1.8.4 sends for the same
+//           rule: [-i] [-o] [-p] [-s] [-d] (addresses loaded whole, masked by a bitwise
+//           unless the prefix is the whole address), every match as an xt `match` in order
+//           (-m tcp/udp/mark too, which 1.8.8 and later write natively and 1.8.7 and older
+//           cannot read back), counter, then an xt `target` or a jump verdict;
+//   decode  a dumped rule (ours, any iptables-nft's from 1.8.4 to 1.8.9 and later, or one
+//           nft wrote in the same shapes) back into an ipt::Rule, as iptables-nft's parser
+//           reads it, or nullopt when it holds anything the layout does not use. Native and
+//           xt forms of a match decode to the same Rule, so SameNftRule() on decoded rules
+//           is `iptables -C`.
 //
 //   NG_ASSIGN_OR_RETURN(NftRuleEncoding enc, EncodeNftRule(rule, net::Family::kV4));
 //   std::optional<Rule> existing = DecodeNftRule(dumped_expressions, net::Family::kV4);
@@ -27,6 +30,7 @@
 
 #include "lib/base/result.h"
 #include "lib/net/ip.h"
+#include "lib/netfilter/nlattr.h"
 #include "plugins/portmap/iptables/rules.h"
 
 namespace nodegate::portmap::ipt {
@@ -42,6 +46,10 @@ struct NftRuleEncoding {
 // an empty or >15-port multiport, ports outside 0..65535, a comment over 255 bytes, an
 // interface name over 15 bytes, a DNAT address of the other family.
 Result<NftRuleEncoding> EncodeNftRule(const Rule& rule, net::Family family);
+// The same written in place: NFTA_RULE_EXPRESSIONS and NFTA_RULE_COMPAT appended to `out` (a
+// NEWRULE message's attributes), with no buffer of its own. On an error `out` holds part of
+// them: discard it.
+Status AppendNftRuleAttrs(const Rule& rule, net::Family family, netfilter::AttrWriter& out);
 
 // The rule a GETRULE reply holds: `expressions` is its NFTA_RULE_EXPRESSIONS payload,
 // `userdata` its NFTA_RULE_USERDATA (a comment there becomes the last comment match, as

@@ -7,6 +7,7 @@
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -33,8 +34,12 @@ using Bytes = std::vector<uint8_t>;
 
 constexpr char kStaleDetails[] = "nf_tables ruleset changed since it was read (ERESTART)";
 constexpr size_t kReceiveBuffer = 64 * 1024;
+// Room for a NEWRULE's attributes besides the chain name: a layout rule is at most about 800
+// bytes (an entry rule: comment 256, multiport 48 and their headers).
+constexpr size_t kRuleMessageBytes = 1024;
 
-// iptables-nft's built-in chains of table nat (nft.c builtin_table): hook and priority.
+// iptables-nft's built-in chains of table nat (nft.c builtin_table): hook and priority, in
+// the order iptables-nft creates them.
 struct BuiltinChain {
   const char* name;
   uint32_t hook;
@@ -43,8 +48,8 @@ struct BuiltinChain {
 constexpr BuiltinChain kBuiltins[] = {
     {"PREROUTING", NF_INET_PRE_ROUTING, -100},
     {"INPUT", NF_INET_LOCAL_IN, 100},
-    {"OUTPUT", NF_INET_LOCAL_OUT, -100},
     {"POSTROUTING", NF_INET_POST_ROUTING, 100},
+    {"OUTPUT", NF_INET_LOCAL_OUT, -100},
 };
 
 const BuiltinChain* FindBuiltin(const std::string& chain) {
@@ -589,40 +594,54 @@ bool NftNatTable::ChainExists(const std::string& chain) {
   return created_.count(chain) > 0 || (deleted_.count(chain) == 0 && ChainInKernel(chain));
 }
 
+// A new table gets its four built-in chains at once, in iptables' order, as iptables-nft 1.8.4
+// makes a table (every command of it creates the missing ones; later versions create each with
+// its first rule). 1.8.4 lists chains in the kernel's order, so a table we made first then
+// lists as one the reference's first command made; later versions list built-in chains
+// whether they exist or not.
 void NftNatTable::EnsureTable() {
   if (table_exists_) return;
   AttrWriter a;
   a.PutString(NFTA_TABLE_NAME, kTable);
   Queue(NFT_MSG_NEWTABLE, NLM_F_CREATE, a.bytes(), "create table nat");
   table_exists_ = true;
+  for (const auto& builtin : kBuiltins) CreateBuiltin(builtin.name);
 }
 
-// A built-in chain is created by the first rule added to it (nft.c nft_xt_builtin_init):
-// base chain of type nat, accept policy. Any other chain must exist.
-Status NftNatTable::EnsureChainForRule(const std::string& chain, const std::string& what) {
-  if (ChainExists(chain)) return OkStatus();
-  const BuiltinChain* builtin = FindBuiltin(chain);
-  if (builtin == nullptr) {
-    return Error(kErrKernel, name() + ": " + what + ": chain " + chain + " does not exist");
-  }
-  EnsureTable();
+// A base chain of type nat with the accept policy (nft.c nft_chain_builtin_add).
+void NftNatTable::CreateBuiltin(const std::string& chain) {
+  const BuiltinChain& builtin = *FindBuiltin(chain);
   AttrWriter a;
   a.PutString(NFTA_CHAIN_TABLE, kTable);
-  a.PutString(NFTA_CHAIN_NAME, chain);
+  a.PutString(NFTA_CHAIN_NAME, builtin.name);
   const size_t hook = a.BeginNested(NFTA_CHAIN_HOOK);
-  a.PutBe32(NFTA_HOOK_HOOKNUM, builtin->hook);
-  a.PutBe32(NFTA_HOOK_PRIORITY, static_cast<uint32_t>(builtin->priority));
+  a.PutBe32(NFTA_HOOK_HOOKNUM, builtin.hook);
+  a.PutBe32(NFTA_HOOK_PRIORITY, static_cast<uint32_t>(builtin.priority));
   a.EndNested(hook);
   a.PutBe32(NFTA_CHAIN_POLICY, NF_ACCEPT);
   a.PutString(NFTA_CHAIN_TYPE, "nat");
   Queue(NFT_MSG_NEWCHAIN, NLM_F_CREATE, a.bytes(), "create built-in chain " + chain);
   created_.insert(chain);
   deleted_.erase(chain);
+}
+
+// In a table that exists, a missing built-in chain is created by the first rule added to it
+// (nft.c nft_xt_builtin_init since 1.8.5). Any other chain must exist.
+Status NftNatTable::EnsureChainForRule(const std::string& chain) {
+  if (ChainExists(chain)) return OkStatus();
+  if (FindBuiltin(chain) == nullptr) {
+    return Error(kErrKernel, "chain " + chain + " does not exist");
+  }
+  if (!table_exists_) {
+    EnsureTable();  // creates every built-in chain
+    return OkStatus();
+  }
+  CreateBuiltin(chain);
   return OkStatus();
 }
 
 Status NftNatTable::CreateChain(const std::string& chain) {
-  if (FindBuiltin(chain) != nullptr) return EnsureChainForRule(chain, "create chain " + chain);
+  if (FindBuiltin(chain) != nullptr) return EnsureChainForRule(chain);
   if (ChainExists(chain)) {
     return Error(kErrKernel, name() + ": create chain " + chain + ": " + std::strerror(EEXIST));
   }
@@ -638,25 +657,30 @@ Status NftNatTable::CreateChain(const std::string& chain) {
   return OkStatus();
 }
 
+namespace {
+
+// A rule as errors name it: "append to CHAIN rule \"-p tcp ...\"".
+std::string RuleWhat(bool append, const std::string& chain, const std::string& rule) {
+  return std::string(append ? "append to " : "insert into ") + chain + " rule \"" + rule + "\"";
+}
+
+}  // namespace
+
+// The message is written once, in place; the rule's text is made only for an error (a pod with
+// thousands of host ports appends thousands of rules).
 Status NftNatTable::AddRule(const std::string& chain, const Rule& rule, bool append) {
-  const std::string what = std::string(append ? "append to " : "insert into ") + chain +
-                           " rule \"" + rule.ToString() + "\"";
-  auto encoded = EncodeNftRule(rule, family_);
-  if (!encoded.ok()) return encoded.error().WithContext(name() + ": " + what);
-  NG_RETURN_IF_ERROR(EnsureChainForRule(chain, what));
+  const auto in_context = [&](const Error& e) {
+    return e.WithContext(name() + ": " + RuleWhat(append, chain, rule.ToString()));
+  };
   AttrWriter a;
-  a.Reserve(64 + chain.size() + encoded->expressions.size() + encoded->compat.size());
+  a.Reserve(kRuleMessageBytes + chain.size());
   a.PutString(NFTA_RULE_TABLE, kTable);
   a.PutString(NFTA_RULE_CHAIN, chain);
-  const size_t exprs = a.BeginNested(NFTA_RULE_EXPRESSIONS);
-  a.Append(encoded->expressions);
-  a.EndNested(exprs);
-  const size_t compat = a.BeginNested(NFTA_RULE_COMPAT);
-  a.Append(encoded->compat);
-  a.EndNested(compat);
+  if (Status s = AppendNftRuleAttrs(rule, family_, a); !s.ok()) return in_context(s.error());
+  if (Status s = EnsureChainForRule(chain); !s.ok()) return in_context(s.error());
   // Without APPEND (and without a position) the kernel inserts at the head: `-I chain 1`.
   const uint16_t flags = NLM_F_CREATE | (append ? NLM_F_APPEND : 0);
-  Queue(NFT_MSG_NEWRULE, flags, a.bytes(), what);
+  Queue(NFT_MSG_NEWRULE, flags, a.bytes(), "");
   return OkStatus();
 }
 
@@ -732,6 +756,19 @@ Status NftNatTable::DeleteChain(const std::string& chain) {
 
 // ---- commit
 
+// What an op's message changes, for an error: its `what`, or for a rule (which has none) the
+// rule as decoded from the message.
+std::string NftNatTable::Describe(const Op& op) const {
+  if (!op.what.empty()) return op.what;
+  const auto* h = reinterpret_cast<const nlmsghdr*>(op.message);
+  const auto attrs = ReplyAttrs(h);
+  const Attr* chain = attrs ? netfilter::FindAttr(*attrs, NFTA_RULE_CHAIN) : nullptr;
+  const Attr* exprs = attrs ? netfilter::FindAttr(*attrs, NFTA_RULE_EXPRESSIONS) : nullptr;
+  const auto rule = exprs ? DecodeNftRule(exprs->data, family_) : std::nullopt;
+  return RuleWhat((h->nlmsg_flags & NLM_F_APPEND) != 0, chain ? chain->String() : "?",
+                  rule ? rule->ToString() : "?");
+}
+
 void NftNatTable::Queue(uint16_t type, uint16_t flags, const Bytes& attrs, std::string what) {
   uint8_t* message = pending_.Append(NfnlMessageLength(attrs.size()));
   WriteNfnlMessage(message, NftType(type), flags, 0, NfFamily(family_), 0, attrs);
@@ -787,7 +824,7 @@ Status NftNatTable::ReadBatchAnswers(const Batch& batch, const std::vector<Op>& 
   if (failed) {
     const auto [seq, err] = *failed;
     const bool is_op = seq >= batch.first_seq && seq <= batch.last_seq;
-    const std::string object = is_op ? ops[seq - batch.first_seq].what : "batch";
+    const std::string object = is_op ? Describe(ops[seq - batch.first_seq]) : "batch";
     return Error(kErrKernel, what + ": " + object + ": " + ErrnoText(err, ext_ack));
   }
   if (!acked) return Error(kErrKernel, what + ": the kernel did not acknowledge the batch");

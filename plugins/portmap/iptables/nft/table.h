@@ -1,14 +1,16 @@
 #pragma once
-// Table nat of one family in nf_tables (`table ip nat` / `table ip6 nat`), written the way
-// iptables-nft 1.8.9 writes it, over one raw nfnetlink socket: no iptables process, no
-// libnftables (the encoding is described in encode.h).
+// Table nat of one family in nf_tables (`table ip nat` / `table ip6 nat`), written so that
+// every iptables-nft from 1.8.4 on reads it as its own (docs/iptables-nft-encoding.md), over one
+// raw nfnetlink socket: no iptables process, no libnftables (the encoding is described in
+// encode.h).
 //
 //   Open     GETGEN, GETTABLE and GETCHAIN of the chains the caller names, sent together (one
 //            round trip): nothing whose size grows with the node. Any other chain is looked
 //            up by name the first time a method needs it, and a chain's rules are read only
 //            when a method needs them (one GETRULE dump of that chain, kept).
-//   changes  buffered as one batch: NEWTABLE when the table is missing, built-in chains
-//            created by the first rule added to them (as iptables-nft does), NEWRULE
+//   changes  buffered as one batch: NEWTABLE and the four built-in chains when the table is
+//            missing (as iptables-nft 1.8.4 makes a table), a built-in chain missing from an
+//            existing table created by the first rule added to it (as 1.8.5 and later), NEWRULE
 //            CREATE|APPEND (InsertFirst: CREATE, i.e. at the head, as `-I chain 1`),
 //            DELRULE by handle, flush = DELRULE without handle, DELCHAIN.
 //   DeleteJumps  finds the jumps to a container chain without listing the parent chain
@@ -121,8 +123,9 @@ class NftNatTable final : public NatTable {
   // One buffered change: its message, in pending_.
   struct Op {
     uint8_t* message = nullptr;
-    std::string what;  // for errors: "append to CNI-HOSTPORT-DNAT rule \"...\""
+    std::string what;  // for errors: "delete chain CNI-DN-..."; empty for a rule (Describe)
   };
+  std::string Describe(const Op& op) const;
 
   // What wraps the buffered messages at commit, and the sequence numbers answers refer to.
   struct Batch {
@@ -153,7 +156,8 @@ class NftNatTable final : public NatTable {
   bool ChainInKernel(const std::string& chain);
   bool ChainExists(const std::string& chain);
   void EnsureTable();
-  Status EnsureChainForRule(const std::string& chain, const std::string& what);
+  void CreateBuiltin(const std::string& chain);  // one of the four built-in chains
+  Status EnsureChainForRule(const std::string& chain);
   Status AddRule(const std::string& chain, const Rule& rule, bool append);
   // Buffers one message (flags: NLM_F_* besides NLM_F_REQUEST).
   void Queue(uint16_t type, uint16_t flags, const std::vector<uint8_t>& attrs, std::string what);
