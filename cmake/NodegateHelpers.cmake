@@ -43,12 +43,12 @@ endfunction()
 
 # Plugins are exec'd once per container event, so the dynamic loader's work is part of every
 # call: each shared library costs its symbol lookups at each exec (measured on the development
-# machine: libstdc++ 1.4 ms, spdlog+fmt 2 ms, libnl 0.9 ms, libnftables 1.2 ms, against 1.5 ms
-# for a bare exec; libiptc and libm 0.7 ms each here). Executables therefore load only libc:
-# libstdc++ and libgcc are linked statically, spdlog and fmt are compiled in (header-only),
-# libnl comes from its static archives, libnftables is opened only when the nftables backend
-# runs (lib/netfilter/nft.cc) and libiptc only in legacy mode
-# (plugins/portmap/iptables/legacy/ops.h); nothing calls libm (tests/executables).
+# machine: libstdc++ 1.4 ms, spdlog+fmt 2 ms, libnl 0.9 ms, against 1.5 ms for a bare exec;
+# libiptc and libm 0.7 ms each here). Executables therefore load only libc: libstdc++ and
+# libgcc are linked statically, spdlog and fmt are compiled in (header-only), libnl comes from
+# its static archives, nf_tables is spoken over raw netlink (lib/netfilter/), libiptc is opened
+# only in legacy mode (plugins/portmap/iptables/legacy/ops.h); nothing calls libm
+# (tests/executables).
 function(ng_executable)
   cmake_parse_arguments(NG "" "NAME" "SRCS;DEPS" ${ARGN})
   add_executable(${NG_NAME} ${NG_SRCS})

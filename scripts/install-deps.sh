@@ -9,7 +9,7 @@ PACKAGES=(
   nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   libnl-3-dev libnl-route-3-dev libnl-nf-3-dev
   libiptc-dev libip4tc-dev libip6tc-dev libxtables-dev
-  libnftables-dev libyaml-dev libcli11-dev
+  libyaml-dev libcli11-dev
   # kernel tools used by tests and the demo (inside private namespaces only)
   iproute2 iptables nftables conntrack iperf3 util-linux procps iputils-ping socat
   # the reference plugins (oracle and main plugin in chains) and a real runtime

@@ -3,8 +3,8 @@
 # they say about themselves.
 #   - Shared libraries: only the loader and libc. Every other shared library costs its loading at
 #     each exec (about 0.7 ms each measured here), and every plugin call is an exec
-#     (cmake/NodegateHelpers.cmake); libiptc and libnftables are opened only by the calls that use
-#     them. So a node of another distribution needs nothing of Debian's but a glibc as new.
+#     (cmake/NodegateHelpers.cmake); libiptc is opened only by the calls that use it (nf_tables is
+#     spoken over raw netlink). So a node of another distribution needs nothing of Debian's but a glibc as new.
 #   - No CNI_COMMAND: the about text (stderr, exit 0), like the reference.
 #   - CNI_COMMAND=VERSION: every spec version we speak, as JSON on stdout.
 set -euo pipefail
