@@ -134,6 +134,22 @@ Result<TableReader> TableReader::Open(uint8_t family, std::string table) {
                      std::make_unique<Connection>(Connection{std::move(nfnl)}));
 }
 
+Result<uint32_t> TableReader::Generation() {
+  netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETGEN, NFPROTO_UNSPEC);
+  if (!msg) return Error(kErrKernel, "nftables: cannot build a get-generation request");
+  std::optional<uint32_t> generation;
+  NG_RETURN_IF_ERROR(
+      connection_->nfnl.sock.Dump(msg.get(), "nftables: get generation", [&](const nlmsghdr* h) {
+        if (h->nlmsg_type != ReplyType(NFT_MSG_NEWGEN)) return;
+        ForEachAttr(ReplyAttributes(h), [&](const Attr& a) {
+          if (a.type == NFTA_GEN_ID) generation = a.Be32();
+          return true;
+        });
+      }));
+  if (!generation) return Error(kErrKernel, "nftables: get generation: no answer");
+  return *generation;
+}
+
 Result<std::vector<std::string>> TableReader::SetNames() {
   netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETSET, family_, NLM_F_DUMP);
   if (!msg || nla_put_string(msg.get(), NFTA_SET_TABLE, table_.c_str()) != 0) {

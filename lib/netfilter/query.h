@@ -94,6 +94,9 @@ class TableReader {
   TableReader& operator=(TableReader&&) noexcept;
   ~TableReader();
 
+  // The ruleset's generation (NFT_MSG_GETGEN): a batch committed with it (NftBatch::Commit) is
+  // refused when anything changed since, so reads made after this one stay true for it.
+  Result<uint32_t> Generation();
   // The names of the table's sets and maps; empty when the table does not exist.
   Result<std::vector<std::string>> SetNames();
   // The element of `set` whose key is exactly `key`; nullopt when there is none, or no such

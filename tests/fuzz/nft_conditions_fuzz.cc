@@ -67,6 +67,6 @@ NG_FUZZ_TARGET(nft_conditions) {
   config.container_id = "c";
   (family == net::Family::kV4 ? config.conditions_v4 : config.conditions_v6).parsed = *parsed;
   portmap::nft::Plan plan;
-  portmap::nft::AppendSetup(config, plan);
+  portmap::nft::AppendSetup(config, {{24}, {64}}, plan);
   NG_FUZZ_CHECK(plan.ToBatch().changes() == plan.steps().size());
 }

@@ -52,14 +52,14 @@ void BuildIptablesPlans(const Config& config) {
 
 void BuildNftablesPlans(const Config& config) {
   portmap::nft::Plan plan;
-  portmap::nft::AppendSetup(config, plan);
+  portmap::nft::AppendSetup(config, portmap::nft::HairpinLengthsOf(config), plan);
   portmap::nft::AppendAdd(config, true, true, plan);
   NG_FUZZ_CHECK(plan.ToBatch().changes() == plan.steps().size());
   portmap::nft::Plan del;
   (void)portmap::nft::AppendDelete(config, {net::Family::kV4, net::Family::kV6}, del);
   (void)del.ToBatch();
   (void)portmap::nft::ExpectedObjects(config);
-  (void)portmap::nft::NetworkChainRuleCounts(config);
+  (void)portmap::nft::NetworkChainRuleCounts(config, portmap::nft::HairpinLengthsOf(config));
   NG_FUZZ_CHECK(portmap::nft::NetworkComment(config.network_name).size() <=
                 portmap::nft::kMaxCommentBytes);
 }

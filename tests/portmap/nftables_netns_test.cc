@@ -327,6 +327,17 @@ std::string Hex32(uint32_t value) {
   return buf;
 }
 
+// The netmask of a prefix length as nft prints it ("255.255.0.0", "ffff:ffff::").
+std::string Netmask(net::Family f, int length) {
+  uint8_t bytes[16] = {};
+  const int size = f == net::Family::kV4 ? 4 : 16;
+  for (int i = 0; i < size; ++i) {
+    const int bits = std::clamp(length - i * 8, 0, 8);
+    bytes[i] = static_cast<uint8_t>((0xff00 >> bits) & 0xff);
+  }
+  return net::IpAddress::FromBytes(f, bytes).ToString();
+}
+
 // What the backend writes for `config`'s network and container, as nft script text: the
 // layout of nftables/rules.h in nft's own syntax, conditions as written. nft compiles it into
 // the objects and expressions our netlink writer must produce.
@@ -334,6 +345,7 @@ std::string ExpectedScript(const Config& config) {
   const nft::NetworkNames n = nft::NamesFor(config.network_name);
   const std::string q = "inet cni_hostport ";
   const std::string comment = "comment \"" + nft::NetworkComment(config.network_name) + "\";";
+  const nft::HairpinLengths lengths = nft::HairpinLengthsOf(config);
   std::string s =
       "add table inet cni_hostport { comment \"" + std::string(nft::kTableComment) + "\"; }\n";
   s += "add set " + q + "owned { type ifname . ifname; }\n";
@@ -344,10 +356,12 @@ std::string ExpectedScript(const Config& config) {
          " . inet_service; }\n";
     s += "add map " + q + n.DnatIp(f) + " { type " + a + " . inet_proto . inet_service : " + a +
          " . inet_service; }\n";
-    s += "add set " + q + n.HairpinAny(f) + " { type " + a +
-         " . inet_proto . inet_service; flags interval; }\n";
-    s += "add set " + q + n.HairpinIp(f) + " { type " + a + " . " + a +
-         " . inet_proto . inet_service; flags interval; }\n";
+    for (const int length : lengths.of(f)) {
+      s += "add set " + q + n.HairpinAny(f, length) + " { type " + a +
+           " . inet_proto . inet_service; }\n";
+      s += "add set " + q + n.HairpinIp(f, length) + " { type " + a + " . " + a +
+           " . inet_proto . inet_service; }\n";
+    }
   }
   s += "add chain " + q + n.Hostports() + " { " + comment + " }\n";
   s += "add chain " + q + n.Prerouting() +
@@ -374,9 +388,12 @@ std::string ExpectedScript(const Config& config) {
       rule(cond + "meta nfproto " + nfproto + " meta l4proto . th dport @" + n.DnatAny(f) +
            set_mark);
     } else if (config.snat) {
-      rule(cond + ip + " saddr . " + ip + " daddr . meta l4proto . th dport @" + n.HairpinIp(f) +
-           set_mark);
-      rule(cond + ip + " saddr . meta l4proto . th dport @" + n.HairpinAny(f) + set_mark);
+      for (const int length : lengths.of(f)) {
+        const std::string masked = ip + " saddr & " + Netmask(f, length);
+        rule(cond + masked + " . " + ip + " daddr . meta l4proto . th dport @" +
+             n.HairpinIp(f, length) + set_mark);
+        rule(cond + masked + " . meta l4proto . th dport @" + n.HairpinAny(f, length) + set_mark);
+      }
       if (f == net::Family::kV4) {
         rule(cond + "ip saddr 127.0.0.0/8 ip daddr . meta l4proto . th dport @" + n.DnatIp(f) +
              set_mark);
@@ -411,7 +428,9 @@ std::string ExpectedScript(const Config& config) {
       add("owned", "\"" + owner + "\" . \"" + e.Tag() + "\"");
       add(e.map, e.key + " comment " + id + " : " + e.value);
       if (!config.snat || config.masq_all) continue;
-      const std::string hairpin = e.map == n.DnatIp(f) ? n.HairpinIp(f) : n.HairpinAny(f);
+      const int length = container->length();
+      const std::string hairpin =
+          e.map == n.DnatIp(f) ? n.HairpinIp(f, length) : n.HairpinAny(f, length);
       add(hairpin, nft::HairpinText(*container, e) + " comment " + id);
     }
   }
@@ -469,6 +488,7 @@ TEST(PortmapNftables, WrittenTableEqualsWhatNftWritesFromText) {
   many += "]";
   struct Case {
     std::string extra, mappings, id;
+    std::string prev = kPrev;
   };
   const std::vector<Case> cases = {
       {"", kMappings, "ctr1"},
@@ -480,6 +500,10 @@ TEST(PortmapNftables, WrittenTableEqualsWhatNftWritesFromText) {
                {"hostPort":65535,"containerPort":1,"protocol":"tcp","hostIP":"0.0.0.0"}])",
        "ctr1"},
       {"", many, long_id},
+      // Container subnets of other lengths: hairpin sets and rules per length (/20 masks part
+      // of a byte, /32 and /128 are whole addresses).
+      {"", kMappings, "ctr1", PrevResult("10.88.0.2/20", "fd00:88::2/128")},
+      {"", kMappings, "ctr1", PrevResult("10.88.0.2/32", "")},
       // Every construct of the conditions subset (nftables/conditions.h), in both families.
       {R"(,"conditionsV4":["ip","daddr","!=","192.0.2.0/24"],"conditionsV6":["ip6","daddr","!=","fc00::/7"])",
        kMappings, "ctr1"},
@@ -501,8 +525,8 @@ TEST(PortmapNftables, WrittenTableEqualsWhatNftWritesFromText) {
     std::cerr << "no Debian 11 root (NODEGATE_OLD_NFT_ROOT, or the portability tier's cached "
                  "root): nft 0.9.8's listing is not compared\n";
   }
-  for (const auto& [extra, mappings, id] : cases) {
-    const std::string text = Conf("nftables", mappings, kPrev, extra);
+  for (const auto& [extra, mappings, id, prev] : cases) {
+    const std::string text = Conf("nftables", mappings, prev, extra);
     auto parsed = ParseAdd(text, id);
     ASSERT_TRUE(parsed.ok()) << parsed.error().msg;
     const Config& config = *parsed;
@@ -589,7 +613,7 @@ TEST(PortmapNftables, MissingKernelFeatureIsNamedAndLeavesNothing) {
   ASSERT_TRUE(parsed.ok()) << parsed.error().msg;
   TestNetns node("ng-pmnfeat");
   nft::Plan setup;
-  nft::AppendSetup(*parsed, setup);
+  nft::AppendSetup(*parsed, nft::HairpinLengthsOf(*parsed), setup);
   nft::AppendAdd(*parsed, false, true, setup);
   // The fib rules need nft_fib_inet: make the first one ask for an expression no kernel has.
   nft::Plan broken;
@@ -869,8 +893,8 @@ TEST(PortmapNftables, LegacyHairpinSetIsMigrated) {
   ASSERT_EQ(add.exit_code, 0) << add.out << add.err;
   const std::string after = NftRuleset(node);
   EXPECT_EQ(after.find(n.LegacyHairpin(net::Family::kV4) + " "), std::string::npos) << after;
-  EXPECT_NE(after.find("10.88.0.0/16 . tcp . 7070 comment \"old\""), std::string::npos) << after;
-  EXPECT_NE(after.find("10.88.0.0/16 . tcp . 8080 comment \"new\""), std::string::npos) << after;
+  EXPECT_NE(after.find("10.88.0.0 . tcp . 7070 comment \"old\""), std::string::npos) << after;
+  EXPECT_NE(after.find("10.88.0.0 . tcp . 8080 comment \"new\""), std::string::npos) << after;
   EXPECT_EQ(after.find("0x12345678"), std::string::npos) << "the old config's record stays";
   // The old container's DEL (no prevResult: its subnet is unknown) removes its hairpin source.
   const auto del =

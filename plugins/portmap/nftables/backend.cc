@@ -67,7 +67,24 @@ AddRefusal Classify(const Plan& plan, const std::vector<BatchRefusal>& refusals)
 struct NetworkElements {
   std::vector<ListedElement> dnat;     // every element of the network's dnat maps
   std::vector<ListedElement> hairpin;  // every element of its hairpin sets
+  nft::HairpinLengths lengths;         // the prefix lengths its hairpin sets are for
+  bool legacy[2] = {false, false};     // it has the legacy hairpin set of IPv4, IPv6
 };
+
+// The network's hairpin sets (names only).
+Result<std::vector<std::pair<std::string, nft::HairpinSetShape>>> HairpinSets(
+    TableReader& reader, const std::string& network, bool* legacy = nullptr) {
+  const nft::NetworkNames names = nft::NamesFor(network);
+  NG_ASSIGN_OR_RETURN(const auto sets, reader.SetNames());
+  std::vector<std::pair<std::string, nft::HairpinSetShape>> out;
+  for (const auto& set : sets) {
+    if (auto shape = nft::HairpinSetShapeOf(names.prefix, set)) out.emplace_back(set, *shape);
+    if (legacy == nullptr) continue;
+    if (set == names.LegacyHairpin(net::Family::kV4)) legacy[0] = true;
+    if (set == names.LegacyHairpin(net::Family::kV6)) legacy[1] = true;
+  }
+  return out;
+}
 
 // The elements of the network's maps and hairpin sets (missing ones are empty).
 Result<NetworkElements> ReadNetwork(TableReader& reader, const std::string& network) {
@@ -78,10 +95,12 @@ Result<NetworkElements> ReadNetwork(TableReader& reader, const std::string& netw
       NG_ASSIGN_OR_RETURN(auto elements, reader.Elements(map));
       for (auto& e : elements) out.dnat.push_back({map, f, std::move(e)});
     }
-    for (const auto& set : {names.HairpinAny(f), names.HairpinIp(f)}) {
-      NG_ASSIGN_OR_RETURN(auto elements, reader.Elements(set));
-      for (auto& e : elements) out.hairpin.push_back({set, f, std::move(e)});
-    }
+  }
+  NG_ASSIGN_OR_RETURN(const auto hairpin, HairpinSets(reader, network, out.legacy));
+  for (const auto& [set, shape] : hairpin) {
+    out.lengths.of(shape.family).insert(shape.length);
+    NG_ASSIGN_OR_RETURN(auto elements, reader.Elements(set));
+    for (auto& e : elements) out.hairpin.push_back({set, shape.family, std::move(e)});
   }
   return out;
 }
@@ -151,29 +170,37 @@ Status AppendSetupFromReads(TableReader& reader, const Config& config,
                             const NetworkElements& network, Plan& plan) {
   const nft::NetworkNames names = nft::NamesFor(config.network_name);
   spdlog::info("nftables: writing chains of network {}", config.network_name);
-  nft::AppendSetup(config, plan);
-  NG_ASSIGN_OR_RETURN(const auto netcfg, reader.Elements(nft::kNetcfgSet));
-  nft::AppendDropOtherConfigs(config, nft::NetcfgHashes(names.prefix, netcfg), plan);
-  std::vector<net::IpPrefix> legacy[2];
-  bool any_legacy = false;
+  // Hairpin sets and rules for every prefix length the network has, this container's and the
+  // legacy subnets' (migrated below).
+  nft::HairpinLengths lengths = network.lengths;
+  const nft::HairpinLengths own = nft::HairpinLengthsOf(config);
   for (const auto f : {net::Family::kV4, net::Family::kV6}) {
-    NG_ASSIGN_OR_RETURN(const auto info, reader.Set(names.LegacyHairpin(f)));
-    if (!info) continue;
-    any_legacy = true;
-    NG_ASSIGN_OR_RETURN(const auto elements, reader.Elements(names.LegacyHairpin(f)));
-    legacy[f == net::Family::kV4 ? 0 : 1] = nft::LegacyHairpinPrefixes(elements, f);
-    plan.Add(nft::DeleteSet{names.LegacyHairpin(f)});
+    lengths.of(f).insert(own.of(f).begin(), own.of(f).end());
   }
-  if (!any_legacy) return OkStatus();
+  std::vector<net::IpPrefix> legacy[2];
+  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+    const int i = f == net::Family::kV4 ? 0 : 1;
+    if (!network.legacy[i]) continue;
+    NG_ASSIGN_OR_RETURN(const auto elements, reader.Elements(names.LegacyHairpin(f)));
+    legacy[i] = nft::LegacyHairpinPrefixes(elements, f);
+  }
   const std::string comment = nft::ElementComment(config.container_id);
   std::vector<ListedElement> others;
   for (const auto& e : network.dnat) {
     if (e.element.comment != comment) others.push_back(e);
   }
-  for (auto& change :
-       nft::MigrateLegacyHairpin(config.network_name, others, legacy[0], legacy[1])) {
-    plan.Add(std::move(change), Role::kHairpin);
+  const auto migrated =
+      nft::MigrateLegacyHairpin(config.network_name, others, legacy[0], legacy[1], lengths);
+  nft::AppendSetup(config, lengths, plan);
+  NG_ASSIGN_OR_RETURN(const auto netcfg, reader.Elements(nft::kNetcfgSet));
+  nft::AppendDropOtherConfigs(config, nft::NetcfgHashes(names.prefix, netcfg), plan);
+  // The legacy sets go once the chains no longer refer to them (flushed above).
+  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+    if (network.legacy[f == net::Family::kV4 ? 0 : 1]) {
+      plan.Add(nft::DeleteSet{names.LegacyHairpin(f)});
+    }
   }
+  for (const auto& change : migrated) plan.Add(change, Role::kHairpin);
   return OkStatus();
 }
 
@@ -183,6 +210,10 @@ Status AppendSetupFromReads(TableReader& reader, const Config& config,
 Status ForwardSlow(const Config& config, const AddRefusal& why) {
   for (int attempt = 1;; ++attempt) {
     NG_ASSIGN_OR_RETURN(TableReader reader, OpenOurTable());
+    // The plan rests on what is read next (the network's hairpin lengths, its records, the
+    // owner's elements): it is sent with the generation read first, and refused whole when
+    // another writer committed in between.
+    NG_ASSIGN_OR_RETURN(const uint32_t generation, reader.Generation());
     NG_ASSIGN_OR_RETURN(const NetworkElements network, ReadNetwork(reader, config.network_name));
     Plan plan;
     if (why.need_setup) NG_RETURN_IF_ERROR(AppendSetupFromReads(reader, config, network, plan));
@@ -197,7 +228,12 @@ Status ForwardSlow(const Config& config, const AddRefusal& why) {
     }
     nft::AppendForget(owner, old, tags, {}, plan);
     nft::AppendAdd(config, false, !why.readd, plan);
-    NG_ASSIGN_OR_RETURN(const auto refusals, Send(plan));
+    auto sent = plan.ToBatch().Commit(generation);
+    if (!sent.ok()) {
+      if (netfilter::IsStaleGeneration(sent.error()) && attempt < kStaleRetries) continue;
+      return sent.error();
+    }
+    const std::vector<BatchRefusal>& refusals = *sent;
     if (refusals.empty()) return OkStatus();
     const AddRefusal again = Classify(plan, refusals);
     if (again.conflict) return Conflict(config, again.taken);
@@ -213,16 +249,11 @@ Status ForwardSlow(const Config& config, const AddRefusal& why) {
 }
 
 // CHECK 1 and 2: every object ADD made is there (one get-element each), and each map element
-// maps to this container; a hairpin element is the one covering its key.
+// maps to this container.
 Status CheckElements(TableReader& reader, const Config& config) {
   for (const auto& expected : nft::ExpectedObjects(config)) {
     NG_ASSIGN_OR_RETURN(const auto found, reader.Element(expected.set, expected.key));
     if (!found) return Error(kErrCheckFailed, "nftables: missing " + expected.what);
-    if (!expected.key_end.empty() &&
-        (found->key != expected.key || found->key_end != expected.key_end)) {
-      return Error(kErrCheckFailed,
-                   "nftables: missing " + expected.what + " (another range is there)");
-    }
     if (!expected.data.empty() && found->data != expected.data) {
       return Error(kErrCheckFailed, "nftables: a host port maps elsewhere: " + expected.what);
     }
@@ -232,7 +263,11 @@ Status CheckElements(TableReader& reader, const Config& config) {
 
 // CHECK 3: the network's chains hold their rules.
 Status CheckChains(TableReader& reader, const Config& config) {
-  for (const auto& [chain, expected] : nft::NetworkChainRuleCounts(config)) {
+  // Hairpin rules for each of the network's hairpin sets' prefix lengths.
+  nft::HairpinLengths lengths;
+  NG_ASSIGN_OR_RETURN(const auto hairpin, HairpinSets(reader, config.network_name));
+  for (const auto& [set, shape] : hairpin) lengths.of(shape.family).insert(shape.length);
+  for (const auto& [chain, expected] : nft::NetworkChainRuleCounts(config, lengths)) {
     NG_ASSIGN_OR_RETURN(const auto comment, reader.ChainComment(chain));
     if (!comment) return Error(kErrCheckFailed, "nftables: chain " + chain + " not found");
     NG_ASSIGN_OR_RETURN(const auto rules, reader.Rules(chain));

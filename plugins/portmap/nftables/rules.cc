@@ -77,6 +77,16 @@ Bytes AddressBytes(const net::IpAddress& a) {
   return Bytes(a.bytes().begin(), a.bytes().begin() + a.byte_length());
 }
 
+// The netmask of a prefix length, as address bytes.
+Bytes PrefixMask(net::Family f, int length) {
+  Bytes mask(AddrLen(f), 0);
+  for (size_t i = 0; i < mask.size(); ++i) {
+    const int bits = std::clamp(length - static_cast<int>(i) * 8, 0, 8);
+    mask[i] = static_cast<uint8_t>((0xff00 >> bits) & 0xff);
+  }
+  return mask;
+}
+
 // ---- rules, expression for expression as nft 1.0.6 writes the same rule text.
 
 constexpr uint32_t kReg = NFT_REG_1;
@@ -121,26 +131,27 @@ class RuleBuilder {
     const Bytes network = AddressBytes(prefix.Network());
     Add(expr::Cmp{kReg, NFT_CMP_EQ, Bytes(network.begin(), network.begin() + bytes)});
   }
-  // The fields of a concatenation, loaded word after word from register 1 on.
-  enum class Field { kSaddr, kDaddr, kL4proto, kDport };
-  void Concat(net::Family f, std::initializer_list<Field> fields, bool interval) {
+  // The fields of a concatenation, loaded word after word from register 1 on; kSaddrMasked is
+  // `ip saddr & <mask of source_length>`.
+  enum class Field { kSaddrMasked, kDaddr, kL4proto, kDport };
+  void Concat(net::Family f, std::initializer_list<Field> fields, int source_length = 0) {
     size_t word = 0;
     for (const Field field : fields) {
       const uint32_t reg = RegisterOfWord(word);
       switch (field) {
-        case Field::kSaddr:
+        case Field::kSaddrMasked:
         case Field::kDaddr:
           NeedFamily(f);
           Add(expr::Payload{NFT_PAYLOAD_NETWORK_HEADER,
-                            field == Field::kSaddr ? SourceOffset(f) : DestOffset(f), AddrLen(f),
-                            reg});
+                            field == Field::kSaddrMasked ? SourceOffset(f) : DestOffset(f),
+                            AddrLen(f), reg});
+          if (field == Field::kSaddrMasked) {
+            Add(expr::Bitwise{reg, reg, PrefixMask(f, source_length), Bytes(AddrLen(f), 0)});
+          }
           word += AddrLen(f) / 4;
           break;
         case Field::kL4proto:
           Add(expr::Meta{NFT_META_L4PROTO, reg});
-          // An interval set compares keys in network byte order: nft converts the host-order
-          // field (a no-op for one byte, but written).
-          if (interval) Add(expr::Byteorder{reg, reg, NFT_BYTEORDER_HTON, 1, 2});
           word += 1;
           break;
         case Field::kDport:
@@ -205,8 +216,9 @@ ElementWrite NetcfgWrite(const std::string& prefix, uint32_t hash) {
   return write;
 }
 
-std::string HairpinSetOf(const NetworkNames& names, const PortMapping& m, net::Family f) {
-  return m.has_specific_host_ip() ? names.HairpinIp(f) : names.HairpinAny(f);
+std::string HairpinSetOf(const NetworkNames& names, const PortMapping& m, net::Family f,
+                         int length) {
+  return m.has_specific_host_ip() ? names.HairpinIp(f, length) : names.HairpinAny(f, length);
 }
 
 bool WritesHairpin(const Config& config) { return config.snat && !config.masq_all; }
@@ -229,7 +241,7 @@ std::string FamilyMarker(net::Family family) {
 }
 
 uint32_t ConfigHash(const Config& config) {
-  // v2: per-mapping hairpin sets, rules written over netlink.
+  // v2: per-mapping hairpin elements in sets per prefix length, rules written over netlink.
   std::string text = "v2|" + config.network_name + "|" + (config.snat ? "snat" : "nosnat") + "|" +
                      (config.masq_all ? "masqall" : "") + "|" + std::to_string(config.mark());
   for (const auto& t : config.conditions_v4.tokens) text += "|4:" + t;
@@ -303,16 +315,44 @@ std::vector<uint8_t> DnatValue(const net::IpAddress& container, int port) {
 ElementWrite HairpinElement(const net::IpPrefix& subnet, const PortMapping& mapping,
                             const std::string& comment) {
   const Bytes key = DnatKey(mapping);
-  ElementWrite e{.key = AddressBytes(subnet.Network()),
-                 .key_end = AddressBytes(subnet.LastAddress()),
-                 .comment = comment};
+  ElementWrite e{.key = AddressBytes(subnet.Network()), .comment = comment};
   e.key.insert(e.key.end(), key.begin(), key.end());
-  e.key_end.insert(e.key_end.end(), key.begin(), key.end());
   return e;
 }
 
+HairpinLengths HairpinLengthsOf(const Config& config) {
+  HairpinLengths out;
+  if (!WritesHairpin(config)) return out;
+  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+    if (config.container(f) && !config.MappingsFor(f).empty()) {
+      out.of(f).insert(config.container(f)->length());
+    }
+  }
+  return out;
+}
+
+std::optional<HairpinSetShape> HairpinSetShapeOf(const std::string& network_prefix,
+                                                 const std::string& set_name) {
+  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+    for (const bool with_ip : {false, true}) {
+      const std::string stem = network_prefix + (with_ip ? "_hairpin_ip" : "_hairpin_any") +
+                               NetworkNames::Suffix(f) + "_";
+      if (set_name.rfind(stem, 0) != 0) continue;
+      const std::string digits = set_name.substr(stem.size());
+      if (digits.empty() || digits.size() > 3 ||
+          digits.find_first_not_of("0123456789") != std::string::npos) {
+        continue;
+      }
+      const int length = std::stoi(digits);
+      if (length > (f == net::Family::kV4 ? 32 : 128)) continue;
+      return HairpinSetShape{f, with_ip, length};
+    }
+  }
+  return std::nullopt;
+}
+
 std::string HairpinText(const net::IpPrefix& subnet, const Element& element) {
-  return subnet.Masked().ToString() + " . " + element.key;
+  return subnet.Network().ToString() + " . " + element.key;
 }
 
 size_t Plan::Add(Change change, Role role, std::string subject) {
@@ -374,7 +414,7 @@ Error RefusalError(const Plan& plan, const std::vector<netfilter::BatchRefusal>&
                                ": " + text(first));
 }
 
-std::vector<HostportsRule> HostportsRules(const Config& config) {
+std::vector<HostportsRule> HostportsRules(const Config& config, const HairpinLengths& lengths) {
   const NetworkNames n = NamesFor(config.network_name);
   std::vector<HostportsRule> rules;
   using F = RuleBuilder::Field;
@@ -384,42 +424,45 @@ std::vector<HostportsRule> HostportsRules(const Config& config) {
       if (config.masq_all) {
         RuleBuilder ip, any;
         ip.AddConditions(cond);
-        ip.Concat(f, {F::kDaddr, F::kL4proto, F::kDport}, false);
+        ip.Concat(f, {F::kDaddr, F::kL4proto, F::kDport});
         ip.Lookup(n.DnatIp(f));
         ip.SetMark(config.mark());
         rules.push_back(ip.Take());
         any.AddConditions(cond);
         any.ExplicitFamily(f);
-        any.Concat(f, {F::kL4proto, F::kDport}, false);
+        any.Concat(f, {F::kL4proto, F::kDport});
         any.Lookup(n.DnatAny(f));
         any.SetMark(config.mark());
         rules.push_back(any.Take());
       } else {
-        // Hairpin: from the container's subnet to its own host port.
-        RuleBuilder ip, any;
-        ip.AddConditions(cond);
-        ip.Concat(f, {F::kSaddr, F::kDaddr, F::kL4proto, F::kDport}, true);
-        ip.Lookup(n.HairpinIp(f));
-        ip.SetMark(config.mark());
-        rules.push_back(ip.Take());
-        any.AddConditions(cond);
-        any.Concat(f, {F::kSaddr, F::kL4proto, F::kDport}, true);
-        any.Lookup(n.HairpinAny(f));
-        any.SetMark(config.mark());
-        rules.push_back(any.Take());
+        // Hairpin: from a container's subnet (of each prefix length there is) to its own host
+        // port.
+        for (const int length : lengths.of(f)) {
+          RuleBuilder ip, any;
+          ip.AddConditions(cond);
+          ip.Concat(f, {F::kSaddrMasked, F::kDaddr, F::kL4proto, F::kDport}, length);
+          ip.Lookup(n.HairpinIp(f, length));
+          ip.SetMark(config.mark());
+          rules.push_back(ip.Take());
+          any.AddConditions(cond);
+          any.Concat(f, {F::kSaddrMasked, F::kL4proto, F::kDport}, length);
+          any.Lookup(n.HairpinAny(f, length));
+          any.SetMark(config.mark());
+          rules.push_back(any.Take());
+        }
         if (f == net::Family::kV4) {
           // Localhost (route_localnet) to any mapped port.
           const net::IpPrefix loopback(*net::IpAddress::Parse("127.0.0.0"), 8);
           RuleBuilder lip, lany;
           lip.AddConditions(cond);
           lip.SourcePrefix(loopback);
-          lip.Concat(f, {F::kDaddr, F::kL4proto, F::kDport}, false);
+          lip.Concat(f, {F::kDaddr, F::kL4proto, F::kDport});
           lip.Lookup(n.DnatIp(f));
           lip.SetMark(config.mark());
           rules.push_back(lip.Take());
           lany.AddConditions(cond);
           lany.SourcePrefix(loopback);
-          lany.Concat(f, {F::kL4proto, F::kDport}, false);
+          lany.Concat(f, {F::kL4proto, F::kDport});
           lany.Lookup(n.DnatAny(f));
           lany.SetMark(config.mark());
           rules.push_back(lany.Take());
@@ -428,13 +471,13 @@ std::vector<HostportsRule> HostportsRules(const Config& config) {
     }
     RuleBuilder ip, any;
     ip.AddConditions(cond);
-    ip.Concat(f, {F::kDaddr, F::kL4proto, F::kDport}, false);
+    ip.Concat(f, {F::kDaddr, F::kL4proto, F::kDport});
     ip.Lookup(n.DnatIp(f), kReg);
     ip.Dnat(f);
     rules.push_back(ip.Take());
     any.AddConditions(cond);
     any.ExplicitFamily(f);
-    any.Concat(f, {F::kL4proto, F::kDport}, false);
+    any.Concat(f, {F::kL4proto, F::kDport});
     any.Lookup(n.DnatAny(f), kReg);
     any.Dnat(f);
     rules.push_back(any.Take());
@@ -442,7 +485,7 @@ std::vector<HostportsRule> HostportsRules(const Config& config) {
   return rules;
 }
 
-void AppendSetup(const Config& config, Plan& plan) {
+void AppendSetup(const Config& config, const HairpinLengths& lengths, Plan& plan) {
   const NetworkNames n = NamesFor(config.network_name);
   plan.Add(netfilter::NftTable{.comment = kTableComment});
   const auto named = [&](std::string name, uint32_t flags, uint32_t key_type, uint32_t key_len) {
@@ -468,16 +511,12 @@ void AppendSetup(const Config& config, Plan& plan) {
       map.data_len = len + 4;
       plan.Add(std::move(map));
     }
-    // Ranges of the container subnet in a concatenation: NFT_SET_CONCAT, which kernels before
-    // the pipapo set type refuse.
-    netfilter::NftSet any = named(n.HairpinAny(f), NFT_SET_INTERVAL | NFT_SET_CONCAT,
-                                  Concat({addr, kTypeProto, kTypeService}), len + 8);
-    any.field_lens = {len, 1, 2};
-    plan.Add(std::move(any), Role::kFeature, kFeatureConcatRanges);
-    netfilter::NftSet ip = named(n.HairpinIp(f), NFT_SET_INTERVAL | NFT_SET_CONCAT,
-                                 Concat({addr, addr, kTypeProto, kTypeService}), 2 * len + 8);
-    ip.field_lens = {len, len, 1, 2};
-    plan.Add(std::move(ip), Role::kFeature, kFeatureConcatRanges);
+    for (const int length : lengths.of(f)) {
+      plan.Add(
+          named(n.HairpinAny(f, length), 0, Concat({addr, kTypeProto, kTypeService}), len + 8));
+      plan.Add(named(n.HairpinIp(f, length), 0, Concat({addr, addr, kTypeProto, kTypeService}),
+                     2 * len + 8));
+    }
   }
   const std::string comment = NetworkComment(config.network_name);
   plan.Add(netfilter::NftChain{.name = n.Hostports(), .hook = std::nullopt, .comment = comment});
@@ -506,7 +545,7 @@ void AppendSetup(const Config& config, Plan& plan) {
                            .comment = {}},
         Role::kFeature, kFeatureFib);
   }
-  for (auto& rule : HostportsRules(config)) {
+  for (auto& rule : HostportsRules(config, lengths)) {
     // Each `{ ... }` of the conditions: an anonymous set made just before the rule.
     for (auto& [lookup, set] : rule.sets) {
       netfilter::NftSet anonymous;
@@ -603,7 +642,8 @@ std::vector<net::IpPrefix> LegacyHairpinPrefixes(const std::vector<netfilter::Se
 std::vector<ElementChange> MigrateLegacyHairpin(const std::string& network_name,
                                                 const std::vector<ListedElement>& dnat,
                                                 const std::vector<net::IpPrefix>& legacy_v4,
-                                                const std::vector<net::IpPrefix>& legacy_v6) {
+                                                const std::vector<net::IpPrefix>& legacy_v6,
+                                                HairpinLengths& lengths) {
   const NetworkNames names = NamesFor(network_name);
   std::vector<ElementChange> out;
   for (const auto& listed : dnat) {
@@ -615,13 +655,12 @@ std::vector<ElementChange> MigrateLegacyHairpin(const std::string& network_name,
     const auto subnet = std::find_if(legacy.begin(), legacy.end(),
                                      [&](const net::IpPrefix& p) { return p.Contains(*address); });
     if (subnet == legacy.end()) continue;
-    const std::string set =
-        shape->with_host_ip ? names.HairpinIp(shape->family) : names.HairpinAny(shape->family);
-    ElementWrite e{.key = AddressBytes(subnet->Network()),
-                   .key_end = AddressBytes(subnet->LastAddress()),
-                   .comment = listed.element.comment};
+    const int length = subnet->length();
+    lengths.of(shape->family).insert(length);
+    const std::string set = shape->with_host_ip ? names.HairpinIp(shape->family, length)
+                                                : names.HairpinAny(shape->family, length);
+    ElementWrite e{.key = AddressBytes(subnet->Network()), .comment = listed.element.comment};
     e.key.insert(e.key.end(), listed.element.key.begin(), listed.element.key.end());
-    e.key_end.insert(e.key_end.end(), listed.element.key.begin(), listed.element.key.end());
     auto change =
         std::find_if(out.begin(), out.end(), [&](const ElementChange& c) { return c.set == set; });
     if (change == out.end())
@@ -675,7 +714,9 @@ void AppendAdd(const Config& config, bool assert_netcfg, bool create_markers, Pl
     }
     if (!WritesHairpin(config)) continue;
     std::vector<std::string> hairpin_sets;
-    for (const auto& m : mappings) hairpin_sets.push_back(HairpinSetOf(names, m, f));
+    for (const auto& m : mappings) {
+      hairpin_sets.push_back(HairpinSetOf(names, m, f, container->length()));
+    }
     for (auto& change : ChangesPerSet(ElementVerb::kAdd, hairpin_sets, [&](size_t i) {
            return HairpinElement(*container, mappings[i], comment);
          })) {
@@ -707,10 +748,11 @@ bool AppendDelete(const Config& config, const std::vector<net::Family>& families
     }
     if (!WritesHairpin(config)) continue;
     std::vector<std::string> hairpin_sets;
-    for (const auto& m : mappings) hairpin_sets.push_back(HairpinSetOf(names, m, f));
+    for (const auto& m : mappings) {
+      hairpin_sets.push_back(HairpinSetOf(names, m, f, config.container(f)->length()));
+    }
     for (auto& change : ChangesPerSet(ElementVerb::kDelete, hairpin_sets, [&](size_t i) {
-           ElementWrite e = HairpinElement(*config.container(f), mappings[i], "");
-           return e;
+           return HairpinElement(*config.container(f), mappings[i], "");
          })) {
       out.Add(std::move(change), Role::kHairpin);
     }
@@ -785,7 +827,6 @@ std::vector<Expected> ExpectedObjects(const Config& config) {
   out.push_back({kNetcfgSet,
                  NetcfgWrite(names.prefix, ConfigHash(config)).key,
                  {},
-                 {},
                  "the chains of network " + config.network_name + " for this configuration"});
   for (const auto f : {net::Family::kV4, net::Family::kV6}) {
     const auto& container = config.container(f);
@@ -793,25 +834,21 @@ std::vector<Expected> ExpectedObjects(const Config& config) {
     out.push_back({kOwnedSet,
                    OwnedWrite(owner, FamilyMarker(f)).key,
                    {},
-                   {},
                    "the ownership marker of the container"});
     const std::vector<PortMapping> mappings = config.MappingsFor(f);
     const std::vector<Element> elements = ContainerElements(config, f);
     for (size_t i = 0; i < mappings.size(); ++i) {
       const Element& e = elements[i];
-      out.push_back({e.map,
-                     DnatKey(mappings[i]),
-                     {},
+      out.push_back({e.map, DnatKey(mappings[i]),
                      DnatValue(container->address(), mappings[i].container_port),
                      "element " + e.key + " in map " + e.map});
       out.push_back(
-          {kOwnedSet, OwnedWrite(owner, e.Tag()).key, {}, {}, "the ownership record of " + e.key});
+          {kOwnedSet, OwnedWrite(owner, e.Tag()).key, {}, "the ownership record of " + e.key});
       if (!WritesHairpin(config)) continue;
       const ElementWrite hairpin = HairpinElement(*container, mappings[i], "");
-      const std::string set = HairpinSetOf(names, mappings[i], f);
+      const std::string set = HairpinSetOf(names, mappings[i], f, container->length());
       out.push_back({set,
                      hairpin.key,
-                     hairpin.key_end,
                      {},
                      "hairpin element " + HairpinText(*container, e) + " in set " + set});
     }
@@ -819,11 +856,12 @@ std::vector<Expected> ExpectedObjects(const Config& config) {
   return out;
 }
 
-std::vector<ChainRuleCount> NetworkChainRuleCounts(const Config& config) {
+std::vector<ChainRuleCount> NetworkChainRuleCounts(const Config& config,
+                                                   const HairpinLengths& lengths) {
   const NetworkNames n = NamesFor(config.network_name);
   return {{n.Prerouting(), 1},
           {n.Output(), 1},
-          {n.Hostports(), HostportsRules(config).size()},
+          {n.Hostports(), HostportsRules(config, lengths).size()},
           {n.Masquerade(), config.snat ? 1u : 0u}};
 }
 

@@ -10,11 +10,13 @@
 //   maps   n<h>_dnat_any_v4 : inet_proto . inet_service             -> ipv4_addr . inet_service
 //          n<h>_dnat_ip_v4  : ipv4_addr . inet_proto . inet_service -> ipv4_addr . inet_service
 //          (and _v6 twins)  one element per mapping, commented with the container ID
-//   sets   n<h>_hairpin_any_v4 : ipv4_addr . inet_proto . inet_service              (interval)
-//          n<h>_hairpin_ip_v4  : ipv4_addr . ipv4_addr . inet_proto . inet_service  (interval)
-//          one element per mapping: (container subnet . [host IP .] protocol . host port),
-//          commented with the container ID: traffic from the container's subnet to its own host
-//          port is masqueraded, as in the iptables layout; each mapping's element goes with it
+//   sets   n<h>_hairpin_any_v4_<L> : ipv4_addr . inet_proto . inet_service
+//          n<h>_hairpin_ip_v4_<L>  : ipv4_addr . ipv4_addr . inet_proto . inet_service
+//          per prefix length L of the network's container subnets, one element per mapping:
+//          (container subnet . [host IP .] protocol . host port), commented with the container
+//          ID, matched by `ip saddr & <mask L> . ...`: traffic from the container's subnet to
+//          its own host port is masqueraded, as in the iptables layout; each mapping's element
+//          goes with it (hash sets: adding and deleting one costs the same at any size)
 //   chains n<h>_prerouting / n<h>_output (nat hooks): fib daddr type local jump n<h>_hostports
 //          n<h>_hostports: mark for masquerade, then dnat through the maps
 //          n<h>_masquerade (postrouting): meta mark & M == M masquerade
@@ -29,6 +31,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <variant>
@@ -55,8 +58,13 @@ struct NetworkNames {
   std::string prefix;  // "n" + 10 hex digits of sha512(network name)
   std::string DnatAny(net::Family f) const { return prefix + "_dnat_any" + Suffix(f); }
   std::string DnatIp(net::Family f) const { return prefix + "_dnat_ip" + Suffix(f); }
-  std::string HairpinAny(net::Family f) const { return prefix + "_hairpin_any" + Suffix(f); }
-  std::string HairpinIp(net::Family f) const { return prefix + "_hairpin_ip" + Suffix(f); }
+  // The hairpin sets of container subnets of prefix length `length`.
+  std::string HairpinAny(net::Family f, int length) const {
+    return prefix + "_hairpin_any" + Suffix(f) + "_" + std::to_string(length);
+  }
+  std::string HairpinIp(net::Family f, int length) const {
+    return prefix + "_hairpin_ip" + Suffix(f) + "_" + std::to_string(length);
+  }
   // The hairpin set of earlier versions: container subnets, the outermost of nested ones.
   std::string LegacyHairpin(net::Family f) const { return prefix + "_hairpin" + Suffix(f); }
   std::string Prerouting() const { return prefix + "_prerouting"; }
@@ -103,11 +111,10 @@ std::vector<Element> ContainerElements(const Config& config, net::Family family)
 // container address . container port.
 std::vector<uint8_t> DnatKey(const PortMapping& mapping);
 std::vector<uint8_t> DnatValue(const net::IpAddress& container, int port);
-// A mapping's hairpin element: the container's subnet as a range in the first field, then the
-// map key: (first address . key) to (last address . key).
+// A mapping's hairpin element: the container's subnet (its network address), then the map key.
 netfilter::ElementWrite HairpinElement(const net::IpPrefix& subnet, const PortMapping& mapping,
                                        const std::string& comment);
-// The hairpin element's text: "10.88.0.0/16 . tcp . 8080".
+// The hairpin element's text, as nft lists it: "10.88.0.0 . tcp . 8080".
 std::string HairpinText(const net::IpPrefix& subnet, const Element& element);
 
 // What a change of a plan is for: the backend classifies a refused batch by the roles of the
@@ -169,24 +176,42 @@ std::string Describe(const Step& step);
 Error RefusalError(const Plan& plan, const std::vector<netfilter::BatchRefusal>& refusals,
                    const std::string& what);
 
+// The prefix lengths of the container subnets whose hairpin sets and rules a network has.
+struct HairpinLengths {
+  std::set<int> v4, v6;
+  std::set<int>& of(net::Family f) { return f == net::Family::kV4 ? v4 : v6; }
+  const std::set<int>& of(net::Family f) const { return f == net::Family::kV4 ? v4 : v6; }
+  bool operator==(const HairpinLengths&) const = default;
+};
+// The lengths of `config`'s container subnets (none without hairpin: snat off or masqAll).
+HairpinLengths HairpinLengthsOf(const Config& config);
+// A hairpin set of the network by name: family, host IP or not, prefix length; nullopt for
+// other sets and other networks'.
+struct HairpinSetShape {
+  net::Family family = net::Family::kV4;
+  bool with_host_ip = false;
+  int length = 0;
+};
+std::optional<HairpinSetShape> HairpinSetShapeOf(const std::string& network_prefix,
+                                                 const std::string& set_name);
+
 // A rule of the network's hostports chain, and the anonymous sets its conditions look up
 // (index of the lookup in `exprs`, and the set).
 struct HostportsRule {
   std::vector<netfilter::Expr> exprs;
   std::vector<std::pair<size_t, AnonymousSet>> sets;
 };
-// The rules of the network's hostports chain.
-std::vector<HostportsRule> HostportsRules(const Config& config);
+// The rules of the network's hostports chain, with hairpin rules for `lengths`.
+std::vector<HostportsRule> HostportsRules(const Config& config, const HairpinLengths& lengths);
 
 // Kernel features the layout needs, named in errors when the kernel refuses them.
 inline constexpr char kFeatureInetNat[] = "nat chains in inet tables (Linux 5.2 or later)";
-inline constexpr char kFeatureConcatRanges[] =
-    "sets of concatenated ranges (nft_set_pipapo, Linux 5.6 or later)";
 inline constexpr char kFeatureFib[] = "the fib expression (nft_fib_inet)";
 
-// Table, shared sets, the network's maps/sets/chains, its rules (chains flushed first) and its
-// netcfg record. The sets and chains carry Role::kFeature with what they need of the kernel.
-void AppendSetup(const Config& config, Plan& plan);
+// Table, shared sets, the network's maps, hairpin sets (of `lengths`), chains, its rules (chains
+// flushed first) and its netcfg record. The chains and rules that need a kernel feature carry
+// Role::kFeature with it.
+void AppendSetup(const Config& config, const HairpinLengths& lengths, Plan& plan);
 // The network's netcfg records of other configs (hashes read from the netcfg set): deleted, so
 // only the current config's record asserts.
 void AppendDropOtherConfigs(const Config& config, const std::vector<uint32_t>& hashes, Plan& plan);
@@ -202,10 +227,11 @@ struct ListedElement {
 };
 // The hairpin elements that keep masquerading mappings written by versions before the per-mapping
 // hairpin sets: for each listed dnat element, the (outermost) legacy subnet its container
-// address is in, as that mapping's hairpin element.
+// address is in, as that mapping's hairpin element; their lengths are added to `lengths`.
 std::vector<netfilter::ElementChange> MigrateLegacyHairpin(
     const std::string& network_name, const std::vector<ListedElement>& dnat,
-    const std::vector<net::IpPrefix>& legacy_v4, const std::vector<net::IpPrefix>& legacy_v6);
+    const std::vector<net::IpPrefix>& legacy_v4, const std::vector<net::IpPrefix>& legacy_v6,
+    HairpinLengths& lengths);
 // The prefixes of a legacy (rbtree interval) hairpin set's elements.
 std::vector<net::IpPrefix> LegacyHairpinPrefixes(const std::vector<netfilter::SetElement>& elements,
                                                  net::Family family);
@@ -245,24 +271,25 @@ std::optional<DnatMapShape> DnatMapShapeOf(const std::string& set_name);
 std::optional<net::IpAddress> DnatValueAddress(const std::vector<uint8_t>& data,
                                                net::Family family);
 
-// CHECK: every object ADD made, to be read back. A key looked up in `set` must be there;
-// `data` (maps) must equal; a hairpin element must be the one found at its key's point.
+// CHECK: every object ADD made, to be read back. A key looked up in `set` must be there, and
+// `data` (maps) must equal.
 struct Expected {
   std::string set;
   std::vector<uint8_t> key;
-  std::vector<uint8_t> key_end;  // hairpin elements
-  std::vector<uint8_t> data;     // maps
-  std::string what;              // "element tcp . 8080 in map n..._dnat_any_v4"
+  std::vector<uint8_t> data;  // maps
+  std::string what;           // "element tcp . 8080 in map n..._dnat_any_v4"
 };
 std::vector<Expected> ExpectedObjects(const Config& config);
 
-// The rule count of each of the network's chains after ADD, for CHECK.
+// The rule count of each of the network's chains after ADD (whose hairpin sets have
+// `lengths`), for CHECK.
 struct ChainRuleCount {
   std::string chain;
   size_t rules = 0;
   bool operator==(const ChainRuleCount&) const = default;
 };
-std::vector<ChainRuleCount> NetworkChainRuleCounts(const Config& config);
+std::vector<ChainRuleCount> NetworkChainRuleCounts(const Config& config,
+                                                   const HairpinLengths& lengths);
 
 // The families of the reference's tables.
 inline constexpr uint8_t kReferenceFamilies[] = {2 /*NFPROTO_IPV4*/, 10 /*NFPROTO_IPV6*/};

@@ -57,12 +57,12 @@ TEST(NftablesRules, AddPlanInRegisterLayout) {
       {ElementVerb::kAdd, "owned", Role::kOther},
       {ElementVerb::kAdd, names.DnatIp(F::kV4), Role::kElement},
       {ElementVerb::kAdd, names.DnatAny(F::kV4), Role::kElement},
-      {ElementVerb::kAdd, names.HairpinIp(F::kV4), Role::kHairpin},
-      {ElementVerb::kAdd, names.HairpinAny(F::kV4), Role::kHairpin},
+      {ElementVerb::kAdd, names.HairpinIp(F::kV4, 16), Role::kHairpin},
+      {ElementVerb::kAdd, names.HairpinAny(F::kV4, 16), Role::kHairpin},
       {ElementVerb::kCreate, "owned", Role::kMarker},
       {ElementVerb::kAdd, "owned", Role::kOther},
       {ElementVerb::kAdd, names.DnatAny(F::kV6), Role::kElement},
-      {ElementVerb::kAdd, names.HairpinAny(F::kV6), Role::kHairpin},
+      {ElementVerb::kAdd, names.HairpinAny(F::kV6, 64), Role::kHairpin},
   };
   EXPECT_EQ(order, expected);
   EXPECT_EQ(plan.steps()[4].subject, "10.88.0.1 . tcp . 8080");
@@ -80,12 +80,11 @@ TEST(NftablesRules, AddPlanInRegisterLayout) {
   EXPECT_EQ(by_ip.comment, "ctr1");
   EXPECT_EQ(Elements(plan.steps()[5]).elements.at(0).key,
             (std::vector<uint8_t>{17, 0, 0, 0, 0x14, 0xe9, 0, 0}));  // udp . 5353
-  // The mapping's hairpin element: the container's subnet 10.88.0.0/16 as a range in the
-  // first field, then the map key; commented like the map element.
+  // The mapping's hairpin element, in the set of /16 subnets: the container's subnet
+  // 10.88.0.0, then the map key; commented like the map element.
   const auto& hairpin = Elements(plan.steps()[7]).elements.at(0);
   EXPECT_EQ(hairpin.key, (std::vector<uint8_t>{10, 88, 0, 0, 17, 0, 0, 0, 0x14, 0xe9, 0, 0}));
-  EXPECT_EQ(hairpin.key_end,
-            (std::vector<uint8_t>{10, 88, 255, 255, 17, 0, 0, 0, 0x14, 0xe9, 0, 0}));
+  EXPECT_TRUE(hairpin.key_end.empty());
   EXPECT_EQ(hairpin.comment, "ctr1");
   EXPECT_FALSE(hairpin.interval_end);
   const auto& hairpin_ip = Elements(plan.steps()[6]).elements.at(0);
@@ -98,7 +97,7 @@ TEST(NftablesRules, AddPlanInRegisterLayout) {
             netfilter::IfnameKey({nft::OwnerTag("rnet", "ctr1"), elements[1].Tag()}));
   EXPECT_EQ(elements[1].Tag(), "a5ecdfdc94ea080");  // unchanged since the first layout
 
-  // A subnet that spans the address space is a range like any other.
+  // A subnet that spans the address space is a length like any other.
   auto everything =
       Parse(std::string(R"({"cniVersion":"1.0.0","name":"rnet","type":"portmap",)") +
             R"("backend":"nftables","runtimeConfig":{"portMappings":)" + testing::kMappings +
@@ -106,11 +105,11 @@ TEST(NftablesRules, AddPlanInRegisterLayout) {
   ASSERT_TRUE(everything.ok()) << everything.error().msg;
   nft::Plan wide;
   nft::AppendAdd(*everything, true, true, wide);
+  EXPECT_EQ(Elements(wide.steps().back()).set, names.HairpinAny(F::kV4, 0));
   const auto& all = Elements(wide.steps().back()).elements.at(0);
   EXPECT_EQ(std::vector<uint8_t>(all.key.begin(), all.key.begin() + 4),
             (std::vector<uint8_t>{0, 0, 0, 0}));
-  EXPECT_EQ(std::vector<uint8_t>(all.key_end.begin(), all.key_end.begin() + 4),
-            (std::vector<uint8_t>{255, 255, 255, 255}));
+  EXPECT_EQ(nft::HairpinLengthsOf(*everything), (nft::HairpinLengths{{0}, {}}));
   // snat false or masqAll: no hairpin elements.
   for (const char* extra : {R"(,"snat":false)", R"(,"masqAll":true)"}) {
     nft::Plan plain;
@@ -180,7 +179,9 @@ TEST(NftablesRules, DeletePlanNamesEverythingTheAddWrote) {
 TEST(NftablesRules, SetupObjectsAndRules) {
   const Config config = MustParse("");
   nft::Plan plan;
-  nft::AppendSetup(config, plan);
+  const nft::HairpinLengths lengths = nft::HairpinLengthsOf(config);
+  EXPECT_EQ(lengths, (nft::HairpinLengths{{16}, {64}}));
+  nft::AppendSetup(config, lengths, plan);
   const auto names = nft::NamesFor("rnet");
   std::vector<std::string> sets, chains;
   size_t rules = 0, features = 0;
@@ -193,14 +194,15 @@ TEST(NftablesRules, SetupObjectsAndRules) {
     features += step.role == Role::kFeature;
   }
   using F = net::Family;
-  EXPECT_EQ(sets, (std::vector<std::string>{
-                      "owned", "netcfg", names.DnatAny(F::kV4), names.DnatIp(F::kV4),
-                      names.HairpinAny(F::kV4), names.HairpinIp(F::kV4), names.DnatAny(F::kV6),
-                      names.DnatIp(F::kV6), names.HairpinAny(F::kV6), names.HairpinIp(F::kV6)}));
+  EXPECT_EQ(sets,
+            (std::vector<std::string>{
+                "owned", "netcfg", names.DnatAny(F::kV4), names.DnatIp(F::kV4),
+                names.HairpinAny(F::kV4, 16), names.HairpinIp(F::kV4, 16), names.DnatAny(F::kV6),
+                names.DnatIp(F::kV6), names.HairpinAny(F::kV6, 64), names.HairpinIp(F::kV6, 64)}));
   EXPECT_EQ(chains, (std::vector<std::string>{names.Hostports(), names.Prerouting(), names.Output(),
                                               names.Masquerade()}));
-  EXPECT_EQ(rules, 2u + 10 + 1);    // two fib jumps, the hostports rules, the masquerade rule
-  EXPECT_EQ(features, 4u + 3 + 2);  // the four hairpin sets, the nat chains, the fib rules
+  EXPECT_EQ(rules, 2u + 10 + 1);  // two fib jumps, the hostports rules, the masquerade rule
+  EXPECT_EQ(features, 3u + 2);    // the nat chains, the fib rules
   const auto set = [&](const std::string& name) {
     for (const auto& step : plan.steps()) {
       if (const auto* s = std::get_if<netfilter::NftSet>(&step.change); s && s->name == name) {
@@ -209,13 +211,13 @@ TEST(NftablesRules, SetupObjectsAndRules) {
     }
     return netfilter::NftSet{};
   };
-  // ipv4_addr . inet_proto . inet_service as nft numbers it, an interval of concatenations.
-  const auto hairpin = set(names.HairpinAny(F::kV4));
+  // ipv4_addr . inet_proto . inet_service as nft numbers it, a hash set.
+  const auto hairpin = set(names.HairpinAny(F::kV4, 16));
   EXPECT_EQ(hairpin.key_type, 0x730du);
   EXPECT_EQ(hairpin.key_len, 12u);
-  EXPECT_EQ(hairpin.flags, uint32_t{NFT_SET_INTERVAL | NFT_SET_CONCAT});
-  EXPECT_EQ(hairpin.field_lens, (std::vector<uint32_t>{4, 1, 2}));
-  EXPECT_EQ(set(names.HairpinIp(F::kV6)).field_lens, (std::vector<uint32_t>{16, 16, 1, 2}));
+  EXPECT_EQ(hairpin.flags, 0u);
+  EXPECT_TRUE(hairpin.field_lens.empty());
+  EXPECT_EQ(set(names.HairpinIp(F::kV6, 64)).key_len, 40u);
   // Byte orders and typeof records nft 1.0.6 writes for such a set (and reads back to print it).
   EXPECT_EQ(hairpin.userdata,
             (std::vector<uint8_t>{0, 4, 0, 0, 0, 0, 3, 8, 0, 4, 13, 0, 0, 0, 1, 0}));
@@ -225,17 +227,17 @@ TEST(NftablesRules, SetupObjectsAndRules) {
   EXPECT_EQ(map.data_len, 8u);
   EXPECT_EQ(set("owned").key_type, 0xa69u);
 
-  const auto hostports = nft::HostportsRules(config);
+  const auto hostports = nft::HostportsRules(config, lengths);
   ASSERT_EQ(hostports.size(), 10u);
   EXPECT_EQ(netfilter::ExpressionsText(hostports[1].exprs),
             "  [ meta load nfproto => reg 1 ]\n"
             "  [ cmp eq reg 1 0x00000002 ]\n"
             "  [ payload load 4b @ network header + 12 => reg 1 ]\n"
+            "  [ bitwise reg 1 = ( reg 1 & 0x0000ffff ) ^ 0x00000000 ]\n"
             "  [ meta load l4proto => reg 9 ]\n"
-            "  [ byteorder reg 9 = hton(reg 9, 2, 1) ]\n"
             "  [ payload load 2b @ transport header + 2 => reg 10 ]\n"
             "  [ lookup reg 1 set " +
-                names.HairpinAny(F::kV4) +
+                names.HairpinAny(F::kV4, 16) +
                 " ]\n"
                 "  [ meta load mark => reg 1 ]\n"
                 "  [ bitwise reg 1 = ( reg 1 & 0xffffdfff ) ^ 0x00002000 ]\n"
@@ -267,7 +269,7 @@ TEST(NftablesRules, SetupObjectsAndRules) {
 TEST(NftablesRules, ConditionsPrefixTheirFamilysRules) {
   const Config config =
       MustParse(R"(,"conditionsV4":["tcp dport { 80, 443 } ip saddr 10.0.0.0/8"])");
-  const auto rules = nft::HostportsRules(config);
+  const auto rules = nft::HostportsRules(config, nft::HairpinLengthsOf(config));
   ASSERT_EQ(rules.size(), 10u);
   for (size_t i = 0; i < rules.size(); ++i) {
     const bool v4 = i < 6;
@@ -293,7 +295,7 @@ TEST(NftablesRules, ConditionsPrefixTheirFamilysRules) {
   // In the plan, each set is created (with its elements) right before its rule, under a batch
   // ID the rule's lookup names.
   nft::Plan plan;
-  nft::AppendSetup(config, plan);
+  nft::AppendSetup(config, nft::HairpinLengthsOf(config), plan);
   uint32_t last_set = 0;
   size_t anonymous = 0;
   for (const auto& step : plan.steps()) {
@@ -369,15 +371,25 @@ TEST(NftablesRules, LegacyHairpinMigration) {
         .data = {172, 16, 0, 9, 0, 80, 0, 0},
         .comment = "out"}},
   };
-  const auto changes = nft::MigrateLegacyHairpin("rnet", dnat, prefixes, {});
+  nft::HairpinLengths lengths;
+  const auto changes = nft::MigrateLegacyHairpin("rnet", dnat, prefixes, {}, lengths);
+  EXPECT_EQ(lengths, (nft::HairpinLengths{{16}, {}}));
   ASSERT_EQ(changes.size(), 1u);
-  EXPECT_EQ(changes[0].set, names.HairpinAny(net::Family::kV4));
+  EXPECT_EQ(changes[0].set, names.HairpinAny(net::Family::kV4, 16));
   ASSERT_EQ(changes[0].elements.size(), 1u);  // 172.16.0.9 is in no legacy subnet
   EXPECT_EQ(changes[0].elements[0].key,
             (std::vector<uint8_t>{10, 88, 0, 0, 6, 0, 0, 0, 0x1f, 0x90, 0, 0}));
-  EXPECT_EQ(changes[0].elements[0].key_end,
-            (std::vector<uint8_t>{10, 88, 255, 255, 6, 0, 0, 0, 0x1f, 0x90, 0, 0}));
   EXPECT_EQ(changes[0].elements[0].comment, "old");
+
+  // Hairpin sets of a network read back by name.
+  const auto shape = nft::HairpinSetShapeOf(names.prefix, names.HairpinIp(net::Family::kV6, 64));
+  ASSERT_TRUE(shape);
+  EXPECT_EQ(shape->family, net::Family::kV6);
+  EXPECT_TRUE(shape->with_host_ip);
+  EXPECT_EQ(shape->length, 64);
+  EXPECT_FALSE(nft::HairpinSetShapeOf(names.prefix, names.LegacyHairpin(net::Family::kV4)));
+  EXPECT_FALSE(nft::HairpinSetShapeOf("nother", names.HairpinAny(net::Family::kV4, 16)));
+  EXPECT_FALSE(nft::HairpinSetShapeOf(names.prefix, names.prefix + "_hairpin_any_v4_33"));
 }
 
 // Deletions found by reading: records and markers are added before they are deleted, so the
@@ -411,11 +423,10 @@ TEST(NftablesRules, CheckNamesEveryObject) {
   ASSERT_EQ(expected.size(), 1u + 1 + 2 * 3 + 1 + 3);
   EXPECT_EQ(expected[0].what, "the chains of network rnet for this configuration");
   EXPECT_EQ(expected[2].what, "element 10.88.0.1 . tcp . 8080 in map na355caee90_dnat_ip_v4");
-  EXPECT_EQ(
-      expected[4].what,
-      "hairpin element 10.88.0.0/16 . 10.88.0.1 . tcp . 8080 in set na355caee90_hairpin_ip_v4");
-  EXPECT_FALSE(expected[4].key_end.empty());
-  EXPECT_EQ(nft::NetworkChainRuleCounts(MustParse(R"(,"snat":false)")),
+  EXPECT_EQ(expected[4].what,
+            "hairpin element 10.88.0.0 . 10.88.0.1 . tcp . 8080 in set "
+            "na355caee90_hairpin_ip_v4_16");
+  EXPECT_EQ(nft::NetworkChainRuleCounts(MustParse(R"(,"snat":false)"), {}),
             (std::vector<nft::ChainRuleCount>{{"na355caee90_prerouting", 1},
                                               {"na355caee90_output", 1},
                                               {"na355caee90_hostports", 4},
@@ -441,17 +452,18 @@ TEST(NftablesRules, ReferenceLeftoversByCommentInItsChains) {
 // way a kernel without it refuses; otherwise as the first refused change.
 TEST(NftablesRules, RefusalsNameTheMissingFeature) {
   nft::Plan plan;
-  nft::AppendSetup(MustParse(""), plan);
-  size_t hairpin_set = 0;
+  nft::AppendSetup(MustParse(""), {}, plan);
+  size_t nat_chain = 0;
   for (size_t i = 0; i < plan.steps().size(); ++i) {
-    if (plan.steps()[i].subject == nft::kFeatureConcatRanges) {
-      hairpin_set = i;
+    if (plan.steps()[i].subject == nft::kFeatureInetNat) {
+      nat_chain = i;
       break;
     }
   }
-  const Error old_kernel = nft::RefusalError(plan, {{hairpin_set, EOPNOTSUPP, ""}}, "add mappings");
+  const Error old_kernel = nft::RefusalError(plan, {{nat_chain, ENOENT, ""}}, "add mappings");
   EXPECT_EQ(old_kernel.code, kErrKernel);
-  EXPECT_NE(old_kernel.msg.find("the kernel lacks sets of concatenated ranges"), std::string::npos)
+  EXPECT_NE(old_kernel.msg.find("the kernel lacks nat chains in inet tables (Linux 5.2 or later)"),
+            std::string::npos)
       << old_kernel.msg;
   const Error other = nft::RefusalError(plan, {{0, EPERM, "no"}}, "add mappings");
   EXPECT_EQ(other.msg, "nftables: add mappings: table: Operation not permitted (no)");
