@@ -71,7 +71,7 @@ nftables_population() {
       ip = sprintf("10.88.%d.%d", int(i / 250), i % 250 + 2)
       printf "add element inet cni_hostport %s_dnat_any_v4 { tcp . %d comment \"other%d\" : %s . 80 }\n", p, 10000 + i, i, ip
       printf "add element inet cni_hostport owned { \"o%014d\" . \"all4\", \"o%014d\" . \"k%014d\" }\n", i, i, i
-      printf "add element inet cni_hostport %s_hairpin_any_v4 { 10.88.0.0/16 . tcp . %d comment \"other%d\" }\n", p, 10000 + i, i
+      printf "add element inet cni_hostport %s_hairpin_any_v4_16 { 10.88.0.0 . tcp . %d comment \"other%d\" }\n", p, 10000 + i, i
     }
   }'
 }
