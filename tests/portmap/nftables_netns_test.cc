@@ -16,6 +16,7 @@
 #include <iostream>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "lib/cni/conf.h"
@@ -902,6 +903,53 @@ TEST(PortmapNftables, LegacyHairpinSetIsMigrated) {
               Conf("nftables", R"([{"hostPort":7070,"containerPort":70,"protocol":"tcp"}])", ""));
   ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
   ASSERT_EQ(Portmap(node, "DEL", "new", old_conf).exit_code, 0);
+  EXPECT_EQ(ElementLines(node), std::vector<std::string>()) << NftRuleset(node);
+}
+
+// DEL on a network still in the earlier layout (no ADD of this version yet): the container's
+// elements go, and the legacy hairpin subnets no remaining container is in go with them.
+TEST(PortmapNftables, DelOnALegacyNetworkShrinksItsHairpinSet) {
+  NG_REQUIRE_ROOT();
+  TestNetns node("ng-pmnleg");
+  const nft::NetworkNames n = nft::NamesFor("rnet");
+  const std::string q = "inet cni_hostport ";
+  const std::string any = n.DnatAny(net::Family::kV4), legacy = n.LegacyHairpin(net::Family::kV4);
+  std::string script =
+      "add table inet cni_hostport\n"
+      "add set " +
+      q +
+      "owned { type ifname . ifname; }\n"
+      "add map " +
+      q + any +
+      " { type inet_proto . inet_service : ipv4_addr . inet_service; }\n"
+      "add set " +
+      q + legacy +
+      " { type ipv4_addr; flags interval; }\n"
+      "add element " +
+      q + legacy + " { 10.88.0.0/16, 10.99.0.0/16 }\n";
+  for (const auto& [id, port, address] :
+       {std::tuple{"a", 7070, "10.88.0.9"}, {"b", 7071, "10.99.0.9"}}) {
+    script += "add element " + q + "owned { \"" + nft::OwnerTag("rnet", id) + "\" . \"all4\" }\n";
+    script += "add element " + q + any + " { tcp . " + std::to_string(port) + " comment \"" + id +
+              "\" : " + address + " . 70 }\n";
+  }
+  const std::string file = "/tmp/" + node.name() + ".nft";
+  std::ofstream(file) << script;
+  const auto loaded = node.Run("nft -f " + file);
+  std::remove(file.c_str());
+  ASSERT_EQ(loaded.exit_code, 0) << loaded.output;
+  const auto del = [&](const char* id, int port, const char* cidr) {
+    return Portmap(node, "DEL", id,
+                   Conf("nftables",
+                        R"([{"hostPort":)" + std::to_string(port) +
+                            R"(,"containerPort":70,"protocol":"tcp"}])",
+                        PrevResult(cidr, "")));
+  };
+  ASSERT_EQ(del("b", 7071, "10.99.0.9/16").exit_code, 0);
+  std::string set = node.Run("nft list set " + q + legacy).output;
+  EXPECT_NE(set.find("10.88.0.0/16"), std::string::npos) << set;
+  EXPECT_EQ(set.find("10.99.0.0/16"), std::string::npos) << set;
+  ASSERT_EQ(del("a", 7070, "10.88.0.9/16").exit_code, 0);
   EXPECT_EQ(ElementLines(node), std::vector<std::string>()) << NftRuleset(node);
 }
 
