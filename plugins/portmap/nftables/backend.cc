@@ -305,9 +305,10 @@ void AppendUnneededLegacyHairpin(const std::string& set, net::Family family,
     });
     if (needed) continue;
     spdlog::info("nftables: removing hairpin source {} of {}", prefix.Masked().ToString(), set);
-    const auto& network = prefix.Network().bytes();
-    const size_t len = prefix.Network().byte_length();
-    drop.elements.push_back({.key = std::vector<uint8_t>(network.begin(), network.begin() + len)});
+    const net::IpAddress network = prefix.Network();
+    const size_t len = network.byte_length();
+    drop.elements.push_back(
+        {.key = std::vector<uint8_t>(network.bytes().begin(), network.bytes().begin() + len)});
     const net::IpAddress after = prefix.LastAddress().Next();
     if (!after.IsZero()) {
       drop.elements.push_back(
