@@ -8,7 +8,7 @@ PACKAGES=(
   cmake ninja-build g++ make pkg-config git
   nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   libnl-3-dev libnl-route-3-dev libnl-nf-3-dev
-  libnftables-dev libyaml-dev libcli11-dev
+  libyaml-dev libcli11-dev
   # kernel tools used by tests and the demo (inside private namespaces only)
   iproute2 iptables nftables conntrack iperf3 util-linux procps iputils-ping socat
   # the reference plugins (oracle and main plugin in chains) and a real runtime

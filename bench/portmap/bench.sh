@@ -61,7 +61,8 @@ conf() {  # backend id port
   printf '"ips":[{"interface":0,"address":"10.88.200.2/16","gateway":"10.88.0.1"}]}}'
 }
 
-# N other containers in our nftables layout: map elements and ownership records.
+# N other containers in our nftables layout: map elements, hairpin elements and ownership
+# records.
 nftables_population() {
   local n=$1 prefix
   prefix="n$(printf '%s' "$NET" | sha512sum | cut -c1-10)"
@@ -70,6 +71,7 @@ nftables_population() {
       ip = sprintf("10.88.%d.%d", int(i / 250), i % 250 + 2)
       printf "add element inet cni_hostport %s_dnat_any_v4 { tcp . %d comment \"other%d\" : %s . 80 }\n", p, 10000 + i, i, ip
       printf "add element inet cni_hostport owned { \"o%014d\" . \"all4\", \"o%014d\" . \"k%014d\" }\n", i, i, i
+      printf "add element inet cni_hostport %s_hairpin_any_v4_16 { 10.88.0.0 . tcp . %d comment \"other%d\" }\n", p, 10000 + i, i
     }
   }'
 }

@@ -33,7 +33,7 @@ std::vector<uint8_t> IfnameKey(const std::vector<std::string>& fields) {
   return key;
 }
 
-// An nfnetlink socket whose release is handed off like libnftables' (see release.h). Not in
+// An nfnetlink socket whose release is handed off (see release.h). Not in
 // the anonymous namespace: TableReader::Connection holds one.
 struct NfnlSocket {
   explicit NfnlSocket(netlink::Socket s) : sock(std::move(s)) {}
@@ -86,8 +86,10 @@ void AppendElements(const nlmsghdr* h, std::vector<SetElement>& out) {
       SetElement element;
       ForEachAttr(item.data, [&](const Attr& a) {
         if (a.type == NFTA_SET_ELEM_KEY) element.key = DataValue(a.data);
+        if (a.type == NFTA_SET_ELEM_KEY_END) element.key_end = DataValue(a.data);
         if (a.type == NFTA_SET_ELEM_DATA) element.data = DataValue(a.data);
         if (a.type == NFTA_SET_ELEM_USERDATA) element.comment = UserDataComment(a.data);
+        if (a.type == NFTA_SET_ELEM_FLAGS) element.flags = a.Be32();
         return true;
       });
       out.push_back(std::move(element));
@@ -130,6 +132,22 @@ Result<TableReader> TableReader::Open(uint8_t family, std::string table) {
   NG_ASSIGN_OR_RETURN(NfnlSocket nfnl, OpenNfnl());
   return TableReader(family, std::move(table),
                      std::make_unique<Connection>(Connection{std::move(nfnl)}));
+}
+
+Result<uint32_t> TableReader::Generation() {
+  netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETGEN, NFPROTO_UNSPEC);
+  if (!msg) return Error(kErrKernel, "nftables: cannot build a get-generation request");
+  std::optional<uint32_t> generation;
+  NG_RETURN_IF_ERROR(
+      connection_->nfnl.sock.Dump(msg.get(), "nftables: get generation", [&](const nlmsghdr* h) {
+        if (h->nlmsg_type != ReplyType(NFT_MSG_NEWGEN)) return;
+        ForEachAttr(ReplyAttributes(h), [&](const Attr& a) {
+          if (a.type == NFTA_GEN_ID) generation = a.Be32();
+          return true;
+        });
+      }));
+  if (!generation) return Error(kErrKernel, "nftables: get generation: no answer");
+  return *generation;
 }
 
 Result<std::vector<std::string>> TableReader::SetNames() {
@@ -211,6 +229,57 @@ Result<std::optional<std::string>> TableReader::ChainComment(const std::string& 
                                   },
                                   {ENOENT}));
   return comment;
+}
+
+Result<std::optional<SetInfo>> TableReader::Set(const std::string& set) {
+  netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETSET, family_);
+  if (!msg || nla_put_string(msg.get(), NFTA_SET_TABLE, table_.c_str()) != 0 ||
+      nla_put_string(msg.get(), NFTA_SET_NAME, set.c_str()) != 0) {
+    return Error(kErrKernel, "nftables: cannot build a get-set request");
+  }
+  std::optional<SetInfo> info;
+  NG_RETURN_IF_ERROR(
+      connection_->nfnl.sock.Dump(msg.get(), "nftables: get set " + table_ + " " + set,
+                                  [&](const nlmsghdr* h) {
+                                    if (h->nlmsg_type != ReplyType(NFT_MSG_NEWSET)) return;
+                                    info.emplace();
+                                    ForEachAttr(ReplyAttributes(h), [&](const Attr& a) {
+                                      if (a.type == NFTA_SET_FLAGS) info->flags = a.Be32();
+                                      if (a.type == NFTA_SET_KEY_TYPE) info->key_type = a.Be32();
+                                      if (a.type == NFTA_SET_KEY_LEN) info->key_len = a.Be32();
+                                      if (a.type == NFTA_SET_DATA_TYPE) info->data_type = a.Be32();
+                                      if (a.type == NFTA_SET_DATA_LEN) info->data_len = a.Be32();
+                                      return true;
+                                    });
+                                  },
+                                  {ENOENT}));
+  return info;
+}
+
+Result<std::vector<RuleRecord>> TableReader::Rules(const std::string& chain) {
+  netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETRULE, family_, NLM_F_DUMP);
+  if (!msg || nla_put_string(msg.get(), NFTA_RULE_TABLE, table_.c_str()) != 0 ||
+      (!chain.empty() && nla_put_string(msg.get(), NFTA_RULE_CHAIN, chain.c_str()) != 0)) {
+    return Error(kErrKernel, "nftables: cannot build a list-rules request");
+  }
+  std::vector<RuleRecord> rules;
+  NG_RETURN_IF_ERROR(connection_->nfnl.sock.Dump(
+      msg.get(), "nftables: list rules of " + table_ + (chain.empty() ? "" : " " + chain),
+      [&](const nlmsghdr* h) {
+        if (h->nlmsg_type != ReplyType(NFT_MSG_NEWRULE)) return;
+        RuleRecord rule;
+        ForEachAttr(ReplyAttributes(h), [&](const Attr& a) {
+          if (a.type == NFTA_RULE_CHAIN) rule.chain = a.String();
+          if (a.type == NFTA_RULE_HANDLE) rule.handle = a.Be64();
+          if (a.type == NFTA_RULE_EXPRESSIONS)
+            rule.expressions.assign(a.data.begin(), a.data.end());
+          if (a.type == NFTA_RULE_USERDATA) rule.userdata.assign(a.data.begin(), a.data.end());
+          return true;
+        });
+        rules.push_back(std::move(rule));
+      },
+      {ENOENT}));
+  return rules;
 }
 
 Result<bool> HasElement(const SetRef& set, const std::vector<uint8_t>& key) {

@@ -1,9 +1,9 @@
 #pragma once
-// Read-only nf_tables queries straight over netlink, for the hot paths where libnftables has no
-// cheap way: `nft get element` dumps the whole set first, and a dry-run transaction that fails
-// costs an RCU grace period in the kernel's abort path, under the commit mutex every other
-// nf_tables writer of the namespace needs. Each query here is one request whose cost does not
-// depend on the ruleset's size.
+// Read-only nf_tables queries straight over netlink: one request each, reading one object (a
+// table, chain, set, element, or a chain's rules), never the whole ruleset (`nft get element`
+// dumps the whole set first, and nft 1.0 fetches every element of a table for any listing). A
+// read also replaces the dry-run transaction, whose refusal costs an RCU grace period in the
+// kernel's abort path, under the commit mutex every other nf_tables writer of the namespace needs.
 //
 //   NG_ASSIGN_OR_RETURN(bool present, netfilter::HasElement(
 //       {.family = NFPROTO_INET, .table = "cni_hostport", .set = "owned"},
@@ -59,8 +59,25 @@ Result<std::vector<bool>> HasTables(const std::vector<TableRef>& tables);
 // and the comment nft gave it.
 struct SetElement {
   std::vector<uint8_t> key;
-  std::vector<uint8_t> data;  // empty for a set
+  std::vector<uint8_t> key_end;  // a concatenation of ranges: the last key of the range
+  std::vector<uint8_t> data;     // empty for a set
   std::string comment;
+  uint32_t flags = 0;  // NFT_SET_ELEM_INTERVAL_END...
+};
+
+// A set or map as GETSET describes it.
+struct SetInfo {
+  uint32_t flags = 0;  // NFT_SET_*
+  uint32_t key_type = 0, key_len = 0;
+  uint32_t data_type = 0, data_len = 0;
+};
+
+// One rule as a dump holds it.
+struct RuleRecord {
+  std::string chain;
+  uint64_t handle = 0;
+  std::vector<uint8_t> expressions;  // NFTA_RULE_EXPRESSIONS payload (nft_expr.h decodes it)
+  std::vector<uint8_t> userdata;     // NFTA_RULE_USERDATA (UserDataComment reads a comment)
 };
 
 // Reads of one table over one nfnetlink socket, for callers that ask several things: each
@@ -77,6 +94,9 @@ class TableReader {
   TableReader& operator=(TableReader&&) noexcept;
   ~TableReader();
 
+  // The ruleset's generation (NFT_MSG_GETGEN): a batch committed with it (NftBatch::Commit) is
+  // refused when anything changed since, so reads made after this one stay true for it.
+  Result<uint32_t> Generation();
   // The names of the table's sets and maps; empty when the table does not exist.
   Result<std::vector<std::string>> SetNames();
   // The element of `set` whose key is exactly `key`; nullopt when there is none, or no such
@@ -88,6 +108,11 @@ class TableReader {
   // The comment of `chain`: nullopt when the chain (or table) does not exist, "" when it has
   // none.
   Result<std::optional<std::string>> ChainComment(const std::string& chain);
+  // The set or map `set`; nullopt when it (or the table) does not exist.
+  Result<std::optional<SetInfo>> Set(const std::string& set);
+  // The rules of `chain` in order (of every chain of the table when ""); empty when it or the
+  // table does not exist.
+  Result<std::vector<RuleRecord>> Rules(const std::string& chain);
 
  private:
   struct Connection;

@@ -1,5 +1,5 @@
 // The pure helpers of query.h: the key bytes of an ifname concatenation, and the comment read
-// from nft's user data records, and the records element_batch.h writes. The queries and the
+// from nft's user data records, and the records nft_batch.h writes. The queries and the
 // batch themselves need nf_tables (tests/portmap/).
 #include "lib/netfilter/query.h"
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/netfilter/element_batch.h"
+#include "lib/netfilter/nft_batch.h"
 
 namespace nodegate::netfilter {
 namespace {

@@ -1,7 +1,6 @@
 #include "lib/netfilter/release.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/membarrier.h>
 #include <linux/netfilter/nf_tables.h>
@@ -128,20 +127,6 @@ void HandOffBeforeClose(int fd) {
   if (copy < 0) return;
   if (Held().empty()) std::atexit(ReleaseHeldAtExit);
   Held().push_back(copy);
-}
-
-void HandOffOpenNfnetlinkSockets() {
-  if (!sys::DetachedWorkAllowed()) return;
-  DIR* dir = ::opendir("/proc/self/fd");
-  if (dir == nullptr) return;
-  std::vector<int> fds;
-  while (const dirent* entry = ::readdir(dir)) {
-    if (entry->d_name[0] == '.') continue;
-    const int fd = std::atoi(entry->d_name);
-    if (fd != ::dirfd(dir)) fds.push_back(fd);
-  }
-  ::closedir(dir);
-  for (int fd : fds) HandOffBeforeClose(fd);
 }
 
 }  // namespace nodegate::netfilter

@@ -26,8 +26,4 @@ namespace nodegate::netfilter {
 // for the child started at exit. Never fails: without a copy or a child the close just waits.
 void HandOffBeforeClose(int fd);
 
-// The same for every NETLINK_NETFILTER socket open in this process (for libraries that do not
-// expose theirs, such as libnftables).
-void HandOffOpenNfnetlinkSockets();
-
 }  // namespace nodegate::netfilter

@@ -7,7 +7,6 @@
 
 #include "lib/cni/json_field.h"
 #include "plugins/portmap/iptables/rules.h"
-#include "plugins/portmap/nftables/rules.h"
 
 namespace nodegate::portmap {
 namespace {
@@ -352,7 +351,7 @@ Result<Conditions> ParseConditions(std::vector<std::string> tokens, net::Family 
   if (implied == Backend::kIptables) {
     NG_ASSIGN_OR_RETURN(out.parsed, ipt::ParseIptablesConditions(tokens, family));
   } else if (implied == Backend::kNftables) {
-    NG_ASSIGN_OR_RETURN(out.parsed, nft::ParseNftConditions(tokens));
+    NG_ASSIGN_OR_RETURN(out.parsed, ParseNftConditions(tokens, family));
   }
   out.tokens = std::move(tokens);
   return out;

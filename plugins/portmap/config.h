@@ -17,6 +17,7 @@
 #include "lib/cni/conf.h"
 #include "lib/net/ip.h"
 #include "plugins/portmap/iptables/mode.h"
+#include "plugins/portmap/nftables/conditions.h"
 
 namespace nodegate::portmap {
 
@@ -65,14 +66,9 @@ struct Header {
 };
 }  // namespace ipt
 
-// conditionsV4/V6 in nft syntax, checked to stay inside one rule: the tokens joined by spaces.
-struct NftConditions {
-  std::string text;  // "ip saddr != 203.0.113.0/24"
-  bool operator==(const NftConditions&) const = default;
-};
-
 // One family's conditionsV4/V6, parsed once by ParseConfig for the backend its syntax implies
-// (BackendOfConditions): nothing, the header fields of the iptables rules, or nft match text.
+// (BackendOfConditions): nothing, the header fields of the iptables rules, or compiled nft
+// matches (nftables/conditions.h).
 struct Conditions {
   std::vector<std::string> tokens;  // as given; the nftables network's config hash reads them
   std::variant<std::monostate, ipt::Header, NftConditions> parsed;

@@ -5,6 +5,11 @@
 // created: a missing table, or an unloaded legacy one, is skipped.
 #include "plugins/portmap/installed_mappings.h"
 
+// clang-format off
+#include <netinet/in.h>  // before the kernel headers, which then skip their own copies
+// clang-format on
+#include <linux/netfilter/nf_tables.h>
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -14,10 +19,9 @@
 #include <iterator>
 #include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "lib/netfilter/nft.h"
+#include "lib/netfilter/nft_expr.h"
 #include "lib/netfilter/query.h"
 #include "plugins/portmap/iptables/legacy/encode.h"
 #include "plugins/portmap/iptables/legacy/ops.h"
@@ -29,22 +33,7 @@
 namespace nodegate::portmap {
 namespace {
 
-using Json = nlohmann::json;
-
 constexpr int kStaleRetries = 20;
-
-std::optional<Protocol> ProtocolOfName(const std::string& name) {
-  if (name == "tcp" || name == "6") return Protocol::kTcp;
-  if (name == "udp" || name == "17") return Protocol::kUdp;
-  if (name == "sctp" || name == "132") return Protocol::kSctp;
-  return std::nullopt;
-}
-
-std::string Scalar(const Json& value) {
-  if (value.is_string()) return value.get<std::string>();
-  if (value.is_number_integer()) return std::to_string(value.get<int64_t>());
-  return value.dump();
-}
 
 // One rule of an iptables-layout chain as read: its jump target (or target name) and what
 // could be decoded of it.
@@ -227,27 +216,8 @@ Status AppendIptablesLegacy(net::Family family, const std::set<PortKey>* only,
                              out);
 }
 
-// `list table <table>` as JSON; nullopt when the table does not exist.
-Result<std::optional<std::string>> ListTable(netfilter::Nft& nft, const std::string& table) {
-  netfilter::NftRun run = nft.Run("list table " + table, {.json_output = true});
-  if (run.ok()) return std::optional<std::string>(run.output());
-  if (run.HasErrno(ENOENT)) return std::optional<std::string>();
-  return run.ToError("list table " + table);
-}
-
-// The name of each network of our table: nft 1.0.x has chain comments only in its text
-// listings, so one small listing (rules, no elements) of each network's hostports chain.
-std::map<std::string, std::string> NetworkNames(netfilter::Nft& nft, const std::string& json) {
-  std::map<std::string, std::string> out;
-  for (const auto& prefix : NetworkPrefixes(json)) {
-    netfilter::NftRun run = nft.Run(nft::ListChainCommand(prefix + "_hostports"));
-    if (run.ok()) out[prefix] = NetworkOfChainListing(run.output());
-  }
-  return out;
-}
-
 // Which of the nftables layouts' tables exist: [ours, the reference's ip, ip6]. One request
-// each; libnftables (a millisecond to load, more to list) is opened only when one does.
+// each; a table that is not there is not read.
 Result<std::array<bool, 3>> NftablesTablesPresent() {
   NG_ASSIGN_OR_RETURN(const auto found,
                       netfilter::HasTables({{netfilter::kNfprotoInet, nft::kTable},
@@ -272,10 +242,12 @@ Result<std::string> NetworkOfPrefix(netfilter::TableReader& reader, const std::s
   return comment ? NetworkOfComment(*comment) : std::string();
 }
 
-// Our table over netlink, for the keys sought only: each network's dnat_any maps are asked
-// for those keys (one request each, whatever the map holds); its dnat_ip maps (host-IP
-// mappings, rare) are read whole, since a claim of every address overlaps all of theirs.
-Status AppendOurTableByKeys(const std::set<PortKey>& only, std::vector<InstalledMapping>& out) {
+// Our table over netlink. With keys sought, each network's dnat_any maps are asked for those
+// keys only (one request each, whatever the map holds); its dnat_ip maps (host-IP mappings,
+// rare) are read whole, since a claim of every address overlaps all of theirs. Without, every
+// dnat map is read whole. A network's name comes from its chain's comment, read only when one
+// of its elements is kept.
+Status AppendOurTable(const std::set<PortKey>* only, std::vector<InstalledMapping>& out) {
   NG_ASSIGN_OR_RETURN(auto reader,
                       netfilter::TableReader::Open(netfilter::kNfprotoInet, nft::kTable));
   NG_ASSIGN_OR_RETURN(const auto sets, reader.SetNames());
@@ -284,10 +256,10 @@ Status AppendOurTableByKeys(const std::set<PortKey>& only, std::vector<Installed
     const auto shape = DnatMapShapeOf(set);
     if (!shape) continue;
     std::vector<netfilter::SetElement> elements;
-    if (shape->with_host_ip) {
+    if (only == nullptr || shape->with_host_ip) {
       NG_ASSIGN_OR_RETURN(elements, reader.Elements(set));
     } else {
-      for (const auto& key : only) {
+      for (const auto& key : *only) {
         if (key.family != shape->family) continue;
         NG_ASSIGN_OR_RETURN(auto element, reader.Element(set, DnatAnyKey(key.protocol, key.port)));
         if (element) elements.push_back(std::move(*element));
@@ -295,7 +267,7 @@ Status AppendOurTableByKeys(const std::set<PortKey>& only, std::vector<Installed
     }
     for (const auto& element : elements) {
       auto mapping = MappingOfMapElement(element, *shape);
-      if (!mapping || only.count(KeyOf(*mapping)) == 0) continue;
+      if (!mapping || (only && only->count(KeyOf(*mapping)) == 0)) continue;
       const std::string prefix = set.substr(0, set.find('_'));
       if (!networks.contains(prefix)) {
         NG_ASSIGN_OR_RETURN(networks[prefix], NetworkOfPrefix(reader, prefix));
@@ -307,33 +279,33 @@ Status AppendOurTableByKeys(const std::set<PortKey>& only, std::vector<Installed
   return OkStatus();
 }
 
-// Our table and the reference nftables backend's, through libnftables (not available: none).
-// With keys to look for, our table is read over netlink instead (AppendOurTableByKeys).
+// The reference nftables backend's table of `family` (`ip`/`ip6 cni_hostport`): its dnat rules,
+// each commented with the container ID (the network is not recorded there).
+Status AppendReferenceTable(uint8_t nfproto, net::Family family, const std::set<PortKey>* only,
+                            std::vector<InstalledMapping>& out) {
+  NG_ASSIGN_OR_RETURN(auto reader, netfilter::TableReader::Open(nfproto, nft::kTable));
+  NG_ASSIGN_OR_RETURN(const auto rules, reader.Rules(""));
+  for (const auto& rule : rules) {
+    const auto exprs = netfilter::DecodeExpressions(rule.expressions);
+    if (!exprs) continue;
+    auto mapping = MappingOfReferenceRule(*exprs, family);
+    if (!mapping || (only && only->count(KeyOf(*mapping)) == 0)) continue;
+    mapping->container_id = netfilter::UserDataComment(rule.userdata);
+    out.push_back(std::move(*mapping));
+  }
+  return OkStatus();
+}
+
+// Our table and the reference nftables backend's, over netlink.
 Status AppendNftables(const std::set<PortKey>* only, std::vector<InstalledMapping>& out) {
   auto present = NftablesTablesPresent();
-  if (!present.ok() || *present == std::array<bool, 3>{}) return OkStatus();
-  if (only != nullptr && (*present)[0]) {
-    NG_RETURN_IF_ERROR(AppendOurTableByKeys(*only, out));
-    (*present)[0] = false;
-    if (*present == std::array<bool, 3>{}) return OkStatus();
+  if (!present.ok()) return OkStatus();  // no nf_tables in this kernel: no mappings there
+  if ((*present)[0]) NG_RETURN_IF_ERROR(AppendOurTable(only, out));
+  if ((*present)[1]) {
+    NG_RETURN_IF_ERROR(AppendReferenceTable(netfilter::kNfprotoIpv4, net::Family::kV4, only, out));
   }
-  auto nft = netfilter::Nft::Open();
-  if (!nft.ok()) return OkStatus();
-  std::vector<InstalledMapping> found;
-  if ((*present)[0]) {
-    NG_ASSIGN_OR_RETURN(const auto ours,
-                        ListTable(*nft, std::string(nft::kFamily) + " " + nft::kTable));
-    if (ours) found = ParseOurTableListing(*ours, NetworkNames(*nft, *ours));
-  }
-  for (const char* family : nft::kReferenceFamilies) {
-    if (!(*present)[std::string(family) == "ip" ? 1 : 2]) continue;
-    NG_ASSIGN_OR_RETURN(const auto listing, ListTable(*nft, nft::ReferenceTable(family)));
-    if (!listing) continue;
-    const auto f = std::string(family) == "ip" ? net::Family::kV4 : net::Family::kV6;
-    for (auto& m : ParseReferenceTableListing(*listing, f)) found.push_back(std::move(m));
-  }
-  for (auto& m : found) {
-    if (!only || only->count(KeyOf(m)) > 0) out.push_back(std::move(m));
+  if ((*present)[2]) {
+    NG_RETURN_IF_ERROR(AppendReferenceTable(netfilter::kNfprotoIpv6, net::Family::kV6, only, out));
   }
   return OkStatus();
 }
@@ -357,88 +329,6 @@ Result<std::vector<InstalledMapping>> List(const std::set<PortKey>* only) {
   }
   NG_RETURN_IF_ERROR(AppendNftables(only, out));
   return out;
-}
-
-// An element of one of our dnat maps: key "tcp . 8080" or "192.0.2.1 . tcp . 8080".
-std::optional<InstalledMapping> MappingOfElement(const Json& pair, net::Family family) {
-  if (!pair.is_array() || pair.size() != 2) return std::nullopt;
-  const Json* key = &pair[0];
-  InstalledMapping m;
-  m.family = family;
-  if (key->is_object() && key->contains("elem")) {
-    m.container_id = (*key)["elem"].value("comment", "");
-    key = &(*key)["elem"]["val"];
-  }
-  if (!key->is_object() || !key->contains("concat")) return std::nullopt;
-  const Json& fields = (*key)["concat"];
-  const Json& value = pair[1];
-  if (fields.size() < 2 || fields.size() > 3 || !value.is_object() || !value.contains("concat") ||
-      value["concat"].size() != 2) {
-    return std::nullopt;
-  }
-  const size_t base = fields.size() - 2;
-  if (base == 1) {
-    m.host_ip = net::IpAddress::Parse(Scalar(fields[0]));
-    if (!m.host_ip) return std::nullopt;
-  }
-  const auto protocol = ProtocolOfName(Scalar(fields[base]));
-  const auto address = net::IpAddress::Parse(Scalar(value["concat"][0]));
-  if (!protocol || !address || !fields[base + 1].is_number_integer()) return std::nullopt;
-  m.protocol = *protocol;
-  m.host_port = fields[base + 1].get<int>();
-  m.target = TargetText(*address,
-                        value["concat"][1].is_number_integer() ? value["concat"][1].get<int>() : 0);
-  return m;
-}
-
-// The network of each prefix n<hash>, from its chains' comments (when the JSON has them).
-std::map<std::string, std::string> NetworksByPrefix(const Json& objects) {
-  std::map<std::string, std::string> out;
-  for (const auto& object : objects) {
-    if (!object.contains("chain")) continue;
-    const Json& chain = object["chain"];
-    const std::string name = chain.value("name", "");
-    const std::string network = NetworkOfComment(chain.value("comment", ""));
-    if (network.empty() || name.find('_') == std::string::npos) continue;
-    out[name.substr(0, name.find('_'))] = network;
-  }
-  return out;
-}
-
-// The dnat statement and the matches of one rule of the reference's nftables tables.
-std::optional<InstalledMapping> MappingOfReferenceRule(const Json& rule, net::Family family) {
-  InstalledMapping m;
-  m.family = family;
-  m.layout = "nftables-reference";
-  m.container_id = rule.value("comment", "");
-  std::optional<Protocol> protocol;
-  bool has_dnat = false;
-  for (const auto& expr : rule.value("expr", Json::array())) {
-    if (expr.contains("match")) {
-      const Json& left = expr["match"].value("left", Json::object());
-      const Json& right = expr["match"].value("right", Json());
-      if (left.contains("payload")) {
-        const std::string proto = left["payload"].value("protocol", "");
-        const std::string field = left["payload"].value("field", "");
-        if (field == "daddr") m.host_ip = net::IpAddress::Parse(Scalar(right));
-        if (field == "dport" && right.is_number_integer()) {
-          m.host_port = right.get<int>();
-          if (proto != "th") protocol = ProtocolOfName(proto);
-        }
-      } else if (left.contains("meta") && left["meta"].value("key", "") == "l4proto") {
-        protocol = ProtocolOfName(Scalar(right));
-      }
-    } else if (expr.contains("dnat")) {
-      const Json& dnat = expr["dnat"];
-      const auto address = net::IpAddress::Parse(Scalar(dnat.value("addr", Json(""))));
-      if (!address) return std::nullopt;
-      m.target = TargetText(*address, dnat.value("port", 0));
-      has_dnat = true;
-    }
-  }
-  if (!has_dnat || !protocol || m.host_port == 0) return std::nullopt;
-  m.protocol = *protocol;
-  return m;
 }
 
 }  // namespace
@@ -465,17 +355,6 @@ std::optional<InstalledMapping> MappingOfDnatRule(const ipt::Rule& rule, net::Fa
   m.protocol = *protocol;
   m.target = TargetText(dnat->address, dnat->port);
   return m;
-}
-
-std::optional<DnatMapShape> DnatMapShapeOf(const std::string& name) {
-  for (const auto family : {net::Family::kV4, net::Family::kV6}) {
-    const std::string suffix = nft::NetworkNames::Suffix(family);
-    if (!name.ends_with(suffix)) continue;
-    const std::string stem = name.substr(0, name.size() - suffix.size());
-    if (stem.ends_with("_dnat_any")) return DnatMapShape{family, false};
-    if (stem.ends_with("_dnat_ip")) return DnatMapShape{family, true};
-  }
-  return std::nullopt;
 }
 
 std::vector<uint8_t> DnatAnyKey(Protocol protocol, int port) {
@@ -539,62 +418,71 @@ bool RawRuleMayBeDnat(netfilter::ByteView bytes) {
   return ::memmem(bytes.data(), bytes.size(), kName, sizeof(kName)) != nullptr;
 }
 
-std::vector<InstalledMapping> ParseOurTableListing(
-    const std::string& json, const std::map<std::string, std::string>& known) {
-  std::vector<InstalledMapping> out;
-  const Json doc = Json::parse(json, nullptr, false);
-  if (doc.is_discarded() || !doc.contains("nftables")) return out;
-  auto networks = NetworksByPrefix(doc["nftables"]);
-  networks.insert(known.begin(), known.end());
-  for (const auto& object : doc["nftables"]) {
-    if (!object.contains("map")) continue;
-    const Json& map = object["map"];
-    const std::string name = map.value("name", "");
-    const bool v4 = name.ends_with("_v4");
-    if (name.find("_dnat_") == std::string::npos || !(v4 || name.ends_with("_v6"))) continue;
-    const auto network = networks.find(name.substr(0, name.find('_')));
-    for (const auto& pair : map.value("elem", Json::array())) {
-      auto m = MappingOfElement(pair, v4 ? net::Family::kV4 : net::Family::kV6);
-      if (!m) continue;
-      m->layout = "nftables";
-      if (network != networks.end()) m->network = network->second;
-      out.push_back(std::move(*m));
+std::optional<InstalledMapping> MappingOfReferenceRule(const std::vector<netfilter::Expr>& exprs,
+                                                       net::Family family) {
+  namespace expr = netfilter::expr;
+  // What each register holds: a header field loaded into it, or immediate data.
+  enum class Field { kNone, kDaddr, kProtocol, kDport };
+  std::map<size_t, Field> loaded;
+  std::map<size_t, std::vector<uint8_t>> immediate;
+  const size_t address = family == net::Family::kV4 ? 4 : 16;
+  const uint32_t daddr_offset = family == net::Family::kV4 ? 16 : 24;
+  const uint32_t protocol_offset = family == net::Family::kV4 ? 9 : 6;
+  InstalledMapping m;
+  m.family = family;
+  m.layout = "nftables-reference";
+  std::optional<Protocol> protocol;
+  bool dnat = false;
+  for (const auto& e : exprs) {
+    if (const auto* p = std::get_if<expr::Payload>(&e)) {
+      Field field = Field::kNone;
+      if (p->base == NFT_PAYLOAD_NETWORK_HEADER && p->offset == daddr_offset && p->len == address) {
+        field = Field::kDaddr;
+      } else if (p->base == NFT_PAYLOAD_NETWORK_HEADER && p->offset == protocol_offset &&
+                 p->len == 1) {
+        field = Field::kProtocol;
+      } else if (p->base == NFT_PAYLOAD_TRANSPORT_HEADER && p->offset == 2 && p->len == 2) {
+        field = Field::kDport;
+      }
+      loaded[netfilter::WordOfRegister(p->dreg)] = field;
+    } else if (const auto* meta = std::get_if<expr::Meta>(&e)) {
+      loaded[netfilter::WordOfRegister(meta->dreg)] =
+          meta->key == NFT_META_L4PROTO ? Field::kProtocol : Field::kNone;
+    } else if (const auto* cmp = std::get_if<expr::Cmp>(&e)) {
+      if (cmp->op != NFT_CMP_EQ) continue;
+      switch (loaded[netfilter::WordOfRegister(cmp->sreg)]) {
+        case Field::kDaddr:
+          if (cmp->data.size() == address) {
+            m.host_ip = net::IpAddress::FromBytes(family, cmp->data.data());
+          }
+          break;
+        case Field::kProtocol:
+          for (const auto p : {Protocol::kTcp, Protocol::kUdp, Protocol::kSctp}) {
+            if (cmp->data.size() == 1 && ProtocolNumber(p) == cmp->data[0]) protocol = p;
+          }
+          break;
+        case Field::kDport:
+          if (cmp->data.size() == 2) m.host_port = (cmp->data[0] << 8) | cmp->data[1];
+          break;
+        case Field::kNone:
+          break;
+      }
+    } else if (const auto* imm = std::get_if<expr::Immediate>(&e)) {
+      immediate[netfilter::WordOfRegister(imm->dreg)] = imm->data;
+    } else if (const auto* nat = std::get_if<expr::Nat>(&e)) {
+      if (nat->type != NFT_NAT_DNAT || nat->reg_addr_min == 0) return std::nullopt;
+      const auto& addr = immediate[netfilter::WordOfRegister(nat->reg_addr_min)];
+      const auto& port = immediate[netfilter::WordOfRegister(nat->reg_proto_min)];
+      if (addr.size() != address) return std::nullopt;
+      m.target =
+          TargetText(net::IpAddress::FromBytes(family, addr.data()),
+                     nat->reg_proto_min != 0 && port.size() >= 2 ? (port[0] << 8) | port[1] : 0);
+      dnat = true;
     }
   }
-  return out;
-}
-
-std::set<std::string> NetworkPrefixes(const std::string& json) {
-  std::set<std::string> out;
-  const Json doc = Json::parse(json, nullptr, false);
-  if (doc.is_discarded() || !doc.contains("nftables")) return out;
-  for (const auto& object : doc["nftables"]) {
-    if (!object.contains("map")) continue;
-    const std::string name = object["map"].value("name", "");
-    if (name.find("_dnat_") != std::string::npos) out.insert(name.substr(0, name.find('_')));
-  }
-  return out;
-}
-
-std::string NetworkOfChainListing(const std::string& text) {
-  const std::string lead = "comment \"";
-  const size_t at = text.find(lead);
-  if (at == std::string::npos) return "";
-  const size_t end = text.find('"', at + lead.size());
-  if (end == std::string::npos) return "";
-  return NetworkOfComment(text.substr(at + lead.size(), end - at - lead.size()));
-}
-
-std::vector<InstalledMapping> ParseReferenceTableListing(const std::string& json,
-                                                         net::Family family) {
-  std::vector<InstalledMapping> out;
-  const Json doc = Json::parse(json, nullptr, false);
-  if (doc.is_discarded() || !doc.contains("nftables")) return out;
-  for (const auto& object : doc["nftables"]) {
-    if (!object.contains("rule")) continue;
-    if (auto m = MappingOfReferenceRule(object["rule"], family)) out.push_back(std::move(*m));
-  }
-  return out;
+  if (!dnat || !protocol || m.host_port == 0) return std::nullopt;
+  m.protocol = *protocol;
+  return m;
 }
 
 Result<std::vector<InstalledMapping>> ListInstalledMappings() { return List(nullptr); }

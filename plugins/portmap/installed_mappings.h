@@ -17,11 +17,13 @@
 
 #include "lib/base/result.h"
 #include "lib/net/ip.h"
+#include "lib/netfilter/nft_expr.h"
 #include "lib/netfilter/nlattr.h"
 #include "lib/netfilter/query.h"
 #include "plugins/portmap/config.h"
 #include "plugins/portmap/iptables/nft/table.h"
 #include "plugins/portmap/iptables/rules.h"
+#include "plugins/portmap/nftables/rules.h"
 
 namespace nodegate::portmap {
 
@@ -64,11 +66,8 @@ std::optional<InstalledMapping> MappingOfDnatRule(const ipt::Rule& rule, net::Fa
 // Our table's dnat maps as read over netlink (nftables/rules.h has the layout): which family,
 // and whether the key starts with a host IP (n<h>_dnat_ip_*) or not (n<h>_dnat_any_*);
 // nullopt for the table's other sets.
-struct DnatMapShape {
-  net::Family family = net::Family::kV4;
-  bool with_host_ip = false;
-};
-std::optional<DnatMapShape> DnatMapShapeOf(const std::string& set_name);
+using nft::DnatMapShape;
+using nft::DnatMapShapeOf;
 // The key of a dnat_any map for (protocol, port), in register layout.
 std::vector<uint8_t> DnatAnyKey(Protocol protocol, int port);
 // An element of a dnat map (its comment is the container ID) as a mapping, network left
@@ -88,20 +87,11 @@ bool RawEntryMayMatch(netfilter::ByteView expressions, net::Family family,
 // writes `-j DNAT` as the compat target named "DNAT", so its expressions hold that name. The
 // chain's SETMARK rules (two of its three) are passed over without being copied.
 bool RawRuleMayBeDnat(netfilter::ByteView expressions);
-// `nft -j list table inet cni_hostport`: the elements of every network's dnat maps, the
-// network named by its chains' comments ("network <name>"; "" when cut or absent).
-// nft 1.0.x leaves chain comments out of JSON: `networks` (prefix n<hash> -> name, from
-// NetworkOfChainListing) fills them in.
-std::vector<InstalledMapping> ParseOurTableListing(
-    const std::string& json, const std::map<std::string, std::string>& networks = {});
-// The network prefixes (n<hash>) of the maps in that listing.
-std::set<std::string> NetworkPrefixes(const std::string& json);
-// The network of a text listing of one of its chains (`comment "network <name>"`); "" when
-// absent or cut.
-std::string NetworkOfChainListing(const std::string& text);
-// `nft -j list table ip|ip6 cni_hostport` of the reference's nftables backend: its dnat rules
-// (comment = container ID; the network is not recorded there, so it is "").
-std::vector<InstalledMapping> ParseReferenceTableListing(const std::string& json,
-                                                         net::Family family);
+// A rule of the reference nftables backend's `ip`/`ip6 cni_hostport` tables (its expressions,
+// as a dump holds them) as a mapping: `[ip daddr A] <proto> dport P dnat to C:Q`, in any of
+// the encodings its versions wrote (meta l4proto or ip protocol, tcp/udp or th dport); layout
+// "nftables-reference", container and network left empty; nullopt for its other rules.
+std::optional<InstalledMapping> MappingOfReferenceRule(const std::vector<netfilter::Expr>& exprs,
+                                                       net::Family family);
 
 }  // namespace nodegate::portmap

@@ -1,8 +1,14 @@
-// The pure parts of the installed-mapping listing: iptables rules, nft listings and map
-// elements read back as mappings, and the filters that skip entry rules before decoding.
+// The pure parts of the installed-mapping listing: iptables rules, the reference nftables
+// backend's rules and our map elements read back as mappings, and the filters that skip entry rules
+// before decoding.
 #include "plugins/portmap/installed_mappings.h"
 
+// clang-format off
+#include <netinet/in.h>
+// clang-format on
 #include <gtest/gtest.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
 
 #include <set>
 #include <string>
@@ -99,39 +105,6 @@ TEST(InstalledMappingsParse, RawEntryRulesFilteredBeforeDecoding) {
   EXPECT_TRUE(RawEntryMayMatch(expressions, net::Family::kV4, key(1)));
 }
 
-TEST(InstalledMappingsParse, OurTableListing) {
-  const std::string json = R"({"nftables":[
-    {"table":{"family":"inet","name":"cni_hostport"}},
-    {"chain":{"family":"inet","table":"cni_hostport","name":"nabc_hostports","comment":"network rnet"}},
-    {"map":{"family":"inet","name":"nabc_dnat_any_v4","table":"cni_hostport","elem":[
-      [{"elem":{"val":{"concat":["udp",5353]},"comment":"ctr1"}},{"concat":["10.88.0.2",53]}]]}},
-    {"map":{"family":"inet","name":"nabc_dnat_ip_v6","table":"cni_hostport","elem":[
-      [{"elem":{"val":{"concat":["fd00::1","tcp",8080]},"comment":"ctr2"}},{"concat":["fd00::2",80]}]]}},
-    {"set":{"family":"inet","name":"owned","table":"cni_hostport","elem":[{"concat":["a","b"]}]}}]})";
-  const auto mappings = ParseOurTableListing(json);
-  ASSERT_EQ(mappings.size(), 2u);
-  EXPECT_EQ(mappings[0].layout, "nftables");
-  EXPECT_EQ(mappings[0].network, "rnet");
-  EXPECT_EQ(mappings[0].container_id, "ctr1");
-  EXPECT_FALSE(mappings[0].host_ip);
-  EXPECT_EQ(mappings[0].protocol, Protocol::kUdp);
-  EXPECT_EQ(mappings[0].target, "10.88.0.2:53");
-  EXPECT_EQ(mappings[1].family, net::Family::kV6);
-  EXPECT_EQ(mappings[1].host_ip, Ip("fd00::1"));
-  EXPECT_EQ(mappings[1].host_port, 8080);
-  EXPECT_EQ(mappings[1].target, "[fd00::2]:80");
-}
-
-TEST(InstalledMappingsParse, NetworkOfOurChains) {
-  EXPECT_EQ(NetworkOfChainListing("table inet cni_hostport {\n\tchain nabc_hostports {\n"
-                                  "\t\tcomment \"network rnet\"\n\t}\n}\n"),
-            "rnet");
-  EXPECT_EQ(NetworkOfChainListing("chain x {\n}"), "");
-  EXPECT_EQ(NetworkPrefixes(R"({"nftables":[{"map":{"name":"nabc_dnat_any_v4"}},)"
-                            R"({"set":{"name":"owned"}},{"map":{"name":"ndef_dnat_ip_v6"}}]})"),
-            (std::set<std::string>{"nabc", "ndef"}));
-}
-
 TEST(InstalledMappingsParse, OurMapsReadOverNetlink) {
   EXPECT_FALSE(DnatMapShapeOf("owned"));
   EXPECT_FALSE(DnatMapShapeOf("n0123456789_hairpin_v4"));
@@ -177,21 +150,60 @@ TEST(InstalledMappingsParse, OurMapsReadOverNetlink) {
   EXPECT_FALSE(MappingOfMapElement(odd_protocol, {net::Family::kV4, false}));
 }
 
-TEST(InstalledMappingsParse, ReferenceTableListing) {
-  const std::string json = R"({"nftables":[
-    {"rule":{"family":"ip","table":"cni_hostport","chain":"hostports","handle":4,"comment":"ctr1",
-     "expr":[{"match":{"op":"==","left":{"payload":{"protocol":"ip","field":"daddr"}},"right":"10.88.0.1"}},
-             {"match":{"op":"==","left":{"payload":{"protocol":"tcp","field":"dport"}},"right":8080}},
-             {"dnat":{"addr":"10.88.0.2","port":80}}]}},
-    {"rule":{"family":"ip","table":"cni_hostport","chain":"masquerading","handle":5,"comment":"ctr1",
-     "expr":[{"masquerade":null}]}}]})";
-  const auto mappings = ParseReferenceTableListing(json, net::Family::kV4);
-  ASSERT_EQ(mappings.size(), 1u);
-  EXPECT_EQ(mappings[0].layout, "nftables-reference");
-  EXPECT_EQ(mappings[0].container_id, "ctr1");
-  EXPECT_EQ(mappings[0].network, "");
-  EXPECT_EQ(mappings[0].host_ip, Ip("10.88.0.1"));
-  EXPECT_EQ(mappings[0].target, "10.88.0.2:80");
+// The reference nftables backend's dnat rules as its versions wrote them (nft 1.0.6's encoding
+// of `ip daddr 10.88.0.1 tcp dport 8080 dnat to 10.88.0.2:80`, of `udp dport 5353 dnat to
+// [fd00:88::2]:53`, and of v1.6.0's `ip protocol tcp th dport 8043 dnat ip addr . port to
+// 172.16.30.2 . 443`), read from their expressions.
+TEST(InstalledMappingsParse, ReferenceRules) {
+  namespace expr = netfilter::expr;
+  const std::vector<netfilter::Expr> hostip = {
+      expr::Payload{NFT_PAYLOAD_NETWORK_HEADER, 16, 4, NFT_REG_1},
+      expr::Cmp{NFT_REG_1, NFT_CMP_EQ, {10, 88, 0, 1}},
+      expr::Meta{NFT_META_L4PROTO, NFT_REG_1},
+      expr::Cmp{NFT_REG_1, NFT_CMP_EQ, {6}},
+      expr::Payload{NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2, NFT_REG_1},
+      expr::Cmp{NFT_REG_1, NFT_CMP_EQ, {0x1f, 0x90}},
+      expr::Immediate{NFT_REG_1, {10, 88, 0, 2}},
+      expr::Immediate{NFT_REG_2, {0, 80}},
+      expr::Nat{NFT_NAT_DNAT, NFPROTO_IPV4, NFT_REG_1, NFT_REG_2, 2, NFT_REG_1, NFT_REG_2}};
+  auto m = MappingOfReferenceRule(hostip, net::Family::kV4);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->layout, "nftables-reference");
+  EXPECT_EQ(m->host_ip, Ip("10.88.0.1"));
+  EXPECT_EQ(m->protocol, Protocol::kTcp);
+  EXPECT_EQ(m->host_port, 8080);
+  EXPECT_EQ(m->target, "10.88.0.2:80");
+
+  const std::vector<netfilter::Expr> v6 = {
+      expr::Meta{NFT_META_L4PROTO, NFT_REG_1},
+      expr::Cmp{NFT_REG_1, NFT_CMP_EQ, {17}},
+      expr::Payload{NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2, NFT_REG_1},
+      expr::Cmp{NFT_REG_1, NFT_CMP_EQ, {0x14, 0xe9}},
+      expr::Immediate{NFT_REG_1, {0xfd, 0, 0, 0x88, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}},
+      expr::Immediate{NFT_REG_2, {0, 53}},
+      expr::Nat{NFT_NAT_DNAT, NFPROTO_IPV6, NFT_REG_1, NFT_REG_2, 2, 0, 0}};
+  m = MappingOfReferenceRule(v6, net::Family::kV6);
+  ASSERT_TRUE(m);
+  EXPECT_FALSE(m->host_ip);
+  EXPECT_EQ(m->protocol, Protocol::kUdp);
+  EXPECT_EQ(m->target, "[fd00:88::2]:53");
+
+  const std::vector<netfilter::Expr> old = {
+      expr::Payload{NFT_PAYLOAD_NETWORK_HEADER, 9, 1, NFT_REG_1},
+      expr::Cmp{NFT_REG_1, NFT_CMP_EQ, {6}},
+      expr::Payload{NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2, NFT_REG_1},
+      expr::Cmp{NFT_REG_1, NFT_CMP_EQ, {0x1f, 0x6b}},
+      expr::Immediate{NFT_REG_1, {172, 16, 30, 2}},
+      expr::Immediate{NFT_REG32_01, {0x01, 0xbb}},
+      expr::Nat{NFT_NAT_DNAT, NFPROTO_IPV4, NFT_REG_1, NFT_REG32_01, 0, 0, 0}};
+  m = MappingOfReferenceRule(old, net::Family::kV4);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->host_port, 8043);
+  EXPECT_EQ(m->target, "172.16.30.2:443");
+
+  // Its masquerade rules and anything without a dnat are not mappings.
+  EXPECT_FALSE(MappingOfReferenceRule({expr::Masquerade{}}, net::Family::kV4));
+  EXPECT_FALSE(MappingOfReferenceRule({hostip.begin(), hostip.begin() + 6}, net::Family::kV4));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #pragma once
 // The seam between the plugin's verbs and the kernel: one implementation per backend
-// (iptables through libiptc, nftables through libnftables). Every method takes a validated
+// (the iptables layout through libiptc or nf_tables netlink, nftables through nf_tables netlink).
+// Every method takes a validated
 // Config and changes nothing when it fails (each backend applies one transaction per table).
 
 #include <memory>

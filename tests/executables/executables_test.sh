@@ -15,22 +15,16 @@
 #         loads a converter only for a charset a program selects by naming a locale, and
 #         nothing names one (setlocale is reached only from std::locale::global, which
 #         nothing calls, and no std::locale is built from a name).
-#     Until the nftables backend stops opening libnftables (lib/netfilter/nft.cc includes
-#     lib/sys/dynamic_library.h), portmap and nodegate may call dlopen/dlsym from there only.
 #   - No CNI_COMMAND: the about text (stderr, exit 0), like the reference.
 #   - CNI_COMMAND=VERSION: every spec version we speak, as JSON on stdout.
 set -euo pipefail
 BIN="${NODEGATE_BIN_DIR:?set by CTest}"
-SRC="${NODEGATE_SOURCE_DIR:?set by CTest}"
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
 NSS_SYMBOLS='^(__nss_|_nss_|__nscd_|(get(addr|name)info|gethost(byname2?|byaddr|ent)|get(pw|gr|sp)(nam|uid|gid|ent)|getgrouplist|getproto(byname|bynumber|ent)|getserv(byname|byport|ent)|getnet(byname|byaddr|ent|grent)|getrpc(byname|bynumber|ent)|getaliasbyname|ether_(hostton|ntohost)|initgroups|innetgr|setnetgrent)(_r)?$)'
 DL_API='(___?dlopen|dlopen|__dlmopen|dlmopen|___?dlsym|dlsym|__dlvsym|dlvsym)'
 LOCALE_BY_NAME='(setlocale|_ZNSt6locale6globalERKS_|_ZNSt6localeC[12]EPKc|_ZNSt6localeC[12]ERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE|_ZNSt6localeC[12]ERKS_PKci)'
-LIBNFTABLES_LOADER='^_ZN8nodegate3sys(11OpenLibrary|12SymbolBinder6Lookup)'
-libnftables_loaded=0
-grep -q 'lib/sys/dynamic_library.h' "$SRC/lib/netfilter/nft.cc" 2>/dev/null && libnftables_loaded=1
 
 # references EXE: "CALLER CALLEE" for every instruction of CALLER that names one of the
 # functions above (a call, a jump, an address taken), CALLER != CALLEE.
@@ -71,10 +65,6 @@ for exe_name in portmap bandwidth host-local nodegate; do
       _ZNSt6locale*)
         fail "$exe_name: $(c++filt <<<"$caller") selects a locale by name ($(c++filt <<<"$callee"))" ;;
       *)  # the dl API
-        if [ "$libnftables_loaded" = 1 ] && [[ "$exe_name" =~ ^(portmap|nodegate)$ ]] &&
-          [[ "$caller" =~ $LIBNFTABLES_LOADER ]]; then
-          continue
-        fi
         fail "$exe_name: $(c++filt <<<"$caller") calls $callee" ;;
     esac
   done <<<"$refs"

@@ -1,7 +1,8 @@
 // portmap's stdin config: NetConf with portmap's shape, ParseConfig for each verb, then the
 // rules a parsed ADD config turns into (iptables plan per family, its libiptc and
-// iptables-nft encodings, the nftables scripts). Rule text is built from hostile strings
-// (network name, container ID, conditions), so this is where an escape would show.
+// iptables-nft encodings, the nftables plans encoded as netlink batches). Names and comments come
+// from hostile strings (network name, container ID, conditions), so this is where an overrun
+// would show.
 
 #include "lib/cni/conf.h"
 #include "plugins/portmap/config.h"
@@ -49,15 +50,16 @@ void BuildIptablesPlans(const Config& config) {
   }
 }
 
-void BuildNftablesScripts(const Config& config) {
-  portmap::nft::Script script;
-  portmap::nft::AppendSetup(config, script);
-  portmap::nft::AppendAdd(config, true, true, script);
-  (void)script.text();
-  const auto check = portmap::nft::BuildCheck(config);
-  (void)check.exists.text();
-  (void)portmap::nft::HostportsRules(config);
-  (void)portmap::nft::NetworkChainRuleCounts(config);
+void BuildNftablesPlans(const Config& config) {
+  portmap::nft::Plan plan;
+  portmap::nft::AppendSetup(config, portmap::nft::HairpinLengthsOf(config), plan);
+  portmap::nft::AppendAdd(config, true, true, plan);
+  NG_FUZZ_CHECK(plan.ToBatch().changes() == plan.steps().size());
+  portmap::nft::Plan del;
+  (void)portmap::nft::AppendDelete(config, {net::Family::kV4, net::Family::kV6}, del);
+  (void)del.ToBatch();
+  (void)portmap::nft::ExpectedObjects(config);
+  (void)portmap::nft::NetworkChainRuleCounts(config, portmap::nft::HairpinLengthsOf(config));
   NG_FUZZ_CHECK(portmap::nft::NetworkComment(config.network_name).size() <=
                 portmap::nft::kMaxCommentBytes);
 }
@@ -71,7 +73,7 @@ void ParseFor(const cni::NetConf& conf, Purpose purpose) {
   }
   if (purpose == Purpose::kAdd) {
     BuildIptablesPlans(*config);
-    BuildNftablesScripts(*config);
+    BuildNftablesPlans(*config);
   }
 }
 

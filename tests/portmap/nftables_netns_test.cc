@@ -8,13 +8,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "lib/cni/conf.h"
-#include "lib/netfilter/element_batch.h"
-#include "lib/netfilter/nft.h"
+#include "lib/netfilter/nft_batch.h"
 #include "lib/netfilter/query.h"
 #include "lib/sys/netns.h"
 #include "plugins/portmap/nftables/rules.h"
@@ -309,16 +315,6 @@ TEST(PortmapNftables, ReleaseHelperKeepsNoneOfTheCallersPipes) {
   EXPECT_EQ(Elements(node, "rel"), 0);
 }
 
-// Runs `script` through libnftables inside `node`.
-void RunScript(const TestNetns& node, const nft::Script& script) {
-  auto scope = sys::NetnsScope::Enter(node.path());
-  ASSERT_TRUE(scope.ok()) << scope.error().msg;
-  auto nft = netfilter::Nft::Open();
-  ASSERT_TRUE(nft.ok()) << nft.error().msg;
-  auto run = nft->Run(script.text());
-  ASSERT_TRUE(run.ok()) << run.ToError("script").msg << "\n" << script.text();
-}
-
 // The config an ADD of container `id` parses.
 Result<Config> ParseAdd(const std::string& text, const std::string& id) {
   auto conf = cni::ParseNetConf(text, ConfigShape());
@@ -326,28 +322,161 @@ Result<Config> ParseAdd(const std::string& text, const std::string& id) {
   return ParseConfig(*conf, {.container_id = id, .ifname = "eth0", .purpose = Purpose::kAdd});
 }
 
-Result<std::vector<netfilter::ElementRefusal>> WriteInside(const TestNetns& node,
-                                                           const Config& config) {
-  auto scope = sys::NetnsScope::Enter(node.path());
-  if (!scope.ok()) return scope.error();
-  const auto plan = nft::AddElementPlan(config);
-  if (!plan) return Error(kErrInternal, "no element plan for this config");
-  return netfilter::WriteElements(netfilter::kNfprotoInet, nft::kTable, plan->changes);
+std::string Hex32(uint32_t value) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "0x%08x", value);
+  return buf;
 }
 
-Result<std::vector<netfilter::ElementRefusal>> WriteDeleteInside(const TestNetns& node,
-                                                                 const nft::ElementPlan& plan) {
-  auto scope = sys::NetnsScope::Enter(node.path());
-  if (!scope.ok()) return scope.error();
-  return netfilter::WriteElements(netfilter::kNfprotoInet, nft::kTable, plan.changes);
+// The netmask of a prefix length as nft prints it ("255.255.0.0", "ffff:ffff::").
+std::string Netmask(net::Family f, int length) {
+  uint8_t bytes[16] = {};
+  const int size = f == net::Family::kV4 ? 4 : 16;
+  for (int i = 0; i < size; ++i) {
+    const int bits = std::clamp(length - i * 8, 0, 8);
+    bytes[i] = static_cast<uint8_t>((0xff00 >> bits) & 0xff);
+  }
+  return net::IpAddress::FromBytes(f, bytes).ToString();
 }
 
-// ADD's element batch (straight netlink) leaves the table exactly as ADD's script (through
-// libnftables) does, for every mapping shape: the same listing, keys, values, comments,
-// ownership records and hairpin ranges. The batch is refused, applying nothing, where the
-// script path has work to do (no chains yet: ENOENT; a re-ADD: EEXIST on the marker). DEL's
-// batch likewise removes what the script removes, or nothing when an element is missing.
-TEST(PortmapNftables, ElementBatchWritesWhatTheScriptWrites) {
+// What the backend writes for `config`'s network and container, as nft script text: the
+// layout of nftables/rules.h in nft's own syntax, conditions as written. nft compiles it into
+// the objects and expressions our netlink writer must produce.
+std::string ExpectedScript(const Config& config) {
+  const nft::NetworkNames n = nft::NamesFor(config.network_name);
+  const std::string q = "inet cni_hostport ";
+  const std::string comment = "comment \"" + nft::NetworkComment(config.network_name) + "\";";
+  const nft::HairpinLengths lengths = nft::HairpinLengthsOf(config);
+  std::string s =
+      "add table inet cni_hostport { comment \"" + std::string(nft::kTableComment) + "\"; }\n";
+  s += "add set " + q + "owned { type ifname . ifname; }\n";
+  s += "add set " + q + "netcfg { type ifname . mark; }\n";
+  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+    const std::string a = f == net::Family::kV4 ? "ipv4_addr" : "ipv6_addr";
+    s += "add map " + q + n.DnatAny(f) + " { type inet_proto . inet_service : " + a +
+         " . inet_service; }\n";
+    s += "add map " + q + n.DnatIp(f) + " { type " + a + " . inet_proto . inet_service : " + a +
+         " . inet_service; }\n";
+    for (const int length : lengths.of(f)) {
+      s += "add set " + q + n.HairpinAny(f, length) + " { type " + a +
+           " . inet_proto . inet_service; }\n";
+      s += "add set " + q + n.HairpinIp(f, length) + " { type " + a + " . " + a +
+           " . inet_proto . inet_service; }\n";
+    }
+  }
+  s += "add chain " + q + n.Hostports() + " { " + comment + " }\n";
+  s += "add chain " + q + n.Prerouting() +
+       " { type nat hook prerouting priority dstnat; policy accept; " + comment + " }\n";
+  s += "add chain " + q + n.Output() + " { type nat hook output priority -100; policy accept; " +
+       comment + " }\n";
+  s += "add chain " + q + n.Masquerade() +
+       " { type nat hook postrouting priority srcnat; policy accept; " + comment + " }\n";
+  for (const auto& chain : {n.Prerouting(), n.Output()}) {
+    s += "add rule " + q + chain + " fib daddr type local jump " + n.Hostports() + "\n";
+  }
+  const std::string mark = Hex32(config.mark());
+  const std::string set_mark = " meta mark set meta mark | " + mark;
+  const auto rule = [&](const std::string& text) {
+    s += "add rule " + q + n.Hostports() + " " + text + "\n";
+  };
+  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+    const NftConditions* c = config.conditions(f).nftables();
+    const std::string cond = c ? c->text + " " : "";
+    const std::string ip = f == net::Family::kV4 ? "ip" : "ip6";
+    const std::string nfproto = f == net::Family::kV4 ? "ipv4" : "ipv6";
+    if (config.snat && config.masq_all) {
+      rule(cond + ip + " daddr . meta l4proto . th dport @" + n.DnatIp(f) + set_mark);
+      rule(cond + "meta nfproto " + nfproto + " meta l4proto . th dport @" + n.DnatAny(f) +
+           set_mark);
+    } else if (config.snat) {
+      for (const int length : lengths.of(f)) {
+        const std::string masked = ip + " saddr & " + Netmask(f, length);
+        rule(cond + masked + " . " + ip + " daddr . meta l4proto . th dport @" +
+             n.HairpinIp(f, length) + set_mark);
+        rule(cond + masked + " . meta l4proto . th dport @" + n.HairpinAny(f, length) + set_mark);
+      }
+      if (f == net::Family::kV4) {
+        rule(cond + "ip saddr 127.0.0.0/8 ip daddr . meta l4proto . th dport @" + n.DnatIp(f) +
+             set_mark);
+        rule(cond + "ip saddr 127.0.0.0/8 meta l4proto . th dport @" + n.DnatAny(f) + set_mark);
+      }
+    }
+    rule(cond + "dnat " + ip + " to " + ip + " daddr . meta l4proto . th dport map @" +
+         n.DnatIp(f));
+    rule(cond + "meta nfproto " + nfproto + " dnat " + ip + " to meta l4proto . th dport map @" +
+         n.DnatAny(f));
+  }
+  if (config.snat) {
+    s +=
+        "add rule " + q + n.Masquerade() + " meta mark & " + mark + " == " + mark + " masquerade\n";
+  }
+  s += "add element " + q + "netcfg { \"" + n.prefix + "\" . " + Hex32(nft::ConfigHash(config)) +
+       " }\n";
+  // The container's elements, one command per set (as nft is fastest fed).
+  const std::string owner = nft::OwnerTag(config.network_name, config.container_id);
+  const std::string id = "\"" + nft::ElementComment(config.container_id) + "\"";
+  std::vector<std::pair<std::string, std::vector<std::string>>> sets;
+  const auto add = [&](const std::string& set, std::string element) {
+    auto it = std::find_if(sets.begin(), sets.end(), [&](const auto& p) { return p.first == set; });
+    if (it == sets.end()) it = sets.insert(sets.end(), {set, {}});
+    it->second.push_back(std::move(element));
+  };
+  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+    const auto& container = config.container(f);
+    if (!container) continue;
+    add("owned", "\"" + owner + "\" . \"" + nft::FamilyMarker(f) + "\"");
+    for (const auto& e : nft::ContainerElements(config, f)) {
+      add("owned", "\"" + owner + "\" . \"" + e.Tag() + "\"");
+      add(e.map, e.key + " comment " + id + " : " + e.value);
+      if (!config.snat || config.masq_all) continue;
+      const int length = container->length();
+      const std::string hairpin =
+          e.map == n.DnatIp(f) ? n.HairpinIp(f, length) : n.HairpinAny(f, length);
+      add(hairpin, nft::HairpinText(*container, e) + " comment " + id);
+    }
+  }
+  for (const auto& [set, elements] : sets) {
+    s += "add element " + q + set + " { ";
+    for (size_t i = 0; i < elements.size(); ++i) s += (i ? ", " : "") + elements[i];
+    s += " }\n";
+  }
+  return s;
+}
+
+// `nft --debug=netlink list ruleset`, its lines sorted (elements of a hash set come out in the
+// order of each set's own hash seed).
+std::string NetlinkListing(const TestNetns& node) {
+  std::vector<std::string> lines;
+  std::istringstream in(node.Run("nft --debug=netlink list ruleset").output);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::sort(lines.begin(), lines.end());
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+// A Debian 11 root whose nft (0.9.8) lists our table in the checks below: NODEGATE_OLD_NFT_ROOT,
+// else the portability tier's cached bullseye root when it has been built. Never built here.
+std::string OldNftRoot() {
+  if (const char* root = std::getenv("NODEGATE_OLD_NFT_ROOT"); root && *root) return root;
+  const char* source = std::getenv("NODEGATE_SOURCE_DIR");
+  const std::string script = std::string(source ? source : ".") + "/tests/portability/root.sh";
+  if (::access(script.c_str(), X_OK) != 0) return "";
+  const auto key = nodegate::testing::RunCommand("bash " + script + " --key");
+  const char* cache = std::getenv("NODEGATE_CACHE_DIR");
+  if (key.exit_code != 0 || cache == nullptr) return "";
+  std::string entry = key.output;
+  while (!entry.empty() && entry.back() == '\n') entry.pop_back();
+  const std::string root = std::string(cache) + "/roots/" + entry + "/root";
+  return ::access((root + "/usr/sbin/nft").c_str(), X_OK) == 0 ? root : "";
+}
+
+// Our writer (netlink batches, no nft) leaves exactly the table nft itself writes from the
+// layout's text, for every mapping shape and every construct of the conditions subset: the same
+// `nft list ruleset`, and the same objects, expressions, elements and element comments
+// (`nft --debug=netlink`). With an old nft at hand (Debian 11's 0.9.8), it lists both alike
+// too. DEL then leaves both tables without any element of the container.
+TEST(PortmapNftables, WrittenTableEqualsWhatNftWritesFromText) {
   NG_REQUIRE_ROOT();
   const std::string long_id(200, 'c');  // comments are cut at 128 bytes
   // A pod with 600 host ports and the longest comment: a map's elements span several messages
@@ -360,94 +489,161 @@ TEST(PortmapNftables, ElementBatchWritesWhatTheScriptWrites) {
   many += "]";
   struct Case {
     std::string extra, mappings, id;
+    std::string prev = kPrev;
   };
   const std::vector<Case> cases = {
       {"", kMappings, "ctr1"},
       {R"(,"snat":false)", kMappings, "ctr1"},
-      {R"(,"masqAll":true)", kMappings, long_id},
+      {R"(,"masqAll":true,"markMasqBit":5)", kMappings, long_id},
       {"", R"([{"hostPort":80,"containerPort":8080,"protocol":"sctp"},
                {"hostPort":81,"containerPort":81,"protocol":"tcp","hostIP":"fd00:88::1"},
                {"hostPort":82,"containerPort":82,"protocol":"udp","hostIP":"::"},
                {"hostPort":65535,"containerPort":1,"protocol":"tcp","hostIP":"0.0.0.0"}])",
        "ctr1"},
       {"", many, long_id},
+      // Container subnets of other lengths: hairpin sets and rules per length (/20 masks part
+      // of a byte, /32 and /128 are whole addresses).
+      {"", kMappings, "ctr1", PrevResult("10.88.0.2/20", "fd00:88::2/128")},
+      {"", kMappings, "ctr1", PrevResult("10.88.0.2/32", "")},
+      // Every construct of the conditions subset (nftables/conditions.h), in both families.
+      {R"(,"conditionsV4":["ip","daddr","!=","192.0.2.0/24"],"conditionsV6":["ip6","daddr","!=","fc00::/7"])",
+       kMappings, "ctr1"},
+      {R"(,"conditionsV4":["iifname \"eth*\" ip saddr { 10.0.0.0/8, 192.168.0.0/16 } tcp dport 8080"],)"
+       R"("conditionsV6":["iifname != { eth0, eth1 } ip6 saddr != fd00::/8 th dport 1000-2000"])",
+       kMappings, "ctr1"},
+      {R"(,"conditionsV4":["meta mark & 0xff == 0x1 meta l4proto { tcp, udp } oifname lo th sport != 53"],)"
+       R"("conditionsV6":["th dport != 1000-2000 ip6 saddr { fd00::/8, fe80::/10 } meta mark 0x10"])",
+       kMappings, "ctr1"},
+      {R"(,"conditionsV4":["ip saddr 10.1.2.3-10.1.2.9 tcp dport { 80, 443 } ip protocol tcp tcp sport > 1024"],)"
+       R"("conditionsV6":["ip6 nexthdr udp udp sport <= 1024 ip6 saddr != { fd00::1, fd00::2 } meta l4proto != tcp"])",
+       kMappings, "ctr1"},
+      {R"(,"conditionsV4":["th dport != { 80, 443 } ip daddr 10.0.0.1-10.0.0.5 udp sport >= 1024 ip saddr 10.16.0.0/12"],)"
+       R"("conditionsV6":["ip6 daddr fd00:1:2:3::/64 tcp dport { 80, 1000-2000 } oifname { \"eth0\", \"lo\" }"])",
+       kMappings, "ctr1"},
   };
-  for (const auto& [extra, mappings, id] : cases) {
-    auto parsed = ParseAdd(Conf("nftables", mappings, kPrev, extra), id);
+  const std::string old_root = OldNftRoot();
+  if (old_root.empty()) {
+    std::cerr << "no Debian 11 root (NODEGATE_OLD_NFT_ROOT, or the portability tier's cached "
+                 "root): nft 0.9.8's listing is not compared\n";
+  }
+  for (const auto& [extra, mappings, id, prev] : cases) {
+    const std::string text = Conf("nftables", mappings, prev, extra);
+    auto parsed = ParseAdd(text, id);
     ASSERT_TRUE(parsed.ok()) << parsed.error().msg;
     const Config& config = *parsed;
-    TestNetns by_batch("ng-pmnb1"), by_script("ng-pmnb2");
-    // No chains yet: the batch is refused (the netcfg assertion first) and changes nothing.
-    auto early = WriteInside(by_batch, config);
-    ASSERT_TRUE(early.ok()) << early.error().msg;
-    ASSERT_FALSE(early->empty());
-    EXPECT_EQ(early->front().change, 0u);
-    EXPECT_EQ(early->front().error, ENOENT);
-    EXPECT_EQ(NftRuleset(by_batch), "");
-
-    nft::Script setup;
-    nft::AppendSetup(config, setup);
-    RunScript(by_batch, setup);
-    RunScript(by_script, setup);
-    auto written = WriteInside(by_batch, config);
-    ASSERT_TRUE(written.ok()) << written.error().msg;
-    EXPECT_TRUE(written->empty()) << extra << mappings.substr(0, 80) << ": refused at change "
-                                  << written->front().change << ": " << written->front().ext_ack;
-    nft::Script add;
-    nft::AppendAdd(config, true, true, add);
-    RunScript(by_script, add);
-    const std::string listing = NftRuleset(by_batch);
+    TestNetns ours("ng-pmnw1"), theirs("ng-pmnw2");
+    const auto add = Portmap(ours, "ADD", id, text);
+    ASSERT_EQ(add.exit_code, 0) << extra << add.out << add.err;
+    const std::string script = ExpectedScript(config);
+    const std::string file = "/tmp/" + theirs.name() + ".nft";
+    std::ofstream(file) << script;
+    const auto loaded = theirs.Run("nft -f " + file);
+    std::remove(file.c_str());
+    ASSERT_EQ(loaded.exit_code, 0) << loaded.output << script.substr(0, 4000);
+    const std::string listing = NftRuleset(ours);
     EXPECT_NE(listing.find("comment \"" + nft::ElementComment(id) + "\" :"), std::string::npos)
         << listing;
-    EXPECT_EQ(listing, NftRuleset(by_script)) << extra << mappings.substr(0, 80);
-
-    // A second batch for the same owner is a re-ADD: refused at its markers (and nowhere
-    // else: its elements are the same), nothing applied.
-    auto again = WriteInside(by_batch, config);
-    ASSERT_TRUE(again.ok()) << again.error().msg;
-    ASSERT_FALSE(again->empty());
-    const auto plan = nft::AddElementPlan(config);
-    for (const auto& refusal : *again) {
-      EXPECT_EQ(plan->roles[refusal.change], nft::Role::kMarker) << refusal.change;
-      EXPECT_EQ(refusal.error, EEXIST);
+    EXPECT_EQ(listing, NftRuleset(theirs)) << extra << mappings.substr(0, 80);
+    EXPECT_EQ(NetlinkListing(ours), NetlinkListing(theirs)) << extra << mappings.substr(0, 80);
+    if (!old_root.empty()) {
+      const std::string old_ours = ours.Run("chroot " + old_root + " nft list ruleset").output;
+      EXPECT_EQ(old_ours, theirs.Run("chroot " + old_root + " nft list ruleset").output) << extra;
+      EXPECT_NE(old_ours.find("dnat ip addr . port to"), std::string::npos) << old_ours;
     }
-    EXPECT_EQ(NftRuleset(by_batch), listing);
-
-    // DEL: the same equivalence, and the same all-or-nothing when one element is missing.
-    std::vector<net::Family> families;
-    for (const auto f : {net::Family::kV4, net::Family::kV6}) {
-      if (config.container(f)) families.push_back(f);
-    }
-    const auto del = nft::DeleteElementPlan(config, families);
-    ASSERT_TRUE(del.has_value());
-    const nft::Element first = nft::ContainerElements(config, families.front()).front();
-    by_batch.MustRun("nft delete element inet cni_hostport " + first.map + " '{ " + first.key +
-                     " }'");
-    const std::string partial = NftRuleset(by_batch);
-    auto refused = WriteDeleteInside(by_batch, *del);
-    ASSERT_TRUE(refused.ok()) << refused.error().msg;
-    ASSERT_FALSE(refused->empty());
-    EXPECT_EQ(refused->front().error, ENOENT);
-    EXPECT_EQ(NftRuleset(by_batch), partial);
-    by_batch.MustRun("nft add element inet cni_hostport " + first.map + " '{ " + first.key +
-                     " comment \"" + nft::ElementComment(id) + "\" : " + first.value + " }'");
-    ASSERT_EQ(NftRuleset(by_batch), listing);
-    auto deleted = WriteDeleteInside(by_batch, *del);
-    ASSERT_TRUE(deleted.ok()) << deleted.error().msg;
-    EXPECT_TRUE(deleted->empty());
-    nft::Script remove;
-    for (const auto f : families) {
-      nft::AppendDelete(nft::OwnerTag(config.network_name, id), nft::ContainerElements(config, f),
-                        f, remove);
-    }
-    RunScript(by_script, remove);
-    EXPECT_EQ(NftRuleset(by_batch), NftRuleset(by_script));
-    EXPECT_EQ(NftRuleset(by_batch).find("comment \"" + nft::ElementComment(id) + "\" :"),
+    // DEL: every element of the container goes, nothing of another's.
+    const auto del = Portmap(ours, "DEL", id, text);
+    ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
+    const std::string after = NftRuleset(ours);
+    EXPECT_EQ(after.find("comment \"" + nft::ElementComment(id) + "\""), std::string::npos)
+        << "elements left behind:\n"
+        << after;
+    EXPECT_EQ(after.find("elements = { \"" + nft::OwnerTag(config.network_name, id)),
               std::string::npos)
-        << "elements left behind";
+        << after;
   }
 }
 
+// A refused ADD applies nothing and is classified by the refused change's role: no chains yet
+// (ENOENT at the netcfg assertion), a re-ADD (EEXIST at the owner's marker only).
+TEST(PortmapNftables, RefusedBatchesApplyNothing) {
+  NG_REQUIRE_ROOT();
+  auto parsed = ParseAdd(Conf("nftables", kMappings, kPrev), "ctr1");
+  ASSERT_TRUE(parsed.ok()) << parsed.error().msg;
+  TestNetns node("ng-pmnref1");
+  auto send = [&](const nft::Plan& plan) {
+    auto scope = sys::NetnsScope::Enter(node.path());
+    EXPECT_TRUE(scope.ok());
+    return plan.ToBatch().Commit();
+  };
+  nft::Plan fast;
+  nft::AppendAdd(*parsed, true, true, fast);
+  auto early = send(fast);
+  ASSERT_TRUE(early.ok()) << early.error().msg;
+  ASSERT_FALSE(early->empty());
+  EXPECT_EQ(fast.steps()[early->front().change].role, nft::Role::kNetcfg);
+  EXPECT_EQ(early->front().error, ENOENT);
+  EXPECT_EQ(NftRuleset(node), "");
+  ASSERT_EQ(Portmap(node, "ADD", "ctr1", Conf("nftables", kMappings, kPrev)).exit_code, 0);
+  const std::string listing = NftRuleset(node);
+  auto again = send(fast);
+  ASSERT_TRUE(again.ok()) << again.error().msg;
+  ASSERT_FALSE(again->empty());
+  for (const auto& refusal : *again) {
+    EXPECT_EQ(fast.steps()[refusal.change].role, nft::Role::kMarker) << refusal.change;
+    EXPECT_EQ(refusal.error, EEXIST);
+  }
+  EXPECT_EQ(NftRuleset(node), listing);
+  // DEL's batch is refused whole when one element is missing.
+  nft::Plan del;
+  ASSERT_TRUE(nft::AppendDelete(*parsed, {net::Family::kV4, net::Family::kV6}, del));
+  node.MustRun("nft delete element inet cni_hostport na355caee90_dnat_any_v6 '{ udp . 5353 }'");
+  const std::string partial = NftRuleset(node);
+  auto refused = send(del);
+  ASSERT_TRUE(refused.ok()) << refused.error().msg;
+  ASSERT_FALSE(refused->empty());
+  EXPECT_EQ(refused->front().error, ENOENT);
+  EXPECT_EQ(NftRuleset(node), partial);
+}
+
+// A kernel feature the layout needs that the kernel refuses: a CNI error naming it, and nothing
+// of the ADD left behind. (The kernel here has every feature; an expression the kernel does not
+// know stands in for one it lacks.)
+TEST(PortmapNftables, MissingKernelFeatureIsNamedAndLeavesNothing) {
+  NG_REQUIRE_ROOT();
+  auto parsed = ParseAdd(Conf("nftables", kMappings, kPrev), "ctr1");
+  ASSERT_TRUE(parsed.ok()) << parsed.error().msg;
+  TestNetns node("ng-pmnfeat");
+  nft::Plan setup;
+  nft::AppendSetup(*parsed, nft::HairpinLengthsOf(*parsed), setup);
+  nft::AppendAdd(*parsed, false, true, setup);
+  // The fib rules need nft_fib_inet: make the first one ask for an expression no kernel has.
+  nft::Plan broken;
+  bool replaced = false;
+  for (const auto& step : setup.steps()) {
+    nft::Step copy = step;
+    if (!replaced && step.subject == nft::kFeatureFib) {
+      auto rule = std::get<netfilter::NftRule>(copy.change);
+      rule.exprs.front() = netfilter::expr::Other{"nodegate_missing"};
+      copy.change = rule;
+      replaced = true;
+    }
+    broken.Add(copy.change, copy.role, copy.subject);
+  }
+  ASSERT_TRUE(replaced);
+  {
+    auto scope = sys::NetnsScope::Enter(node.path());
+    ASSERT_TRUE(scope.ok());
+    auto refusals = broken.ToBatch().Commit();
+    ASSERT_TRUE(refusals.ok()) << refusals.error().msg;
+    ASSERT_FALSE(refusals->empty());
+    const Error error = nft::RefusalError(broken, *refusals, "add mappings");
+    EXPECT_EQ(error.code, kErrKernel);
+    EXPECT_NE(error.msg.find("the kernel lacks the fib expression (nft_fib_inet)"),
+              std::string::npos)
+        << error.msg;
+  }
+  EXPECT_EQ(NftRuleset(node), "") << "a refused setup left something behind";
+}
 // The netlink queries behind DEL and STATUS: one set element looked up by key, and a probe.
 TEST(PortmapNftables, ElementQueriesReadOneElement) {
   NG_REQUIRE_ROOT();
@@ -525,9 +721,70 @@ TEST(PortmapNftables, LongNetworkNameWorks) {
   EXPECT_NE(Portmap(node, "CHECK", "ctr-long", conf).exit_code, 0);
 }
 
-// Issue 13 row 6: containers of one network whose subnets overlap (a /24, then a /16 around
-// it, then a /24 inside both) or a network whose subnet changed: every ADD succeeds, hairpin
-// traffic works for every container, and stale hairpin sources go once nobody needs them.
+// Lines of our table that hold elements, other than the network records (netcfg): what is
+// left of the containers' mappings, ownership records and hairpin sources.
+std::vector<std::string> ElementLines(const TestNetns& node) {
+  std::vector<std::string> out;
+  std::istringstream in(node.Run("nft list table inet cni_hostport").output);
+  bool netcfg = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("set netcfg") != std::string::npos) netcfg = true;
+    if (line.find("elements = ") != std::string::npos && !netcfg) out.push_back(line);
+    if (line.find('}') != std::string::npos && line.find('{') == std::string::npos) netcfg = false;
+  }
+  return out;
+}
+
+// Issue 32.2: containers of one network with nested subnets (10.1.0.6/16 and 10.1.0.5/24, in
+// either order, then a third sharing the /24). While any remain, each one's hairpin source is
+// there (CHECK reads it, the traffic test below sends through it); after the last DEL nothing of
+// their elements, records or hairpin sources remains. Before the per-mapping hairpin elements,
+// the network's _hairpin_v4 set kept 10.1.0.0/16 after both DELs.
+TEST(PortmapNftables, LastDelLeavesNothingOfNestedSubnets) {
+  NG_REQUIRE_ROOT();
+  const auto conf = [](int port, const std::string& cidr) {
+    return Conf(
+        "nftables",
+        R"([{"hostPort":)" + std::to_string(port) + R"(,"containerPort":80,"protocol":"tcp"}])",
+        PrevResult(cidr, ""));
+  };
+  struct Container {
+    std::string id, conf;
+  };
+  const Container wide{"c16", conf(8016, "10.1.0.6/16")}, narrow{"c24", conf(8024, "10.1.0.5/24")},
+      third{"c24b", conf(8025, "10.1.0.7/24")};
+  const std::vector<std::vector<Container>> orders = {
+      {wide, narrow}, {narrow, wide}, {wide, narrow, third}, {narrow, third, wide}};
+  for (const auto& order : orders) {
+    TestNetns node("ng-pmn322");
+    std::string names;
+    for (const auto& c : order) {
+      names += c.id + " ";
+      const auto add = Portmap(node, "ADD", c.id, c.conf);
+      ASSERT_EQ(add.exit_code, 0) << names << add.out << add.err;
+    }
+    for (const auto& c : order) {
+      const auto check = Portmap(node, "CHECK", c.id, c.conf);
+      EXPECT_EQ(check.exit_code, 0) << names << c.id << check.out;
+    }
+    // DEL in the order of the ADDs: the remaining containers keep their hairpin sources.
+    for (size_t i = 0; i < order.size(); ++i) {
+      const auto del = Portmap(node, "DEL", order[i].id, order[i].conf);
+      ASSERT_EQ(del.exit_code, 0) << names << del.out << del.err;
+      for (size_t k = i + 1; k < order.size(); ++k) {
+        const auto check = Portmap(node, "CHECK", order[k].id, order[k].conf);
+        EXPECT_EQ(check.exit_code, 0)
+            << names << "after DEL " << order[i].id << ": " << order[k].id << " " << check.out;
+      }
+    }
+    EXPECT_EQ(ElementLines(node), std::vector<std::string>()) << names << "\n" << NftRuleset(node);
+  }
+}
+
+// Issue 13 row 6 and issue 32.2 with traffic: containers of one network whose subnets overlap
+// (a /24, then a /16 around it, then a /24 inside both) or a network whose subnet changed:
+// every ADD succeeds, hairpin traffic works for every container while it is there, also after
+// the DEL of the one whose subnet held the others', and the last DEL leaves no hairpin source.
 TEST(PortmapNftables, OverlappingContainerSubnetsHairpin) {
   NG_REQUIRE_ROOT();
   Topology topo;
@@ -557,10 +814,11 @@ TEST(PortmapNftables, OverlappingContainerSubnetsHairpin) {
     EXPECT_EQ(TcpRequest(topo.container.path(), topo.node_ip4, port), "c") << "hairpin " << port;
     EXPECT_EQ(TcpRequest(topo.client.path(), topo.node_client_ip4, port), "c") << port;
   }
-  // A network whose subnet changed (c1 re-added with another subnet) still adds.
+  // A container whose subnet changed (c1 re-added with another subnet) still adds.
   const std::string moved = conf(8080, "192.0.2.2/23");
   auto readd = Portmap(topo.node, "ADD", "c1", moved);
   ASSERT_EQ(readd.exit_code, 0) << readd.out << readd.err;
+  EXPECT_EQ(TcpRequest(topo.container.path(), topo.node_ip4, 8080), "c");
   EXPECT_EQ(TcpRequest(topo.container.path(), topo.node_ip4, 8081), "c");
 
   // DEL of c2 (whose /16 covered the others): the others still hairpin.
@@ -569,12 +827,7 @@ TEST(PortmapNftables, OverlappingContainerSubnetsHairpin) {
   EXPECT_EQ(TcpRequest(topo.container.path(), topo.node_ip4, 8082), "c") << "after DEL c2";
   EXPECT_EQ(Portmap(topo.node, "CHECK", "c1", moved).exit_code, 0);
   EXPECT_EQ(Portmap(topo.node, "CHECK", "c3", c3).exit_code, 0);
-  // Only the outermost subnet is in the set.
-  const std::string set =
-      topo.node.Run("nft list set inet cni_hostport na355caee90_hairpin_v4").output;
-  EXPECT_NE(set.find("192.0.0.0/16"), std::string::npos) << set;
-  EXPECT_EQ(set.find("192.0.2.0/"), std::string::npos) << set;
-  // GC keeps the sources the remaining containers are in.
+  // GC keeps what the remaining containers need.
   const auto keep = Portmap(
       topo.node, "GC", "",
       R"({"cniVersion":"1.1.0","name":"rnet","type":"portmap","backend":"nftables",)"
@@ -583,15 +836,121 @@ TEST(PortmapNftables, OverlappingContainerSubnetsHairpin) {
   EXPECT_EQ(TcpRequest(topo.container.path(), topo.node_ip4, 8080), "c") << "after GC";
   EXPECT_EQ(Portmap(topo.node, "CHECK", "c1", moved).exit_code, 0);
   ASSERT_EQ(Portmap(topo.node, "DEL", "c1", moved).exit_code, 0);
+  EXPECT_EQ(TcpRequest(topo.container.path(), topo.node_ip4, 8082), "c") << "after DEL c1";
   ASSERT_EQ(Portmap(topo.node, "DEL", "c3", c3).exit_code, 0);
-  // GC (no valid attachments left) removes the hairpin sources nobody needs.
-  const std::string gc =
-      R"({"cniVersion":"1.1.0","name":"rnet","type":"portmap","backend":"nftables",)"
-      R"("cni.dev/valid-attachments":[]})";
-  const auto out = Portmap(topo.node, "GC", "", gc);
-  ASSERT_EQ(out.exit_code, 0) << out.out << out.err;
   const std::string ruleset = NftRuleset(topo.node);
   EXPECT_EQ(ruleset.find("192.0."), std::string::npos) << ruleset;
+  EXPECT_EQ(ElementLines(topo.node), std::vector<std::string>()) << ruleset;
+}
+
+// A node written by an earlier version (a legacy _hairpin_v4 set of container subnets, its
+// rules) moves to the per-mapping hairpin sets at the network's next setup: the existing
+// containers keep their hairpin source (their subnet from the legacy set), the legacy set goes,
+// and their DELs then leave nothing.
+TEST(PortmapNftables, LegacyHairpinSetIsMigrated) {
+  NG_REQUIRE_ROOT();
+  TestNetns node("ng-pmnmig");
+  const std::string old_conf =
+      Conf("nftables", R"([{"hostPort":8080,"containerPort":80,"protocol":"tcp"}])",
+           PrevResult("10.88.0.2/16", ""));
+  // What the earlier version left: its table and chains (config hash "v1"), one container.
+  const nft::NetworkNames n = nft::NamesFor("rnet");
+  const std::string q = "inet cni_hostport ";
+  const std::string legacy =
+      "add table inet cni_hostport\n"
+      "add set " +
+      q +
+      "owned { type ifname . ifname; }\n"
+      "add set " +
+      q +
+      "netcfg { type ifname . mark; }\n"
+      "add map " +
+      q + n.DnatAny(net::Family::kV4) +
+      " { type inet_proto . inet_service : ipv4_addr . inet_service; }\n"
+      "add set " +
+      q + n.LegacyHairpin(net::Family::kV4) +
+      " { type ipv4_addr; flags interval; }\n"
+      "add chain " +
+      q + n.Hostports() +
+      "\n"
+      "add rule " +
+      q + n.Hostports() + " ip saddr @" + n.LegacyHairpin(net::Family::kV4) +
+      " meta nfproto ipv4 meta l4proto . th dport @" + n.DnatAny(net::Family::kV4) +
+      " meta mark set meta mark | 0x2000\n"
+      "add element " +
+      q + "netcfg { \"" + n.prefix +
+      "\" . 0x12345678 }\n"
+      "add element " +
+      q + "owned { \"" + nft::OwnerTag("rnet", "old") +
+      "\" . \"all4\" }\n"
+      "add element " +
+      q + n.DnatAny(net::Family::kV4) +
+      " { tcp . 7070 comment \"old\" : 10.88.0.9 . 70 }\n"
+      "add element " +
+      q + n.LegacyHairpin(net::Family::kV4) + " { 10.88.0.0/16 }\n";
+  node.MustRun("cat > /tmp/" + node.name() + ".nft <<'EOF'\n" + legacy + "EOF\nnft -f /tmp/" +
+               node.name() + ".nft; rc=$?; rm -f /tmp/" + node.name() + ".nft; exit $rc");
+  const auto add = Portmap(node, "ADD", "new", old_conf);
+  ASSERT_EQ(add.exit_code, 0) << add.out << add.err;
+  const std::string after = NftRuleset(node);
+  EXPECT_EQ(after.find(n.LegacyHairpin(net::Family::kV4) + " "), std::string::npos) << after;
+  EXPECT_NE(after.find("10.88.0.0 . tcp . 7070 comment \"old\""), std::string::npos) << after;
+  EXPECT_NE(after.find("10.88.0.0 . tcp . 8080 comment \"new\""), std::string::npos) << after;
+  EXPECT_EQ(after.find("0x12345678"), std::string::npos) << "the old config's record stays";
+  // The old container's DEL (no prevResult: its subnet is unknown) removes its hairpin source.
+  const auto del =
+      Portmap(node, "DEL", "old",
+              Conf("nftables", R"([{"hostPort":7070,"containerPort":70,"protocol":"tcp"}])", ""));
+  ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
+  ASSERT_EQ(Portmap(node, "DEL", "new", old_conf).exit_code, 0);
+  EXPECT_EQ(ElementLines(node), std::vector<std::string>()) << NftRuleset(node);
+}
+
+// DEL on a network still in the earlier layout (no ADD of this version yet): the container's
+// elements go, and the legacy hairpin subnets no remaining container is in go with them.
+TEST(PortmapNftables, DelOnALegacyNetworkShrinksItsHairpinSet) {
+  NG_REQUIRE_ROOT();
+  TestNetns node("ng-pmnleg");
+  const nft::NetworkNames n = nft::NamesFor("rnet");
+  const std::string q = "inet cni_hostport ";
+  const std::string any = n.DnatAny(net::Family::kV4), legacy = n.LegacyHairpin(net::Family::kV4);
+  std::string script =
+      "add table inet cni_hostport\n"
+      "add set " +
+      q +
+      "owned { type ifname . ifname; }\n"
+      "add map " +
+      q + any +
+      " { type inet_proto . inet_service : ipv4_addr . inet_service; }\n"
+      "add set " +
+      q + legacy +
+      " { type ipv4_addr; flags interval; }\n"
+      "add element " +
+      q + legacy + " { 10.88.0.0/16, 10.99.0.0/16 }\n";
+  for (const auto& [id, port, address] :
+       {std::tuple{"a", 7070, "10.88.0.9"}, {"b", 7071, "10.99.0.9"}}) {
+    script += "add element " + q + "owned { \"" + nft::OwnerTag("rnet", id) + "\" . \"all4\" }\n";
+    script += "add element " + q + any + " { tcp . " + std::to_string(port) + " comment \"" + id +
+              "\" : " + address + " . 70 }\n";
+  }
+  const std::string file = "/tmp/" + node.name() + ".nft";
+  std::ofstream(file) << script;
+  const auto loaded = node.Run("nft -f " + file);
+  std::remove(file.c_str());
+  ASSERT_EQ(loaded.exit_code, 0) << loaded.output;
+  const auto del = [&](const char* id, int port, const char* cidr) {
+    return Portmap(node, "DEL", id,
+                   Conf("nftables",
+                        R"([{"hostPort":)" + std::to_string(port) +
+                            R"(,"containerPort":70,"protocol":"tcp"}])",
+                        PrevResult(cidr, "")));
+  };
+  ASSERT_EQ(del("b", 7071, "10.99.0.9/16").exit_code, 0);
+  std::string set = node.Run("nft list set " + q + legacy).output;
+  EXPECT_NE(set.find("10.88.0.0/16"), std::string::npos) << set;
+  EXPECT_EQ(set.find("10.99.0.0/16"), std::string::npos) << set;
+  ASSERT_EQ(del("a", 7070, "10.88.0.9/16").exit_code, 0);
+  EXPECT_EQ(ElementLines(node), std::vector<std::string>()) << NftRuleset(node);
 }
 
 }  // namespace

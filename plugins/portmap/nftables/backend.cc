@@ -1,20 +1,17 @@
-// The nftables backend: one libnftables transaction per change. Every command comes from
-// nftables/rules.h as data (a Script of commands with their roles); this file reads the sets
-// and maps it needs, sequences the scripts and tells failures apart.
-// The fast paths add or delete a fixed number of map elements and never list anything (in
-// nft 1.0.x a listing fetches every element of the table); listing is used only on the rare
-// paths: re-ADD, DEL whose mappings differ from the ADD's, CHECK, GC and the reference's
-// leftovers.
+// The nftables backend: every change is a plan from nftables/rules.h sent as one netlink batch;
+// this file reads what a plan needs (over netlink, one set or chain at a time), sequences the
+// plans and tells refusals apart by the roles of the refused changes. No libnftables, no nft.
+// The fast paths (the usual ADD and DEL) read nothing but the owner's markers; reading is for
+// the rarer paths: a network's first ADD or new config, re-ADD, a DEL whose mappings differ
+// from the ADD's, conflicts' messages, CHECK, GC and the reference's leftovers.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
-#include <nlohmann/json.hpp>
 
-#include "lib/netfilter/element_batch.h"
-#include "lib/netfilter/nft.h"
+#include "lib/netfilter/nft_batch.h"
 #include "lib/netfilter/query.h"
 #include "plugins/portmap/nftables/rules.h"
 #include "plugins/portmap/port_mapper.h"
@@ -22,536 +19,458 @@
 namespace nodegate::portmap {
 namespace {
 
-using netfilter::Nft;
-using netfilter::NftRun;
-using nft::Element;
-using nft::Script;
-using Json = nlohmann::json;
+using netfilter::BatchRefusal;
+using netfilter::TableReader;
+using nft::ListedElement;
+using nft::Plan;
+using nft::Role;
 
-std::string JsonScalar(const Json& value) {
-  if (value.is_string()) return value.get<std::string>();
-  if (value.is_number_integer()) return std::to_string(value.get<int64_t>());
-  return value.dump();
+constexpr int kStaleRetries = 20;
+
+Result<TableReader> OpenOurTable() {
+  return TableReader::Open(netfilter::kNfprotoInet, nft::kTable);
 }
 
-std::string JsonKey(const Json& value) {
-  if (value.is_object() && value.contains("concat")) {
-    std::string out;
-    for (const auto& part : value["concat"]) {
-      out += (out.empty() ? "" : " . ") + JsonScalar(part);
-    }
-    return out;
+// Sends `plan`; the kernel's refusals (nothing applied) or an error.
+Result<std::vector<BatchRefusal>> Send(const Plan& plan) { return plan.ToBatch().Commit(); }
+
+// What a refused ADD says, from the roles of what the kernel refused: nothing of it was
+// applied.
+struct AddRefusal {
+  bool readd = false;       // the owner's family marker exists (EEXIST): replace
+  bool need_setup = false;  // something is missing (ENOENT): the network's chains, or of
+                            // another config
+  bool conflict = false;    // a map element's key is held by another container
+  bool hairpin = false;     // a hairpin element overlaps one left for one of the keys
+  std::string taken;        // the taken key, when a refused map change held only it
+  bool Understood(const std::vector<BatchRefusal>& refusals) const {
+    return !refusals.empty() && (readd || need_setup || conflict || hairpin);
   }
-  return JsonScalar(value);
-}
-
-struct ListedElement {
-  Element element;
-  std::string comment;
 };
 
-// Every element of the network's maps of `family` (all when nullopt). A missing table or map
-// is an empty list.
-Result<std::vector<ListedElement>> ListNetworkElements(Nft& nft, const std::string& network,
-                                                       std::optional<net::Family> family) {
+AddRefusal Classify(const Plan& plan, const std::vector<BatchRefusal>& refusals) {
+  AddRefusal r;
+  for (const auto& refusal : refusals) {
+    const nft::Step& step = plan.steps()[refusal.change];
+    const bool exists = refusal.error == EEXIST || refusal.error == EBUSY;
+    r.readd |= step.role == Role::kMarker && refusal.error == EEXIST;
+    r.need_setup |= refusal.error == ENOENT && step.role != Role::kFeature;
+    if (step.role == Role::kElement && exists) {
+      if (!r.conflict) r.taken = step.subject;
+      r.conflict = true;
+    }
+    r.hairpin |= step.role == Role::kHairpin && exists;
+  }
+  return r;
+}
+
+struct NetworkElements {
+  std::vector<ListedElement> dnat;     // every element of the network's dnat maps
+  std::vector<ListedElement> hairpin;  // every element of its hairpin sets
+  nft::HairpinLengths lengths;         // the prefix lengths its hairpin sets are for
+  bool legacy[2] = {false, false};     // it has the legacy hairpin set of IPv4, IPv6
+};
+
+// The network's hairpin sets (names only).
+Result<std::vector<std::pair<std::string, nft::HairpinSetShape>>> HairpinSets(
+    TableReader& reader, const std::string& network, bool* legacy = nullptr) {
   const nft::NetworkNames names = nft::NamesFor(network);
-  std::vector<ListedElement> out;
+  NG_ASSIGN_OR_RETURN(const auto sets, reader.SetNames());
+  std::vector<std::pair<std::string, nft::HairpinSetShape>> out;
+  for (const auto& set : sets) {
+    if (auto shape = nft::HairpinSetShapeOf(names.prefix, set)) out.emplace_back(set, *shape);
+    if (legacy == nullptr) continue;
+    if (set == names.LegacyHairpin(net::Family::kV4)) legacy[0] = true;
+    if (set == names.LegacyHairpin(net::Family::kV6)) legacy[1] = true;
+  }
+  return out;
+}
+
+// The elements of the network's maps and hairpin sets (missing ones are empty).
+Result<NetworkElements> ReadNetwork(TableReader& reader, const std::string& network) {
+  const nft::NetworkNames names = nft::NamesFor(network);
+  NetworkElements out;
   for (const auto f : {net::Family::kV4, net::Family::kV6}) {
-    if (family && *family != f) continue;
     for (const auto& map : {names.DnatAny(f), names.DnatIp(f)}) {
-      NftRun run = nft.Run(nft::ListMapCommand(map), {.json_output = true});
-      if (!run.ok()) {
-        if (run.HasErrno(ENOENT)) continue;
-        return run.ToError("nftables: list map " + map);
-      }
-      const Json doc = Json::parse(run.output(), nullptr, false);
-      if (doc.is_discarded() || !doc.contains("nftables")) {
-        return Error(kErrKernel, "nftables: unreadable listing of map " + map);
-      }
-      for (const auto& object : doc["nftables"]) {
-        if (!object.contains("map") || !object["map"].contains("elem")) continue;
-        for (const auto& pair : object["map"]["elem"]) {
-          if (!pair.is_array() || pair.size() != 2) continue;
-          ListedElement listed;
-          listed.element.family = f;
-          listed.element.map = map;
-          const Json& key = pair[0];
-          if (key.is_object() && key.contains("elem")) {
-            listed.element.key = JsonKey(key["elem"]["val"]);
-            if (key["elem"].contains("comment")) {
-              listed.comment = key["elem"]["comment"].get<std::string>();
-            }
-          } else {
-            listed.element.key = JsonKey(key);
-          }
-          listed.element.value = JsonKey(pair[1]);
-          out.push_back(std::move(listed));
-        }
-      }
+      NG_ASSIGN_OR_RETURN(auto elements, reader.Elements(map));
+      for (auto& e : elements) out.dnat.push_back({map, f, std::move(e)});
     }
   }
-  return out;
-}
-
-// The element values of one of our sets, as nft's JSON gives them (a commented element is
-// unwrapped); a missing table or set is an empty list.
-Result<std::vector<Json>> ListSetElements(Nft& nft, const std::string& set) {
-  std::vector<Json> out;
-  NftRun run = nft.Run(nft::ListSetCommand(set), {.json_output = true});
-  if (!run.ok()) {
-    if (run.HasErrno(ENOENT)) return out;
-    return run.ToError("nftables: list set " + set);
-  }
-  const Json doc = Json::parse(run.output(), nullptr, false);
-  if (doc.is_discarded() || !doc.contains("nftables")) {
-    return Error(kErrKernel, "nftables: unreadable listing of set " + set);
-  }
-  for (const auto& object : doc["nftables"]) {
-    if (!object.contains("set") || !object["set"].contains("elem")) continue;
-    for (Json elem : object["set"]["elem"]) {
-      if (elem.is_object() && elem.contains("elem")) elem = elem["elem"]["val"];
-      out.push_back(std::move(elem));
-    }
+  NG_ASSIGN_OR_RETURN(const auto hairpin, HairpinSets(reader, network, out.legacy));
+  for (const auto& [set, shape] : hairpin) {
+    out.lengths.of(shape.family).insert(shape.length);
+    NG_ASSIGN_OR_RETURN(auto elements, reader.Elements(set));
+    for (auto& e : elements) out.hairpin.push_back({set, shape.family, std::move(e)});
   }
   return out;
 }
 
-// The elements of one of our sets as (first field, second field) text pairs.
-Result<std::vector<std::pair<std::string, std::string>>> ListPairs(Nft& nft,
-                                                                   const std::string& set) {
-  NG_ASSIGN_OR_RETURN(const auto elements, ListSetElements(nft, set));
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const Json& elem : elements) {
-    if (!elem.is_object() || !elem.contains("concat") || elem["concat"].size() != 2) continue;
-    out.emplace_back(JsonScalar(elem["concat"][0]), JsonScalar(elem["concat"][1]));
-  }
-  return out;
-}
-
-// The elements of the network's hairpin set of `family` (prefixes and single addresses; ranges,
-// which we never write, are skipped).
-Result<std::vector<net::IpPrefix>> ListHairpin(Nft& nft, const std::string& network,
-                                               net::Family family) {
-  NG_ASSIGN_OR_RETURN(const auto elements,
-                      ListSetElements(nft, nft::NamesFor(network).Hairpin(family)));
-  std::vector<net::IpPrefix> out;
-  for (const Json& elem : elements) {
-    std::optional<net::IpPrefix> prefix;
-    if (elem.is_string()) {
-      prefix = net::IpPrefix::Parse(elem.get<std::string>(), true);
-    } else if (elem.is_object() && elem.contains("prefix")) {
-      const Json& p = elem["prefix"];
-      prefix = net::IpPrefix::Parse(JsonScalar(p.value("addr", Json(""))) + "/" +
-                                    JsonScalar(p.value("len", Json(0))));
-    }
-    if (prefix) out.push_back(*prefix);
-  }
-  return out;
-}
-
-// The hairpin changes of an ADD, from a listing of the network's hairpin sets.
-Result<nft::HairpinPlan> PlanHairpin(Nft& nft, const Config& config) {
-  nft::HairpinPlan plan;
-  if (!config.snat || config.masq_all) return plan;
-  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
-    if (!config.container(f)) continue;
-    NG_ASSIGN_OR_RETURN(auto existing, ListHairpin(nft, config.network_name, f));
-    (f == net::Family::kV4 ? plan.v4 : plan.v6) = nft::PlanHairpin(existing, *config.container(f));
-  }
-  return plan;
-}
-
-// The container's elements as listed: comment equals its ID.
-Result<std::vector<Element>> OwnedByListing(Nft& nft, const Config& config,
-                                            std::optional<net::Family> family) {
-  NG_ASSIGN_OR_RETURN(auto listed, ListNetworkElements(nft, config.network_name, family));
-  std::vector<Element> out;
-  const std::string comment = nft::ElementComment(config.container_id);
-  for (auto& l : listed) {
-    if (l.comment == comment) out.push_back(std::move(l.element));
-  }
-  return out;
-}
-
-// The first of the ADD's keys that another container holds, by listing the network's maps;
-// empty when none is (any more).
-std::string FirstTakenKey(Nft& nft, const Config& config) {
-  const auto listed = ListNetworkElements(nft, config.network_name, std::nullopt);
-  if (!listed.ok()) return "";
+// The first of the ADD's keys that another container holds (one get-element each); empty when
+// none is (any more).
+std::string FirstTakenKey(const Config& config) {
+  auto reader = OpenOurTable();
+  if (!reader.ok()) return "";
   const std::string comment = nft::ElementComment(config.container_id);
   for (const auto f : {net::Family::kV4, net::Family::kV6}) {
     if (!config.container(f)) continue;
-    for (const auto& e : nft::ContainerElements(config, f)) {
-      const bool taken = std::any_of(listed->begin(), listed->end(), [&](const ListedElement& l) {
-        return l.element.map == e.map && l.element.key == e.key && l.comment != comment;
-      });
-      if (taken) return e.key;
+    const auto mappings = config.MappingsFor(f);
+    const auto elements = nft::ContainerElements(config, f);
+    for (size_t i = 0; i < mappings.size(); ++i) {
+      const auto found = reader->Element(elements[i].map, nft::DnatKey(mappings[i]));
+      if (found.ok() && *found && (*found)->comment != comment) return elements[i].key;
     }
   }
   return "";
 }
 
-// The ADD failed with EEXIST on a map element: a host port of it maps to another container.
-// `taken` is the key when the refused command held one element; else the listing tells (rare).
-Error Conflict(Nft& nft, const Config& config, std::string taken) {
-  if (taken.empty()) taken = FirstTakenKey(nft, config);
+// The ADD failed because a host port of it maps to another container: code 102 naming it.
+Error Conflict(const Config& config, std::string taken) {
+  if (taken.empty()) taken = FirstTakenKey(config);
   return Error(kErrAddressInUse, "nftables: host port " +
                                      (taken.empty() ? std::string("of this pod") : taken) +
                                      " is already mapped to another container");
 }
 
-bool AnyLineHas(const NftRun& run, int error, const std::vector<int>& lines) {
-  for (int line : lines) {
-    if (run.HasErrno(error, line)) return true;
-  }
-  return false;
+// The key part of a hairpin element (after the container subnet), to compare with map keys.
+std::vector<uint8_t> HairpinKeyTail(const ListedElement& e) {
+  const size_t address = e.family == net::Family::kV4 ? 4 : 16;
+  if (e.element.key.size() <= address) return {};
+  return std::vector<uint8_t>(e.element.key.begin() + static_cast<std::ptrdiff_t>(address),
+                              e.element.key.end());
 }
 
-// The rules of the reference nftables backend's table `family cni_hostport`; nullopt when the
-// table is absent or unreadable (nothing was left there).
-std::optional<std::vector<nft::ListedRule>> ListReferenceRules(Nft& nft,
-                                                               const std::string& family) {
-  NftRun listing = nft.Run(nft::ListReferenceTableCommand(family), {.json_output = true});
-  if (!listing.ok()) return std::nullopt;
-  const Json doc = Json::parse(listing.output(), nullptr, false);
-  if (doc.is_discarded() || !doc.contains("nftables")) return std::nullopt;
-  std::vector<nft::ListedRule> rules;
-  for (const auto& object : doc["nftables"]) {
-    if (!object.contains("rule")) continue;
-    const Json& rule = object["rule"];
-    rules.push_back({.chain = rule.value("chain", ""),
-                     .comment = rule.value("comment", ""),
-                     .handle = rule.value("handle", uint64_t{0})});
-  }
-  return rules;
-}
-
-// The reference nftables backend's rules for this container ID (tables ip/ip6 cni_hostport,
-// comment = the bare ID). Deleted by handle in one transaction per family.
-Status RemoveReferenceLeftovers(Nft& nft, const std::string& container_id) {
-  for (const char* family : nft::kReferenceFamilies) {
-    const auto rules = ListReferenceRules(nft, family);
-    if (!rules) continue;
-    const Script s = nft::ReferenceLeftovers(family, *rules, container_id);
-    if (s.lines() == 0) continue;
-    spdlog::info("nftables: removing {} rules of the reference plugin for {}", s.lines(),
-                 container_id);
-    NftRun run = nft.Run(s.text());
-    if (!run.ok()) {
-      return run.ToError("nftables: remove reference rules in " + nft::ReferenceTable(family));
-    }
-  }
-  return OkStatus();
-}
-
-// What a refused ADD transaction says, from the roles of what the kernel refused (a script's
-// lines or an element batch's changes): nothing of it was applied.
-struct AddRefusal {
-  bool readd = false;       // the owner's family marker exists (EEXIST): replace
-  bool need_setup = false;  // something is missing (ENOENT): the network's chains, or of
-                            // another config
-  bool conflict = false;    // a map element's key is held by another container (EEXIST)
-  // Only hairpin ranges were refused: the container subnet overlaps a hairpin element (another
-  // container's subnet, or this network's before it changed).
-  bool hairpin_only = false;
-  std::string taken;  // the taken key, when a refused map change held only it
-  Error error;        // the refusal as an error, for anything else
-  bool Understood() const { return readd || need_setup || conflict || hairpin_only; }
-};
-
-AddRefusal RefusalOfScript(const Script& script, const NftRun& run) {
-  AddRefusal r;
-  r.readd = AnyLineHas(run, EEXIST, script.LinesOf(nft::Role::kMarker));
-  r.need_setup = run.HasErrno(ENOENT);
-  for (int line : script.LinesOf(nft::Role::kElement)) {
-    if (!run.HasErrno(EEXIST, line)) continue;
-    if (!r.conflict) r.taken = script.Line(line)->subject;
-    r.conflict = true;
-  }
-  const std::vector<int> hairpin = script.LinesOf(nft::Role::kHairpin);
-  r.hairpin_only = !hairpin.empty() && !run.errors().empty() &&
-                   std::all_of(run.errors().begin(), run.errors().end(), [&](const auto& e) {
-                     return std::find(hairpin.begin(), hairpin.end(), e.line) != hairpin.end();
-                   });
-  r.error = run.ToError("nftables: add mappings");
-  return r;
-}
-
-AddRefusal RefusalOfBatch(const nft::ElementPlan& plan,
-                          const std::vector<netfilter::ElementRefusal>& refusals) {
-  AddRefusal r;
-  r.hairpin_only = !refusals.empty();
-  for (const auto& refusal : refusals) {
-    const nft::Role role = plan.roles[refusal.change];
-    r.readd |= role == nft::Role::kMarker && refusal.error == EEXIST;
-    r.need_setup |= refusal.error == ENOENT;
-    if (role == nft::Role::kElement && refusal.error == EEXIST) {
-      if (!r.conflict) r.taken = plan.subjects[refusal.change];
-      r.conflict = true;
-    }
-    r.hairpin_only &= role == nft::Role::kHairpin;
-  }
-  const auto& first = refusals.front();
-  r.error = Error(kErrKernel, "nftables: add mappings: " + plan.changes[first.change].set + ": " +
-                                  std::strerror(first.error) +
-                                  (first.ext_ack.empty() ? "" : " (" + first.ext_ack + ")"));
-  return r;
-}
-
-// ADD's slow path: the network's chains are missing or of another config (`need_setup`),
-// or the owner has mappings already (`readd`, which replaces them).
-Status ForwardSlow(Nft& nft, const Config& config, bool need_setup, bool readd) {
-  Script slow;
-  if (need_setup) {
-    spdlog::info("nftables: writing chains of network {}", config.network_name);
-    nft::AppendSetup(config, slow);
-    // Drop the records of this network's earlier configs (rare path: a listing is fine).
-    NG_ASSIGN_OR_RETURN(const auto records, ListPairs(nft, nft::kNetcfgSet));
-    nft::AppendDropOtherConfigs(config, records, slow);
-  }
-  if (readd) {
-    // Re-ADD replaces: forget everything this owner has, then add the new mappings.
-    NG_ASSIGN_OR_RETURN(const auto old, OwnedByListing(nft, config, std::nullopt));
-    nft::AppendForget(nft::OwnerTag(config.network_name, config.container_id), old, {}, slow);
-  }
-  NG_ASSIGN_OR_RETURN(const nft::HairpinPlan plan, PlanHairpin(nft, config));
-  nft::AppendAdd(config, false, !readd, slow, plan);
-  NftRun run = nft.Run(slow.text());
-  if (run.ok()) return OkStatus();
-  if (const AddRefusal refused = RefusalOfScript(slow, run); refused.conflict) {
-    return Conflict(nft, config, refused.taken);
-  }
-  return run.ToError("nftables: add mappings");
-}
-
-// CHECK 1 and 2: everything ADD created exists (a dry run of deleting it succeeds), and each
-// element maps to this container (adding the same value again is a no-op).
-Status CheckElements(Nft& nft, const Config& config) {
-  const nft::CheckScripts check = nft::BuildCheck(config);
-  NftRun run = nft.Run(check.exists.text(), {.dry_run = true});
-  if (!run.ok()) {
-    for (const auto& e : run.errors()) {
-      if (const nft::Command* command = check.exists.Line(e.line)) {
-        return Error(kErrCheckFailed, "nftables: missing " + command->subject);
-      }
-    }
-    return Error(kErrCheckFailed, "nftables: " + run.ToError("check").msg);
-  }
-  if (check.values.lines() > 0) {
-    NftRun same = nft.Run(check.values.text(), {.dry_run = true});
-    if (!same.ok()) {
-      return Error(kErrCheckFailed,
-                   "nftables: a host port maps elsewhere: " + same.ToError("check").msg);
-    }
-  }
-  return OkStatus();
-}
-
-// CHECK 3: an element of the hairpin set covers the container's subnet (it may be another,
-// larger container subnet of the network: ADD keeps only the outermost ones).
-Status CheckHairpin(Nft& nft, const Config& config) {
-  if (!config.snat || config.masq_all) return OkStatus();
+// The network's elements an ADD replaces: the owner's own (by comment), and hairpin elements
+// of the ADD's keys left by anyone (the map keys are the ADD's now).
+std::vector<ListedElement> Replaced(const Config& config, const NetworkElements& network,
+                                    bool owners_too) {
+  const std::string comment = nft::ElementComment(config.container_id);
+  std::vector<std::vector<uint8_t>> keys;
   for (const auto f : {net::Family::kV4, net::Family::kV6}) {
     if (!config.container(f)) continue;
-    NG_ASSIGN_OR_RETURN(auto existing, ListHairpin(nft, config.network_name, f));
-    if (nft::PlanHairpin(existing, *config.container(f)).add) {
-      return Error(kErrCheckFailed,
-                   "nftables: missing hairpin source " + config.container(f)->Masked().ToString());
+    for (const auto& m : config.MappingsFor(f)) keys.push_back(nft::DnatKey(m));
+  }
+  std::vector<ListedElement> out;
+  if (owners_too) {
+    for (const auto& e : network.dnat) {
+      if (e.element.comment == comment) out.push_back(e);
     }
   }
-  return OkStatus();
-}
-
-// CHECK 4: the network's chains hold their rules.
-Status CheckChains(Nft& nft, const Config& config) {
-  for (const auto& [chain, expected] : nft::NetworkChainRuleCounts(config)) {
-    NftRun listing = nft.Run(nft::ListChainCommand(chain), {.json_output = true});
-    if (!listing.ok()) return Error(kErrCheckFailed, "nftables: chain " + chain + " not found");
-    const Json doc = Json::parse(listing.output(), nullptr, false);
-    size_t rules = 0;
-    if (!doc.is_discarded() && doc.contains("nftables")) {
-      for (const auto& object : doc["nftables"]) rules += object.contains("rule") ? 1 : 0;
-    }
-    if (rules != expected) {
-      return Error(kErrCheckFailed, "nftables: chain " + chain + " has " + std::to_string(rules) +
-                                        " rules, expected " + std::to_string(expected));
-    }
-  }
-  return OkStatus();
-}
-
-// The families `owner` has mappings in: its markers, read without a transaction (a failing
-// transaction would cost a grace period under the commit mutex).
-Result<std::vector<net::Family>> OwnedFamilies(const std::string& owner) {
-  std::vector<net::Family> out;
-  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
-    NG_ASSIGN_OR_RETURN(
-        const bool has,
-        netfilter::HasElement(
-            {.family = netfilter::kNfprotoInet, .table = nft::kTable, .set = nft::kOwnedSet},
-            netfilter::IfnameKey({owner, nft::FamilyMarker(f)})));
-    if (has) out.push_back(f);
+  for (const auto& e : network.hairpin) {
+    const auto tail = HairpinKeyTail(e);
+    const bool ours = owners_too && e.element.comment == comment;
+    if (ours || std::find(keys.begin(), keys.end(), tail) != keys.end()) out.push_back(e);
   }
   return out;
 }
 
-// DEL of an owner with mappings in `families`: the ADD's elements when the DEL names exactly
-// them (unless the element batch already found that it does not), else whatever a listing
-// finds for the owner.
-Status DeleteOwned(Nft& nft, const Config& config, const std::string& owner,
-                   const std::vector<net::Family>& families, bool try_exact) {
-  Script s;
-  bool exact = try_exact;  // the DEL names the owner's mappings (it carries the ADD's)
-  for (const auto f : families) {
-    const auto elements = nft::ContainerElements(config, f);
-    exact &= !elements.empty();
-    nft::AppendDelete(owner, elements, f, s);
+// The network's setup, with the records of its earlier configs dropped and a legacy hairpin
+// set (versions before per-mapping hairpin elements) replaced: its subnets become hairpin
+// elements of the mappings already there, except the re-ADDing owner's own.
+Status AppendSetupFromReads(TableReader& reader, const Config& config,
+                            const NetworkElements& network, Plan& plan) {
+  const nft::NetworkNames names = nft::NamesFor(config.network_name);
+  spdlog::info("nftables: writing chains of network {}", config.network_name);
+  // Hairpin sets and rules for every prefix length the network has, this container's and the
+  // legacy subnets' (migrated below).
+  nft::HairpinLengths lengths = network.lengths;
+  const nft::HairpinLengths own = nft::HairpinLengthsOf(config);
+  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+    lengths.of(f).insert(own.of(f).begin(), own.of(f).end());
   }
-  if (exact && nft.Run(s.text()).ok()) return OkStatus();
-  // The owner has mappings, but not exactly these (DEL without the ADD's portMappings):
-  // find its elements and ownership records by listing.
-  spdlog::info("nftables: DEL of {} falls back to listing", config.container_id);
-  NG_ASSIGN_OR_RETURN(const auto owned, OwnedByListing(nft, config, std::nullopt));
-  NG_ASSIGN_OR_RETURN(const auto records, ListPairs(nft, nft::kOwnedSet));
-  Script forget;
-  nft::AppendDeleteListed(owner, records, owned, forget);
-  if (forget.lines() == 0) return OkStatus();
-  NftRun run = nft.Run(forget.text());
-  if (!run.ok()) return run.ToError("nftables: delete mappings");
+  std::vector<net::IpPrefix> legacy[2];
+  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+    const int i = f == net::Family::kV4 ? 0 : 1;
+    if (!network.legacy[i]) continue;
+    NG_ASSIGN_OR_RETURN(const auto elements, reader.Elements(names.LegacyHairpin(f)));
+    legacy[i] = nft::LegacyHairpinPrefixes(elements, f);
+  }
+  const std::string comment = nft::ElementComment(config.container_id);
+  std::vector<ListedElement> others;
+  for (const auto& e : network.dnat) {
+    if (e.element.comment != comment) others.push_back(e);
+  }
+  const auto migrated =
+      nft::MigrateLegacyHairpin(config.network_name, others, legacy[0], legacy[1], lengths);
+  nft::AppendSetup(config, lengths, plan);
+  NG_ASSIGN_OR_RETURN(const auto netcfg, reader.Elements(nft::kNetcfgSet));
+  nft::AppendDropOtherConfigs(config, nft::NetcfgHashes(names.prefix, netcfg), plan);
+  // The legacy sets go once the chains no longer refer to them (flushed above).
+  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+    if (network.legacy[f == net::Family::kV4 ? 0 : 1]) {
+      plan.Add(nft::DeleteSet{names.LegacyHairpin(f)});
+    }
+  }
+  for (const auto& change : migrated) plan.Add(change, Role::kHairpin);
   return OkStatus();
 }
 
-// GC: hairpin sources no remaining container of the network is in (DEL leaves them: knowing
-// that no other container needs one takes a listing of the network's maps, which DEL's fast
-// path avoids).
-Status AppendUnneededHairpin(Nft& nft, const std::string& network_name,
-                             const std::vector<net::IpAddress>& kept, Script& s) {
-  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
-    NG_ASSIGN_OR_RETURN(auto hairpin, ListHairpin(nft, network_name, f));
-    for (const auto& source : hairpin) {
-      const bool needed = std::any_of(kept.begin(), kept.end(), [&](const net::IpAddress& ip) {
-        return ip.family() == source.family() && source.Contains(ip);
-      });
-      if (needed) continue;
-      spdlog::info("gc: removing hairpin source {} of network {}", source.Masked().ToString(),
-                   network_name);
-      nft::AppendDeleteHairpin(network_name, source, s);
+// ADD's slow path: the network's chains are missing or of another config (`need_setup`), the
+// owner has mappings already (`readd`, which replaces them), or hairpin elements of the ADD's
+// keys were left behind (`hairpin`).
+Status ForwardSlow(const Config& config, const AddRefusal& why) {
+  for (int attempt = 1;; ++attempt) {
+    NG_ASSIGN_OR_RETURN(TableReader reader, OpenOurTable());
+    // The plan rests on what is read next (the network's hairpin lengths, its records, the
+    // owner's elements): it is sent with the generation read first, and refused whole when
+    // another writer committed in between.
+    NG_ASSIGN_OR_RETURN(const uint32_t generation, reader.Generation());
+    NG_ASSIGN_OR_RETURN(const NetworkElements network, ReadNetwork(reader, config.network_name));
+    Plan plan;
+    if (why.need_setup) NG_RETURN_IF_ERROR(AppendSetupFromReads(reader, config, network, plan));
+    // Re-ADD replaces: everything this owner has goes (its records read whole: an element may
+    // have gone behind our back), then the new mappings are added.
+    const std::string owner = nft::OwnerTag(config.network_name, config.container_id);
+    const std::vector<ListedElement> old = Replaced(config, network, why.readd);
+    std::vector<std::string> tags;
+    if (why.readd) {
+      NG_ASSIGN_OR_RETURN(const auto records, reader.Elements(nft::kOwnedSet));
+      tags = nft::RecordTagsOf(owner, records);
+    }
+    nft::AppendForget(owner, old, tags, {}, plan);
+    nft::AppendAdd(config, false, !why.readd, plan);
+    auto sent = plan.ToBatch().Commit(generation);
+    if (!sent.ok()) {
+      if (netfilter::IsStaleGeneration(sent.error()) && attempt < kStaleRetries) continue;
+      return sent.error();
+    }
+    const std::vector<BatchRefusal>& refusals = *sent;
+    if (refusals.empty()) return OkStatus();
+    const AddRefusal again = Classify(plan, refusals);
+    if (again.conflict) return Conflict(config, again.taken);
+    // Another writer changed the network between the reads and the batch (a concurrent ADD
+    // of the same network wrote its chains, an element went): read again.
+    if ((again.need_setup || again.readd || again.hairpin) && attempt < kStaleRetries) {
+      spdlog::debug("nftables: slow ADD refused ({}); reading again",
+                    nft::RefusalError(plan, refusals, "add").msg);
+      continue;
+    }
+    return nft::RefusalError(plan, refusals, "add mappings");
+  }
+}
+
+// CHECK 1 and 2: every object ADD made is there (one get-element each), and each map element
+// maps to this container.
+Status CheckElements(TableReader& reader, const Config& config) {
+  for (const auto& expected : nft::ExpectedObjects(config)) {
+    NG_ASSIGN_OR_RETURN(const auto found, reader.Element(expected.set, expected.key));
+    if (!found) return Error(kErrCheckFailed, "nftables: missing " + expected.what);
+    if (!expected.data.empty() && found->data != expected.data) {
+      return Error(kErrCheckFailed, "nftables: a host port maps elsewhere: " + expected.what);
     }
   }
   return OkStatus();
+}
+
+// CHECK 3: the network's chains hold their rules.
+Status CheckChains(TableReader& reader, const Config& config) {
+  // Hairpin rules for each of the network's hairpin sets' prefix lengths.
+  nft::HairpinLengths lengths;
+  NG_ASSIGN_OR_RETURN(const auto hairpin, HairpinSets(reader, config.network_name));
+  for (const auto& [set, shape] : hairpin) lengths.of(shape.family).insert(shape.length);
+  for (const auto& [chain, expected] : nft::NetworkChainRuleCounts(config, lengths)) {
+    NG_ASSIGN_OR_RETURN(const auto comment, reader.ChainComment(chain));
+    if (!comment) return Error(kErrCheckFailed, "nftables: chain " + chain + " not found");
+    NG_ASSIGN_OR_RETURN(const auto rules, reader.Rules(chain));
+    if (rules.size() != expected) {
+      return Error(kErrCheckFailed, "nftables: chain " + chain + " has " +
+                                        std::to_string(rules.size()) + " rules, expected " +
+                                        std::to_string(expected));
+    }
+  }
+  return OkStatus();
+}
+
+// The families `owner` has mappings in: its markers, read without a transaction (a refused
+// transaction would cost a grace period under the commit mutex).
+Result<std::vector<net::Family>> OwnedFamilies(TableReader& reader, const std::string& owner) {
+  std::vector<net::Family> out;
+  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+    NG_ASSIGN_OR_RETURN(
+        const auto marker,
+        reader.Element(nft::kOwnedSet, netfilter::IfnameKey({owner, nft::FamilyMarker(f)})));
+    if (marker) out.push_back(f);
+  }
+  return out;
+}
+
+// The elements of a legacy hairpin set (versions before per-mapping hairpin elements) that no
+// remaining container's address is in, as deletions of their ranges' start and end elements.
+void AppendUnneededLegacyHairpin(const std::string& set, net::Family family,
+                                 const std::vector<netfilter::SetElement>& elements,
+                                 const std::vector<net::IpAddress>& kept, Plan& plan) {
+  netfilter::ElementChange drop{netfilter::ElementVerb::kDelete, set, {}};
+  for (const auto& prefix : nft::LegacyHairpinPrefixes(elements, family)) {
+    const bool needed = std::any_of(kept.begin(), kept.end(), [&](const net::IpAddress& ip) {
+      return ip.family() == family && prefix.Contains(ip);
+    });
+    if (needed) continue;
+    spdlog::info("nftables: removing hairpin source {} of {}", prefix.Masked().ToString(), set);
+    const net::IpAddress network = prefix.Network();
+    const size_t len = network.byte_length();
+    drop.elements.push_back(
+        {.key = std::vector<uint8_t>(network.bytes().begin(), network.bytes().begin() + len)});
+    const net::IpAddress after = prefix.LastAddress().Next();
+    if (!after.IsZero()) {
+      drop.elements.push_back(
+          {.key = std::vector<uint8_t>(after.bytes().begin(), after.bytes().begin() + len),
+           .interval_end = true});
+    }
+  }
+  if (!drop.elements.empty()) plan.Add(std::move(drop));
+}
+
+// Addresses of the containers behind `elements` (dnat elements).
+std::vector<net::IpAddress> Addresses(const std::vector<ListedElement>& elements) {
+  std::vector<net::IpAddress> out;
+  for (const auto& e : elements) {
+    if (auto ip = nft::DnatValueAddress(e.element.data, e.family)) out.push_back(*ip);
+  }
+  return out;
+}
+
+// Legacy hairpin sources of the network nobody in `kept` needs any more.
+Status AppendLegacyCleanup(TableReader& reader, const std::string& network,
+                           const std::vector<net::IpAddress>& kept, Plan& plan) {
+  const nft::NetworkNames names = nft::NamesFor(network);
+  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+    NG_ASSIGN_OR_RETURN(const auto elements, reader.Elements(names.LegacyHairpin(f)));
+    AppendUnneededLegacyHairpin(names.LegacyHairpin(f), f, elements, kept, plan);
+  }
+  return OkStatus();
+}
+
+// DEL by listing: the owner's elements in the network's maps and hairpin sets (by comment),
+// their records and its markers in `families`.
+Status DeleteByListing(const Config& config, const std::string& owner,
+                       const std::vector<net::Family>& families) {
+  spdlog::info("nftables: DEL of {} reads the network's elements", config.container_id);
+  for (int attempt = 1;; ++attempt) {
+    NG_ASSIGN_OR_RETURN(TableReader reader, OpenOurTable());
+    NG_ASSIGN_OR_RETURN(const NetworkElements network, ReadNetwork(reader, config.network_name));
+    const std::string comment = nft::ElementComment(config.container_id);
+    std::vector<ListedElement> owned, others;
+    // The owner's records, all of them (an element may have gone behind our back).
+    NG_ASSIGN_OR_RETURN(const auto records, reader.Elements(nft::kOwnedSet));
+    const std::vector<std::string> tags = nft::RecordTagsOf(owner, records);
+    for (const auto& e : network.dnat) {
+      (e.element.comment == comment ? owned : others).push_back(e);
+    }
+    for (const auto& e : network.hairpin) {
+      if (e.element.comment == comment) owned.push_back(e);
+    }
+    Plan plan;
+    nft::AppendForget(owner, owned, tags, families, plan);
+    NG_RETURN_IF_ERROR(AppendLegacyCleanup(reader, config.network_name, Addresses(others), plan));
+    NG_ASSIGN_OR_RETURN(const auto refusals, Send(plan));
+    if (refusals.empty()) return OkStatus();
+    // An element went meanwhile (a concurrent DEL or GC): read again.
+    if (attempt >= kStaleRetries) return nft::RefusalError(plan, refusals, "delete mappings");
+  }
+}
+
+// The reference nftables backend's rules for this container ID (tables ip/ip6 cni_hostport,
+// comment = the bare ID), deleted by handle in one transaction.
+Status RemoveReferenceLeftovers(const std::string& container_id) {
+  for (int attempt = 1;; ++attempt) {
+    Plan plan;
+    size_t count = 0;
+    for (const uint8_t family : nft::kReferenceFamilies) {
+      NG_ASSIGN_OR_RETURN(TableReader reader, TableReader::Open(family, nft::kTable));
+      NG_ASSIGN_OR_RETURN(const auto rules, reader.Rules(""));
+      count += nft::AppendReferenceLeftovers(family, rules, container_id, plan);
+    }
+    if (count == 0) return OkStatus();
+    spdlog::info("nftables: removing {} rules of the reference plugin for {}", count, container_id);
+    NG_ASSIGN_OR_RETURN(const auto refusals, Send(plan));
+    if (refusals.empty()) return OkStatus();
+    // A rule went meanwhile (ENOENT): read again.
+    if (attempt >= kStaleRetries)
+      return nft::RefusalError(plan, refusals, "remove reference rules");
+  }
 }
 
 class NftablesMapper : public PortMapper {
  public:
   Status Forward(const Config& config) override {
-    std::optional<AddRefusal> refused;
-    // Most ADDs: the network's chains are there and the container is new. Its elements go
-    // straight over netlink, without loading libnftables; a refusal (nothing applied) is
-    // classified like a failed script.
-    if (const auto plan = nft::AddElementPlan(config)) {
-      auto written = netfilter::WriteElements(netfilter::kNfprotoInet, nft::kTable, plan->changes);
-      if (written.ok() && written->empty()) return OkStatus();
-      if (written.ok()) {
-        refused = RefusalOfBatch(*plan, *written);
-        spdlog::debug("nftables: element batch refused ({}); {}", refused->error.msg,
-                      refused->Understood() ? "taking the path for it" : "running the script");
-      } else {
-        spdlog::debug("nftables: element batch failed ({}); running the script",
-                      written.error().msg);
-      }
-    }
-    NG_ASSIGN_OR_RETURN(Nft nft, Nft::Open());
-    if (!refused || !refused->Understood()) {
-      // The whole ADD as a script: the fallback when the batch could not be sent or was
-      // refused for a reason the classification does not cover.
-      Script script;
-      nft::AppendAdd(config, true, true, script);
-      NftRun run = nft.Run(script.text());
-      if (run.ok()) return OkStatus();
-      refused = RefusalOfScript(script, run);
-    }
-    if (refused->hairpin_only) {
-      // Rare: read the hairpin sets and add only what is not covered yet.
-      NG_ASSIGN_OR_RETURN(const nft::HairpinPlan plan, PlanHairpin(nft, config));
-      Script retry;
-      nft::AppendAdd(config, true, true, retry, plan);
-      NftRun run = nft.Run(retry.text());
-      if (run.ok()) return OkStatus();
-      refused = RefusalOfScript(retry, run);
-    }
-    if (refused->conflict && !refused->readd) return Conflict(nft, config, refused->taken);
-    if (!refused->readd && !refused->need_setup) return refused->error;
-    return ForwardSlow(nft, config, refused->need_setup, refused->readd);
+    // Most ADDs: the network's chains are there and the container is new. A refusal applied
+    // nothing and says by its roles which slower path applies.
+    Plan fast;
+    nft::AppendAdd(config, true, true, fast);
+    NG_ASSIGN_OR_RETURN(const auto refusals, Send(fast));
+    if (refusals.empty()) return OkStatus();
+    const AddRefusal refused = Classify(fast, refusals);
+    spdlog::debug("nftables: element batch refused ({})",
+                  nft::RefusalError(fast, refusals, "add").msg);
+    if (!refused.Understood(refusals)) return nft::RefusalError(fast, refusals, "add mappings");
+    if (refused.conflict && !refused.readd) return Conflict(config, refused.taken);
+    return ForwardSlow(config, refused);
   }
 
   Status Check(const Config& config) override {
-    NG_ASSIGN_OR_RETURN(Nft nft, Nft::Open());
-    NG_RETURN_IF_ERROR(CheckElements(nft, config));
-    NG_RETURN_IF_ERROR(CheckHairpin(nft, config));
-    return CheckChains(nft, config);
+    NG_ASSIGN_OR_RETURN(TableReader reader, OpenOurTable());
+    NG_RETURN_IF_ERROR(CheckElements(reader, config));
+    return CheckChains(reader, config);
   }
 
   Status Unforward(const Config& config) override {
     const std::string owner = nft::OwnerTag(config.network_name, config.container_id);
-    NG_ASSIGN_OR_RETURN(const auto owned_families, OwnedFamilies(owner));
-    // The usual DEL names the ADD's mappings: their elements go straight over netlink, as
-    // ADD's do. A refusal (some of them missing) applied nothing; the listing path follows.
-    bool deleted = owned_families.empty(), exact_refused = false;
+    NG_ASSIGN_OR_RETURN(TableReader reader, OpenOurTable());
+    NG_ASSIGN_OR_RETURN(const auto families, OwnedFamilies(reader, owner));
+    // The usual DEL names the ADD's mappings: their elements go in one batch, as ADD's do. A
+    // refusal (some of them missing) applied nothing; the listing path follows.
+    bool deleted = families.empty();
     if (!deleted) {
-      if (const auto plan = nft::DeleteElementPlan(config, owned_families)) {
-        auto written =
-            netfilter::WriteElements(netfilter::kNfprotoInet, nft::kTable, plan->changes);
-        deleted = written.ok() && written->empty();
-        exact_refused = written.ok() && !written->empty();
+      Plan exact;
+      if (nft::AppendDelete(config, families, exact)) {
+        NG_ASSIGN_OR_RETURN(const auto refusals, Send(exact));
+        deleted = refusals.empty();
       }
     }
-    // The reference's tables (`ip`/`ip6 cni_hostport`) are on few nodes: look before loading
-    // libnftables to list them.
+    // The reference's tables (`ip`/`ip6 cni_hostport`) are on few nodes: one GETTABLE each.
     NG_ASSIGN_OR_RETURN(const auto reference,
                         netfilter::HasTables({{netfilter::kNfprotoIpv4, nft::kTable},
                                               {netfilter::kNfprotoIpv6, nft::kTable}}));
-    const bool any_reference = reference[0] || reference[1];
-    if (deleted && !any_reference) return OkStatus();
-    NG_ASSIGN_OR_RETURN(Nft nft, Nft::Open());
-    if (!deleted) {
-      NG_RETURN_IF_ERROR(DeleteOwned(nft, config, owner, owned_families, !exact_refused));
-    }
-    return any_reference ? RemoveReferenceLeftovers(nft, config.container_id) : OkStatus();
-  }
-
-  Status Gc(const std::string& network_name, const std::set<std::string>& valid) override {
-    NG_ASSIGN_OR_RETURN(Nft nft, Nft::Open());
-    NG_ASSIGN_OR_RETURN(auto listed, ListNetworkElements(nft, network_name, std::nullopt));
-    std::map<std::string, std::vector<Element>> stale;  // container ID -> elements
-    std::vector<net::IpAddress> kept;  // addresses of the remaining containers' mappings
-    for (auto& l : listed) {
-      bool keep = false;
-      for (const auto& id : valid) keep |= nft::ElementComment(id) == l.comment;
-      if (keep) {
-        const std::string addr = l.element.value.substr(0, l.element.value.find(' '));
-        if (auto ip = net::IpAddress::Parse(addr)) kept.push_back(*ip);
-      } else {
-        stale[l.comment].push_back(std::move(l.element));
-      }
-    }
-    Script s;
-    for (const auto& [id, elements] : stale) {
-      spdlog::info("gc: removing nftables mappings of container {}", id);
-      nft::AppendForget(nft::OwnerTag(network_name, id), elements,
-                        {net::Family::kV4, net::Family::kV6}, s);
-    }
-    NG_RETURN_IF_ERROR(AppendUnneededHairpin(nft, network_name, kept, s));
-    if (s.lines() == 0) return OkStatus();
-    NftRun run = nft.Run(s.text());
-    if (!run.ok()) return run.ToError("nftables: gc");
+    if (!deleted) NG_RETURN_IF_ERROR(DeleteByListing(config, owner, families));
+    if (reference[0] || reference[1]) return RemoveReferenceLeftovers(config.container_id);
     return OkStatus();
   }
 
-  // libnftables loads and nf_tables answers. A read, not a dry-run transaction: STATUS runs
-  // often, and an aborted transaction holds the commit mutex for a grace period.
+  Status Gc(const std::string& network_name, const std::set<std::string>& valid) override {
+    std::set<std::string> kept_comments;
+    for (const auto& id : valid) kept_comments.insert(nft::ElementComment(id));
+    for (int attempt = 1;; ++attempt) {
+      NG_ASSIGN_OR_RETURN(TableReader reader, OpenOurTable());
+      NG_ASSIGN_OR_RETURN(const NetworkElements network, ReadNetwork(reader, network_name));
+      std::map<std::string, std::vector<ListedElement>> stale;  // comment -> elements
+      std::vector<ListedElement> kept;
+      for (const auto& e : network.dnat) {
+        (kept_comments.contains(e.element.comment) ? kept : stale[e.element.comment]).push_back(e);
+      }
+      for (const auto& e : network.hairpin) {
+        if (!kept_comments.contains(e.element.comment)) stale[e.element.comment].push_back(e);
+      }
+      std::vector<netfilter::SetElement> records;
+      if (!stale.empty()) {
+        NG_ASSIGN_OR_RETURN(records, reader.Elements(nft::kOwnedSet));
+      }
+      Plan plan;
+      for (const auto& [comment, elements] : stale) {
+        spdlog::info("gc: removing nftables mappings of container {}", comment);
+        const std::string owner = nft::OwnerTag(network_name, comment);
+        nft::AppendForget(owner, elements, nft::RecordTagsOf(owner, records),
+                          {net::Family::kV4, net::Family::kV6}, plan);
+      }
+      NG_RETURN_IF_ERROR(AppendLegacyCleanup(reader, network_name, Addresses(kept), plan));
+      if (plan.empty()) return OkStatus();
+      NG_ASSIGN_OR_RETURN(const auto refusals, Send(plan));
+      if (refusals.empty()) return OkStatus();
+      if (attempt >= kStaleRetries) return nft::RefusalError(plan, refusals, "gc");
+    }
+  }
+
+  // nf_tables answers. A read, not a dry-run transaction: STATUS runs often, and an aborted
+  // transaction holds the commit mutex for a grace period.
   Status Usable() override {
-    auto nft = Nft::Open();
-    if (!nft.ok()) return Error(kErrPluginNotAvailable, nft.error().msg);
     if (Status probe = netfilter::ProbeNfTables(); !probe.ok()) {
       return Error(kErrPluginNotAvailable, "nftables is not usable: " + probe.error().msg);
     }

@@ -1,87 +1,227 @@
 #include "plugins/portmap/nftables/rules.h"
 
+// clang-format off
+#include <netinet/in.h>  // before the kernel headers, which then skip their own copies
+// clang-format on
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_nat.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/rtnetlink.h>
+
 #include <algorithm>
-#include <cstdio>
+#include <cerrno>
+#include <cstring>
 #include <functional>
 
 #include "lib/base/hash.h"
-#include "lib/netfilter/query.h"
 
 namespace nodegate::portmap::nft {
 namespace {
 
-std::string Qualified(const std::string& object) {
-  return std::string(kFamily) + " " + kTable + " " + object;
+using netfilter::Bytes;
+using netfilter::ElementChange;
+using netfilter::ElementVerb;
+using netfilter::ElementWrite;
+using netfilter::Expr;
+using netfilter::RegisterOfWord;
+namespace expr = netfilter::expr;
+
+// nft's datatype numbers (include/datatype.h); a concatenation's type is its fields' types,
+// six bits each, first field highest.
+constexpr uint32_t kTypeIpv4 = 7, kTypeIpv6 = 8, kTypeProto = 12, kTypeService = 13, kTypeMark = 19,
+                   kTypeIfname = 41;
+constexpr uint32_t Concat(std::initializer_list<uint32_t> types) {
+  uint32_t out = 0;
+  for (const uint32_t t : types) out = (out << 6) | t;
+  return out;
+}
+uint32_t AddrType(net::Family f) { return f == net::Family::kV4 ? kTypeIpv4 : kTypeIpv6; }
+uint32_t AddrLen(net::Family f) { return f == net::Family::kV4 ? 4 : 16; }
+uint8_t NfProto(net::Family f) { return f == net::Family::kV4 ? NFPROTO_IPV4 : NFPROTO_IPV6; }
+
+// nft's set user data records (libnftnl udata.h) and the typeof record of a concatenation
+// (an expression of type EXPR_CONCAT, 13, with no data of its own).
+constexpr uint8_t kUdataKeyByteorder = 0, kUdataDataByteorder = 1, kUdataMerge = 2,
+                  kUdataKeyTypeof = 3, kUdataDataTypeof = 4, kUdataDataInterval = 6;
+constexpr uint32_t kExprConcat = 13;
+constexpr uint32_t kByteorderInvalid = 0;
+
+void PutConcatTypeof(netfilter::UserData& u, uint8_t record) {
+  const size_t outer = u.BeginNest(record);
+  u.PutU32(0, kExprConcat);   // NFTNL_UDATA_SET_TYPEOF_EXPR
+  u.EndNest(u.BeginNest(1));  // NFTNL_UDATA_SET_TYPEOF_DATA
+  u.EndNest(outer);
 }
 
-std::string Hex32(uint32_t value) {
-  char buf[16];
-  std::snprintf(buf, sizeof(buf), "0x%08x", value);
-  return buf;
-}
-
-std::string Quoted(const std::string& text) { return "\"" + text + "\""; }
-
-std::string Ip(net::Family f) { return f == net::Family::kV4 ? "ip" : "ip6"; }
-std::string NfProto(net::Family f) { return f == net::Family::kV4 ? "ipv4" : "ipv6"; }
-std::string AddrType(net::Family f) { return f == net::Family::kV4 ? "ipv4_addr" : "ipv6_addr"; }
-
-// The family's nft conditions as a rule prefix ("ip saddr != 203.0.113.0/24 "), or "".
-std::string ConditionsPrefix(const Config& config, net::Family family) {
-  const NftConditions* conditions = config.conditions(family).nftables();
-  return conditions ? conditions->text + " " : "";
-}
-
-// ""<owner>" . "<tag>"": an element of the owned set.
-std::string OwnedPair(const std::string& owner, const std::string& tag) {
-  return Quoted(owner) + " . " + Quoted(tag);
-}
-
-// "{ "<owner>" . "<tag>" }": an element of the owned set, alone.
-std::string OwnedElement(const std::string& owner, const std::string& tag) {
-  return "{ " + OwnedPair(owner, tag) + " }";
-}
-
-// Elements grouped by the set or map they go to, sets in order of first appearance: one
-// command per set, so a pod with thousands of mappings is a handful of commands (nft evaluates
-// each command on its own, and that, not the kernel, was most of such an ADD).
-class ElementsBySet {
- public:
-  void Add(const std::string& set, std::string element, std::string subject = {}) {
-    auto it =
-        std::find_if(groups_.begin(), groups_.end(), [&](const Group& g) { return g.set == set; });
-    if (it == groups_.end()) it = groups_.insert(groups_.end(), Group{set, {}, {}});
-    it->elements.push_back(std::move(element));
-    it->subjects.push_back(std::move(subject));
+// The user data nft 1.0 gives a named set or map whose key (and data) are concatenations of
+// types: their byte orders and typeof records, which nft reads back to print them.
+Bytes ConcatSetUserData(bool map) {
+  netfilter::UserData u;
+  u.PutU32(kUdataKeyByteorder, kByteorderInvalid);
+  if (map) u.PutU32(kUdataDataByteorder, kByteorderInvalid);
+  PutConcatTypeof(u, kUdataKeyTypeof);
+  if (map) {
+    PutConcatTypeof(u, kUdataDataTypeof);
+    u.PutU32(kUdataDataInterval, 0);
   }
-  // "<verb> element <set> { e1, e2 }" per set; `role` and, for a single element, its subject.
-  void AppendTo(Script& s, const std::string& verb, Role role = Role::kOther) const {
-    for (const Group& g : groups_) {
-      std::string text = verb + " element " + Qualified(g.set) + " { ";
-      for (size_t i = 0; i < g.elements.size(); ++i) {
-        if (i > 0) text += ", ";
-        text += g.elements[i];
+  return u.bytes();
+}
+
+Bytes HostU32(uint32_t v) {
+  Bytes out(4);
+  std::memcpy(out.data(), &v, 4);
+  return out;
+}
+
+Bytes AddressBytes(const net::IpAddress& a) {
+  return Bytes(a.bytes().begin(), a.bytes().begin() + a.byte_length());
+}
+
+// The netmask of a prefix length, as address bytes.
+Bytes PrefixMask(net::Family f, int length) {
+  Bytes mask(AddrLen(f), 0);
+  for (size_t i = 0; i < mask.size(); ++i) {
+    const int bits = std::clamp(length - static_cast<int>(i) * 8, 0, 8);
+    mask[i] = static_cast<uint8_t>((0xff00 >> bits) & 0xff);
+  }
+  return mask;
+}
+
+// ---- rules, expression for expression as nft 1.0.6 writes the same rule text.
+
+constexpr uint32_t kReg = NFT_REG_1;
+// nft's `dstnat` and `srcnat` priorities (NF_IP_PRI_NAT_DST / _SRC).
+constexpr int32_t kPriorityDstnat = -100, kPrioritySrcnat = 100;
+
+// A rule being built: tracks the protocol dependencies nft inserts (`meta nfproto` before the
+// first network header field, `meta l4proto` before a tcp/udp/sctp header field) and the
+// anonymous sets of its conditions.
+class RuleBuilder {
+ public:
+  void AddConditions(const portmap::Conditions& conditions) {
+    const NftConditions* nft = conditions.nftables();
+    if (nft == nullptr) return;
+    for (const ConditionMatch& m : nft->matches) {
+      if (m.family) NeedFamily(*m.family);
+      if (m.needs_l4 && l4_ != m.needs_l4) {
+        Add(expr::Meta{NFT_META_L4PROTO, kReg});
+        Add(expr::Cmp{kReg, NFT_CMP_EQ, Bytes{*m.needs_l4}});
+        l4_ = m.needs_l4;
       }
-      s.Add(text + " }", role, g.elements.size() == 1 ? g.subjects.front() : std::string());
+      for (const Expr& e : m.exprs) Add(e);
+      if (m.set) rule_.sets.emplace_back(rule_.exprs.size() - 1, *m.set);
+      if (m.gives_l4) l4_ = m.gives_l4;
     }
   }
+  // `meta nfproto <family>` as written in the rule (not a dependency: always there).
+  void ExplicitFamily(net::Family f) {
+    Add(expr::Meta{NFT_META_NFPROTO, kReg});
+    Add(expr::Cmp{kReg, NFT_CMP_EQ, Bytes{NfProto(f)}});
+    family_ = f;
+  }
+  void NeedFamily(net::Family f) {
+    if (family_) return;
+    ExplicitFamily(f);
+  }
+  // `ip saddr <prefix>` (an octet-aligned prefix loads its whole bytes only).
+  void SourcePrefix(const net::IpPrefix& prefix) {
+    NeedFamily(prefix.family());
+    const uint32_t bytes = static_cast<uint32_t>(prefix.length() / 8);
+    Add(expr::Payload{NFT_PAYLOAD_NETWORK_HEADER, SourceOffset(prefix.family()), bytes, kReg});
+    const Bytes network = AddressBytes(prefix.Network());
+    Add(expr::Cmp{kReg, NFT_CMP_EQ, Bytes(network.begin(), network.begin() + bytes)});
+  }
+  // The fields of a concatenation, loaded word after word from register 1 on; kSaddrMasked is
+  // `ip saddr & <mask of source_length>`.
+  enum class Field { kSaddrMasked, kDaddr, kL4proto, kDport };
+  void Concat(net::Family f, std::initializer_list<Field> fields, int source_length = 0) {
+    size_t word = 0;
+    for (const Field field : fields) {
+      const uint32_t reg = RegisterOfWord(word);
+      switch (field) {
+        case Field::kSaddrMasked:
+        case Field::kDaddr:
+          NeedFamily(f);
+          Add(expr::Payload{NFT_PAYLOAD_NETWORK_HEADER,
+                            field == Field::kSaddrMasked ? SourceOffset(f) : DestOffset(f),
+                            AddrLen(f), reg});
+          if (field == Field::kSaddrMasked) {
+            Add(expr::Bitwise{reg, reg, PrefixMask(f, source_length), Bytes(AddrLen(f), 0)});
+          }
+          word += AddrLen(f) / 4;
+          break;
+        case Field::kL4proto:
+          Add(expr::Meta{NFT_META_L4PROTO, reg});
+          word += 1;
+          break;
+        case Field::kDport:
+          Add(expr::Payload{NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2, reg});
+          word += 1;
+          break;
+      }
+    }
+  }
+  void Lookup(const std::string& set, std::optional<uint32_t> dreg = std::nullopt) {
+    Add(expr::Lookup{kReg, set, 0, dreg, 0});
+  }
+  void SetMark(uint32_t mark) {
+    Add(expr::Meta{NFT_META_MARK, kReg});
+    Add(expr::Bitwise{kReg, kReg, HostU32(~mark), HostU32(mark)});
+    Add(expr::MetaSet{NFT_META_MARK, kReg});
+  }
+  void Dnat(net::Family f) {
+    Add(expr::Nat{NFT_NAT_DNAT, NfProto(f), kReg, RegisterOfWord(AddrLen(f) / 4), 0, 0, 0});
+  }
+  void Add(Expr e) { rule_.exprs.push_back(std::move(e)); }
+  HostportsRule Take() { return std::move(rule_); }
+
+  static uint32_t SourceOffset(net::Family f) { return f == net::Family::kV4 ? 12 : 8; }
+  static uint32_t DestOffset(net::Family f) { return f == net::Family::kV4 ? 16 : 24; }
 
  private:
-  struct Group {
-    std::string set;
-    std::vector<std::string> elements, subjects;
-  };
-  std::vector<Group> groups_;
+  HostportsRule rule_;
+  std::optional<net::Family> family_;
+  std::optional<uint8_t> l4_;
 };
 
-// "{ "<prefix>" . 0x<hash> }": an element of the netcfg set.
-std::string NetcfgElement(const std::string& prefix, uint32_t hash) {
-  return "{ " + Quoted(prefix) + " . " + Hex32(hash) + " }";
+// The ADD's elements of one family as changes: one per map (maps in order of first
+// appearance), `write(i)` the element of mapping i; with `subjects`, the key of each map's
+// first element.
+std::vector<ElementChange> ChangesPerSet(ElementVerb verb, const std::vector<std::string>& sets,
+                                         const std::function<ElementWrite(size_t)>& write,
+                                         std::vector<std::string>* first_of = nullptr,
+                                         const std::vector<std::string>* keys = nullptr) {
+  std::vector<ElementChange> out;
+  for (size_t i = 0; i < sets.size(); ++i) {
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const ElementChange& c) { return c.set == sets[i]; });
+    if (it == out.end()) {
+      it = out.insert(out.end(), ElementChange{verb, sets[i], {}});
+      if (first_of != nullptr) first_of->push_back(keys ? (*keys)[i] : std::string());
+    }
+    it->elements.push_back(write(i));
+  }
+  return out;
 }
 
-std::string DeleteFrom(const std::string& set, const std::string& element) {
-  return "delete element " + Qualified(set) + " " + element;
+ElementWrite OwnedWrite(const std::string& owner, const std::string& tag) {
+  return ElementWrite{.key = netfilter::IfnameKey({owner, tag})};
 }
+
+// The network's netcfg record: ifname . mark, the mark in host byte order (nft's mark type).
+ElementWrite NetcfgWrite(const std::string& prefix, uint32_t hash) {
+  ElementWrite write{.key = netfilter::IfnameKey({prefix})};
+  const Bytes bytes = HostU32(hash);
+  write.key.insert(write.key.end(), bytes.begin(), bytes.end());
+  return write;
+}
+
+std::string HairpinSetOf(const NetworkNames& names, const PortMapping& m, net::Family f,
+                         int length) {
+  return m.has_specific_host_ip() ? names.HairpinIp(f, length) : names.HairpinAny(f, length);
+}
+
+bool WritesHairpin(const Config& config) { return config.snat && !config.masq_all; }
 
 }  // namespace
 
@@ -101,7 +241,8 @@ std::string FamilyMarker(net::Family family) {
 }
 
 uint32_t ConfigHash(const Config& config) {
-  std::string text = "v1|" + config.network_name + "|" + (config.snat ? "snat" : "nosnat") + "|" +
+  // v2: per-mapping hairpin elements in sets per prefix length, rules written over netlink.
+  std::string text = "v2|" + config.network_name + "|" + (config.snat ? "snat" : "nosnat") + "|" +
                      (config.masq_all ? "masqall" : "") + "|" + std::to_string(config.mark());
   for (const auto& t : config.conditions_v4.tokens) text += "|4:" + t;
   for (const auto& t : config.conditions_v6.tokens) text += "|6:" + t;
@@ -148,188 +289,9 @@ std::vector<Element> ContainerElements(const Config& config, net::Family family)
   return out;
 }
 
-void Script::Add(std::string text, Role role, std::string subject) {
-  commands_.push_back(Command{std::move(text), role, std::move(subject)});
-}
-
-std::string Script::text() const {
-  std::string out;
-  for (const auto& command : commands_) {
-    out += command.text;
-    out += '\n';
-  }
-  return out;
-}
-
-std::vector<int> Script::LinesOf(Role role) const {
-  std::vector<int> out;
-  for (size_t i = 0; i < commands_.size(); ++i) {
-    if (commands_[i].role == role) out.push_back(static_cast<int>(i) + 1);
-  }
-  return out;
-}
-
-const Command* Script::Line(int line) const {
-  if (line < 1 || static_cast<size_t>(line) > commands_.size()) return nullptr;
-  return &commands_[static_cast<size_t>(line) - 1];
-}
-
-std::string ListMapCommand(const std::string& map) { return "list map " + Qualified(map); }
-std::string ListSetCommand(const std::string& set) { return "list set " + Qualified(set); }
-std::string ListChainCommand(const std::string& chain) { return "list chain " + Qualified(chain); }
-
-std::vector<std::string> HostportsRules(const Config& config) {
-  const NetworkNames n = NamesFor(config.network_name);
-  const std::string mark = Hex32(config.mark());
-  const std::string set_mark = " meta mark set meta mark | " + mark;
-  std::vector<std::string> rules;
-  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
-    const std::string cond = ConditionsPrefix(config, f);
-    const std::string ip = Ip(f);
-    const std::string by_ip = ip + " daddr . meta l4proto . th dport";
-    const std::string by_port = "meta nfproto " + NfProto(f) + " meta l4proto . th dport";
-    if (config.snat) {
-      std::vector<std::string> sources;
-      if (config.masq_all) {
-        sources.push_back("");
-      } else {
-        sources.push_back(ip + " saddr @" + n.Hairpin(f) + " ");
-        if (f == net::Family::kV4) sources.push_back("ip saddr 127.0.0.0/8 ");
-      }
-      for (const auto& src : sources) {
-        rules.push_back(cond + src + by_ip + " @" + n.DnatIp(f) + set_mark);
-        rules.push_back(cond + src + by_port + " @" + n.DnatAny(f) + set_mark);
-      }
-    }
-    rules.push_back(cond + "dnat " + ip + " to " + by_ip + " map @" + n.DnatIp(f));
-    rules.push_back(cond + "meta nfproto " + NfProto(f) + " dnat " + ip +
-                    " to meta l4proto . th dport map @" + n.DnatAny(f));
-  }
-  return rules;
-}
-
-void AppendSetup(const Config& config, Script& s) {
-  const NetworkNames n = NamesFor(config.network_name);
-  s.Add("add table " + std::string(kFamily) + " " + kTable +
-        " { comment \"nodegate portmap: host port mappings\"; }");
-  s.Add("add set " + Qualified(kOwnedSet) + " { type ifname . ifname; }");
-  s.Add("add set " + Qualified(kNetcfgSet) + " { type ifname . mark; }");
-  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
-    const std::string addr = AddrType(f);
-    s.Add("add map " + Qualified(n.DnatAny(f)) + " { type inet_proto . inet_service : " + addr +
-          " . inet_service; }");
-    s.Add("add map " + Qualified(n.DnatIp(f)) + " { type " + addr +
-          " . inet_proto . inet_service : " + addr + " . inet_service; }");
-    s.Add("add set " + Qualified(n.Hairpin(f)) + " { type " + addr + "; flags interval; }");
-  }
-  const std::string comment = " comment " + Quoted(NetworkComment(config.network_name)) + ";";
-  s.Add("add chain " + Qualified(n.Hostports()) + " {" + comment + " }");
-  s.Add("add chain " + Qualified(n.Prerouting()) +
-        " { type nat hook prerouting priority dstnat; policy accept;" + comment + " }");
-  s.Add("add chain " + Qualified(n.Output()) +
-        " { type nat hook output priority -100; policy accept;" + comment + " }");
-  s.Add("add chain " + Qualified(n.Masquerade()) +
-        " { type nat hook postrouting priority srcnat; policy accept;" + comment + " }");
-  for (const auto& chain : {n.Prerouting(), n.Output(), n.Hostports(), n.Masquerade()}) {
-    s.Add("flush chain " + Qualified(chain));
-  }
-  // Only traffic to the node's own addresses is redirected (GHSA-jv3w-x3r3-g6rm).
-  s.Add("add rule " + Qualified(n.Prerouting()) + " fib daddr type local jump " + n.Hostports());
-  s.Add("add rule " + Qualified(n.Output()) + " fib daddr type local jump " + n.Hostports());
-  for (const auto& rule : HostportsRules(config)) {
-    s.Add("add rule " + Qualified(n.Hostports()) + " " + rule);
-  }
-  if (config.snat) {
-    const std::string mark = Hex32(config.mark());
-    s.Add("add rule " + Qualified(n.Masquerade()) + " meta mark & " + mark + " == " + mark +
-          " masquerade");
-  }
-  // AppendDropOtherConfigs deletes this network's records of other configs (from a listing).
-  s.Add("add element " + Qualified(kNetcfgSet) + " " + NetcfgElement(n.prefix, ConfigHash(config)));
-}
-
-void AppendDropOtherConfigs(const Config& config,
-                            const std::vector<std::pair<std::string, std::string>>& records,
-                            Script& s) {
-  const std::string prefix = NamesFor(config.network_name).prefix;
-  for (const auto& [network, hash_text] : records) {
-    if (network != prefix) continue;
-    const auto hash = static_cast<uint32_t>(std::stoul(hash_text, nullptr, 0));
-    if (hash == ConfigHash(config)) continue;
-    s.Add(DeleteFrom(kNetcfgSet, NetcfgElement(network, hash)));
-  }
-}
-
-HairpinChange PlanHairpin(const std::vector<net::IpPrefix>& existing, const net::IpPrefix& subnet) {
-  const net::IpPrefix want = subnet.Masked();
-  HairpinChange change;
-  for (const auto& e : existing) {
-    if (e.address().family() != want.address().family()) continue;
-    if (e.length() <= want.length() && e.Contains(want.address())) {
-      // Covered (or already there): nothing to add, nothing to delete.
-      return HairpinChange{.add = false, .remove = {}};
-    }
-    if (want.length() < e.length() && want.Contains(e.address())) {
-      change.remove.push_back(e.Masked().ToString());
-    }
-  }
-  return change;
-}
-
-namespace {
-
-// The container's hairpin source of family `f`: covered elements deleted, then the subnet
-// added unless an element covers it.
-void AppendHairpin(const Config& config, net::Family f, const HairpinPlan& hairpin, Script& s) {
-  const std::string set = NamesFor(config.network_name).Hairpin(f);
-  const auto& plan = hairpin.of(f);
-  if (plan) {
-    for (const auto& covered : plan->remove) {
-      s.Add(DeleteFrom(set, "{ " + covered + " }"));
-    }
-  }
-  if (!plan || plan->add) {
-    s.Add("add element " + Qualified(set) + " { " + config.container(f)->Masked().ToString() + " }",
-          Role::kHairpin);
-  }
-}
-
-}  // namespace
-
-void AppendAdd(const Config& config, bool assert_netcfg, bool create_markers, Script& s,
-               const HairpinPlan& hairpin) {
-  const std::string owner = OwnerTag(config.network_name, config.container_id);
-  const std::string comment = Quoted(ElementComment(config.container_id));
-  if (assert_netcfg) {
-    // Present only when the chains were written for exactly this config: delete fails with
-    // ENOENT otherwise, and the add puts it back.
-    const std::string elem =
-        NetcfgElement(NamesFor(config.network_name).prefix, ConfigHash(config));
-    s.Add(DeleteFrom(kNetcfgSet, elem), Role::kNetcfg);
-    s.Add("add element " + Qualified(kNetcfgSet) + " " + elem);
-  }
-  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
-    if (!config.container(f)) continue;
-    s.Add(std::string(create_markers ? "create" : "add") + " element " + Qualified(kOwnedSet) +
-              " " + OwnedElement(owner, FamilyMarker(f)),
-          Role::kMarker);
-    ElementsBySet records, mappings;
-    for (const auto& e : ContainerElements(config, f)) {
-      records.Add(kOwnedSet, OwnedPair(owner, e.Tag()));
-      mappings.Add(e.map, e.key + " comment " + comment + " : " + e.value, e.key);
-    }
-    records.AppendTo(s, "add");
-    mappings.AppendTo(s, "add", Role::kElement);
-    if (config.snat && !config.masq_all) AppendHairpin(config, f, hairpin, s);
-  }
-}
-
 std::vector<uint8_t> DnatKey(const PortMapping& mapping) {
   std::vector<uint8_t> key;
-  if (mapping.has_specific_host_ip()) {
-    const auto& address = mapping.host_ip->bytes();
-    key.assign(address.begin(), address.begin() + mapping.host_ip->byte_length());
-  }
+  if (mapping.has_specific_host_ip()) key = AddressBytes(*mapping.host_ip);
   const uint8_t proto_port[] = {static_cast<uint8_t>(ProtocolNumber(mapping.protocol)),
                                 0,
                                 0,
@@ -343,236 +305,578 @@ std::vector<uint8_t> DnatKey(const PortMapping& mapping) {
 }
 
 std::vector<uint8_t> DnatValue(const net::IpAddress& container, int port) {
-  std::vector<uint8_t> value(container.bytes().begin(),
-                             container.bytes().begin() + container.byte_length());
+  std::vector<uint8_t> value = AddressBytes(container);
   const uint8_t service[] = {static_cast<uint8_t>(port >> 8), static_cast<uint8_t>(port & 0xff), 0,
                              0};
   value.insert(value.end(), std::begin(service), std::end(service));
   return value;
 }
 
-namespace {
-
-using netfilter::ElementChange;
-using netfilter::ElementVerb;
-using netfilter::ElementWrite;
-
-ElementWrite OwnedWrite(const std::string& owner, const std::string& tag) {
-  return ElementWrite{.key = netfilter::IfnameKey({owner, tag})};
+ElementWrite HairpinElement(const net::IpPrefix& subnet, const PortMapping& mapping,
+                            const std::string& comment) {
+  const Bytes key = DnatKey(mapping);
+  ElementWrite e{.key = AddressBytes(subnet.Network()), .comment = comment};
+  e.key.insert(e.key.end(), key.begin(), key.end());
+  return e;
 }
 
-// The network's netcfg record: ifname . mark, the mark in host byte order (nft's mark type).
-ElementWrite NetcfgWrite(const Config& config) {
-  ElementWrite write{.key = netfilter::IfnameKey({NamesFor(config.network_name).prefix})};
-  const uint32_t hash = ConfigHash(config);
-  const auto* bytes = reinterpret_cast<const uint8_t*>(&hash);
-  write.key.insert(write.key.end(), bytes, bytes + sizeof(hash));
-  return write;
-}
-
-// The container's subnet as an interval: its first address, and the address after its last.
-std::optional<std::vector<ElementWrite>> HairpinWrites(const net::IpPrefix& subnet) {
-  const net::IpPrefix masked = subnet.Masked();
-  const net::IpAddress after = masked.LastAddress().Next();
-  if (after.IsZero()) return std::nullopt;  // nft writes such a range without an end element
-  const auto bytes = [](const net::IpAddress& a) {
-    return std::vector<uint8_t>(a.bytes().begin(), a.bytes().begin() + a.byte_length());
-  };
-  return std::vector<ElementWrite>{{.key = bytes(masked.Network())},
-                                   {.key = bytes(after), .interval_end = true}};
-}
-
-// The elements of one family's mappings as changes: one per map, maps in order of first
-// appearance (as ElementsBySet groups the script's), `write(i)` the element of mapping i. With
-// `subjects`, the key of each map's first element, as the script's commands name it.
-std::vector<ElementChange> ChangesPerMap(ElementVerb verb, const std::vector<Element>& elements,
-                                         const std::function<ElementWrite(size_t)>& write,
-                                         std::vector<std::string>* subjects = nullptr) {
-  std::vector<ElementChange> maps;
-  for (size_t i = 0; i < elements.size(); ++i) {
-    auto map = std::find_if(maps.begin(), maps.end(),
-                            [&](const ElementChange& c) { return c.set == elements[i].map; });
-    if (map == maps.end()) {
-      map = maps.insert(maps.end(), ElementChange{verb, elements[i].map, {}});
-      if (subjects != nullptr) subjects->push_back(elements[i].key);
+HairpinLengths HairpinLengthsOf(const Config& config) {
+  HairpinLengths out;
+  if (!WritesHairpin(config)) return out;
+  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+    if (config.container(f) && !config.MappingsFor(f).empty()) {
+      out.of(f).insert(config.container(f)->length());
     }
-    map->elements.push_back(write(i));
   }
-  return maps;
+  return out;
 }
 
-// The owner's ownership records of `elements`, one change.
-ElementChange RecordsOf(ElementVerb verb, const std::string& owner,
-                        const std::vector<Element>& elements) {
-  ElementChange records{verb, kOwnedSet, {}};
-  for (const auto& e : elements) records.elements.push_back(OwnedWrite(owner, e.Tag()));
-  return records;
+std::optional<HairpinSetShape> HairpinSetShapeOf(const std::string& network_prefix,
+                                                 const std::string& set_name) {
+  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+    for (const bool with_ip : {false, true}) {
+      const std::string stem = network_prefix + (with_ip ? "_hairpin_ip" : "_hairpin_any") +
+                               NetworkNames::Suffix(f) + "_";
+      if (set_name.rfind(stem, 0) != 0) continue;
+      const std::string digits = set_name.substr(stem.size());
+      if (digits.empty() || digits.size() > 3 ||
+          digits.find_first_not_of("0123456789") != std::string::npos) {
+        continue;
+      }
+      const int length = std::stoi(digits);
+      if (length > (f == net::Family::kV4 ? 32 : 128)) continue;
+      return HairpinSetShape{f, with_ip, length};
+    }
+  }
+  return std::nullopt;
 }
 
-}  // namespace
+std::string HairpinText(const net::IpPrefix& subnet, const Element& element) {
+  return subnet.Network().ToString() + " . " + element.key;
+}
 
-std::optional<ElementPlan> AddElementPlan(const Config& config) {
+size_t Plan::Add(Change change, Role role, std::string subject) {
+  steps_.push_back(Step{std::move(change), role, std::move(subject)});
+  return steps_.size() - 1;
+}
+
+netfilter::NftBatch Plan::ToBatch() const {
+  netfilter::NftBatch batch(netfilter::kNfprotoInet, kTable);
+  struct Visitor {
+    netfilter::NftBatch& b;
+    void operator()(const netfilter::NftTable& c) const { b.AddTable(c); }
+    void operator()(const netfilter::NftSet& c) const { b.AddSet(c); }
+    void operator()(const DeleteSet& c) const { b.DeleteSet(c.name); }
+    void operator()(const netfilter::NftChain& c) const { b.AddChain(c); }
+    void operator()(const FlushChain& c) const { b.FlushChain(c.chain); }
+    void operator()(const netfilter::NftRule& c) const { b.AddRule(c); }
+    void operator()(const DeleteRule& c) const {
+      b.DeleteRule(c.family, c.table, c.chain, c.handle);
+    }
+    void operator()(const ElementChange& c) const { b.ChangeElements(c); }
+  };
+  for (const Step& step : steps_) std::visit(Visitor{batch}, step.change);
+  return batch;
+}
+
+std::string Describe(const Step& step) {
+  struct Visitor {
+    std::string operator()(const netfilter::NftTable&) const { return "table"; }
+    std::string operator()(const netfilter::NftSet& s) const { return "set " + s.name; }
+    std::string operator()(const DeleteSet& s) const { return "delete set " + s.name; }
+    std::string operator()(const netfilter::NftChain& c) const { return "chain " + c.name; }
+    std::string operator()(const FlushChain& c) const { return "flush chain " + c.chain; }
+    std::string operator()(const netfilter::NftRule& r) const { return "rule in chain " + r.chain; }
+    std::string operator()(const DeleteRule& r) const {
+      return "delete rule " + std::to_string(r.handle) + " of " + r.chain;
+    }
+    std::string operator()(const ElementChange& c) const { return "elements of " + c.set; }
+  };
+  return std::visit(Visitor{}, step.change);
+}
+
+Error RefusalError(const Plan& plan, const std::vector<netfilter::BatchRefusal>& refusals,
+                   const std::string& what) {
+  const auto text = [](const netfilter::BatchRefusal& r) {
+    return std::string(std::strerror(r.error)) + (r.ext_ack.empty() ? "" : " (" + r.ext_ack + ")");
+  };
+  for (const auto& r : refusals) {
+    const Step& step = plan.steps()[r.change];
+    if (step.role == Role::kFeature && (r.error == EOPNOTSUPP || r.error == EINVAL ||
+                                        r.error == ENOENT || r.error == EAFNOSUPPORT)) {
+      return Error(kErrKernel, "nftables: " + what + ": the kernel lacks " + step.subject + " (" +
+                                   Describe(step) + ": " + text(r) + ")");
+    }
+  }
+  if (refusals.empty()) return Error(kErrKernel, "nftables: " + what + ": refused");
+  const auto& first = refusals.front();
+  return Error(kErrKernel, "nftables: " + what + ": " + Describe(plan.steps()[first.change]) +
+                               ": " + text(first));
+}
+
+std::vector<HostportsRule> HostportsRules(const Config& config, const HairpinLengths& lengths) {
+  const NetworkNames n = NamesFor(config.network_name);
+  std::vector<HostportsRule> rules;
+  using F = RuleBuilder::Field;
+  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+    const Conditions& cond = config.conditions(f);
+    if (config.snat) {
+      if (config.masq_all) {
+        RuleBuilder ip, any;
+        ip.AddConditions(cond);
+        ip.Concat(f, {F::kDaddr, F::kL4proto, F::kDport});
+        ip.Lookup(n.DnatIp(f));
+        ip.SetMark(config.mark());
+        rules.push_back(ip.Take());
+        any.AddConditions(cond);
+        any.ExplicitFamily(f);
+        any.Concat(f, {F::kL4proto, F::kDport});
+        any.Lookup(n.DnatAny(f));
+        any.SetMark(config.mark());
+        rules.push_back(any.Take());
+      } else {
+        // Hairpin: from a container's subnet (of each prefix length there is) to its own host
+        // port.
+        for (const int length : lengths.of(f)) {
+          RuleBuilder ip, any;
+          ip.AddConditions(cond);
+          ip.Concat(f, {F::kSaddrMasked, F::kDaddr, F::kL4proto, F::kDport}, length);
+          ip.Lookup(n.HairpinIp(f, length));
+          ip.SetMark(config.mark());
+          rules.push_back(ip.Take());
+          any.AddConditions(cond);
+          any.Concat(f, {F::kSaddrMasked, F::kL4proto, F::kDport}, length);
+          any.Lookup(n.HairpinAny(f, length));
+          any.SetMark(config.mark());
+          rules.push_back(any.Take());
+        }
+        if (f == net::Family::kV4) {
+          // Localhost (route_localnet) to any mapped port.
+          const net::IpPrefix loopback(*net::IpAddress::Parse("127.0.0.0"), 8);
+          RuleBuilder lip, lany;
+          lip.AddConditions(cond);
+          lip.SourcePrefix(loopback);
+          lip.Concat(f, {F::kDaddr, F::kL4proto, F::kDport});
+          lip.Lookup(n.DnatIp(f));
+          lip.SetMark(config.mark());
+          rules.push_back(lip.Take());
+          lany.AddConditions(cond);
+          lany.SourcePrefix(loopback);
+          lany.Concat(f, {F::kL4proto, F::kDport});
+          lany.Lookup(n.DnatAny(f));
+          lany.SetMark(config.mark());
+          rules.push_back(lany.Take());
+        }
+      }
+    }
+    RuleBuilder ip, any;
+    ip.AddConditions(cond);
+    ip.Concat(f, {F::kDaddr, F::kL4proto, F::kDport});
+    ip.Lookup(n.DnatIp(f), kReg);
+    ip.Dnat(f);
+    rules.push_back(ip.Take());
+    any.AddConditions(cond);
+    any.ExplicitFamily(f);
+    any.Concat(f, {F::kL4proto, F::kDport});
+    any.Lookup(n.DnatAny(f), kReg);
+    any.Dnat(f);
+    rules.push_back(any.Take());
+  }
+  return rules;
+}
+
+void AppendSetup(const Config& config, const HairpinLengths& lengths, Plan& plan) {
+  const NetworkNames n = NamesFor(config.network_name);
+  plan.Add(netfilter::NftTable{.comment = kTableComment});
+  const auto named = [&](std::string name, uint32_t flags, uint32_t key_type, uint32_t key_len) {
+    netfilter::NftSet set;
+    set.name = std::move(name);
+    set.id = plan.NewSetId();
+    set.flags = flags;
+    set.key_type = key_type;
+    set.key_len = key_len;
+    set.userdata = ConcatSetUserData(flags & NFT_SET_MAP);
+    return set;
+  };
+  plan.Add(named(kOwnedSet, 0, Concat({kTypeIfname, kTypeIfname}), 32));
+  plan.Add(named(kNetcfgSet, 0, Concat({kTypeIfname, kTypeMark}), 20));
+  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+    const uint32_t addr = AddrType(f), len = AddrLen(f);
+    for (const bool with_ip : {false, true}) {
+      netfilter::NftSet map =
+          with_ip
+              ? named(n.DnatIp(f), NFT_SET_MAP, Concat({addr, kTypeProto, kTypeService}), len + 8)
+              : named(n.DnatAny(f), NFT_SET_MAP, Concat({kTypeProto, kTypeService}), 8);
+      map.data_type = Concat({addr, kTypeService});
+      map.data_len = len + 4;
+      plan.Add(std::move(map));
+    }
+    for (const int length : lengths.of(f)) {
+      plan.Add(
+          named(n.HairpinAny(f, length), 0, Concat({addr, kTypeProto, kTypeService}), len + 8));
+      plan.Add(named(n.HairpinIp(f, length), 0, Concat({addr, addr, kTypeProto, kTypeService}),
+                     2 * len + 8));
+    }
+  }
+  const std::string comment = NetworkComment(config.network_name);
+  plan.Add(netfilter::NftChain{.name = n.Hostports(), .hook = std::nullopt, .comment = comment});
+  const auto base = [&](const std::string& name, uint32_t hook, int32_t priority) {
+    plan.Add(netfilter::NftChain{.name = name,
+                                 .hook = netfilter::NftHook{.num = hook,
+                                                            .priority = priority,
+                                                            .type = "nat",
+                                                            .policy = NF_ACCEPT},
+                                 .comment = comment},
+             Role::kFeature, kFeatureInetNat);
+  };
+  base(n.Prerouting(), NF_INET_PRE_ROUTING, kPriorityDstnat);
+  base(n.Output(), NF_INET_LOCAL_OUT, kPriorityDstnat);
+  base(n.Masquerade(), NF_INET_POST_ROUTING, kPrioritySrcnat);
+  for (const auto& chain : {n.Prerouting(), n.Output(), n.Hostports(), n.Masquerade()}) {
+    plan.Add(FlushChain{chain});
+  }
+  // Only traffic to the node's own addresses is redirected (GHSA-jv3w-x3r3-g6rm).
+  for (const auto& chain : {n.Prerouting(), n.Output()}) {
+    plan.Add(
+        netfilter::NftRule{.chain = chain,
+                           .exprs = {expr::Fib{NFTA_FIB_F_DADDR, NFT_FIB_RESULT_ADDRTYPE, kReg},
+                                     expr::Cmp{kReg, NFT_CMP_EQ, HostU32(RTN_LOCAL)},
+                                     expr::Verdict{NFT_JUMP, n.Hostports()}},
+                           .comment = {}},
+        Role::kFeature, kFeatureFib);
+  }
+  for (auto& rule : HostportsRules(config, lengths)) {
+    // Each `{ ... }` of the conditions: an anonymous set made just before the rule.
+    for (auto& [lookup, set] : rule.sets) {
+      netfilter::NftSet anonymous;
+      anonymous.name = "__set%d";
+      anonymous.id = plan.NewSetId();
+      anonymous.flags = set.flags;
+      anonymous.key_type = set.key_type;
+      anonymous.key_len = set.key_len;
+      anonymous.size = static_cast<uint32_t>(set.elements.size());
+      netfilter::UserData u;
+      u.PutU32(kUdataKeyByteorder, set.key_byteorder);
+      if (set.flags & NFT_SET_INTERVAL) u.PutU32(kUdataMerge, 1);
+      anonymous.userdata = u.bytes();
+      const uint32_t id = anonymous.id;
+      plan.Add(std::move(anonymous));
+      plan.Add(ElementChange{ElementVerb::kAdd, "__set%d", set.elements, id});
+      std::get<expr::Lookup>(rule.exprs[lookup]).set_id = id;
+    }
+    plan.Add(
+        netfilter::NftRule{.chain = n.Hostports(), .exprs = std::move(rule.exprs), .comment = {}});
+  }
+  if (config.snat) {
+    const Bytes mark = HostU32(config.mark());
+    plan.Add(netfilter::NftRule{
+        .chain = n.Masquerade(),
+        .exprs = {expr::Meta{NFT_META_MARK, kReg}, expr::Bitwise{kReg, kReg, mark, Bytes(4, 0)},
+                  expr::Cmp{kReg, NFT_CMP_EQ, mark}, expr::Masquerade{}},
+        .comment = {}});
+  }
+  // AppendDropOtherConfigs deletes this network's records of other configs (from a read).
+  plan.Add(
+      ElementChange{ElementVerb::kAdd, kNetcfgSet, {NetcfgWrite(n.prefix, ConfigHash(config))}});
+}
+
+std::vector<uint32_t> NetcfgHashes(const std::string& prefix,
+                                   const std::vector<netfilter::SetElement>& elements) {
+  const Bytes name = netfilter::IfnameKey({prefix});
+  std::vector<uint32_t> out;
+  for (const auto& e : elements) {
+    if (e.key.size() != name.size() + 4 || !std::equal(name.begin(), name.end(), e.key.begin())) {
+      continue;
+    }
+    uint32_t hash = 0;
+    std::memcpy(&hash, e.key.data() + name.size(), 4);
+    out.push_back(hash);
+  }
+  return out;
+}
+
+void AppendDropOtherConfigs(const Config& config, const std::vector<uint32_t>& hashes, Plan& plan) {
+  const std::string prefix = NamesFor(config.network_name).prefix;
+  for (const uint32_t hash : hashes) {
+    if (hash == ConfigHash(config)) continue;
+    plan.Add(ElementChange{ElementVerb::kDelete, kNetcfgSet, {NetcfgWrite(prefix, hash)}});
+  }
+}
+
+std::vector<net::IpPrefix> LegacyHairpinPrefixes(const std::vector<netfilter::SetElement>& elements,
+                                                 net::Family family) {
+  // An rbtree interval set: each range is its start, then an element flagged as an end holding
+  // the value after it (none when the range runs to the family's last address).
+  std::vector<net::IpPrefix> out;
+  const size_t len = AddrLen(family);
+  std::vector<std::pair<Bytes, bool>> points;
+  for (const auto& e : elements) {
+    if (e.key.size() != len) continue;
+    points.emplace_back(e.key, (e.flags & NFT_SET_ELEM_INTERVAL_END) != 0);
+  }
+  std::sort(points.begin(), points.end());
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (points[i].second) continue;
+    const net::IpAddress start = net::IpAddress::FromBytes(family, points[i].first.data());
+    std::optional<net::IpAddress> after;
+    if (i + 1 < points.size() && points[i + 1].second) {
+      after = net::IpAddress::FromBytes(family, points[i + 1].first.data());
+    }
+    // The largest prefix starting at `start` that ends right before `after`.
+    for (int length = start.bit_length(); length >= 0; --length) {
+      const net::IpPrefix p(start, length);
+      if (p.Network() != start) break;
+      const net::IpAddress last = p.LastAddress();
+      const bool fits = after ? last < *after : true;
+      const bool exact = after ? last.Next() == *after : last.Next().IsZero();
+      if (!fits) break;
+      if (exact) {
+        out.push_back(p);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<ElementChange> MigrateLegacyHairpin(const std::string& network_name,
+                                                const std::vector<ListedElement>& dnat,
+                                                const std::vector<net::IpPrefix>& legacy_v4,
+                                                const std::vector<net::IpPrefix>& legacy_v6,
+                                                HairpinLengths& lengths) {
+  const NetworkNames names = NamesFor(network_name);
+  std::vector<ElementChange> out;
+  for (const auto& listed : dnat) {
+    const auto shape = DnatMapShapeOf(listed.set);
+    if (!shape) continue;
+    const auto address = DnatValueAddress(listed.element.data, shape->family);
+    if (!address) continue;
+    const auto& legacy = shape->family == net::Family::kV4 ? legacy_v4 : legacy_v6;
+    const auto subnet = std::find_if(legacy.begin(), legacy.end(),
+                                     [&](const net::IpPrefix& p) { return p.Contains(*address); });
+    if (subnet == legacy.end()) continue;
+    const int length = subnet->length();
+    lengths.of(shape->family).insert(length);
+    const std::string set = shape->with_host_ip ? names.HairpinIp(shape->family, length)
+                                                : names.HairpinAny(shape->family, length);
+    ElementWrite e{.key = AddressBytes(subnet->Network()), .comment = listed.element.comment};
+    e.key.insert(e.key.end(), listed.element.key.begin(), listed.element.key.end());
+    auto change =
+        std::find_if(out.begin(), out.end(), [&](const ElementChange& c) { return c.set == set; });
+    if (change == out.end())
+      change = out.insert(out.end(), ElementChange{ElementVerb::kAdd, set, {}});
+    change->elements.push_back(std::move(e));
+  }
+  return out;
+}
+
+void AppendAdd(const Config& config, bool assert_netcfg, bool create_markers, Plan& plan) {
+  const NetworkNames names = NamesFor(config.network_name);
   const std::string owner = OwnerTag(config.network_name, config.container_id);
   const std::string comment = ElementComment(config.container_id);
-  ElementPlan plan;
-  plan.Add({ElementVerb::kDelete, kNetcfgSet, {NetcfgWrite(config)}}, Role::kNetcfg);
-  plan.Add({ElementVerb::kAdd, kNetcfgSet, {NetcfgWrite(config)}});
+  if (assert_netcfg) {
+    // Present only when the chains were written for exactly this config: the delete is
+    // refused (ENOENT) otherwise, and the add puts it back.
+    const ElementWrite record = NetcfgWrite(names.prefix, ConfigHash(config));
+    plan.Add(ElementChange{ElementVerb::kDelete, kNetcfgSet, {record}}, Role::kNetcfg);
+    plan.Add(ElementChange{ElementVerb::kAdd, kNetcfgSet, {record}});
+  }
   for (const auto f : {net::Family::kV4, net::Family::kV6}) {
     const auto& container = config.container(f);
     if (!container) continue;
-    plan.Add({ElementVerb::kCreate, kOwnedSet, {OwnedWrite(owner, FamilyMarker(f))}},
+    plan.Add(ElementChange{create_markers ? ElementVerb::kCreate : ElementVerb::kAdd,
+                           kOwnedSet,
+                           {OwnedWrite(owner, FamilyMarker(f))}},
              Role::kMarker);
     const std::vector<PortMapping> mappings = config.MappingsFor(f);
     const std::vector<Element> elements = ContainerElements(config, f);
-    if (!elements.empty()) plan.Add(RecordsOf(ElementVerb::kAdd, owner, elements));
+    if (elements.empty()) continue;
+    ElementChange records{ElementVerb::kAdd, kOwnedSet, {}};
+    for (const auto& e : elements) records.elements.push_back(OwnedWrite(owner, e.Tag()));
+    plan.Add(std::move(records));
+    std::vector<std::string> maps, keys;
+    for (const auto& e : elements) {
+      maps.push_back(e.map);
+      keys.push_back(e.key);
+    }
     std::vector<std::string> first_keys;
-    auto maps = ChangesPerMap(
-        ElementVerb::kAdd, elements,
+    auto changes = ChangesPerSet(
+        ElementVerb::kAdd, maps,
         [&](size_t i) {
           return ElementWrite{.key = DnatKey(mappings[i]),
                               .data = DnatValue(container->address(), mappings[i].container_port),
                               .comment = comment};
         },
-        &first_keys);
-    for (size_t m = 0; m < maps.size(); ++m) {
-      const bool one = maps[m].elements.size() == 1;
-      plan.Add(std::move(maps[m]), Role::kElement, one ? first_keys[m] : std::string());
+        &first_keys, &keys);
+    for (size_t c = 0; c < changes.size(); ++c) {
+      const bool one = changes[c].elements.size() == 1;
+      plan.Add(std::move(changes[c]), Role::kElement, one ? first_keys[c] : std::string());
     }
-    if (config.snat && !config.masq_all) {
-      auto hairpin = HairpinWrites(*container);
-      if (!hairpin) return std::nullopt;
-      plan.Add({ElementVerb::kAdd, NamesFor(config.network_name).Hairpin(f), std::move(*hairpin)},
-               Role::kHairpin);
+    if (!WritesHairpin(config)) continue;
+    std::vector<std::string> hairpin_sets;
+    for (const auto& m : mappings) {
+      hairpin_sets.push_back(HairpinSetOf(names, m, f, container->length()));
+    }
+    for (auto& change : ChangesPerSet(ElementVerb::kAdd, hairpin_sets, [&](size_t i) {
+           return HairpinElement(*container, mappings[i], comment);
+         })) {
+      plan.Add(std::move(change), Role::kHairpin);
     }
   }
-  return plan;
 }
 
-std::optional<ElementPlan> DeleteElementPlan(const Config& config,
-                                             const std::vector<net::Family>& families) {
+bool AppendDelete(const Config& config, const std::vector<net::Family>& families, Plan& plan) {
+  const NetworkNames names = NamesFor(config.network_name);
   const std::string owner = OwnerTag(config.network_name, config.container_id);
-  ElementPlan plan;
+  Plan out;
   for (const auto f : families) {
     const std::vector<PortMapping> mappings = config.MappingsFor(f);
-    if (mappings.empty()) return std::nullopt;
-    plan.Add({ElementVerb::kDelete, kOwnedSet, {OwnedWrite(owner, FamilyMarker(f))}},
-             Role::kMarker);
+    if (mappings.empty()) return false;
+    if (WritesHairpin(config) && !config.container(f)) return false;
+    out.Add(ElementChange{ElementVerb::kDelete, kOwnedSet, {OwnedWrite(owner, FamilyMarker(f))}},
+            Role::kMarker);
     const std::vector<Element> elements = ContainerElements(config, f);
-    plan.Add(RecordsOf(ElementVerb::kDelete, owner, elements));
-    for (auto& map : ChangesPerMap(ElementVerb::kDelete, elements, [&](size_t i) {
+    ElementChange records{ElementVerb::kDelete, kOwnedSet, {}};
+    for (const auto& e : elements) records.elements.push_back(OwnedWrite(owner, e.Tag()));
+    out.Add(std::move(records));
+    std::vector<std::string> maps;
+    for (const auto& e : elements) maps.push_back(e.map);
+    for (auto& change : ChangesPerSet(ElementVerb::kDelete, maps, [&](size_t i) {
            return ElementWrite{.key = DnatKey(mappings[i])};
          })) {
-      plan.Add(std::move(map));
+      out.Add(std::move(change), Role::kElement);
+    }
+    if (!WritesHairpin(config)) continue;
+    std::vector<std::string> hairpin_sets;
+    for (const auto& m : mappings) {
+      hairpin_sets.push_back(HairpinSetOf(names, m, f, config.container(f)->length()));
+    }
+    for (auto& change : ChangesPerSet(ElementVerb::kDelete, hairpin_sets, [&](size_t i) {
+           return HairpinElement(*config.container(f), mappings[i], "");
+         })) {
+      out.Add(std::move(change), Role::kHairpin);
     }
   }
-  return plan;
+  for (const Step& step : out.steps()) plan.Add(step.change, step.role, step.subject);
+  return true;
 }
 
-void AppendDelete(const std::string& owner, const std::vector<Element>& elements,
-                  std::optional<net::Family> marker, Script& s) {
-  if (marker) {
-    s.Add(DeleteFrom(kOwnedSet, OwnedElement(owner, FamilyMarker(*marker))), Role::kMarker);
+std::optional<DnatMapShape> DnatMapShapeOf(const std::string& name) {
+  for (const auto family : {net::Family::kV4, net::Family::kV6}) {
+    const std::string suffix = NetworkNames::Suffix(family);
+    if (!name.ends_with(suffix)) continue;
+    const std::string stem = name.substr(0, name.size() - suffix.size());
+    if (stem.ends_with("_dnat_any")) return DnatMapShape{family, false};
+    if (stem.ends_with("_dnat_ip")) return DnatMapShape{family, true};
   }
-  ElementsBySet records, mappings;
-  for (const auto& e : elements) {
-    records.Add(kOwnedSet, OwnedPair(owner, e.Tag()));
-    mappings.Add(e.map, e.key);
-  }
-  records.AppendTo(s, "delete");
-  mappings.AppendTo(s, "delete");
+  return std::nullopt;
 }
 
-void AppendForget(const std::string& owner, const std::vector<Element>& elements,
-                  const std::vector<net::Family>& markers, Script& s) {
-  auto forget_record = [&](const std::string& tag) {
-    const std::string elem = OwnedElement(owner, tag);
-    s.Add("add element " + Qualified(kOwnedSet) + " " + elem);
-    s.Add(DeleteFrom(kOwnedSet, elem));
-  };
-  for (const auto f : markers) forget_record(FamilyMarker(f));
-  for (const auto& e : elements) {
-    forget_record(e.Tag());
-    s.Add(DeleteFrom(e.map, "{ " + e.key + " }"));
-  }
+std::optional<net::IpAddress> DnatValueAddress(const std::vector<uint8_t>& data,
+                                               net::Family family) {
+  if (data.size() != AddrLen(family) + 4) return std::nullopt;
+  return net::IpAddress::FromBytes(family, data.data());
 }
 
-void AppendDeleteListed(const std::string& owner,
-                        const std::vector<std::pair<std::string, std::string>>& records,
-                        const std::vector<Element>& elements, Script& s) {
-  for (const auto& [who, tag] : records) {
-    if (who == owner) s.Add(DeleteFrom(kOwnedSet, OwnedElement(who, tag)));
-  }
-  for (const auto& e : elements) {
-    s.Add(DeleteFrom(e.map, "{ " + e.key + " }"));
-  }
-}
-
-void AppendDeleteHairpin(const std::string& network_name, const net::IpPrefix& source, Script& s) {
-  s.Add(DeleteFrom(NamesFor(network_name).Hairpin(source.family()),
-                   "{ " + source.Masked().ToString() + " }"));
-}
-
-CheckScripts BuildCheck(const Config& config) {
-  const std::string prefix = NamesFor(config.network_name).prefix;
-  const std::string owner = OwnerTag(config.network_name, config.container_id);
-  CheckScripts out;
-  Script& exists = out.exists;
-  exists.Add(DeleteFrom(kNetcfgSet, NetcfgElement(prefix, ConfigHash(config))), Role::kOther,
-             "the chains of network " + config.network_name + " for this configuration");
-  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
-    if (!config.container(f)) continue;
-    exists.Add(DeleteFrom(kOwnedSet, OwnedElement(owner, FamilyMarker(f))), Role::kMarker,
-               "the ownership marker of the container");
-    for (const auto& e : ContainerElements(config, f)) {
-      exists.Add(DeleteFrom(e.map, "{ " + e.key + " }"), Role::kElement,
-                 "element " + e.key + " in map " + e.map);
-      exists.Add(DeleteFrom(kOwnedSet, OwnedElement(owner, e.Tag())), Role::kOther,
-                 "the ownership record of " + e.key);
-      out.values.Add("add element " + Qualified(e.map) + " { " + e.key + " : " + e.value + " }",
-                     Role::kElement, e.key);
+std::vector<std::string> RecordTagsOf(const std::string& owner,
+                                      const std::vector<netfilter::SetElement>& owned) {
+  const Bytes prefix = netfilter::IfnameKey({owner});
+  std::vector<std::string> out;
+  for (const auto& e : owned) {
+    if (e.key.size() != 2 * prefix.size() ||
+        !std::equal(prefix.begin(), prefix.end(), e.key.begin())) {
+      continue;
+    }
+    const auto* tag = reinterpret_cast<const char*>(e.key.data() + prefix.size());
+    const std::string text(tag, strnlen(tag, prefix.size()));
+    if (text != FamilyMarker(net::Family::kV4) && text != FamilyMarker(net::Family::kV6)) {
+      out.push_back(text);
     }
   }
   return out;
 }
 
-std::vector<ChainRuleCount> NetworkChainRuleCounts(const Config& config) {
+void AppendForget(const std::string& owner, const std::vector<ListedElement>& elements,
+                  const std::vector<std::string>& record_tags,
+                  const std::vector<net::Family>& markers, Plan& plan) {
+  ElementChange add_records{ElementVerb::kAdd, kOwnedSet, {}};
+  for (const auto f : markers) add_records.elements.push_back(OwnedWrite(owner, FamilyMarker(f)));
+  for (const auto& tag : record_tags) add_records.elements.push_back(OwnedWrite(owner, tag));
+  if (!add_records.elements.empty()) {
+    ElementChange delete_records = add_records;
+    delete_records.verb = ElementVerb::kDelete;
+    plan.Add(std::move(add_records));
+    plan.Add(std::move(delete_records));
+  }
+  std::vector<ElementChange> changes;
+  for (const auto& listed : elements) {
+    auto it = std::find_if(changes.begin(), changes.end(),
+                           [&](const ElementChange& c) { return c.set == listed.set; });
+    if (it == changes.end())
+      it = changes.insert(changes.end(), ElementChange{ElementVerb::kDelete, listed.set, {}});
+    it->elements.push_back(
+        ElementWrite{.key = listed.element.key, .key_end = listed.element.key_end});
+  }
+  for (auto& change : changes) plan.Add(std::move(change));
+}
+
+std::vector<Expected> ExpectedObjects(const Config& config) {
+  const NetworkNames names = NamesFor(config.network_name);
+  const std::string owner = OwnerTag(config.network_name, config.container_id);
+  std::vector<Expected> out;
+  out.push_back({kNetcfgSet,
+                 NetcfgWrite(names.prefix, ConfigHash(config)).key,
+                 {},
+                 "the chains of network " + config.network_name + " for this configuration"});
+  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+    const auto& container = config.container(f);
+    if (!container) continue;
+    out.push_back({kOwnedSet,
+                   OwnedWrite(owner, FamilyMarker(f)).key,
+                   {},
+                   "the ownership marker of the container"});
+    const std::vector<PortMapping> mappings = config.MappingsFor(f);
+    const std::vector<Element> elements = ContainerElements(config, f);
+    for (size_t i = 0; i < mappings.size(); ++i) {
+      const Element& e = elements[i];
+      out.push_back({e.map, DnatKey(mappings[i]),
+                     DnatValue(container->address(), mappings[i].container_port),
+                     "element " + e.key + " in map " + e.map});
+      out.push_back(
+          {kOwnedSet, OwnedWrite(owner, e.Tag()).key, {}, "the ownership record of " + e.key});
+      if (!WritesHairpin(config)) continue;
+      const ElementWrite hairpin = HairpinElement(*container, mappings[i], "");
+      const std::string set = HairpinSetOf(names, mappings[i], f, container->length());
+      out.push_back({set,
+                     hairpin.key,
+                     {},
+                     "hairpin element " + HairpinText(*container, e) + " in set " + set});
+    }
+  }
+  return out;
+}
+
+std::vector<ChainRuleCount> NetworkChainRuleCounts(const Config& config,
+                                                   const HairpinLengths& lengths) {
   const NetworkNames n = NamesFor(config.network_name);
   return {{n.Prerouting(), 1},
           {n.Output(), 1},
-          {n.Hostports(), HostportsRules(config).size()},
+          {n.Hostports(), HostportsRules(config, lengths).size()},
           {n.Masquerade(), config.snat ? 1u : 0u}};
 }
 
-std::string ReferenceTable(const std::string& family) { return family + " " + kTable; }
-
-std::string ListReferenceTableCommand(const std::string& family) {
-  return "list table " + ReferenceTable(family);
-}
-
-Script ReferenceLeftovers(const std::string& family, const std::vector<ListedRule>& rules,
-                          const std::string& container_id) {
-  Script s;
+size_t AppendReferenceLeftovers(uint8_t family, const std::vector<netfilter::RuleRecord>& rules,
+                                const std::string& container_id, Plan& plan) {
+  size_t count = 0;
   for (const auto& rule : rules) {
-    bool reference_chain = false;
-    for (const char* c : kReferenceChains) reference_chain |= rule.chain == c;
-    if (!reference_chain || rule.comment != container_id) continue;
-    s.Add("delete rule " + ReferenceTable(family) + " " + rule.chain + " handle " +
-          std::to_string(rule.handle));
+    const bool reference_chain =
+        std::any_of(std::begin(kReferenceChains), std::end(kReferenceChains),
+                    [&](const char* c) { return rule.chain == c; });
+    if (!reference_chain || netfilter::UserDataComment(rule.userdata) != container_id) continue;
+    plan.Add(DeleteRule{family, kTable, rule.chain, rule.handle});
+    ++count;
   }
-  return s;
-}
-
-Result<NftConditions> ParseNftConditions(const std::vector<std::string>& tokens) {
-  NftConditions out;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    const std::string& t = tokens[i];
-    if (t.find_first_of(";\n\r#") != std::string::npos) {
-      return Error(kErrInvalidConfig, "nft condition token \"" + t +
-                                          "\" contains a character that would end the rule");
-    }
-    out.text += (i == 0 ? "" : " ") + t;
-  }
-  return out;
+  return count;
 }
 
 }  // namespace nodegate::portmap::nft

@@ -1,16 +1,22 @@
 #pragma once
-// The nftables backend's layout, and every nft command the backend runs (listings included),
-// built as data (Script: commands with their roles) without touching the kernel; the backend
-// only sequences and runs them.
+// The nftables backend's layout, and every change the backend makes, built as data (a Plan:
+// nf_tables objects, rules as expressions, set elements, each with its role) without touching
+// the kernel; the backend only reads what it needs, sequences the plans and sends each as one
+// netlink batch (lib/netfilter/nft_batch.h). Nothing goes through libnftables or nft.
+//
 // One table, `inet cni_hostport` (the reference's name; the reference's own tables are in the
 // `ip` and `ip6` families, so both can live on one node). Per network (prefix n<hash>):
 //
-//   maps   n<h>_dnat_any_v4  : inet_proto . inet_service              -> ipv4_addr . inet_service
-//          n<h>_dnat_ip_v4   : ipv4_addr . inet_proto . inet_service  -> ipv4_addr . inet_service
-//          (and _v6 twins)   one element per mapping, commented with the container ID
-//   sets   n<h>_hairpin_v4/6 : container subnets whose traffic to a host port is masqueraded
-//          (interval sets holding only the outermost of nested subnets; see PlanHairpin;
-//          DEL leaves them, GC deletes those no remaining mapping's address is in)
+//   maps   n<h>_dnat_any_v4 : inet_proto . inet_service             -> ipv4_addr . inet_service
+//          n<h>_dnat_ip_v4  : ipv4_addr . inet_proto . inet_service -> ipv4_addr . inet_service
+//          (and _v6 twins)  one element per mapping, commented with the container ID
+//   sets   n<h>_hairpin_any_v4_<L> : ipv4_addr . inet_proto . inet_service
+//          n<h>_hairpin_ip_v4_<L>  : ipv4_addr . ipv4_addr . inet_proto . inet_service
+//          per prefix length L of the network's container subnets, one element per mapping:
+//          (container subnet . [host IP .] protocol . host port), commented with the container
+//          ID, matched by `ip saddr & <mask L> . ...`: traffic from the container's subnet to
+//          its own host port is masqueraded, as in the iptables layout; each mapping's element
+//          goes with it (hash sets: adding and deleting one costs the same at any size)
 //   chains n<h>_prerouting / n<h>_output (nat hooks): fib daddr type local jump n<h>_hostports
 //          n<h>_hostports: mark for masquerade, then dnat through the maps
 //          n<h>_masquerade (postrouting): meta mark & M == M masquerade
@@ -25,13 +31,16 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "lib/base/result.h"
 #include "lib/net/ip.h"
-#include "lib/netfilter/element_batch.h"
+#include "lib/netfilter/nft_batch.h"
+#include "lib/netfilter/query.h"
 #include "plugins/portmap/config.h"
 
 namespace nodegate::portmap::nft {
@@ -40,6 +49,7 @@ inline constexpr char kFamily[] = "inet";
 inline constexpr char kTable[] = "cni_hostport";
 inline constexpr char kOwnedSet[] = "owned";
 inline constexpr char kNetcfgSet[] = "netcfg";
+inline constexpr char kTableComment[] = "nodegate portmap: host port mappings";
 // The reference's nftables backend (v1.6+): tables `ip cni_hostport` / `ip6 cni_hostport`,
 // rules commented with the bare container ID in these chains.
 inline constexpr const char* kReferenceChains[] = {"hostports", "hostip_hostports", "masquerading"};
@@ -48,7 +58,15 @@ struct NetworkNames {
   std::string prefix;  // "n" + 10 hex digits of sha512(network name)
   std::string DnatAny(net::Family f) const { return prefix + "_dnat_any" + Suffix(f); }
   std::string DnatIp(net::Family f) const { return prefix + "_dnat_ip" + Suffix(f); }
-  std::string Hairpin(net::Family f) const { return prefix + "_hairpin" + Suffix(f); }
+  // The hairpin sets of container subnets of prefix length `length`.
+  std::string HairpinAny(net::Family f, int length) const {
+    return prefix + "_hairpin_any" + Suffix(f) + "_" + std::to_string(length);
+  }
+  std::string HairpinIp(net::Family f, int length) const {
+    return prefix + "_hairpin_ip" + Suffix(f) + "_" + std::to_string(length);
+  }
+  // The hairpin set of earlier versions: container subnets, the outermost of nested ones.
+  std::string LegacyHairpin(net::Family f) const { return prefix + "_hairpin" + Suffix(f); }
   std::string Prerouting() const { return prefix + "_prerouting"; }
   std::string Output() const { return prefix + "_output"; }
   std::string Hostports() const { return prefix + "_hostports"; }
@@ -57,8 +75,8 @@ struct NetworkNames {
 };
 NetworkNames NamesFor(const std::string& network_name);
 
-// One map element a container owns. `value` is empty when the container address is unknown
-// (DEL without prevResult): deletion needs only the key.
+// One mapping of a container in one family, and its map element. `value` is empty when the
+// container address is unknown (DEL without prevResult): deletion needs only the key.
 struct Element {
   net::Family family = net::Family::kV4;
   std::string map;
@@ -73,7 +91,7 @@ struct Element {
 std::string OwnerTag(const std::string& network_name, const std::string& container_id);
 // "all4" / "all6": the marker that the owner has mappings in that family.
 std::string FamilyMarker(net::Family family);
-// 32-bit hash of everything the network's chains depend on.
+// 32-bit hash of everything the network's chains depend on (the layout's version included).
 uint32_t ConfigHash(const Config& config);
 // nft limits comments to 128 bytes.
 inline constexpr size_t kMaxCommentBytes = 128;
@@ -88,173 +106,196 @@ std::string NetworkComment(const std::string& network_name);
 // address, values are filled in.
 std::vector<Element> ContainerElements(const Config& config, net::Family family);
 
-// What a command of a script is for: the backend classifies a failed transaction by the role
-// of the failing lines, and names what it concerns by the command's subject.
-enum class Role {
-  kOther,
-  kNetcfg,   // ADD's assertion that the network's chains match this config
-  kMarker,   // the owner's family marker in the owned set
-  kElement,  // a map element of a mapping (subject: its key)
-  kHairpin,  // the container subnet in a hairpin set
-};
-
-// One nft command (one line of a script), as data.
-struct Command {
-  std::string text;
-  Role role = Role::kOther;
-  std::string subject;  // kElement: the element's key; CHECK: the object it proves present
-  bool operator==(const Command&) const = default;
-};
-
-// One nft transaction: the commands in order; line N of text() is commands()[N - 1], so a
-// failure nft reports by line is traced back to its command.
-class Script {
- public:
-  void Add(std::string text, Role role = Role::kOther, std::string subject = {});
-  const std::vector<Command>& commands() const { return commands_; }
-  int lines() const { return static_cast<int>(commands_.size()); }
-  std::string text() const;
-  // 1-based lines of the commands with `role`.
-  std::vector<int> LinesOf(Role role) const;
-  // The command of a 1-based line; nullptr outside the script.
-  const Command* Line(int line) const;
-
- private:
-  std::vector<Command> commands_;
-};
-
-// Listings (the backend runs them with JSON output and reads the result).
-std::string ListMapCommand(const std::string& map);
-std::string ListSetCommand(const std::string& set);
-std::string ListChainCommand(const std::string& chain);
-
-// Table, shared sets, the network's maps/sets/chains, its rules (chains flushed first) and its
-// netcfg record.
-void AppendSetup(const Config& config, Script& script);
-
-// The network's netcfg records of other configs, from a listing of the netcfg set as
-// (network prefix, hash) text pairs: deleted, so only the current config's record asserts.
-void AppendDropOtherConfigs(const Config& config,
-                            const std::vector<std::pair<std::string, std::string>>& records,
-                            Script& script);
-
-// The hairpin sets are interval sets, which refuse an element overlapping another one: a
-// container subnet inside one already there (10.1.0.0/24 after 10.1.0.0/16), or around one
-// (a /16 after a /24, a network whose subnet grew). Prefixes either nest or are disjoint, so
-// the set keeps only the outermost ones: a subnet is added only when no element covers it,
-// and the elements it covers are deleted in the same transaction (the set matches the same
-// sources as before, plus the new subnet).
-struct HairpinChange {
-  bool add = true;                  // add the container's subnet
-  std::vector<std::string> remove;  // elements (nft syntax) the subnet covers, deleted first
-};
-// What adding `subnet` (masked) to a set holding `existing` takes.
-HairpinChange PlanHairpin(const std::vector<net::IpPrefix>& existing, const net::IpPrefix& subnet);
-// Per family; nullopt = add the subnet unconditionally (the fast path, which needs no read).
-struct HairpinPlan {
-  std::optional<HairpinChange> v4, v6;
-  const std::optional<HairpinChange>& of(net::Family f) const {
-    return f == net::Family::kV4 ? v4 : v6;
-  }
-};
-
-// The container part of ADD. `assert_netcfg` (fast path) checks that the network's chains
-// were written for this config (Role::kNetcfg); `create_markers` makes a re-ADD fail on a
-// Role::kMarker line. `hairpin` (from a listing of the hairpin sets) replaces the plain
-// hairpin add. Each map gets one Role::kElement line with all of its elements (maps in
-// ContainerElements order, v4 first); the line's subject is the key when it holds one.
-void AppendAdd(const Config& config, bool assert_netcfg, bool create_markers, Script& script,
-               const HairpinPlan& hairpin = {});
-
 // The maps' keys and values in register layout (each field of a concatenation padded to 4
 // bytes, addresses and ports in network byte order): [host IP .] protocol . host port, and
 // container address . container port.
 std::vector<uint8_t> DnatKey(const PortMapping& mapping);
 std::vector<uint8_t> DnatValue(const net::IpAddress& container, int port);
+// A mapping's hairpin element: the container's subnet (its network address), then the map key.
+netfilter::ElementWrite HairpinElement(const net::IpPrefix& subnet, const PortMapping& mapping,
+                                       const std::string& comment);
+// The hairpin element's text, as nft lists it: "10.88.0.0 . tcp . 8080".
+std::string HairpinText(const net::IpPrefix& subnet, const Element& element);
 
-// AppendAdd(config, true, true) without a hairpin plan, as element changes written straight
-// over netlink (netfilter::WriteElements): the same transaction, with no libnftables to load
-// and no cache to fill. Each change has the role (and, for a map with one element, the
-// subject) the script's command for it has, so the kernel's refusals are classified the same
-// way: netcfg missing or of another config (ENOENT), a re-ADD's marker or a taken key
-// (EEXIST), an overlapping hairpin range. nullopt when a value has no encoding here (a hairpin
-// subnet that ends at the family's last address): the script path then runs.
-struct ElementPlan {
-  std::vector<netfilter::ElementChange> changes;
-  std::vector<Role> roles;            // per change
-  std::vector<std::string> subjects;  // per change
-  void Add(netfilter::ElementChange change, Role role = Role::kOther, std::string subject = {}) {
-    changes.push_back(std::move(change));
-    roles.push_back(role);
-    subjects.push_back(std::move(subject));
-  }
+// What a change of a plan is for: the backend classifies a refused batch by the roles of the
+// changes the kernel refused, and names what a change concerns by its subject.
+enum class Role {
+  kOther,
+  kNetcfg,   // ADD's assertion that the network's chains match this config
+  kMarker,   // the owner's family marker in the owned set
+  kElement,  // the map elements of mappings (subject: the key, when the change holds one)
+  kHairpin,  // the hairpin elements of mappings
+  kFeature,  // an object that needs a kernel feature (subject: the feature)
 };
-std::optional<ElementPlan> AddElementPlan(const Config& config);
-// AppendDelete of the owner's family markers in `families` and of the config's elements in
-// those families, as element changes: the usual DEL, which carries the ADD's mappings. The
-// kernel refuses it (ENOENT) when any of them is missing. nullopt when the config names no
-// mapping in one of the families (DEL without portMappings: the listing path).
-std::optional<ElementPlan> DeleteElementPlan(const Config& config,
-                                             const std::vector<net::Family>& families);
 
-// Deletes elements and their ownership records; with `marker`, also the owner's family
-// marker (first, as Role::kMarker, so its line tells "this owner has nothing in that family").
-void AppendDelete(const std::string& owner, const std::vector<Element>& elements,
-                  std::optional<net::Family> marker, Script& script);
-
-// Deletes elements whose existence is known from a listing, with their ownership records and
-// the owner's `markers`. Records are added before being deleted so the script succeeds
-// whether or not they exist.
-void AppendForget(const std::string& owner, const std::vector<Element>& elements,
-                  const std::vector<net::Family>& markers, Script& script);
-
-// Deletes the listed ownership records of `owner` (the owned set as (owner, tag) text pairs;
-// other owners' are skipped) and the listed `elements`.
-void AppendDeleteListed(const std::string& owner,
-                        const std::vector<std::pair<std::string, std::string>>& records,
-                        const std::vector<Element>& elements, Script& script);
-
-// Deletes `source` (masked) from the network's hairpin set of its family.
-void AppendDeleteHairpin(const std::string& network_name, const net::IpPrefix& source,
-                         Script& script);
-
-// CHECK's dry runs. `exists` deletes everything ADD created (each command's subject names the
-// object, for the message when it is missing); `values` adds each map element again with its
-// value, which succeeds only when the element maps to this container.
-struct CheckScripts {
-  Script exists;
-  Script values;
+struct FlushChain {
+  std::string chain;
+  bool operator==(const FlushChain&) const = default;
 };
-CheckScripts BuildCheck(const Config& config);
+struct DeleteSet {
+  std::string name;
+  bool operator==(const DeleteSet&) const = default;
+};
+// A rule of any table by handle (the reference's rules).
+struct DeleteRule {
+  uint8_t family = 0;
+  std::string table, chain;
+  uint64_t handle = 0;
+  bool operator==(const DeleteRule&) const = default;
+};
+using Change = std::variant<netfilter::NftTable, netfilter::NftSet, DeleteSet, netfilter::NftChain,
+                            FlushChain, netfilter::NftRule, DeleteRule, netfilter::ElementChange>;
 
-// The rule count of each of the network's chains after ADD, for CHECK.
+struct Step {
+  Change change;
+  Role role = Role::kOther;
+  std::string subject;
+};
+
+// One transaction, as data: the changes in order (a refusal's change index is a step index).
+class Plan {
+ public:
+  size_t Add(Change change, Role role = Role::kOther, std::string subject = {});
+  const std::vector<Step>& steps() const { return steps_; }
+  bool empty() const { return steps_.empty(); }
+  // A set ID unique in this plan (for sets the plan creates and refers to).
+  uint32_t NewSetId() { return next_set_id_++; }
+  // The batch the kernel gets: table `inet cni_hostport`.
+  netfilter::NftBatch ToBatch() const;
+
+ private:
+  std::vector<Step> steps_;
+  uint32_t next_set_id_ = 1;
+};
+
+// What a change of a plan is, for messages: "set n..._dnat_any_v4", "rule in chain ...".
+std::string Describe(const Step& step);
+// A refused plan as an error (code 100): a refused object that needs a kernel feature, refused
+// as a kernel without it refuses (EOPNOTSUPP, EINVAL, ENOENT), names the feature; else the
+// first refused change and the kernel's reason.
+Error RefusalError(const Plan& plan, const std::vector<netfilter::BatchRefusal>& refusals,
+                   const std::string& what);
+
+// The prefix lengths of the container subnets whose hairpin sets and rules a network has.
+struct HairpinLengths {
+  std::set<int> v4, v6;
+  std::set<int>& of(net::Family f) { return f == net::Family::kV4 ? v4 : v6; }
+  const std::set<int>& of(net::Family f) const { return f == net::Family::kV4 ? v4 : v6; }
+  bool operator==(const HairpinLengths&) const = default;
+};
+// The lengths of `config`'s container subnets (none without hairpin: snat off or masqAll).
+HairpinLengths HairpinLengthsOf(const Config& config);
+// A hairpin set of the network by name: family, host IP or not, prefix length; nullopt for
+// other sets and other networks'.
+struct HairpinSetShape {
+  net::Family family = net::Family::kV4;
+  bool with_host_ip = false;
+  int length = 0;
+};
+std::optional<HairpinSetShape> HairpinSetShapeOf(const std::string& network_prefix,
+                                                 const std::string& set_name);
+
+// A rule of the network's hostports chain, and the anonymous sets its conditions look up
+// (index of the lookup in `exprs`, and the set).
+struct HostportsRule {
+  std::vector<netfilter::Expr> exprs;
+  std::vector<std::pair<size_t, AnonymousSet>> sets;
+};
+// The rules of the network's hostports chain, with hairpin rules for `lengths`.
+std::vector<HostportsRule> HostportsRules(const Config& config, const HairpinLengths& lengths);
+
+// Kernel features the layout needs, named in errors when the kernel refuses them.
+inline constexpr char kFeatureInetNat[] = "nat chains in inet tables (Linux 5.2 or later)";
+inline constexpr char kFeatureFib[] = "the fib expression (nft_fib_inet)";
+
+// Table, shared sets, the network's maps, hairpin sets (of `lengths`), chains, its rules (chains
+// flushed first) and its netcfg record. The chains and rules that need a kernel feature carry
+// Role::kFeature with it.
+void AppendSetup(const Config& config, const HairpinLengths& lengths, Plan& plan);
+// The network's netcfg records of other configs (hashes read from the netcfg set): deleted, so
+// only the current config's record asserts.
+void AppendDropOtherConfigs(const Config& config, const std::vector<uint32_t>& hashes, Plan& plan);
+// The netcfg hashes of `prefix` among the netcfg set's elements.
+std::vector<uint32_t> NetcfgHashes(const std::string& prefix,
+                                   const std::vector<netfilter::SetElement>& elements);
+
+// A map element as read back (TableReader), with the map it is in.
+struct ListedElement {
+  std::string set;
+  net::Family family = net::Family::kV4;
+  netfilter::SetElement element;
+};
+// The hairpin elements that keep masquerading mappings written by versions before the per-mapping
+// hairpin sets: for each listed dnat element, the (outermost) legacy subnet its container
+// address is in, as that mapping's hairpin element; their lengths are added to `lengths`.
+std::vector<netfilter::ElementChange> MigrateLegacyHairpin(
+    const std::string& network_name, const std::vector<ListedElement>& dnat,
+    const std::vector<net::IpPrefix>& legacy_v4, const std::vector<net::IpPrefix>& legacy_v6,
+    HairpinLengths& lengths);
+// The prefixes of a legacy (rbtree interval) hairpin set's elements.
+std::vector<net::IpPrefix> LegacyHairpinPrefixes(const std::vector<netfilter::SetElement>& elements,
+                                                 net::Family family);
+
+// The container part of ADD: with `assert_netcfg` (the fast path), that the network's chains
+// were written for this config (Role::kNetcfg); with `create_markers`, that the owner has no
+// mappings yet (Role::kMarker: a re-ADD is refused there). Then the ownership records, one
+// change per map with all of its elements (Role::kElement; subject: the key when it holds one)
+// and the hairpin elements (Role::kHairpin).
+void AppendAdd(const Config& config, bool assert_netcfg, bool create_markers, Plan& plan);
+
+// The usual DEL, which carries the ADD's mappings and prevResult: the owner's family markers
+// in `families`, its records, map elements and hairpin elements, each deleted (the kernel
+// refuses the whole DEL, ENOENT, when any is missing). False (nothing added) when the config
+// cannot name them: no mapping in one of the families, or no container subnet where hairpin
+// elements were written.
+bool AppendDelete(const Config& config, const std::vector<net::Family>& families, Plan& plan);
+
+// Deletes elements whose existence is known from a listing, with their ownership records
+// (`records`: the dnat elements' tags) and the owner's `markers`. Records and markers are
+// added before being deleted, so the plan succeeds whether or not they exist.
+void AppendForget(const std::string& owner, const std::vector<ListedElement>& elements,
+                  const std::vector<std::string>& record_tags,
+                  const std::vector<net::Family>& markers, Plan& plan);
+// The tags of `owner`'s ownership records among the owned set's elements (its family markers
+// left out).
+std::vector<std::string> RecordTagsOf(const std::string& owner,
+                                      const std::vector<netfilter::SetElement>& owned);
+// The family and shape of one of our dnat maps by name (n<h>_dnat_any_v4 ...); nullopt for
+// other sets.
+struct DnatMapShape {
+  net::Family family = net::Family::kV4;
+  bool with_host_ip = false;
+};
+std::optional<DnatMapShape> DnatMapShapeOf(const std::string& set_name);
+// The container address of a dnat element's value.
+std::optional<net::IpAddress> DnatValueAddress(const std::vector<uint8_t>& data,
+                                               net::Family family);
+
+// CHECK: every object ADD made, to be read back. A key looked up in `set` must be there, and
+// `data` (maps) must equal.
+struct Expected {
+  std::string set;
+  std::vector<uint8_t> key;
+  std::vector<uint8_t> data;  // maps
+  std::string what;           // "element tcp . 8080 in map n..._dnat_any_v4"
+};
+std::vector<Expected> ExpectedObjects(const Config& config);
+
+// The rule count of each of the network's chains after ADD (whose hairpin sets have
+// `lengths`), for CHECK.
 struct ChainRuleCount {
   std::string chain;
   size_t rules = 0;
   bool operator==(const ChainRuleCount&) const = default;
 };
-std::vector<ChainRuleCount> NetworkChainRuleCounts(const Config& config);
+std::vector<ChainRuleCount> NetworkChainRuleCounts(const Config& config,
+                                                   const HairpinLengths& lengths);
 
-// The rules of the network's hostports chain, for tests and CHECK.
-std::vector<std::string> HostportsRules(const Config& config);
-
-// A rule of the reference nftables backend's tables, as listed.
-struct ListedRule {
-  std::string chain;
-  std::string comment;
-  uint64_t handle = 0;
-};
-// The families of the reference's tables, and the table in one of them ("ip cni_hostport").
-inline constexpr const char* kReferenceFamilies[] = {"ip", "ip6"};
-std::string ReferenceTable(const std::string& family);
-std::string ListReferenceTableCommand(const std::string& family);
+// The families of the reference's tables.
+inline constexpr uint8_t kReferenceFamilies[] = {2 /*NFPROTO_IPV4*/, 10 /*NFPROTO_IPV6*/};
 // Deletes, by handle, the rules the reference left for `container_id` in its chains of
-// `family` (comment = the bare ID).
-Script ReferenceLeftovers(const std::string& family, const std::vector<ListedRule>& rules,
-                          const std::string& container_id);
-
-// conditionsV4/V6 in nft syntax are pasted into rules: refuses what could end a command and
-// joins the tokens.
-Result<NftConditions> ParseNftConditions(const std::vector<std::string>& tokens);
+// `family cni_hostport` (comment = the bare ID). Returns how many.
+size_t AppendReferenceLeftovers(uint8_t family, const std::vector<netfilter::RuleRecord>& rules,
+                                const std::string& container_id, Plan& plan);
 
 }  // namespace nodegate::portmap::nft

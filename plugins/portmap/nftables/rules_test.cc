@@ -1,395 +1,472 @@
-// The nftables backend's scripts as text: elements, network chains and their config hash,
-// ADD/CHECK/DEL plans, comment limits, hairpin sets, and the deletes built from listings.
+// The nftables backend's plans as data: the objects, rules (as nft's debug text) and elements
+// each config turns into, with their roles; DEL's and re-ADD's plans; CHECK's objects; the
+// legacy hairpin set's migration; and how refusals read. tests/portmap/nftables_netns_test.cc
+// checks the same plans against the kernel and nft's own encoding.
 #include "plugins/portmap/nftables/rules.h"
 
+// clang-format off
+#include <netinet/in.h>
+// clang-format on
 #include <gtest/gtest.h>
+#include <linux/netfilter/nf_tables.h>
 
-#include <cstdio>
+#include <cerrno>
 #include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "lib/netfilter/query.h"
 #include "plugins/portmap/testing/config_text.h"
 
 namespace nodegate::portmap {
 namespace {
 
+using netfilter::ElementChange;
+using netfilter::ElementVerb;
+using nft::Role;
 using testing::ConfText;
 using testing::Parse;
 
-// The fast path's element changes: the script's transaction, in register layout.
-TEST(NftablesRules, AddElementPlanInRegisterLayout) {
-  auto config = Parse(ConfText(R"(,"backend":"nftables")"));
-  ASSERT_TRUE(config.ok());
-  const auto plan = nft::AddElementPlan(*config);
-  ASSERT_TRUE(plan.has_value());
-  const auto* changes = &plan->changes;
-  using netfilter::ElementVerb;
+Config MustParse(const std::string& extra, const std::string& mappings = testing::kMappings,
+                 Purpose purpose = Purpose::kAdd) {
+  auto config = Parse(ConfText(R"(,"backend":"nftables")" + extra, mappings), purpose);
+  EXPECT_TRUE(config.ok()) << config.error().msg;
+  return config.ok() ? *config : Config{};
+}
+
+const ElementChange& Elements(const nft::Step& step) {
+  return std::get<ElementChange>(step.change);
+}
+
+// The fast ADD: the netcfg assertion, then per family the marker, the records, one change per
+// map and per hairpin set, in register layout, with the roles refusals are classified by.
+TEST(NftablesRules, AddPlanInRegisterLayout) {
+  const Config config = MustParse("");
+  nft::Plan plan;
+  nft::AppendAdd(config, true, true, plan);
   const auto names = nft::NamesFor("rnet");
-  std::vector<std::pair<ElementVerb, std::string>> order;
-  for (const auto& c : *changes) order.emplace_back(c.verb, c.set);
-  const std::vector<std::pair<ElementVerb, std::string>> expected = {
-      {ElementVerb::kDelete, "netcfg"},
-      {ElementVerb::kAdd, "netcfg"},
-      {ElementVerb::kCreate, "owned"},
-      {ElementVerb::kAdd, "owned"},
-      {ElementVerb::kAdd, names.DnatIp(net::Family::kV4)},
-      {ElementVerb::kAdd, names.DnatAny(net::Family::kV4)},
-      {ElementVerb::kAdd, names.Hairpin(net::Family::kV4)},
-      {ElementVerb::kCreate, "owned"},
-      {ElementVerb::kAdd, "owned"},
-      {ElementVerb::kAdd, names.DnatAny(net::Family::kV6)},
-      {ElementVerb::kAdd, names.Hairpin(net::Family::kV6)},
+  std::vector<std::tuple<ElementVerb, std::string, Role>> order;
+  for (const auto& step : plan.steps()) {
+    order.emplace_back(Elements(step).verb, Elements(step).set, step.role);
+  }
+  using F = net::Family;
+  const std::vector<std::tuple<ElementVerb, std::string, Role>> expected = {
+      {ElementVerb::kDelete, "netcfg", Role::kNetcfg},
+      {ElementVerb::kAdd, "netcfg", Role::kOther},
+      {ElementVerb::kCreate, "owned", Role::kMarker},
+      {ElementVerb::kAdd, "owned", Role::kOther},
+      {ElementVerb::kAdd, names.DnatIp(F::kV4), Role::kElement},
+      {ElementVerb::kAdd, names.DnatAny(F::kV4), Role::kElement},
+      {ElementVerb::kAdd, names.HairpinIp(F::kV4, 16), Role::kHairpin},
+      {ElementVerb::kAdd, names.HairpinAny(F::kV4, 16), Role::kHairpin},
+      {ElementVerb::kCreate, "owned", Role::kMarker},
+      {ElementVerb::kAdd, "owned", Role::kOther},
+      {ElementVerb::kAdd, names.DnatAny(F::kV6), Role::kElement},
+      {ElementVerb::kAdd, names.HairpinAny(F::kV6, 64), Role::kHairpin},
   };
   EXPECT_EQ(order, expected);
-  // Roles as the script's commands have them: the classification of a refusal uses them.
-  using nft::Role;
-  EXPECT_EQ(plan->roles,
-            (std::vector<Role>{Role::kNetcfg, Role::kOther, Role::kMarker, Role::kOther,
-                               Role::kElement, Role::kElement, Role::kHairpin, Role::kMarker,
-                               Role::kOther, Role::kElement, Role::kHairpin}));
-  EXPECT_EQ(plan->subjects[4], "10.88.0.1 . tcp . 8080");
-  EXPECT_EQ(plan->subjects[5], "udp . 5353");
+  EXPECT_EQ(plan.steps()[4].subject, "10.88.0.1 . tcp . 8080");
+  EXPECT_EQ(plan.steps()[5].subject, "udp . 5353");
   // netcfg: the prefix as an ifname, then the config hash in host byte order.
-  const auto& netcfg = (*changes)[0].elements.at(0).key;
+  const auto& netcfg = Elements(plan.steps()[0]).elements.at(0).key;
   ASSERT_EQ(netcfg.size(), 20u);
   uint32_t hash = 0;
   std::memcpy(&hash, netcfg.data() + 16, 4);
-  EXPECT_EQ(hash, nft::ConfigHash(*config));
+  EXPECT_EQ(hash, nft::ConfigHash(config));
   // 10.88.0.1 . tcp . 8080 : 10.88.0.2 . 80, commented with the container ID.
-  const auto& by_ip = (*changes)[4].elements.at(0);
+  const auto& by_ip = Elements(plan.steps()[4]).elements.at(0);
   EXPECT_EQ(by_ip.key, (std::vector<uint8_t>{10, 88, 0, 1, 6, 0, 0, 0, 0x1f, 0x90, 0, 0}));
   EXPECT_EQ(by_ip.data, (std::vector<uint8_t>{10, 88, 0, 2, 0, 80, 0, 0}));
   EXPECT_EQ(by_ip.comment, "ctr1");
-  EXPECT_EQ((*changes)[5].elements.at(0).key,
+  EXPECT_EQ(Elements(plan.steps()[5]).elements.at(0).key,
             (std::vector<uint8_t>{17, 0, 0, 0, 0x14, 0xe9, 0, 0}));  // udp . 5353
-  // The hairpin range 10.88.0.0/16: its start, and the end flagged at the next address.
-  const auto& hairpin = (*changes)[6].elements;
-  ASSERT_EQ(hairpin.size(), 2u);
-  EXPECT_EQ(hairpin[0].key, (std::vector<uint8_t>{10, 88, 0, 0}));
-  EXPECT_FALSE(hairpin[0].interval_end);
-  EXPECT_EQ(hairpin[1].key, (std::vector<uint8_t>{10, 89, 0, 0}));
-  EXPECT_TRUE(hairpin[1].interval_end);
-  // One ownership record per mapping, tagged as the script tags them.
-  const auto elements = nft::ContainerElements(*config, net::Family::kV4);
-  ASSERT_EQ((*changes)[3].elements.size(), elements.size());
-  EXPECT_EQ((*changes)[3].elements[1].key,
+  // The mapping's hairpin element, in the set of /16 subnets: the container's subnet
+  // 10.88.0.0, then the map key; commented like the map element.
+  const auto& hairpin = Elements(plan.steps()[7]).elements.at(0);
+  EXPECT_EQ(hairpin.key, (std::vector<uint8_t>{10, 88, 0, 0, 17, 0, 0, 0, 0x14, 0xe9, 0, 0}));
+  EXPECT_TRUE(hairpin.key_end.empty());
+  EXPECT_EQ(hairpin.comment, "ctr1");
+  EXPECT_FALSE(hairpin.interval_end);
+  const auto& hairpin_ip = Elements(plan.steps()[6]).elements.at(0);
+  EXPECT_EQ(hairpin_ip.key,
+            (std::vector<uint8_t>{10, 88, 0, 0, 10, 88, 0, 1, 6, 0, 0, 0, 0x1f, 0x90, 0, 0}));
+  // One ownership record per mapping, tagged as every version tagged them.
+  const auto elements = nft::ContainerElements(config, net::Family::kV4);
+  ASSERT_EQ(Elements(plan.steps()[3]).elements.size(), elements.size());
+  EXPECT_EQ(Elements(plan.steps()[3]).elements[1].key,
             netfilter::IfnameKey({nft::OwnerTag("rnet", "ctr1"), elements[1].Tag()}));
+  EXPECT_EQ(elements[1].Tag(), "a5ecdfdc94ea080");  // unchanged since the first layout
 
-  // A subnet that reaches the end of the address space has no end element: the script path.
-  const std::string whole =
-      R"("prevResult":{"cniVersion":"1.0.0","interfaces":[{"name":"eth0","sandbox":"/run/netns/x"}],
-    "ips":[{"interface":0,"address":"10.88.0.2/0"}]})";
-  auto everything = Parse(std::string(R"({"cniVersion":"1.0.0","name":"rnet","type":"portmap",)") +
-                          R"("backend":"nftables","runtimeConfig":{"portMappings":)" +
-                          testing::kMappings + "}," + whole + "}");
+  // A subnet that spans the address space is a length like any other.
+  auto everything =
+      Parse(std::string(R"({"cniVersion":"1.0.0","name":"rnet","type":"portmap",)") +
+            R"("backend":"nftables","runtimeConfig":{"portMappings":)" + testing::kMappings +
+            R"(},"prevResult":{"cniVersion":"1.0.0","ips":[{"address":"10.88.0.2/0"}]}})");
   ASSERT_TRUE(everything.ok()) << everything.error().msg;
-  EXPECT_FALSE(nft::AddElementPlan(*everything).has_value());
-  // Without hairpin (snat false), the same container has no range to write.
-  auto no_snat = Parse(std::string(R"({"cniVersion":"1.0.0","name":"rnet","type":"portmap",)") +
-                       R"("backend":"nftables","snat":false,"runtimeConfig":{"portMappings":)" +
-                       testing::kMappings + "}," + whole + "}");
-  ASSERT_TRUE(no_snat.ok()) << no_snat.error().msg;
-  EXPECT_TRUE(nft::AddElementPlan(*no_snat).has_value());
-}
-
-TEST(NftablesRules, ElementsAndAddScript) {
-  auto config = Parse(ConfText(R"(,"backend":"nftables")"));
-  ASSERT_TRUE(config.ok());
-  const auto names = nft::NamesFor("rnet");
-  const auto v4 = nft::ContainerElements(*config, net::Family::kV4);
-  ASSERT_EQ(v4.size(), 2u);
-  EXPECT_EQ(v4[0].map, names.DnatIp(net::Family::kV4));
-  EXPECT_EQ(v4[0].key, "10.88.0.1 . tcp . 8080");
-  EXPECT_EQ(v4[0].value, "10.88.0.2 . 80");
-  EXPECT_EQ(v4[1].map, names.DnatAny(net::Family::kV4));
-  EXPECT_EQ(v4[1].key, "udp . 5353");
-  const auto v6 = nft::ContainerElements(*config, net::Family::kV6);
-  ASSERT_EQ(v6.size(), 1u);
-  EXPECT_EQ(v6[0].value, "fd00:88::2 . 53");
-
-  nft::Script script;
-  nft::AppendAdd(*config, true, true, script);
-  EXPECT_EQ(script.LinesOf(nft::Role::kNetcfg), std::vector<int>{1});
-  EXPECT_EQ(script.LinesOf(nft::Role::kMarker).size(), 2u);
-  EXPECT_EQ(script.LinesOf(nft::Role::kElement).size(), 3u);
-  const std::string owner = nft::OwnerTag("rnet", "ctr1");
-  EXPECT_NE(
-      script.text().find("create element inet cni_hostport owned { \"" + owner + "\" . \"all4\" }"),
-      std::string::npos);
-  EXPECT_NE(script.text().find("add element inet cni_hostport " + names.DnatIp(net::Family::kV4) +
-                               " { 10.88.0.1 . tcp . 8080 comment \"ctr1\" : 10.88.0.2 . 80 }"),
-            std::string::npos);
-  EXPECT_NE(script.text().find(names.Hairpin(net::Family::kV4) + " { 10.88.0.0/16 }"),
-            std::string::npos);
-  // Ownership includes the network name.
-  EXPECT_NE(nft::OwnerTag("rnet", "ctr1"), nft::OwnerTag("other", "ctr1"));
-  EXPECT_NE(nft::NamesFor("rnet").prefix, nft::NamesFor("other").prefix);
-}
-
-TEST(NftablesRules, NetworkChainsAndConfigHash) {
-  auto config = Parse(
-      ConfText(R"(,"backend":"nftables","conditionsV4":["ip","saddr","!=","203.0.113.0/24"])"));
-  ASSERT_TRUE(config.ok()) << config.error().msg;
-  const auto rules = nft::HostportsRules(*config);
-  ASSERT_EQ(rules.size(), 10u);
-  const auto n = nft::NamesFor("rnet");
-  EXPECT_EQ(rules[0], "ip saddr != 203.0.113.0/24 ip saddr @" + n.Hairpin(net::Family::kV4) +
-                          " ip daddr . meta l4proto . th dport @" + n.DnatIp(net::Family::kV4) +
-                          " meta mark set meta mark | 0x00002000");
-  EXPECT_EQ(rules[5],
-            "ip saddr != 203.0.113.0/24 meta nfproto ipv4 dnat ip to meta l4proto . "
-            "th dport map @" +
-                n.DnatAny(net::Family::kV4));
-  // IPv6 rules do not carry the IPv4 conditions and have no localhost rule.
-  EXPECT_EQ(rules[6].rfind("ip6 saddr @", 0), 0u);
-
-  nft::Script setup;
-  nft::AppendSetup(*config, setup);
-  EXPECT_NE(setup.text().find("fib daddr type local jump " + n.Hostports()), std::string::npos);
-  EXPECT_NE(setup.text().find("meta mark & 0x00002000 == 0x00002000 masquerade"),
-            std::string::npos);
-
-  auto plain = Parse(ConfText(R"(,"backend":"nftables")"));
-  auto masq_all = Parse(ConfText(R"(,"backend":"nftables","masqAll":true)"));
-  EXPECT_NE(nft::ConfigHash(*config), nft::ConfigHash(*plain));
-  EXPECT_NE(nft::ConfigHash(*plain), nft::ConfigHash(*masq_all));
-  EXPECT_EQ(nft::HostportsRules(*masq_all).size(), 8u);
-}
-
-// A pod with many host ports is a handful of commands: one per set or map, whatever the
-// number of mappings (nft evaluates each command on its own).
-TEST(NftablesRules, ManyMappingsAreOneCommandPerMap) {
-  std::string mappings = "[";
-  for (int port = 20000; port < 20300; ++port) {
-    mappings += (port > 20000 ? "," : "") + std::string("{\"hostPort\":") + std::to_string(port) +
-                ",\"containerPort\":53,\"protocol\":\"udp\"}";
+  nft::Plan wide;
+  nft::AppendAdd(*everything, true, true, wide);
+  EXPECT_EQ(Elements(wide.steps().back()).set, names.HairpinAny(F::kV4, 0));
+  const auto& all = Elements(wide.steps().back()).elements.at(0);
+  EXPECT_EQ(std::vector<uint8_t>(all.key.begin(), all.key.begin() + 4),
+            (std::vector<uint8_t>{0, 0, 0, 0}));
+  EXPECT_EQ(nft::HairpinLengthsOf(*everything), (nft::HairpinLengths{{0}, {}}));
+  // snat false or masqAll: no hairpin elements.
+  for (const char* extra : {R"(,"snat":false)", R"(,"masqAll":true)"}) {
+    nft::Plan plain;
+    nft::AppendAdd(MustParse(extra), true, true, plain);
+    for (const auto& step : plain.steps()) EXPECT_NE(step.role, Role::kHairpin) << extra;
   }
-  mappings += "]";
-  const std::string conf = R"({"cniVersion":"1.0.0","name":"rnet","type":"portmap",)"
-                           R"("backend":"nftables","runtimeConfig":{"portMappings":)" +
-                           mappings +
-                           R"(},"prevResult":{"cniVersion":"1.0.0",)"
-                           R"("ips":[{"address":"10.88.0.2/16"}]}})";
-  auto config = Parse(conf);
-  ASSERT_TRUE(config.ok()) << config.error().msg;
-  nft::Script add;
-  nft::AppendAdd(*config, true, true, add);
-  // netcfg delete + add, marker, ownership records, the map's elements, hairpin.
-  EXPECT_EQ(add.lines(), 6) << add.text();
-  const auto element_lines = add.LinesOf(nft::Role::kElement);
-  ASSERT_EQ(element_lines.size(), 1u);
-  const nft::Command* elements = add.Line(element_lines[0]);
-  EXPECT_EQ(elements->subject, "");  // several keys: a conflict is named by listing
-  EXPECT_NE(elements->text.find("{ udp . 20000 comment \"ctr1\" : 10.88.0.2 . 53, udp . 20001 "),
-            std::string::npos);
-  EXPECT_NE(elements->text.find("udp . 20299 comment \"ctr1\" : 10.88.0.2 . 53 }"),
-            std::string::npos);
-  nft::Script del;
-  nft::AppendDelete(nft::OwnerTag("rnet", "ctr1"),
-                    nft::ContainerElements(*config, net::Family::kV4), net::Family::kV4, del);
-  EXPECT_EQ(del.lines(), 3) << del.text();
 }
 
-TEST(NftablesRules, DeleteScriptPutsTheMarkerFirst) {
-  auto config = Parse(ConfText(R"(,"backend":"nftables")"), Purpose::kDel);
-  nft::Script script;
-  nft::AppendDelete(nft::OwnerTag("rnet", "ctr1"),
-                    nft::ContainerElements(*config, net::Family::kV4), net::Family::kV4, script);
-  EXPECT_EQ(script.LinesOf(nft::Role::kMarker), std::vector<int>{1});
-  // Then one command per set: the ownership records, and each map's keys.
-  EXPECT_EQ(script.lines(), 4);
-  EXPECT_NE(script.text().find("delete element inet cni_hostport " +
-                               nft::NamesFor("rnet").DnatAny(net::Family::kV4) + " { udp . 5353 }"),
-            std::string::npos);
+// A pod with many host ports is one change per map and per hairpin set, whatever its size.
+TEST(NftablesRules, ManyMappingsAreOneChangePerSet) {
+  std::string many = "[";
+  for (int port = 20000; port < 22000; ++port) {
+    many += (port > 20000 ? "," : "") + std::string(R"({"hostPort":)") + std::to_string(port) +
+            R"(,"containerPort":53,"protocol":"udp"})";
+  }
+  many += "]";
+  nft::Plan plan;
+  nft::AppendAdd(MustParse("", many), true, true, plan);
+  EXPECT_EQ(plan.steps().size(),
+            2u + 2 * 4);  // netcfg x2; per family marker, records, map, hairpin
+  EXPECT_EQ(Elements(plan.steps()[4]).elements.size(), 2000u);
+  EXPECT_EQ(plan.steps()[4].subject, "");  // several keys: the refusal's listing names one
+  // Its batch splits the big changes into messages but keeps one index per change.
+  EXPECT_EQ(plan.ToBatch().changes(), plan.steps().size());
 }
 
-// Issue 13 row 8: chain comments fit nft's 128 bytes whatever the network name's length;
-// names that fit keep the comment earlier versions wrote.
+// The usual DEL: markers, records, map and hairpin elements of the ADD's mappings; the kernel
+// checks every one of them in the same transaction.
+TEST(NftablesRules, DeletePlanNamesEverythingTheAddWrote) {
+  const Config config = MustParse("", testing::kMappings, Purpose::kDel);
+  nft::Plan del;
+  ASSERT_TRUE(nft::AppendDelete(config, {net::Family::kV4, net::Family::kV6}, del));
+  ASSERT_FALSE(del.empty());
+  EXPECT_EQ(del.steps().front().role, Role::kMarker);
+  nft::Plan add;
+  nft::AppendAdd(config, false, true, add);
+  // Every element the ADD adds (netcfg aside), the DEL deletes by key.
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> added, deleted;
+  for (const auto& step : add.steps()) {
+    for (const auto& e : Elements(step).elements) added.emplace_back(Elements(step).set, e.key);
+  }
+  for (const auto& step : del.steps()) {
+    EXPECT_EQ(Elements(step).verb, ElementVerb::kDelete);
+    for (const auto& e : Elements(step).elements) deleted.emplace_back(Elements(step).set, e.key);
+  }
+  std::sort(added.begin(), added.end());
+  std::sort(deleted.begin(), deleted.end());
+  EXPECT_EQ(added, deleted);
+  // Without mappings, or without the container's subnet where hairpin elements were written,
+  // the DEL cannot name them: the listing path.
+  nft::Plan none;
+  EXPECT_FALSE(nft::AppendDelete(MustParse("", "[]", Purpose::kDel), {net::Family::kV4}, none));
+  auto unknown =
+      Parse(ConfText(R"(,"backend":"nftables")", testing::kMappings, false), Purpose::kDel);
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_FALSE(nft::AppendDelete(*unknown, {net::Family::kV4}, none));
+  EXPECT_TRUE(none.empty());
+  auto no_hairpin = Parse(
+      ConfText(R"(,"backend":"nftables","snat":false)", testing::kMappings, false), Purpose::kDel);
+  ASSERT_TRUE(no_hairpin.ok());
+  EXPECT_TRUE(nft::AppendDelete(*no_hairpin, {net::Family::kV4}, none));
+}
+
+// The network's objects: sets and maps with nft's type numbers and user data, the base chains
+// with their hooks, and the rules, expression for expression as nft 1.0.6 writes the same text
+// (the expected lines are its `nft --debug=netlink` output for the layout of rules.h).
+TEST(NftablesRules, SetupObjectsAndRules) {
+  const Config config = MustParse("");
+  nft::Plan plan;
+  const nft::HairpinLengths lengths = nft::HairpinLengthsOf(config);
+  EXPECT_EQ(lengths, (nft::HairpinLengths{{16}, {64}}));
+  nft::AppendSetup(config, lengths, plan);
+  const auto names = nft::NamesFor("rnet");
+  std::vector<std::string> sets, chains;
+  size_t rules = 0, features = 0;
+  for (const auto& step : plan.steps()) {
+    if (const auto* set = std::get_if<netfilter::NftSet>(&step.change)) sets.push_back(set->name);
+    if (const auto* chain = std::get_if<netfilter::NftChain>(&step.change)) {
+      chains.push_back(chain->name);
+    }
+    rules += std::holds_alternative<netfilter::NftRule>(step.change);
+    features += step.role == Role::kFeature;
+  }
+  using F = net::Family;
+  EXPECT_EQ(sets,
+            (std::vector<std::string>{
+                "owned", "netcfg", names.DnatAny(F::kV4), names.DnatIp(F::kV4),
+                names.HairpinAny(F::kV4, 16), names.HairpinIp(F::kV4, 16), names.DnatAny(F::kV6),
+                names.DnatIp(F::kV6), names.HairpinAny(F::kV6, 64), names.HairpinIp(F::kV6, 64)}));
+  EXPECT_EQ(chains, (std::vector<std::string>{names.Hostports(), names.Prerouting(), names.Output(),
+                                              names.Masquerade()}));
+  EXPECT_EQ(rules, 2u + 10 + 1);  // two fib jumps, the hostports rules, the masquerade rule
+  EXPECT_EQ(features, 3u + 2);    // the nat chains, the fib rules
+  const auto set = [&](const std::string& name) {
+    for (const auto& step : plan.steps()) {
+      if (const auto* s = std::get_if<netfilter::NftSet>(&step.change); s && s->name == name) {
+        return *s;
+      }
+    }
+    return netfilter::NftSet{};
+  };
+  // ipv4_addr . inet_proto . inet_service as nft numbers it, a hash set.
+  const auto hairpin = set(names.HairpinAny(F::kV4, 16));
+  EXPECT_EQ(hairpin.key_type, 0x730du);
+  EXPECT_EQ(hairpin.key_len, 12u);
+  EXPECT_EQ(hairpin.flags, 0u);
+  EXPECT_TRUE(hairpin.field_lens.empty());
+  EXPECT_EQ(set(names.HairpinIp(F::kV6, 64)).key_len, 40u);
+  // Byte orders and typeof records nft 1.0.6 writes for such a set (and reads back to print it).
+  EXPECT_EQ(hairpin.userdata,
+            (std::vector<uint8_t>{0, 4, 0, 0, 0, 0, 3, 8, 0, 4, 13, 0, 0, 0, 1, 0}));
+  const auto map = set(names.DnatIp(F::kV4));
+  EXPECT_EQ(map.flags, uint32_t{NFT_SET_MAP});
+  EXPECT_EQ(map.data_type, 0x1cdu);  // ipv4_addr . inet_service
+  EXPECT_EQ(map.data_len, 8u);
+  EXPECT_EQ(set("owned").key_type, 0xa69u);
+
+  const auto hostports = nft::HostportsRules(config, lengths);
+  ASSERT_EQ(hostports.size(), 10u);
+  EXPECT_EQ(netfilter::ExpressionsText(hostports[1].exprs),
+            "  [ meta load nfproto => reg 1 ]\n"
+            "  [ cmp eq reg 1 0x00000002 ]\n"
+            "  [ payload load 4b @ network header + 12 => reg 1 ]\n"
+            "  [ bitwise reg 1 = ( reg 1 & 0x0000ffff ) ^ 0x00000000 ]\n"
+            "  [ meta load l4proto => reg 9 ]\n"
+            "  [ payload load 2b @ transport header + 2 => reg 10 ]\n"
+            "  [ lookup reg 1 set " +
+                names.HairpinAny(F::kV4, 16) +
+                " ]\n"
+                "  [ meta load mark => reg 1 ]\n"
+                "  [ bitwise reg 1 = ( reg 1 & 0xffffdfff ) ^ 0x00002000 ]\n"
+                "  [ meta set mark with reg 1 ]\n");
+  EXPECT_EQ(netfilter::ExpressionsText(hostports[4].exprs),
+            "  [ meta load nfproto => reg 1 ]\n"
+            "  [ cmp eq reg 1 0x00000002 ]\n"
+            "  [ payload load 4b @ network header + 16 => reg 1 ]\n"
+            "  [ meta load l4proto => reg 9 ]\n"
+            "  [ payload load 2b @ transport header + 2 => reg 10 ]\n"
+            "  [ lookup reg 1 set " +
+                names.DnatIp(F::kV4) +
+                " dreg 1 ]\n"
+                "  [ nat dnat ip addr_min reg 1 proto_min reg 9 ]\n");
+  // IPv6: the port of the map's data starts in the second 16-byte register.
+  EXPECT_EQ(netfilter::ExpressionsText(hostports[9].exprs),
+            "  [ meta load nfproto => reg 1 ]\n"
+            "  [ cmp eq reg 1 0x0000000a ]\n"
+            "  [ meta load l4proto => reg 1 ]\n"
+            "  [ payload load 2b @ transport header + 2 => reg 9 ]\n"
+            "  [ lookup reg 1 set " +
+                names.DnatAny(F::kV6) +
+                " dreg 1 ]\n"
+                "  [ nat dnat ip6 addr_min reg 1 proto_min reg 2 ]\n");
+}
+
+// Conditions go before each hostports rule of their family, with the dependencies nft puts
+// before them, and their sets become anonymous sets of that rule.
+TEST(NftablesRules, ConditionsPrefixTheirFamilysRules) {
+  const Config config =
+      MustParse(R"(,"conditionsV4":["tcp dport { 80, 443 } ip saddr 10.0.0.0/8"])");
+  const auto rules = nft::HostportsRules(config, nft::HairpinLengthsOf(config));
+  ASSERT_EQ(rules.size(), 10u);
+  for (size_t i = 0; i < rules.size(); ++i) {
+    const bool v4 = i < 6;
+    EXPECT_EQ(rules[i].sets.size(), v4 ? 1u : 0u) << i;
+  }
+  EXPECT_EQ(netfilter::ExpressionsText(rules[5].exprs),
+            "  [ meta load l4proto => reg 1 ]\n"
+            "  [ cmp eq reg 1 0x00000006 ]\n"
+            "  [ payload load 2b @ transport header + 2 => reg 1 ]\n"
+            "  [ lookup reg 1 set __set%d ]\n"
+            "  [ meta load nfproto => reg 1 ]\n"
+            "  [ cmp eq reg 1 0x00000002 ]\n"
+            "  [ payload load 1b @ network header + 12 => reg 1 ]\n"
+            "  [ cmp eq reg 1 0x0000000a ]\n"
+            "  [ meta load nfproto => reg 1 ]\n"
+            "  [ cmp eq reg 1 0x00000002 ]\n"
+            "  [ meta load l4proto => reg 1 ]\n"
+            "  [ payload load 2b @ transport header + 2 => reg 9 ]\n"
+            "  [ lookup reg 1 set " +
+                nft::NamesFor("rnet").DnatAny(net::Family::kV4) +
+                " dreg 1 ]\n"
+                "  [ nat dnat ip addr_min reg 1 proto_min reg 9 ]\n");
+  // In the plan, each set is created (with its elements) right before its rule, under a batch
+  // ID the rule's lookup names.
+  nft::Plan plan;
+  nft::AppendSetup(config, nft::HairpinLengthsOf(config), plan);
+  uint32_t last_set = 0;
+  size_t anonymous = 0;
+  for (const auto& step : plan.steps()) {
+    if (const auto* set = std::get_if<netfilter::NftSet>(&step.change);
+        set && set->name == "__set%d") {
+      last_set = set->id;
+      ++anonymous;
+      EXPECT_EQ(set->flags, uint32_t{NFT_SET_ANONYMOUS | NFT_SET_CONSTANT});
+      EXPECT_EQ(set->size, 2u);
+    }
+    if (const auto* rule = std::get_if<netfilter::NftRule>(&step.change)) {
+      for (const auto& e : rule->exprs) {
+        if (const auto* lookup = std::get_if<netfilter::expr::Lookup>(&e);
+            lookup && lookup->set == "__set%d") {
+          EXPECT_EQ(lookup->set_id, last_set);
+        }
+      }
+    }
+  }
+  EXPECT_EQ(anonymous, 6u);
+  // The config hash tells the conditions apart.
+  EXPECT_NE(nft::ConfigHash(config), nft::ConfigHash(MustParse("")));
+  EXPECT_NE(nft::ConfigHash(MustParse(R"(,"snat":false)")), nft::ConfigHash(MustParse("")));
+}
+
 TEST(NftablesRules, NetworkCommentFitsTheCommentLimit) {
   EXPECT_EQ(nft::NetworkComment("rnet"), "network rnet");
-  const std::string fits(120, 'a');  // "network " + 120 = 128 bytes
-  EXPECT_EQ(nft::NetworkComment(fits), "network " + fits);
-  for (const std::string& name :
-       {std::string(121, 'a'), std::string(200, 'n'), std::string(5000, 'x'),
-        std::string(118, 'a') + "\xc3\xa9\xc3\xa9\xc3\xa9"}) {
-    const std::string c = nft::NetworkComment(name);
-    EXPECT_LE(c.size(), 128u) << name.size();
-    EXPECT_EQ(c.rfind("network ", 0), 0u);
-    EXPECT_NE(c.find("... sha512:"), std::string::npos) << c;
-  }
-  // Cut at a character boundary, never inside a UTF-8 sequence.
-  const std::string accented = std::string(92, 'a') + "\xc3\xa9" + std::string(40, 'b');
-  const std::string c = nft::NetworkComment(accented);
-  EXPECT_EQ(c.substr(0, c.find("... ")), "network " + std::string(92, 'a')) << c;
-  // Names sharing their first bytes still differ.
-  EXPECT_NE(nft::NetworkComment(std::string(200, 'n')),
-            nft::NetworkComment(std::string(199, 'n') + "m"));
-  auto config = Parse(ConfText(R"(,"backend":"nftables")"));
-  ASSERT_TRUE(config.ok());
-  config->network_name = std::string(200, 'n');
-  nft::Script setup;
-  nft::AppendSetup(*config, setup);
-  EXPECT_EQ(setup.text().find(std::string(121, 'n')), std::string::npos);
+  const std::string longest(nft::kMaxCommentBytes - 8, 'n');
+  EXPECT_EQ(nft::NetworkComment(longest), "network " + longest);
+  const std::string over(200, 'n');
+  const std::string cut = nft::NetworkComment(over);
+  EXPECT_EQ(cut.size(), nft::kMaxCommentBytes);
+  EXPECT_NE(cut.find("... sha512:"), std::string::npos);
+  // A multi-byte character is not cut in half.
+  std::string utf8 = "network-";
+  while (utf8.size() < 200) utf8 += "\xc3\xa9";
+  const std::string cut8 = nft::NetworkComment(utf8);
+  EXPECT_LE(cut8.size(), nft::kMaxCommentBytes);
+  const size_t dots = cut8.find("...");
+  ASSERT_NE(dots, std::string::npos);
+  EXPECT_NE(static_cast<unsigned char>(cut8[dots - 1]), 0xc3);
+  EXPECT_EQ(nft::ElementComment(std::string(300, 'x')).size(), nft::kMaxCommentBytes);
 }
 
-// Issue 13 row 6: the hairpin set keeps the outermost container subnets only.
-TEST(NftablesRules, HairpinPlanKeepsTheOutermostSubnets) {
-  auto p = [](const char* text) { return *net::IpPrefix::Parse(text, true); };
-  // Empty set, or a disjoint or adjacent element: add.
-  EXPECT_TRUE(nft::PlanHairpin({}, p("10.1.0.5/24")).add);
-  auto adjacent = nft::PlanHairpin({p("10.1.1.0/24"), p("fd00::/64")}, p("10.1.0.5/24"));
-  EXPECT_TRUE(adjacent.add);
-  EXPECT_TRUE(adjacent.remove.empty());
-  // Covered by a larger element or already there: nothing.
-  auto covered = nft::PlanHairpin({p("10.1.0.0/16")}, p("10.1.0.5/24"));
-  EXPECT_FALSE(covered.add);
-  EXPECT_TRUE(covered.remove.empty());
-  EXPECT_FALSE(nft::PlanHairpin({p("10.1.0.0/24")}, p("10.1.0.6/24")).add);
-  EXPECT_FALSE(nft::PlanHairpin({p("10.1.0.6")}, p("10.1.0.6/32")).add);
-  // Around smaller elements: add, deleting what it covers.
-  auto around =
-      nft::PlanHairpin({p("10.1.0.0/24"), p("10.1.7.0/25"), p("10.2.0.0/24")}, p("10.1.0.6/16"));
-  EXPECT_TRUE(around.add);
-  EXPECT_EQ(around.remove, (std::vector<std::string>{"10.1.0.0/24", "10.1.7.0/25"}));
-  auto v6 = nft::PlanHairpin({p("fd00:88::/64")}, p("fd00::2/16"));
-  EXPECT_EQ(v6.remove, (std::vector<std::string>{"fd00:88::/64"}));
-
-  auto config = Parse(ConfText(R"(,"backend":"nftables")"));
-  ASSERT_TRUE(config.ok());
-  nft::HairpinPlan plan;
-  plan.v4 = around;
-  plan.v6 = nft::HairpinChange{.add = false, .remove = {}};
-  nft::Script script;
-  nft::AppendAdd(*config, true, true, script, plan);
-  EXPECT_EQ(script.LinesOf(nft::Role::kHairpin).size(), 1u);
-  const auto names = nft::NamesFor("rnet");
-  EXPECT_NE(script.text().find("delete element inet cni_hostport " +
-                               names.Hairpin(net::Family::kV4) + " { 10.1.7.0/25 }"),
-            std::string::npos);
-  EXPECT_EQ(script.text().find(names.Hairpin(net::Family::kV6)), std::string::npos);
-}
-
-std::string Hex32(uint32_t value) {
-  char buf[16];
-  std::snprintf(buf, sizeof(buf), "0x%08x", value);
-  return buf;
-}
-
-// One tcp mapping, IPv4 container only.
-Result<Config> OneMapping(Purpose purpose = Purpose::kAdd) {
-  return Parse(std::string(R"({"cniVersion":"1.0.0","name":"rnet","type":"portmap",
-    "backend":"nftables",
-    "runtimeConfig":{"portMappings":[{"hostPort":8080,"containerPort":80,"protocol":"tcp"}]},
-    "prevResult":{"cniVersion":"1.0.0","ips":[{"address":"10.88.0.2/16"}]}})"),
-               purpose);
-}
-
-TEST(NftablesRules, AddPlanForOneMapping) {
-  auto config = OneMapping();
-  ASSERT_TRUE(config.ok()) << config.error().msg;
-  const auto n = nft::NamesFor("rnet");
-  const std::string owner = nft::OwnerTag("rnet", "ctr1");
-  const std::string netcfg = "{ \"" + n.prefix + "\" . " + Hex32(nft::ConfigHash(*config)) + " }";
-  const nft::Element element = nft::ContainerElements(*config, net::Family::kV4).at(0);
-  const std::string t = "inet cni_hostport ";
-  nft::Script script;
-  nft::AppendAdd(*config, true, true, script);
-  const std::vector<nft::Command> want = {
-      {"delete element " + t + "netcfg " + netcfg, nft::Role::kNetcfg, ""},
-      {"add element " + t + "netcfg " + netcfg, nft::Role::kOther, ""},
-      {"create element " + t + "owned { \"" + owner + "\" . \"all4\" }", nft::Role::kMarker, ""},
-      {"add element " + t + "owned { \"" + owner + "\" . \"" + element.Tag() + "\" }",
-       nft::Role::kOther, ""},
-      {"add element " + t + n.DnatAny(net::Family::kV4) +
-           " { tcp . 8080 comment \"ctr1\" : 10.88.0.2 . 80 }",
-       nft::Role::kElement, "tcp . 8080"},
-      {"add element " + t + n.Hairpin(net::Family::kV4) + " { 10.88.0.0/16 }", nft::Role::kHairpin,
-       ""},
+// A legacy hairpin set (an rbtree of container subnets, outermost of nested ones) read back as
+// prefixes, and turned into per-mapping hairpin elements of the containers it covers.
+TEST(NftablesRules, LegacyHairpinMigration) {
+  using netfilter::SetElement;
+  const std::vector<SetElement> rbtree = {
+      {.key = {0, 0, 0, 0}, .flags = NFT_SET_ELEM_INTERVAL_END},   {.key = {10, 88, 0, 0}},
+      {.key = {10, 89, 0, 0}, .flags = NFT_SET_ELEM_INTERVAL_END}, {.key = {192, 0, 2, 0}},
+      {.key = {192, 0, 3, 0}, .flags = NFT_SET_ELEM_INTERVAL_END},
   };
-  EXPECT_EQ(script.commands(), want);
-  EXPECT_EQ(script.Line(5)->subject, "tcp . 8080");
-  EXPECT_EQ(script.Line(0), nullptr);
-  EXPECT_EQ(script.Line(7), nullptr);
-  EXPECT_EQ(script.text().substr(0, script.text().find('\n') + 1), want[0].text + "\n");
+  const auto prefixes = nft::LegacyHairpinPrefixes(rbtree, net::Family::kV4);
+  ASSERT_EQ(prefixes.size(), 2u);
+  EXPECT_EQ(prefixes[0].ToString(), "10.88.0.0/16");
+  EXPECT_EQ(prefixes[1].ToString(), "192.0.2.0/24");
+  // A range to the family's end has no end element.
+  const auto last = nft::LegacyHairpinPrefixes({{.key = {128, 0, 0, 0}}}, net::Family::kV4);
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_EQ(last[0].ToString(), "128.0.0.0/1");
+
+  const auto names = nft::NamesFor("rnet");
+  const std::vector<nft::ListedElement> dnat = {
+      {names.DnatAny(net::Family::kV4),
+       net::Family::kV4,
+       {.key = {6, 0, 0, 0, 0x1f, 0x90, 0, 0},
+        .data = {10, 88, 0, 9, 0, 80, 0, 0},
+        .comment = "old"}},
+      {names.DnatAny(net::Family::kV4),
+       net::Family::kV4,
+       {.key = {6, 0, 0, 0, 0x1f, 0x91, 0, 0},
+        .data = {172, 16, 0, 9, 0, 80, 0, 0},
+        .comment = "out"}},
+  };
+  nft::HairpinLengths lengths;
+  const auto changes = nft::MigrateLegacyHairpin("rnet", dnat, prefixes, {}, lengths);
+  EXPECT_EQ(lengths, (nft::HairpinLengths{{16}, {}}));
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].set, names.HairpinAny(net::Family::kV4, 16));
+  ASSERT_EQ(changes[0].elements.size(), 1u);  // 172.16.0.9 is in no legacy subnet
+  EXPECT_EQ(changes[0].elements[0].key,
+            (std::vector<uint8_t>{10, 88, 0, 0, 6, 0, 0, 0, 0x1f, 0x90, 0, 0}));
+  EXPECT_EQ(changes[0].elements[0].comment, "old");
+
+  // Hairpin sets of a network read back by name.
+  const auto shape = nft::HairpinSetShapeOf(names.prefix, names.HairpinIp(net::Family::kV6, 64));
+  ASSERT_TRUE(shape);
+  EXPECT_EQ(shape->family, net::Family::kV6);
+  EXPECT_TRUE(shape->with_host_ip);
+  EXPECT_EQ(shape->length, 64);
+  EXPECT_FALSE(nft::HairpinSetShapeOf(names.prefix, names.LegacyHairpin(net::Family::kV4)));
+  EXPECT_FALSE(nft::HairpinSetShapeOf("nother", names.HairpinAny(net::Family::kV4, 16)));
+  EXPECT_FALSE(nft::HairpinSetShapeOf(names.prefix, names.prefix + "_hairpin_any_v4_33"));
 }
 
-TEST(NftablesRules, CheckPlanNamesEachObject) {
-  auto config = OneMapping(Purpose::kCheck);
-  ASSERT_TRUE(config.ok()) << config.error().msg;
-  const auto n = nft::NamesFor("rnet");
-  const std::string owner = nft::OwnerTag("rnet", "ctr1");
-  const std::string map = n.DnatAny(net::Family::kV4);
-  const std::string tag = nft::ContainerElements(*config, net::Family::kV4).at(0).Tag();
-  const nft::CheckScripts check = nft::BuildCheck(*config);
-  std::vector<std::pair<std::string, std::string>> exists;
-  for (const auto& c : check.exists.commands()) exists.emplace_back(c.text, c.subject);
-  const std::string t = "delete element inet cni_hostport ";
+// Deletions found by reading: records and markers are added before they are deleted, so the
+// plan holds whether or not they are there; elements go by their keys (and range ends).
+TEST(NftablesRules, ForgetAddsRecordsBeforeDeletingThem) {
+  // The owner's records among the owned set's elements, its markers left out.
+  const std::vector<netfilter::SetElement> owned = {
+      {.key = netfilter::IfnameKey({"owner", "all4"})},
+      {.key = netfilter::IfnameKey({"owner", "tag"})},
+      {.key = netfilter::IfnameKey({"other", "tag2"})}};
+  EXPECT_EQ(nft::RecordTagsOf("owner", owned), (std::vector<std::string>{"tag"}));
+  nft::Plan plan;
+  const std::vector<nft::ListedElement> listed = {
+      {"m", net::Family::kV4, {.key = {1}, .data = {2}}},
+      {"h", net::Family::kV4, {.key = {3}, .key_end = {4}}},
+  };
+  nft::AppendForget("owner", listed, {"tag"}, {net::Family::kV6}, plan);
+  ASSERT_EQ(plan.steps().size(), 4u);
+  EXPECT_EQ(Elements(plan.steps()[0]).verb, ElementVerb::kAdd);
+  EXPECT_EQ(Elements(plan.steps()[1]).verb, ElementVerb::kDelete);
   EXPECT_EQ(
-      exists,
-      (std::vector<std::pair<std::string, std::string>>{
-          {t + "netcfg { \"" + n.prefix + "\" . " + Hex32(nft::ConfigHash(*config)) + " }",
-           "the chains of network rnet for this configuration"},
-          {t + "owned { \"" + owner + "\" . \"all4\" }", "the ownership marker of the container"},
-          {t + map + " { tcp . 8080 }", "element tcp . 8080 in map " + map},
-          {t + "owned { \"" + owner + "\" . \"" + tag + "\" }",
-           "the ownership record of tcp . 8080"}}));
-  EXPECT_EQ(check.values.text(),
-            "add element inet cni_hostport " + map + " { tcp . 8080 : 10.88.0.2 . 80 }\n");
-  std::vector<std::pair<std::string, size_t>> counts;
-  for (const auto& c : nft::NetworkChainRuleCounts(*config)) counts.emplace_back(c.chain, c.rules);
-  EXPECT_EQ(counts,
-            (std::vector<std::pair<std::string, size_t>>{
-                {n.Prerouting(), 1}, {n.Output(), 1}, {n.Hostports(), 10}, {n.Masquerade(), 1}}));
-  EXPECT_EQ(nft::ListChainCommand(n.Output()), "list chain inet cni_hostport " + n.Output());
+      Elements(plan.steps()[1]).elements,
+      (std::vector<netfilter::ElementWrite>{{.key = netfilter::IfnameKey({"owner", "all6"})},
+                                            {.key = netfilter::IfnameKey({"owner", "tag"})}}));
+  EXPECT_EQ(Elements(plan.steps()[3]).elements[0].key_end, (std::vector<uint8_t>{4}));
 }
 
-// The commands the backend builds from listings: re-ADD and GC (forget), DEL without the
-// ADD's mappings, stale netcfg records, GC's hairpin sources, the reference's leftovers.
-TEST(NftablesRules, ListingDrivenDeletes) {
-  auto config = OneMapping();
-  ASSERT_TRUE(config.ok()) << config.error().msg;
-  const auto n = nft::NamesFor("rnet");
-  const nft::Element e = nft::ContainerElements(*config, net::Family::kV4).at(0);
-  const std::string owned = "inet cni_hostport owned { \"o\" . ";
-  const std::string in_map = "delete element inet cni_hostport " + e.map + " { tcp . 8080 }\n";
+TEST(NftablesRules, CheckNamesEveryObject) {
+  const auto expected = nft::ExpectedObjects(MustParse(""));
+  // netcfg; per family a marker; per mapping its element, record and hairpin element.
+  ASSERT_EQ(expected.size(), 1u + 1 + 2 * 3 + 1 + 3);
+  EXPECT_EQ(expected[0].what, "the chains of network rnet for this configuration");
+  EXPECT_EQ(expected[2].what, "element 10.88.0.1 . tcp . 8080 in map na355caee90_dnat_ip_v4");
+  EXPECT_EQ(expected[4].what,
+            "hairpin element 10.88.0.0 . 10.88.0.1 . tcp . 8080 in set "
+            "na355caee90_hairpin_ip_v4_16");
+  EXPECT_EQ(nft::NetworkChainRuleCounts(MustParse(R"(,"snat":false)"), {}),
+            (std::vector<nft::ChainRuleCount>{{"na355caee90_prerouting", 1},
+                                              {"na355caee90_output", 1},
+                                              {"na355caee90_hostports", 4},
+                                              {"na355caee90_masquerade", 0}}));
+}
 
-  nft::Script forget;
-  nft::AppendForget("o", {e}, {net::Family::kV6}, forget);
-  EXPECT_EQ(forget.text(), "add element " + owned + "\"all6\" }\ndelete element " + owned +
-                               "\"all6\" }\nadd element " + owned + "\"" + e.Tag() +
-                               "\" }\ndelete element " + owned + "\"" + e.Tag() + "\" }\n" +
-                               in_map);
+TEST(NftablesRules, ReferenceLeftoversByCommentInItsChains) {
+  const std::vector<netfilter::RuleRecord> rules = {
+      {"hostports", 4, {}, netfilter::CommentUserData("ctr1")},
+      {"hostports", 5, {}, netfilter::CommentUserData("ctr10")},
+      {"masquerading", 9, {}, netfilter::CommentUserData("ctr1")},
+      {"prerouting", 2, {}, netfilter::CommentUserData("ctr1")},
+  };
+  nft::Plan plan;
+  EXPECT_EQ(nft::AppendReferenceLeftovers(2, rules, "ctr1", plan), 2u);
+  EXPECT_EQ(std::get<nft::DeleteRule>(plan.steps()[0].change),
+            (nft::DeleteRule{2, "cni_hostport", "hostports", 4}));
+  EXPECT_EQ(std::get<nft::DeleteRule>(plan.steps()[1].change),
+            (nft::DeleteRule{2, "cni_hostport", "masquerading", 9}));
+}
 
-  nft::Script listed;
-  nft::AppendDeleteListed("o", {{"o", "all4"}, {"other", "all4"}, {"o", "abc"}}, {e}, listed);
-  EXPECT_EQ(listed.text(), "delete element " + owned + "\"all4\" }\ndelete element " + owned +
-                               "\"abc\" }\n" + in_map);
-
-  nft::Script netcfg;
-  const uint32_t hash = nft::ConfigHash(*config);
-  nft::AppendDropOtherConfigs(
-      *config, {{n.prefix, Hex32(hash)}, {n.prefix, "0x1f"}, {"n0000000000", "0x2"}}, netcfg);
-  EXPECT_EQ(netcfg.text(),
-            "delete element inet cni_hostport netcfg { \"" + n.prefix + "\" . 0x0000001f }\n");
-
-  nft::Script hairpin;
-  nft::AppendDeleteHairpin("rnet", *net::IpPrefix::Parse("fd00:88::5/64"), hairpin);
-  EXPECT_EQ(hairpin.text(), "delete element inet cni_hostport " + n.Hairpin(net::Family::kV6) +
-                                " { fd00:88::/64 }\n");
-
-  const nft::Script leftovers = nft::ReferenceLeftovers("ip6",
-                                                        {{"hostports", "ctr1", 7},
-                                                         {"hostports", "ctr2", 8},
-                                                         {"other", "ctr1", 9},
-                                                         {"masquerading", "ctr1", 12}},
-                                                        "ctr1");
-  EXPECT_EQ(leftovers.text(),
-            "delete rule ip6 cni_hostport hostports handle 7\n"
-            "delete rule ip6 cni_hostport masquerading handle 12\n");
-  EXPECT_EQ(nft::ListReferenceTableCommand("ip"), "list table ip cni_hostport");
+// A refusal reads as the missing kernel feature when an object that needs one is refused the
+// way a kernel without it refuses; otherwise as the first refused change.
+TEST(NftablesRules, RefusalsNameTheMissingFeature) {
+  nft::Plan plan;
+  nft::AppendSetup(MustParse(""), {}, plan);
+  size_t nat_chain = 0;
+  for (size_t i = 0; i < plan.steps().size(); ++i) {
+    if (plan.steps()[i].subject == nft::kFeatureInetNat) {
+      nat_chain = i;
+      break;
+    }
+  }
+  const Error old_kernel = nft::RefusalError(plan, {{nat_chain, ENOENT, ""}}, "add mappings");
+  EXPECT_EQ(old_kernel.code, kErrKernel);
+  EXPECT_NE(old_kernel.msg.find("the kernel lacks nat chains in inet tables (Linux 5.2 or later)"),
+            std::string::npos)
+      << old_kernel.msg;
+  const Error other = nft::RefusalError(plan, {{0, EPERM, "no"}}, "add mappings");
+  EXPECT_EQ(other.msg, "nftables: add mappings: table: Operation not permitted (no)");
 }
 
 }  // namespace
