@@ -153,17 +153,21 @@ same "8080 mapped to the container, its pod" "ctr1 10.123.0.2:80 default/web-1" 
   "$(jq -r '.ports[] | select(.port == 8080) | .mapped[] | "\(.containerID) \(.target) \(.pod)"' <<<"$out" 2>&1)"
 
 expect_cni "portmap DEL" portmap DEL ctr1 "$conf"
-if iptables-nft-save -t nat 2>&1 | grep -q 10.123.0.2; then bad "a rule left after DEL"; else ok "no rule left after DEL"; fi
+rules=$(iptables-nft-save -t nat 2>&1)
+if grep -q 10.123.0.2 <<<"$rules"; then bad "a rule left after DEL"; else ok "no rule left after DEL"; fi
 
 echo "== bandwidth ADD/CHECK/DEL"
 conf='{"cniVersion":"1.0.0","name":"bw","type":"bandwidth","ingressRate":8000000,"ingressBurst":131072,
   "egressRate":8000000,"egressBurst":131072,'"$prev"'}'
 expect_cni "ADD" bandwidth ADD ctr1 "$conf"
-if tc qdisc show dev vc0 | grep -q "qdisc tbf"; then ok "tbf on the host veth"; else bad "no tbf: $(tc qdisc show dev vc0)"; fi
-if ip -br link show type ifb | grep -q .; then ok "an ifb for egress"; else bad "no ifb"; fi
+# (Read first, then matched: under pipefail, grep -q closing the pipe early fails the writer.)
+qdiscs=$(tc qdisc show dev vc0)
+if grep -q "qdisc tbf" <<<"$qdiscs"; then ok "tbf on the host veth"; else bad "no tbf: $qdiscs"; fi
+if [ -n "$(ip -br link show type ifb)" ]; then ok "an ifb for egress"; else bad "no ifb"; fi
 expect_cni "CHECK" bandwidth CHECK ctr1 "$conf"
 expect_cni "DEL" bandwidth DEL ctr1 "$conf"
-if tc qdisc show dev vc0 | grep -q "qdisc tbf"; then bad "tbf left after DEL"; else ok "no tbf after DEL"; fi
+qdiscs=$(tc qdisc show dev vc0)
+if grep -q "qdisc tbf" <<<"$qdiscs"; then bad "tbf left after DEL"; else ok "no tbf after DEL"; fi
 
 echo "== nodegate admit"
 mkdir -p "$tmp/nodegate/data"
