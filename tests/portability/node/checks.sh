@@ -313,9 +313,11 @@ check_portmap_nftables() {
     bad "nft list ruleset: $listing"
   fi
   expect "table inet cni_hostport listed" contains "$listing" "table inet cni_hostport"
-  expect "the 8080 mapping listed" grep -qE 'tcp \. 8080 : 10\.123\.0\.2 \. 80' <<<"$listing"
+  # An element may carry its owner as a comment between key and value.
+  expect "the 8080 mapping listed" \
+    grep -qE 'tcp \. 8080( comment "[^"]*")? : 10\.123\.0\.2 \. 80' <<<"$listing"
   expect "the hostIP mapping listed" \
-    grep -qE '198\.51\.100\.1 \. tcp \. 8443 : 10\.123\.0\.2 \. 80' <<<"$listing"
+    grep -qE '198\.51\.100\.1 \. tcp \. 8443( comment "[^"]*")? : 10\.123\.0\.2 \. 80' <<<"$listing"
   expect_cni "CHECK" nf "$BIN/portmap" CHECK ctr1 "$conf"
   serve nf-c || bad "httpd"
   reach "client -> node:8080 -> container" nf-k http://198.51.100.1:8080/ "hello from nf-c"
