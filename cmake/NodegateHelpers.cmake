@@ -200,13 +200,13 @@ function(ng_test)
   _ng_serial_when_labelled(${NG_NAME} "${NG_LABELS}")
 endfunction()
 
-# A test written as a shell script (e2e tier, differential tests).
+# A test written as a shell script (e2e tier, differential tests); ARGS are the script's.
 function(ng_script_test)
-  cmake_parse_arguments(NG "" "NAME;SCRIPT;TIMEOUT" "LABELS" ${ARGN})
+  cmake_parse_arguments(NG "" "NAME;SCRIPT;TIMEOUT" "LABELS;ARGS" ${ARGN})
   if(NOT NG_TIMEOUT)
     set(NG_TIMEOUT 900)
   endif()
-  add_test(NAME ${NG_NAME} COMMAND bash ${NG_SCRIPT})
+  add_test(NAME ${NG_NAME} COMMAND bash ${NG_SCRIPT} ${NG_ARGS})
   set_tests_properties(${NG_NAME} PROPERTIES LABELS "${NG_LABELS}" TIMEOUT ${NG_TIMEOUT}
     ENVIRONMENT "NODEGATE_BIN_DIR=${CMAKE_BINARY_DIR}/bin;NODEGATE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
   _ng_serial_when_labelled(${NG_NAME} "${NG_LABELS}")

@@ -17,6 +17,9 @@ PACKAGES=(
   containerd python3-grpcio
   # make deb (dpkg-shlibdeps computes Depends) and the deploy tests (the DaemonSet's YAML)
   dpkg-dev python3-yaml
+  # the portability tier (tests/portability): Debian roots of other releases, their kernel
+  # booted in software emulation, the VM's disk images, JSON read in shell
+  debootstrap qemu-system-x86 e2fsprogs jq
   # benchmarks
   hyperfine
   # the sanitizer stage of make test and make fuzz (libFuzzer and the sanitizers come with

@@ -8,8 +8,12 @@
 #      yields whenever a test wants the CPU;
 #   2. the release build's tests: style, netns, e2e, deploy (the release build has no unit
 #      tests: see NODEGATE_UNIT_TESTS), in parallel except those labelled e2e/deploy/serial;
-#   3. the unit tier, in the sanitizer build;
-#   4. the netns tests that exec the executables (label `plugins`) again, against the sanitizer
+#      meanwhile the portability tier's Debian 11 root and its VM image are prepared (or found
+#      in the cache) in the background (tests/portability/root.sh: mostly download and dpkg);
+#   3. the portability tier (label `portability`): the executables in an empty root, in that
+#      Debian 11 root, and in a Debian 11 VM;
+#   4. the unit tier, in the sanitizer build;
+#   5. the netns tests that exec the executables (label `plugins`) again, against the sanitizer
 #      builds of those executables (a sanitized exec costs ~0.15 s here, so the crash soak runs
 #      only a few cycles there; `make fuzz` runs 500).
 # Every stage runs even when an earlier one failed; the exit status is non-zero if any did.
@@ -21,9 +25,14 @@ ASAN_DIR="${2:-build-asan}"
 JOBS="${JOBS:-$(nproc)}"
 asan_log="$(mktemp /tmp/ng-asan-build.XXXXXX)"
 asan_pid=""
+root_log="$(mktemp /tmp/ng-portability-root.XXXXXX)"
+root_pid=""
+# The roots' cache: where the portability tests look by default (beside the bin folder).
+export NODEGATE_CACHE_DIR="${NODEGATE_CACHE_DIR:-$BUILD_DIR/cache}"
 cleanup() {
   [ -n "$asan_pid" ] && kill -- "-$asan_pid" 2>/dev/null
-  rm -f "$asan_log"
+  [ -n "$root_pid" ] && kill -- "-$root_pid" 2>/dev/null
+  rm -f "$asan_log" "$root_log"
 }
 trap cleanup EXIT
 
@@ -46,8 +55,23 @@ setsid nice -n 19 env JOBS="$JOBS" bash scripts/test-asan.sh "$ASAN_DIR" --build
   >"$asan_log" 2>&1 &
 asan_pid=$!
 
+setsid nice -n 10 bash tests/portability/root.sh --suite bullseye --image >"$root_log" 2>&1 &
+root_pid=$!
+
 stage "release build: style, netns, e2e, deploy tests" \
-  bash -c "cd '$BUILD_DIR' && ctest --output-on-failure -j '$JOBS'"
+  bash -c "cd '$BUILD_DIR' && ctest --output-on-failure -j '$JOBS' -LE portability"
+
+echo "== waiting for the portability tier's Debian 11 root"
+wait_start=$SECONDS
+if wait "$root_pid"; then
+  root_pid=""
+  echo "== the root was ready after $((SECONDS - wait_start)) s more: $(tail -1 "$root_log")"
+else
+  root_pid=""
+  cat "$root_log"  # the tests below build it again and fail with the same reason
+fi
+stage "portability tier: an empty root, a Debian 11 root, a Debian 11 VM" \
+  bash -c "cd '$BUILD_DIR' && ctest --output-on-failure -j '$JOBS' -L portability"
 
 echo "== waiting for the sanitizer build"
 wait_start=$SECONDS

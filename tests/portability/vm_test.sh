@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The portability tier in a Debian 11 VM: bullseye's own kernel (5.10) and userland, booted
+# in qemu's software emulation (KVM does not boot guests on these machines), no network of the
+# machine's (-nic none). Disks: the cached root's image, read-only (snapshot=on: the guest's
+# writes go to a temporary overlay), and a small one made here holding our executables and the
+# checks (/ng, ext2: no journal to replay before the host reads it), onto which the guest
+# writes its results. The guest's PID 1
+# (/sbin/nodegate-vm-init in the root) mounts it and runs /ng/init (node/vm-init).
+#
+#   vm_test.sh [CHECK...]    (default: the smoke below)
+#   NG_VM_KEEP=1 vm_test.sh  keeps the work folder (console.log, smoke.ext4) and prints it
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+require_root
+
+checks=("$@")
+if [ ${#checks[@]} -eq 0 ]; then
+  checks=(version host_local portmap_iptables:nft portmap_iptables:legacy portmap_nftables
+    bandwidth)
+fi
+entry=$(debian_root --suite bullseye --image)
+kernel=$(ls "$entry"/root/boot/vmlinuz-* | sort -V | tail -1)
+initrd=$(ls "$entry"/root/boot/initrd.img-* | sort -V | tail -1)
+tmp=$(mktemp -d /tmp/ng-portability-vm.XXXXXX)
+if [ "${NG_VM_KEEP:-0}" = 1 ]; then
+  trap 'echo "kept: $tmp"' EXIT
+else
+  trap 'rm -rf "$tmp"' EXIT
+fi
+
+stage_ng "$tmp/ng"
+cp "$PORT_DIR/node/vm-init" "$tmp/ng/init"
+echo "${checks[*]}" >"$tmp/ng/checks"
+for var in BW_RATE BW_SECONDS; do
+  [ -z "${!var:-}" ] || echo "export $var=${!var}" >>"$tmp/ng/env"
+done
+mke2fs -q -t ext2 -L ngsmoke -d "$tmp/ng" "$tmp/smoke.ext4" 256M
+
+# TCG: the guest runs several times slower than this machine; the smoke takes a few minutes.
+# BW rates are measured inside the guest against its own clock, so they hold at that speed.
+echo "booting $(basename "$kernel") under TCG"
+start=$SECONDS
+rc=0
+timeout "${NG_VM_TIMEOUT:-1200}" qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 1024 \
+  -display none -no-reboot -nic none -serial "file:$tmp/console.log" -monitor none \
+  -kernel "$kernel" -initrd "$initrd" \
+  -append "console=ttyS0 root=/dev/vda rw quiet panic=-1 init=/sbin/nodegate-vm-init" \
+  -drive "file=$entry/root.ext4,format=raw,if=virtio,snapshot=on" \
+  -drive "file=$tmp/smoke.ext4,format=raw,if=virtio" || rc=$?
+echo "the VM ran for $((SECONDS - start)) s (qemu exit $rc)"
+
+results=$(debugfs -R "cat /results.txt" "$tmp/smoke.ext4" 2>/dev/null || true)
+if [ -z "$results" ]; then
+  echo "no results from the VM; its console:"
+  tail -50 "$tmp/console.log"
+  exit 1
+fi
+echo "$results"
+# The guest's last line: "exit STATUS after N s" (node/vm-init).
+last=$(tail -1 <<<"$results")
+[ "$rc" -eq 0 ] && [[ "$last" == "exit 0 after"* ]]
