@@ -234,7 +234,9 @@ Status DiskStore::EnsureIndexDirs() {
 Result<std::vector<DiskStore::ScannedFile>> DiskStore::Scan() {
   NG_ASSIGN_OR_RETURN(auto entries, sys::ListDir(dir_fd_.get(), dir_));
   std::vector<ScannedFile> files;
+  std::set<std::string> names;
   for (const auto& [name, type] : entries) {
+    names.insert(name);
     if (name == kLockName || name == kIndexDir || StartsWith(name, kLastReservedPrefix)) {
       continue;
     }
@@ -242,6 +244,7 @@ Result<std::vector<DiskStore::ScannedFile>> DiskStore::Scan() {
       // Our own temporary file from a killed call: only ever created under the lock we hold.
       NG_RETURN_IF_ERROR(BeginMutation());
       ::unlinkat(dir_fd_.get(), name.c_str(), 0);
+      names.erase(name);
       continue;
     }
     if (type == DT_DIR) {
@@ -270,6 +273,7 @@ Result<std::vector<DiskStore::ScannedFile>> DiskStore::Scan() {
       // writes after O_EXCL; we never do). Writers hold the lock, so it is dead: drop it.
       NG_RETURN_IF_ERROR(BeginMutation());
       ::unlinkat(dir_fd_.get(), name.c_str(), 0);
+      names.erase(name);
       continue;
     }
     if (name.find('\n') != std::string::npos) {
@@ -277,6 +281,9 @@ Result<std::vector<DiskStore::ScannedFile>> DiskStore::Scan() {
     }
     files.push_back(std::move(f));
   }
+  // What the scan just learnt spares the allocation a create per taken address (a first call
+  // after the reference, without its cursor, would otherwise try every reservation in turn).
+  dir_names_ = std::move(names);
   return files;
 }
 
@@ -322,7 +329,6 @@ Status DiskStore::Rebuild() {
   full_ = true;
   dirty_.clear();
   resync_ = false;
-  dir_names_.reset();
   return OkStatus();
 }
 
@@ -385,6 +391,7 @@ Result<std::vector<net::IpAddress>> DiskStore::FindByOwner(const Owner& owner) {
 }
 
 Result<bool> DiskStore::LinkReservation(const Owner& owner, const std::string& name) {
+  ++stats_.links_tried;
   const std::string content = EncodeOwner(owner);
   if (tmpfile_ok_) {
     // An unnamed file with the full content, then linked under its name: the reservation
@@ -424,9 +431,18 @@ Result<bool> DiskStore::Reserve(const Owner& owner, const net::IpAddress& ip, in
   const std::string name = ip.ToString();
   const std::string key = OwnerKey(owner);
   NG_ASSIGN_OR_RETURN(std::vector<std::string> * names, Names(key));
+  if (dir_names_ && dir_names_->count(name)) {
+    return false;  // listed under our lock: the reference's exclusive create would fail too
+  }
   NG_RETURN_IF_ERROR(BeginMutation());
   NG_ASSIGN_OR_RETURN(bool reserved, LinkReservation(owner, name));
   if (!reserved) {
+    // The walk has run into reservations (a cursor behind a run of them): one listing answers
+    // the rest of it, where each failed create costs a file of its own.
+    if (!dir_names_) {
+      NG_RETURN_IF_ERROR(ListDirNames());
+    }
+    dir_names_->insert(name);
     return false;
   }
   names->push_back(name);
@@ -501,16 +517,21 @@ Result<int> DiskStore::ReleaseByOwner(const Owner& owner) {
   return released;
 }
 
+Status DiskStore::ListDirNames() {
+  NG_ASSIGN_OR_RETURN(auto entries, sys::ListDir(dir_fd_.get(), dir_));
+  dir_names_.emplace();
+  for (const auto& [name, type] : entries) {
+    (void)type;
+    dir_names_->insert(name);
+  }
+  return OkStatus();
+}
+
 Result<bool> DiskStore::IsReserved(const net::IpAddress& ip) {
   if (!dir_names_) {
     // Names only, no file reads: under a valid index every address-named file has an owner
     // (empty leftovers are removed by the rebuild that a foreign write triggers).
-    NG_ASSIGN_OR_RETURN(auto entries, sys::ListDir(dir_fd_.get(), dir_));
-    dir_names_.emplace();
-    for (const auto& [name, type] : entries) {
-      (void)type;
-      dir_names_->insert(name);
-    }
+    NG_RETURN_IF_ERROR(ListDirNames());
   }
   return dir_names_->count(ip.ToString()) > 0;
 }
