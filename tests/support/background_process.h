@@ -29,6 +29,8 @@ class BackgroundProcess {
   BackgroundProcess(const BackgroundProcess&) = delete;
   BackgroundProcess& operator=(const BackgroundProcess&) = delete;
 
+  // The process (argv[0] itself: nothing runs in between), as /proc and sock_diag name it.
+  pid_t pid() const { return pid_; }
   // False once the process has exited (or never started).
   bool Running();
   // What it printed so far, and how it ended: for failure messages.
