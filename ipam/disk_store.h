@@ -8,7 +8,7 @@
 //   <dataDir>/<network>/lock                 flock(LOCK_EX) for the whole verb
 //
 // Cache (ours; rebuilt from the truth whenever it cannot be trusted):
-//   <network>/.nodegate/owners/b<xx>          256 buckets (FNV-1a of the key) of lines
+//   <network>/.nodegate/owners/b<x>           16 buckets (FNV-1a of the key) of lines
 //                                            "<id>:<ifname>\t<reserved name>" ("<id>:" for
 //                                            legacy id-only files)
 //   <network>/.nodegate/meta                  boot id + the network directory's mtime as we

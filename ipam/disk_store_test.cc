@@ -190,7 +190,7 @@ TEST_F(DiskStoreTest, TornIndexBucketIsDetected) {
   }
   // Corrupt every bucket file (no directory entry changes, so meta still matches).
   for (const auto& e : fs::directory_iterator(dir_ + "/.nodegate/owners")) {
-    std::ofstream(e.path(), std::ios::binary | std::ios::trunc) << "nodegate-ipam-owners 1\na:eth0";
+    std::ofstream(e.path(), std::ios::binary | std::ios::trunc) << "nodegate-ipam-owners 2\na:eth0";
   }
   auto store = Open();
   EXPECT_EQ(store->stats().rebuilds, 0);
@@ -198,7 +198,8 @@ TEST_F(DiskStoreTest, TornIndexBucketIsDetected) {
   EXPECT_EQ(store->stats().rebuilds, 1);
 }
 
-TEST_F(DiskStoreTest, RebuildWritesAtMost256IndexFiles) {
+// A first rebuild creates every bucket file: few of them (see BucketOf in disk_store.cc).
+TEST_F(DiskStoreTest, RebuildWritesAtMost16IndexFiles) {
   { Open(); }
   for (int i = 0; i < 400; ++i) {
     Write("10.1." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1),
@@ -212,9 +213,29 @@ TEST_F(DiskStoreTest, RebuildWritesAtMost256IndexFiles) {
     (void)e;
     ++index_files;
   }
-  EXPECT_LE(index_files, 256u);
+  EXPECT_EQ(index_files, 16u);
   EXPECT_EQ(*store->FindByOwner(Owner{"c399", "eth0"}),
             std::vector<net::IpAddress>{Ip("10.1.1.150")});
+}
+
+// An index of the previous layout (version 1: 256 buckets) is never trusted, even with its
+// marker intact: its buckets are removed and the index is rebuilt in this layout.
+TEST_F(DiskStoreTest, IndexOfThePreviousLayoutIsRebuilt) {
+  {
+    auto store = Open();
+    ASSERT_TRUE(*store->Reserve(Owner{"a", "eth0"}, Ip("10.0.0.2"), 0));
+    ASSERT_TRUE(store->Commit().ok());
+  }
+  // Rewritten in place (the directory's mtime, the marker, stays): a version 1 index.
+  std::string meta = Read(".nodegate/meta");
+  ASSERT_EQ(meta.rfind("nodegate-ipam-index 2\n", 0), 0u) << meta;
+  meta.replace(0, 21, "nodegate-ipam-index 1");
+  { std::ofstream(dir_ + "/.nodegate/meta", std::ios::binary | std::ios::in) << meta; }
+  { std::ofstream(dir_ + "/.nodegate/owners/b7f", std::ios::binary) << "nodegate-ipam-owners 1\n"; }
+  auto store = Open();
+  EXPECT_EQ(store->stats().rebuilds, 1);
+  EXPECT_FALSE(fs::exists(dir_ + "/.nodegate/owners/b7f"));
+  EXPECT_EQ(*store->FindByOwner(Owner{"a", "eth0"}), std::vector<net::IpAddress>{Ip("10.0.0.2")});
 }
 
 TEST_F(DiskStoreTest, LastReservedAndRemove) {
