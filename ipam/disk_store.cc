@@ -23,8 +23,9 @@ constexpr char kLastReservedPrefix[] = "last_reserved_ip.";
 constexpr char kIndexDir[] = ".nodegate";
 constexpr char kOwnersDir[] = "owners";
 constexpr char kMetaName[] = "meta";
-constexpr char kMetaHeader[] = "nodegate-ipam-index 1";
-constexpr char kOwnerHeader[] = "nodegate-ipam-owners 1";
+// Version 2: 16 buckets (version 1 had 256; its index is not trusted, so it is rebuilt).
+constexpr char kMetaHeader[] = "nodegate-ipam-index 2";
+constexpr char kOwnerHeader[] = "nodegate-ipam-owners 2";
 constexpr int kFileMode = 0600;  // reservation files (the reference uses 0600 since v1.4.0)
 
 bool StartsWith(std::string_view s, std::string_view prefix) {
@@ -32,7 +33,7 @@ bool StartsWith(std::string_view s, std::string_view prefix) {
 }
 
 // Every file of the store is small (a reservation is two short lines, an index bucket about
-// N/256 lines); a bigger one is foreign or corrupt, and is an error rather than memory used up.
+// N/16 lines); a bigger one is foreign or corrupt, and is an error rather than memory used up.
 constexpr size_t kStoreFileCap = 16 << 20;
 
 // A file of the store, or nullopt when it does not exist.
@@ -49,16 +50,20 @@ Status WriteInPlaceAt(int dir_fd, const std::string& name, std::string_view cont
   return sys::WriteInPlaceAt(dir_fd, name, content, dir, kFileMode);
 }
 
-// The owner index is split into 256 bucket files by a hash of the key, so that a rebuild writes
-// at most 256 small files and a lookup reads one file of about N/256 entries.
+// The owner index is split into 16 bucket files ("b0" to "bf") by a hash of the key: a lookup
+// reads one file of about N/16 entries (some 300 lines at 5,000 reservations). Few files,
+// because the first rebuild after a switch from the reference creates all of them, and on
+// ext4 a file created soon after many were removed costs up to a millisecond (the allocator
+// passes over recently freed inodes): with 256 that first call took 200 ms, where the
+// reference takes 65 (bench/ipam/bench.sh).
 std::string BucketOf(std::string_view key) {
   uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
   for (unsigned char c : key) {
     h = (h ^ c) * 0x100000001b3ull;
   }
   static constexpr char kHex[] = "0123456789abcdef";
-  const unsigned b = static_cast<unsigned>(h ^ (h >> 32)) & 0xffu;
-  return std::string("b") + kHex[b >> 4] + kHex[b & 0xf];
+  const unsigned b = static_cast<unsigned>(h ^ (h >> 32)) & 0xfu;
+  return std::string("b") + kHex[b];
 }
 
 using OwnerMap = std::map<std::string, std::vector<std::string>>;
@@ -86,7 +91,7 @@ std::string EncodeBucket(const OwnerMap& owners, const std::string& bucket) {
 }
 
 // Every non-empty bucket's EncodeBucket text, in one pass over the owners (a rebuild at 5,000
-// reservations spent most of its time encoding each of the 256 buckets from the whole map).
+// reservations spent most of its time encoding each of 256 buckets from the whole map).
 std::map<std::string, std::string> EncodeAllBuckets(const OwnerMap& owners) {
   std::map<std::string, std::string> out;
   for (const auto& [key, names] : owners) {
@@ -234,7 +239,9 @@ Status DiskStore::EnsureIndexDirs() {
 Result<std::vector<DiskStore::ScannedFile>> DiskStore::Scan() {
   NG_ASSIGN_OR_RETURN(auto entries, sys::ListDir(dir_fd_.get(), dir_));
   std::vector<ScannedFile> files;
+  std::set<std::string> names;
   for (const auto& [name, type] : entries) {
+    names.insert(name);
     if (name == kLockName || name == kIndexDir || StartsWith(name, kLastReservedPrefix)) {
       continue;
     }
@@ -242,6 +249,7 @@ Result<std::vector<DiskStore::ScannedFile>> DiskStore::Scan() {
       // Our own temporary file from a killed call: only ever created under the lock we hold.
       NG_RETURN_IF_ERROR(BeginMutation());
       ::unlinkat(dir_fd_.get(), name.c_str(), 0);
+      names.erase(name);
       continue;
     }
     if (type == DT_DIR) {
@@ -270,6 +278,7 @@ Result<std::vector<DiskStore::ScannedFile>> DiskStore::Scan() {
       // writes after O_EXCL; we never do). Writers hold the lock, so it is dead: drop it.
       NG_RETURN_IF_ERROR(BeginMutation());
       ::unlinkat(dir_fd_.get(), name.c_str(), 0);
+      names.erase(name);
       continue;
     }
     if (name.find('\n') != std::string::npos) {
@@ -277,6 +286,9 @@ Result<std::vector<DiskStore::ScannedFile>> DiskStore::Scan() {
     }
     files.push_back(std::move(f));
   }
+  // What the scan just learnt spares the allocation a create per taken address (a first call
+  // after the reference, without its cursor, would otherwise try every reservation in turn).
+  dir_names_ = std::move(names);
   return files;
 }
 
@@ -322,7 +334,6 @@ Status DiskStore::Rebuild() {
   full_ = true;
   dirty_.clear();
   resync_ = false;
-  dir_names_.reset();
   return OkStatus();
 }
 
@@ -385,6 +396,7 @@ Result<std::vector<net::IpAddress>> DiskStore::FindByOwner(const Owner& owner) {
 }
 
 Result<bool> DiskStore::LinkReservation(const Owner& owner, const std::string& name) {
+  ++stats_.links_tried;
   const std::string content = EncodeOwner(owner);
   if (tmpfile_ok_) {
     // An unnamed file with the full content, then linked under its name: the reservation
@@ -424,9 +436,18 @@ Result<bool> DiskStore::Reserve(const Owner& owner, const net::IpAddress& ip, in
   const std::string name = ip.ToString();
   const std::string key = OwnerKey(owner);
   NG_ASSIGN_OR_RETURN(std::vector<std::string> * names, Names(key));
+  if (dir_names_ && dir_names_->count(name)) {
+    return false;  // listed under our lock: the reference's exclusive create would fail too
+  }
   NG_RETURN_IF_ERROR(BeginMutation());
   NG_ASSIGN_OR_RETURN(bool reserved, LinkReservation(owner, name));
   if (!reserved) {
+    // The walk has run into reservations (a cursor behind a run of them): one listing answers
+    // the rest of it, where each failed create costs a file of its own.
+    if (!dir_names_) {
+      NG_RETURN_IF_ERROR(ListDirNames());
+    }
+    dir_names_->insert(name);
     return false;
   }
   names->push_back(name);
@@ -501,16 +522,21 @@ Result<int> DiskStore::ReleaseByOwner(const Owner& owner) {
   return released;
 }
 
+Status DiskStore::ListDirNames() {
+  NG_ASSIGN_OR_RETURN(auto entries, sys::ListDir(dir_fd_.get(), dir_));
+  dir_names_.emplace();
+  for (const auto& [name, type] : entries) {
+    (void)type;
+    dir_names_->insert(name);
+  }
+  return OkStatus();
+}
+
 Result<bool> DiskStore::IsReserved(const net::IpAddress& ip) {
   if (!dir_names_) {
     // Names only, no file reads: under a valid index every address-named file has an owner
     // (empty leftovers are removed by the rebuild that a foreign write triggers).
-    NG_ASSIGN_OR_RETURN(auto entries, sys::ListDir(dir_fd_.get(), dir_));
-    dir_names_.emplace();
-    for (const auto& [name, type] : entries) {
-      (void)type;
-      dir_names_->insert(name);
-    }
+    NG_RETURN_IF_ERROR(ListDirNames());
   }
   return dir_names_->count(ip.ToString()) > 0;
 }

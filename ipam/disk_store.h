@@ -8,7 +8,7 @@
 //   <dataDir>/<network>/lock                 flock(LOCK_EX) for the whole verb
 //
 // Cache (ours; rebuilt from the truth whenever it cannot be trusted):
-//   <network>/.nodegate/owners/b<xx>          256 buckets (FNV-1a of the key) of lines
+//   <network>/.nodegate/owners/b<x>           16 buckets (FNV-1a of the key) of lines
 //                                            "<id>:<ifname>\t<reserved name>" ("<id>:" for
 //                                            legacy id-only files)
 //   <network>/.nodegate/meta                  boot id + the network directory's mtime as we
@@ -41,6 +41,7 @@ class DiskStore final : public Store {
   struct Stats {
     int rebuilds = 0;
     int files_scanned = 0;
+    int links_tried = 0;  // reservation files we tried to link into place (taken or not)
   };
 
   // Creates <data_dir>/<network> (0755, parents too) and its lock file (0750), takes the
@@ -89,6 +90,7 @@ class DiskStore final : public Store {
   Status WriteBucket(const std::string& bucket);
   Result<bool> LinkReservation(const Owner& owner, const std::string& name);
   Status WriteMarker();
+  Status ListDirNames();
 
   std::string dir_;
   sys::UniqueFd dir_fd_;
@@ -103,7 +105,10 @@ class DiskStore final : public Store {
   std::map<std::string, std::vector<std::string>> owners_;  // key -> names (loaded buckets)
   std::set<std::string> loaded_buckets_;
   std::set<std::string> dirty_;
-  std::optional<std::set<std::string>> dir_names_;  // for IsReserved (STATUS)
+  // The directory's entries as listed under our lock (by a scan, for STATUS, or after a
+  // collision), then kept current by this call's own changes. Every writer holds the lock, so
+  // a name in it is taken: Reserve skips it without a create that would fail.
+  std::optional<std::set<std::string>> dir_names_;
   Stats stats_;
 };
 

@@ -1,6 +1,7 @@
 // The disk store in a temporary directory: the reference's exact bytes and modes, the owner
-// index (trusted, rebuilt after foreign changes, crashes and tampering), and that a verb with
-// a valid index reads no reservation file it does not need.
+// index (trusted, rebuilt after foreign changes, crashes and tampering), that a verb with
+// a valid index reads no reservation file it does not need, and that an allocation walking
+// over taken addresses does not try to create each of them.
 #include "ipam/disk_store.h"
 
 #include <fcntl.h>
@@ -12,7 +13,9 @@
 #include <fstream>
 #include <set>
 
+#include "ipam/allocator.h"
 #include "ipam/testing/fake_store.h"
+#include "lib/cni/conf.h"
 
 namespace nodegate::ipam {
 namespace {
@@ -187,7 +190,7 @@ TEST_F(DiskStoreTest, TornIndexBucketIsDetected) {
   }
   // Corrupt every bucket file (no directory entry changes, so meta still matches).
   for (const auto& e : fs::directory_iterator(dir_ + "/.nodegate/owners")) {
-    std::ofstream(e.path(), std::ios::binary | std::ios::trunc) << "nodegate-ipam-owners 1\na:eth0";
+    std::ofstream(e.path(), std::ios::binary | std::ios::trunc) << "nodegate-ipam-owners 2\na:eth0";
   }
   auto store = Open();
   EXPECT_EQ(store->stats().rebuilds, 0);
@@ -195,7 +198,8 @@ TEST_F(DiskStoreTest, TornIndexBucketIsDetected) {
   EXPECT_EQ(store->stats().rebuilds, 1);
 }
 
-TEST_F(DiskStoreTest, RebuildWritesAtMost256IndexFiles) {
+// A first rebuild creates every bucket file: few of them (see BucketOf in disk_store.cc).
+TEST_F(DiskStoreTest, RebuildWritesAtMost16IndexFiles) {
   { Open(); }
   for (int i = 0; i < 400; ++i) {
     Write("10.1." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1),
@@ -209,9 +213,29 @@ TEST_F(DiskStoreTest, RebuildWritesAtMost256IndexFiles) {
     (void)e;
     ++index_files;
   }
-  EXPECT_LE(index_files, 256u);
+  EXPECT_EQ(index_files, 16u);
   EXPECT_EQ(*store->FindByOwner(Owner{"c399", "eth0"}),
             std::vector<net::IpAddress>{Ip("10.1.1.150")});
+}
+
+// An index of the previous layout (version 1: 256 buckets) is never trusted, even with its
+// marker intact: its buckets are removed and the index is rebuilt in this layout.
+TEST_F(DiskStoreTest, IndexOfThePreviousLayoutIsRebuilt) {
+  {
+    auto store = Open();
+    ASSERT_TRUE(*store->Reserve(Owner{"a", "eth0"}, Ip("10.0.0.2"), 0));
+    ASSERT_TRUE(store->Commit().ok());
+  }
+  // Rewritten in place (the directory's mtime, the marker, stays): a version 1 index.
+  std::string meta = Read(".nodegate/meta");
+  ASSERT_EQ(meta.rfind("nodegate-ipam-index 2\n", 0), 0u) << meta;
+  meta.replace(0, 21, "nodegate-ipam-index 1");
+  { std::ofstream(dir_ + "/.nodegate/meta", std::ios::binary | std::ios::in) << meta; }
+  { std::ofstream(dir_ + "/.nodegate/owners/b7f", std::ios::binary) << "nodegate-ipam-owners 1\n"; }
+  auto store = Open();
+  EXPECT_EQ(store->stats().rebuilds, 1);
+  EXPECT_FALSE(fs::exists(dir_ + "/.nodegate/owners/b7f"));
+  EXPECT_EQ(*store->FindByOwner(Owner{"a", "eth0"}), std::vector<net::IpAddress>{Ip("10.0.0.2")});
 }
 
 TEST_F(DiskStoreTest, LastReservedAndRemove) {
@@ -240,6 +264,83 @@ TEST_F(DiskStoreTest, LongOwnerKeysWork) {
   auto store = Open();
   EXPECT_EQ(store->stats().rebuilds, 0);
   EXPECT_EQ(*store->FindByOwner(Owner{id, "eth0"}), std::vector<net::IpAddress>{Ip("10.0.0.2")});
+}
+
+IpamConfig SixteenConfig() {
+  auto conf = cni::ParseNetConf(
+      R"({"cniVersion":"1.0.0","name":"net1","ipam":{"ranges":[[{"subnet":"10.1.0.0/16"}]]}})");
+  EXPECT_TRUE(conf.ok());
+  auto cfg = LoadIpamConfig(*conf, "", Verb::kAdd);
+  EXPECT_TRUE(cfg.ok()) << cfg.error().msg;
+  return *cfg;
+}
+
+std::string NthAddress(int i) {  // the i-th allocatable address of 10.1.0.0/16
+  const int n = i + 2;
+  return "10.1." + std::to_string(n / 256) + "." + std::to_string(n % 256);
+}
+
+std::string AllocateOne(DiskStore& store, const std::string& id) {
+  auto got = AllocateAll(SixteenConfig(), Owner{id, "eth0"}, store);
+  if (!got.ok()) return "error: " + got.error().msg;
+  return got->front().ip.ToString();
+}
+
+// The first call after a switch from the reference, which left no last_reserved_ip.N: the
+// round robin starts at the range's start and walks over every reservation, as the
+// reference's does. The rebuild has just listed them, so only the free address is created.
+TEST_F(DiskStoreTest, FirstCallWithoutCursorCreatesOnlyTheFreeAddress) {
+  ::mkdir(data_dir_.c_str(), 0755);
+  ::mkdir(dir_.c_str(), 0755);
+  for (int i = 0; i < 600; ++i) {
+    if (i != 400) Write(NthAddress(i), "fill" + std::to_string(i) + "\r\neth0");
+  }
+  auto store = Open();
+  EXPECT_EQ(store->stats().rebuilds, 1);
+  EXPECT_EQ(store->stats().files_scanned, 599) << "each reservation read once, by the rebuild";
+  EXPECT_EQ(AllocateOne(*store, "a"), NthAddress(400)) << "the reference's order: the hole first";
+  EXPECT_EQ(AllocateOne(*store, "b"), NthAddress(600));
+  EXPECT_EQ(store->stats().links_tried, 2) << "one create per allocation, none per taken address";
+  EXPECT_EQ(store->stats().files_scanned, 599);
+  ASSERT_TRUE(store->Commit().ok());
+  EXPECT_EQ(Read(NthAddress(600)), "b\r\neth0");
+  EXPECT_EQ(Read("last_reserved_ip.0"), NthAddress(600));
+}
+
+// With a trusted index (no rebuild, nothing listed) the walk meets a run of reservations when
+// the cursor lies behind them: the first failed create lists the directory once, and the
+// rest of the walk asks that listing.
+TEST_F(DiskStoreTest, WalkIntoARunOfReservationsListsTheDirectoryOnce) {
+  {
+    auto store = Open();
+    for (int i = 0; i < 300; ++i) {
+      ASSERT_TRUE(
+          *store->Reserve(Owner{"c" + std::to_string(i), "eth0"}, Ip(NthAddress(i).c_str()), 0));
+    }
+    ASSERT_TRUE(store->Commit().ok());
+  }
+  // Rewritten in place, which keeps the directory's mtime: the index stays trusted, and the
+  // walk starts over at the range's start.
+  { std::ofstream(dir_ + "/last_reserved_ip.0", std::ios::binary | std::ios::in) << "10.1.0.1 "; }
+  auto store = Open();
+  EXPECT_EQ(store->stats().rebuilds, 0);
+  EXPECT_EQ(AllocateOne(*store, "late"), NthAddress(300));
+  EXPECT_EQ(store->stats().links_tried, 2) << "the first taken address, then the free one";
+  EXPECT_EQ(store->stats().files_scanned, 0);
+  ASSERT_TRUE(store->Commit().ok());
+  EXPECT_EQ(Read(NthAddress(300)), "late\r\neth0");
+}
+
+// A name listed before this call's own release is free again, and one this call took is not.
+TEST_F(DiskStoreTest, ListedNamesFollowThisCallsChanges) {
+  ::mkdir(data_dir_.c_str(), 0755);
+  ::mkdir(dir_.c_str(), 0755);
+  for (int i = 0; i < 3; ++i) Write(NthAddress(i), "c" + std::to_string(i) + "\r\neth0");
+  auto store = Open();  // rebuilds, so every name is listed
+  ASSERT_EQ(*store->ReleaseByOwner(Owner{"c1", "eth0"}), 1);
+  EXPECT_EQ(AllocateOne(*store, "a"), NthAddress(1));
+  EXPECT_FALSE(*store->Reserve(Owner{"b", "eth0"}, Ip(NthAddress(1).c_str()), 0));
+  EXPECT_EQ(AllocateOne(*store, "b"), NthAddress(3));
 }
 
 TEST(OwnerTest, EncodeDecode) {

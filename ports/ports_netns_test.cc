@@ -3,15 +3,16 @@
 // reference portmap. Every command runs inside the test's own namespaces.
 
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "tests/support/background_process.h"
 #include "tests/support/netns_fixture.h"
 #include "tests/support/plugin_runner.h"
 
@@ -20,8 +21,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using nodegate::testing::BackgroundProcess;
 using nodegate::testing::NodeWithContainer;
 using nodegate::testing::TestNetns;
+using nodegate::testing::WaitForListener;
 
 class PortsNetnsTest : public ::testing::Test {
  protected:
@@ -34,9 +37,7 @@ class PortsNetnsTest : public ::testing::Test {
     fs::create_directories(tmp_ / "cache");
   }
   void TearDown() override {
-    for (int pid : listeners_) {
-      ::kill(pid, SIGKILL);
-    }
+    listeners_.clear();
     fs::remove_all(tmp_);
   }
 
@@ -69,26 +70,19 @@ class PortsNetnsTest : public ::testing::Test {
     return json::parse(r.output, nullptr, false);
   }
 
-  // Listen: a python3 process in `ns` holding `proto` port `port` on `ip`; returns its pid.
+  // Listen: a python3 process in `ns` holding `proto` port `port` on `ip`, waited for by its
+  // socket; returns its pid.
   int Listen(const TestNetns& ns, const std::string& proto, const std::string& ip, int port) {
-    const std::string ready = (tmp_ / ("ready-" + std::to_string(port))).string();
     const std::string family = ip.find(':') != std::string::npos ? "AF_INET6" : "AF_INET";
     const std::string type = proto == "udp" ? "SOCK_DGRAM" : "SOCK_STREAM";
     const std::string script = "import socket,time\ns=socket.socket(socket.AF_" + family.substr(3) +
                                ",socket." + type + ")\ns.bind(('" + ip + "'," +
                                std::to_string(port) + "))\n" +
-                               (proto == "udp" ? "" : "s.listen()\n") + "open('" + ready +
-                               "','w').close()\ntime.sleep(120)\n";
-    std::ofstream(tmp_ / "listen.py") << script;
-    const auto r = ns.Run("python3 " + (tmp_ / "listen.py").string() +
-                          " </dev/null >/dev/null 2>&1 & echo $!; for i in $(seq 100); do "
-                          "[ -e " +
-                          ready + " ] && break; sleep 0.05; done");
-    const int pid = std::atoi(r.output.c_str());
-    EXPECT_GT(pid, 0) << r.output;
-    EXPECT_TRUE(fs::exists(ready)) << "python3 listener did not start";
-    listeners_.push_back(pid);
-    return pid;
+                               (proto == "udp" ? "" : "s.listen()\n") + "time.sleep(600)\n";
+    const auto& listener = listeners_.emplace_back(
+        std::make_unique<BackgroundProcess>(ns, std::vector<std::string>{"python3", "-c", script}));
+    EXPECT_TRUE(WaitForListener(ns, proto == "udp" ? "UDP" : "TCP", port, listener.get()));
+    return listener->pid();
   }
 
   void WriteCacheEntry(const std::string& container_id, const std::string& ns,
@@ -100,7 +94,7 @@ class PortsNetnsTest : public ::testing::Test {
   }
 
   fs::path tmp_;
-  std::vector<int> listeners_;
+  std::vector<std::unique_ptr<BackgroundProcess>> listeners_;
 };
 
 // OneRow: the only row of a --port query.

@@ -105,10 +105,7 @@ else
   CTR_NETNS="/run/netns/$CTR"
 fi
 say "container address: $IP   (host-local reservation: $(ls "$T/ipam/demo" | grep -E '^[0-9a-f.:]+$' | grep '[.:]' | tr '\n' ' '))"
-for _ in 1 2 3 4 5 6 7 8 9 10; do
-  timeout 2 nsenter --net="/run/netns/$NODE" busybox wget -qO- "http://$IP:80/" >/dev/null 2>&1 && break
-  sleep 0.3
-done
+node_listening "$CTR_NETNS" -t 80 || say "(the container's httpd is not listening yet)"
 heading "3. reached through the mapped host port"
 show in_client timeout 5 busybox wget -qO- http://198.51.100.1:8080/
 say "(from the client namespace, through the node's address 198.51.100.1:8080)"
@@ -121,11 +118,11 @@ in_node iptables -t nat -S 2>/dev/null | grep -E 'dport 8080|dports 8080|CNI-HOS
 heading "4. shaped to $RATE_MBIT Mbit/s, measured with iperf3"
 nsenter --net="$CTR_NETNS" iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
 PIDS+=($!)
-sleep 0.5
+node_listening "$CTR_NETNS" -t 5201 || true
 in_rate="$(in_node iperf3 -c "$IP" -p 5201 -t 3 -f m 2>/dev/null | awk '/receiver/ {print $(NF-2), $(NF-1)}')"
 nsenter --net="$CTR_NETNS" iperf3 -s -1 -p 5202 >/dev/null 2>&1 &
 PIDS+=($!)
-sleep 0.5
+node_listening "$CTR_NETNS" -t 5202 || true
 out_rate="$(in_node iperf3 -c "$IP" -p 5202 -t 3 -f m -R 2>/dev/null | awk '/receiver/ {print $(NF-2), $(NF-1)}')"
 say "into the container:   ${in_rate:-no measurement}   (limit $RATE_MBIT Mbits/sec)"
 say "out of the container: ${out_rate:-no measurement}   (limit $RATE_MBIT Mbits/sec)"

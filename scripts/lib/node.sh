@@ -75,6 +75,18 @@ node_busybox_image() {
   P import -q --change 'ENV PATH=/bin' "$@" "$T/img.tar" "$name" >/dev/null
 }
 
+# node_listening NETNS -t|-u PORT [SECONDS]: wait until a socket in the network namespace at
+# path NETNS listens on TCP PORT (-t) or is bound to UDP PORT (-u), as the kernel reports it to
+# `ss` (sock_diag): a server is ready when its socket is, however long a loaded machine takes
+# to start it. Gives up after SECONDS (default 60) with status 1.
+node_listening() {
+  local deadline=$((SECONDS + ${4:-60}))
+  while [ -z "$(nsenter --net="$1" ss -Hln "$2" "sport = :$3" 2>/dev/null)" ]; do
+    [ "$SECONDS" -lt "$deadline" ] || return 1
+    sleep 0.05
+  done
+}
+
 # Every rule line mentioning a pattern, in every table a plugin could have used in the node.
 node_rules_matching() {
   {

@@ -3,15 +3,16 @@
 // our portmap for another pod (port-mapped).
 
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "tests/support/background_process.h"
 #include "tests/support/netns_fixture.h"
 #include "tests/support/plugin_runner.h"
 
@@ -19,8 +20,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using nodegate::testing::BackgroundProcess;
 using nodegate::testing::NodeWithContainer;
 using nodegate::testing::TestNetns;
+using nodegate::testing::WaitForListener;
 
 struct CliRun {
   int exit_code = -1;
@@ -46,9 +49,7 @@ class AdmitLiveTest : public ::testing::Test {
                                         "    ports: [{containerPort: 80, hostPort: 18180}]\n";
   }
   void TearDown() override {
-    if (listener_ > 0) {
-      ::kill(listener_, SIGKILL);
-    }
+    listener_.reset();
     fs::remove_all(tmp_);
   }
 
@@ -61,22 +62,18 @@ class AdmitLiveTest : public ::testing::Test {
     return {r.exit_code, json::parse(r.output, nullptr, false)};
   }
 
+  // A python3 process in `ns` listening on 18180, waited for by its socket.
   void ListenOn18180(const TestNetns& ns) {
-    const std::string ready = (tmp_ / "ready").string();
-    std::ofstream(tmp_ / "listen.py")
-        << "import socket,time\ns=socket.socket()\ns.bind(('0.0.0.0',18180))\ns.listen()\n"
-           "open('"
-        << ready << "','w').close()\ntime.sleep(120)\n";
-    const auto r = ns.Run("python3 " + (tmp_ / "listen.py").string() +
-                          " </dev/null >/dev/null 2>&1 & echo $!; for i in $(seq 100); do "
-                          "[ -e " +
-                          ready + " ] && break; sleep 0.05; done");
-    listener_ = std::atoi(r.output.c_str());
-    ASSERT_TRUE(fs::exists(ready)) << r.output;
+    listener_ = std::make_unique<BackgroundProcess>(
+        ns, std::vector<std::string>{
+                "python3", "-c",
+                "import socket,time\ns=socket.socket()\ns.bind(('0.0.0.0',18180))\n"
+                "s.listen()\ntime.sleep(600)\n"});
+    ASSERT_TRUE(WaitForListener(ns, "TCP", 18180, listener_.get()));
   }
 
   fs::path tmp_;
-  int listener_ = 0;
+  std::unique_ptr<BackgroundProcess> listener_;
 };
 
 const json& OnlyPod(const CliRun& run) {
@@ -107,7 +104,7 @@ TEST_F(AdmitLiveTest, ListeningProcessWarnsAndStrictRejects) {
   EXPECT_EQ(w["hostIP"], "0.0.0.0");
   EXPECT_EQ(w["protocol"], "TCP");
   EXPECT_EQ(w["port"], 18180);
-  EXPECT_NE(w["detail"].get<std::string>().find("python3 (pid " + std::to_string(listener_)),
+  EXPECT_NE(w["detail"].get<std::string>().find("python3 (pid " + std::to_string(listener_->pid())),
             std::string::npos)
       << w.dump();
 

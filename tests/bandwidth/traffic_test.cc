@@ -13,16 +13,38 @@
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "tests/bandwidth/support.h"
+#include "tests/support/background_process.h"
 
 namespace nodegate::bandwidth::testing {
 namespace {
+
+using nodegate::testing::BackgroundProcess;
+using nodegate::testing::WaitForListener;
 
 constexpr double kFrameOverGoodput = 1514.0 / 1448.0;
 constexpr int kSeconds = 3;
 // Unshaped runs only have to be far faster than the rate: one second, nothing omitted.
 constexpr int kQuickSeconds = 1;
+// iperf3 runs per measurement before it counts as failed (each with a fresh server).
+constexpr int kAttempts = 3;
+
+// The receiver's goodput of an `iperf3 -J` client run, or nullopt when it failed. iperf3 3.12
+// exits 0 with -J even when it could not connect (the JSON then holds "error"), so its exit
+// status cannot tell.
+std::optional<double> ReceivedBitsPerSecond(const std::string& iperf3_json) {
+  const auto j = nlohmann::json::parse(iperf3_json, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.contains("error")) {
+    return std::nullopt;
+  }
+  const auto bps = j.value("/end/sum_received/bits_per_second"_json_pointer, nlohmann::json());
+  if (!bps.is_number()) {
+    return std::nullopt;
+  }
+  return bps.get<double>();
+}
 
 struct Traffic {
   NodeWithContainer topo;
@@ -36,34 +58,38 @@ struct Traffic {
   }
 
   // Frame rate in bit/s from the container to `peer` (egress) or back (ingress, iperf3 -R).
+  // Each attempt has a server of its own, started as our child and waited for by its
+  // listening socket: a server shared by the attempts could be gone (one-off) or still busy
+  // with the failed one, and a daemon gives no sign of when it listens.
   double Measure(const Container& peer, const std::string& peer_ip, bool to_container,
                  int seconds = kSeconds) {
-    const std::string p = std::to_string(port++);
-    peer.ns->MustRun("iperf3 -s -1 -D -p " + p + " -B " + peer_ip);
-    std::string out;
-    for (int attempt = 0; attempt < 20; ++attempt) {  // the daemon needs a moment to listen
-      auto r = topo.container.Run("iperf3 -J -c " + peer_ip + " -p " + p + " -t " +
+    std::string failures;
+    for (int attempt = 1; attempt <= kAttempts; ++attempt) {
+      const int p = port++;
+      BackgroundProcess server(*peer.ns,
+                               {"iperf3", "-s", "-1", "-p", std::to_string(p), "-B", peer_ip});
+      auto listening = WaitForListener(*peer.ns, "TCP", p, &server);
+      if (!listening) {
+        ADD_FAILURE() << "iperf3 server for " << peer_ip << ": " << listening.message();
+        return 0;
+      }
+      auto r = topo.container.Run("iperf3 -J -c " + peer_ip + " -p " + std::to_string(p) + " -t " +
                                   std::to_string(seconds) + (seconds == kSeconds ? " -O 1" : "") +
                                   (to_container ? " -R" : ""));
-      out = r.output;
-      if (r.exit_code == 0) {
-        break;
+      if (auto bps = ReceivedBitsPerSecond(r.output)) {
+        const double rate = *bps * kFrameOverGoodput;
+        std::printf("  iperf3 %s %s: %.0f bit/s (frames)\n",
+                    to_container ? "to container from" : "from container to", peer_ip.c_str(),
+                    rate);
+        return rate;
       }
-      topo.container.Run("sleep 0.1");
+      const std::string failure = "attempt " + std::to_string(attempt) + ": " + r.output +
+                                  "\nserver: " + server.Describe() + "\n";
+      std::printf("  iperf3 to %s failed, %s", peer_ip.c_str(), failure.c_str());  // the log
+      failures += failure;
     }
-    auto j = nlohmann::json::parse(out, nullptr, false);
-    const nlohmann::json* bps = nullptr;
-    if (!j.is_discarded() && j.contains("end") && j["end"].contains("sum_received")) {
-      bps = &j["end"]["sum_received"]["bits_per_second"];
-    }
-    if (bps == nullptr || !bps->is_number()) {
-      ADD_FAILURE() << "iperf3 to " << peer_ip << (to_container ? " -R" : "") << ": " << out;
-      return 0;
-    }
-    const double rate = bps->get<double>() * kFrameOverGoodput;
-    std::printf("  iperf3 %s %s: %.0f bit/s (frames)\n",
-                to_container ? "to container from" : "from container to", peer_ip.c_str(), rate);
-    return rate;
+    ADD_FAILURE() << "iperf3 to " << peer_ip << (to_container ? " -R" : "") << ":\n" << failures;
+    return 0;
   }
 
   std::string Conf(uint64_t rate, const std::string& extra = "") {

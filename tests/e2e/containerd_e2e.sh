@@ -324,12 +324,10 @@ temp = "$C/tmp"
 EOF
 }
 
-# pod_listening -t|-u PORT: wait (up to 5 s) until a server in the pod's netns is bound to PORT.
+# pod_listening -t|-u PORT: wait until a server in the pod's netns is bound to PORT (a failure
+# when it never is).
 pod_listening() {
-  for _ in $(seq 50); do
-    nsenter --net="$NETNS" ss -Hln "$1" "sport = :$2" | grep -q . && return 0
-    sleep 0.1
-  done
+  node_listening "$NETNS" "$1" "$2" || fail "nothing listens on $1 $2 in the pod's netns"
 }
 
 # RATE: whole Mbit/s the receiver got in the last 2 s of 5 s of iperf3 from the node to the pod,
@@ -418,10 +416,7 @@ check_calls() {
 # 3. The pod's httpd and a UDP echo through the host ports; the rules and qdiscs behind them.
 check_traffic() {
   local got
-  for _ in $(seq 20); do
-    [ -n "$(in_node timeout 2 busybox wget -qO- "http://$IP:8080/" 2>/dev/null)" ] && break
-    sleep 0.2
-  done
+  pod_listening -t 8080  # the pod's httpd
   expect_eq hello-containerd "$(in_client timeout 5 busybox wget -qO- http://198.51.100.1:18080/ 2>&1 || true)" \
     "TCP client -> node 198.51.100.1:18080"
   expect_eq hello-containerd "$(in_node timeout 5 busybox wget -qO- http://127.0.0.1:18080/ 2>&1 || true)" \
@@ -617,23 +612,27 @@ calls times "$t0"
 PAR_IDS=()
 for i in $(seq 0 $((PAR_N - 1))); do PAR_IDS+=("$(cat "$T/par/$i.id")"); done
 grep -h . "$T"/par/*.id >"$T/par.ids" || true
-# One line per sandbox, in index order: STATE IP
+# One line per sandbox, in index order: STATE IP NETNS
 PAR_STATUS="$(cri status "${PAR_IDS[@]}" 2>&1 | "$PY" -c '
 import json, sys
 for line in sys.stdin:
     try:
         s = json.loads(line)
-        print(s["state"], s["ip"] or "-")
+        print(s["state"], s["ip"] or "-", s["netns"] or "-")
     except ValueError:
-        print("ERROR", "-", line.strip())' || true)"
+        print("ERROR", "-", "-", line.strip())' || true)"
 expect_eq "$PAR_N" "$(grep -c '^SANDBOX_READY ' <<<"$PAR_STATUS" || true)" "all $PAR_N READY"
 expect_eq "$PAR_N" "$(awk '$2 ~ /^10\.88\./ {print $2}' <<<"$PAR_STATUS" | sort -u | wc -l)" \
   "$PAR_N distinct addresses from the host-local range"
 expect_eq "$PAR_N" "$(node_reservations)" "$PAR_N reservation files"
 mapfile -t PAR_IPS < <(awk '{print $2}' <<<"$PAR_STATUS")
 
-# Each host port from the client, all at once, each tried for up to 5 s (httpd may still be
-# starting).
+# Each pod's httpd listening first (a loaded node can take seconds to start them all), then
+# each host port from the client, all at once, each tried for up to 5 s.
+while read -r _ _ netns _; do
+  [ -e "$netns" ] || continue
+  node_listening "$netns" -t 8080 || fail "nothing listens on 8080 in the pod netns $netns"
+done <<<"$PAR_STATUS"
 PAR_JOBS=()
 t0="$(date +%s%N)"
 for i in $(seq 0 $((PAR_N - 1))); do

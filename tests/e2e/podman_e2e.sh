@@ -47,8 +47,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-fetch() { timeout 5 busybox wget -qO- "$1" 2>/dev/null || true; }
-
 echo "== setup: node namespace $NODE, client $CLIENT, plugins: $PLUGINS_FROM"
 mkdir -p "$T"/{net.d,ipam}
 if [ "$PLUGINS_FROM" = reference ]; then node_plugin_dir /usr/lib/cni; else node_plugin_dir "$BIN"; fi
@@ -71,6 +69,14 @@ node_busybox_image localhost/ngpause:1 "sh httpd sleep mkdir echo cat ip" \
   --change 'ENTRYPOINT ["/bin/sleep", "2147483647"]'
 
 serve_cmd() { echo "mkdir -p /www && echo $1 > /www/index.html && exec httpd -f -p 8080 -h /www"; }
+# serving CONTAINER: wait until its httpd listens (podman returns once the container started,
+# which may be long before, on a loaded node). A pod is named by its infra container.
+serving() {
+  local netns
+  netns="$(P inspect -f '{{.NetworkSettings.SandboxKey}}' "$1")"
+  node_listening "$netns" -t 8080 || fail "nothing listens on 8080 in $1's netns '$netns'"
+}
+infra_of() { P pod inspect -f '{{.InfraContainerID}}' "$1"; }
 
 echo "== 1. a container with -p, reached from a client and from the node"
 P run -d --name web --network nodegate -p 18080:8080 localhost/ngbox:1 sh -c "$(serve_cmd hello-nodegate)" >/dev/null
@@ -79,10 +85,7 @@ IP="$(P inspect -f '{{.NetworkSettings.Networks.nodegate.IPAddress}}' web)"
 echo "  container web: $IP"
 case "$IP" in 10.88.*) ok "address $IP from our host-local range" ;; *) fail "address '$IP'" ;; esac
 [ -f "$T/ipam/nodegate/$IP" ] && ok "reservation file for $IP" || fail "no reservation file for $IP"
-for i in 1 2 3 4 5 6 7 8 9 10; do
-  [ -n "$(fetch "http://$IP:8080/")" ] && break
-  sleep 0.3
-done
+serving web
 expect_eq hello-nodegate "$(in_client timeout 5 busybox wget -qO- http://198.51.100.1:18080/ 2>&1 || true)" \
   "client -> node 198.51.100.1:18080"
 expect_eq hello-nodegate "$(in_node timeout 5 busybox wget -qO- http://127.0.0.1:18080/ 2>&1 || true)" \
@@ -174,12 +177,9 @@ if "$BIN/nodegate" guard --manifests "$T/running" "$T/web.yaml" >"$T/admit1.txt"
 else
   fail "guard rejected web on an empty node: $(cat "$T/admit1.txt")"
 fi
-for i in 1 2 3 4 5 6 7 8 9 10; do
-  got="$(in_node timeout 5 busybox wget -qO- http://127.0.0.1:18081/ 2>/dev/null || true)"
-  [ "$got" = hello-kube ] && break
-  sleep 0.3
-done
-expect_eq hello-kube "$got" "kube play pod reached on node 127.0.0.1:18081"
+serving "$(infra_of web)"
+expect_eq hello-kube "$(in_node timeout 5 busybox wget -qO- http://127.0.0.1:18081/ 2>&1 || true)" \
+  "kube play pod reached on node 127.0.0.1:18081"
 expect_eq hello-kube "$(in_client timeout 5 busybox wget -qO- http://198.51.100.1:18081/ 2>&1 || true)" \
   "kube play pod reached from the client through 198.51.100.1:18081"
 set +e
@@ -194,13 +194,9 @@ grep -q "web" "$T/admit2.txt" && grep -q 18081 "$T/admit2.txt" &&
 if "$BIN/nodegate" guard --manifests "$T/running" "$T/other.yaml" >/dev/null 2>&1; then
   ok "guard admits and installs a pod on another host port"
   P kube play --network nodegate "$T/running/other.yaml" >/dev/null
-  # The pod's httpd may still be starting when kube play returns (as for the first pod).
-  for _ in 1 2 3 4 5 6 7 8 9 10; do
-    got="$(in_node timeout 5 busybox wget -qO- http://127.0.0.1:18082/ 2>&1 || true)"
-    [ "$got" = hello-kube ] && break
-    sleep 0.3
-  done
-  expect_eq hello-kube "$got" "second pod reached on 127.0.0.1:18082"
+  serving "$(infra_of web-other)"
+  expect_eq hello-kube "$(in_node timeout 5 busybox wget -qO- http://127.0.0.1:18082/ 2>&1 || true)" \
+    "second pod reached on 127.0.0.1:18082"
 else
   fail "admit rejected a pod on a free host port"
 fi

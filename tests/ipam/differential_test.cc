@@ -152,6 +152,41 @@ TEST_F(DifferentialTest, LegacyIdOnlyFilesReleasedInPasses) {
   }
 }
 
+// A switch from the reference: its reservations are on disk, our index is not. Without a
+// last_reserved_ip.0 (or with one behind a run of reservations) the round robin walks over
+// the taken addresses; ours knows them from its index rebuild instead of trying each, and
+// must still pick what the reference picks: the holes in order, a dangling symlink and a
+// folder named after an address counting as taken (the reference's exclusive create fails
+// on both), then the first address after the run, wrapping at the range's end.
+TEST_F(DifferentialTest, FirstCallsOnTheReferencesReservations) {
+  const char* body = R"("ranges":[[{"subnet":"10.11.0.0/23","rangeEnd":"10.11.1.100"}]])";
+  const std::set<int> holes = {7, 150, 299};
+  const auto address = [](int i) {  // the i-th allocatable address: 10.11.0.2 on
+    return "10.11." + std::to_string((i + 2) / 256) + "." + std::to_string((i + 2) % 256);
+  };
+  for (const std::string cursor : {"", "10.11.0.40", "10.11.1.100"}) {
+    const std::string label = "switch" + cursor;
+    for (const char* who : {"-ours", "-ref"}) {
+      const std::string dir = root_ + "/" + label + who + "/net1";
+      fs::create_directories(dir);
+      for (int i = 0; i < 340; ++i) {
+        if (!holes.count(i)) {
+          std::ofstream(dir + "/" + address(i), std::ios::binary) << "fill" << i << "\r\neth0";
+        }
+      }
+      fs::remove(dir + "/" + address(20));
+      fs::create_directory_symlink("nowhere", dir + "/" + address(20));
+      fs::remove(dir + "/" + address(21));
+      fs::create_directory(dir + "/" + address(21));
+      if (!cursor.empty()) {
+        std::ofstream(dir + "/last_reserved_ip.0") << cursor;
+      }
+    }
+    Compare(label, body,
+            {{"ADD", "a"}, {"ADD", "b"}, {"ADD", "c"}, {"ADD", "d"}, {"DEL", "a"}, {"ADD", "e"}});
+  }
+}
+
 TEST_F(DifferentialTest, ReferenceRejectsRepeatedAddWeAreIdempotent) {
   const std::string ours_conf = MakeConf(root_ + "/idem-ours", kSmall);
   const std::string ref_conf = MakeConf(root_ + "/idem-ref", kSmall);

@@ -68,13 +68,22 @@ class IpamProcessTest : public ::testing::Test {
     return RunPlugin(call);
   }
 
-  // name -> content of the network directory, without our index.
+  // name -> content of the network directory, without our index; a symlink or folder is
+  // named by its kind (and target) instead.
   static std::map<std::string, std::string> Snapshot(const std::string& dir) {
     std::map<std::string, std::string> out;
     if (!fs::exists(dir)) return out;
     for (const auto& e : fs::directory_iterator(dir)) {
       const std::string name = e.path().filename();
       if (name == ".nodegate") continue;
+      if (e.is_symlink()) {
+        out[name] = "<symlink to " + fs::read_symlink(e.path()).string() + ">";
+        continue;
+      }
+      if (e.is_directory()) {
+        out[name] = "<folder>";
+        continue;
+      }
       std::ifstream in(e.path(), std::ios::binary);
       out[name] = std::string(std::istreambuf_iterator<char>(in), {});
     }

@@ -8,9 +8,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include "lib/cni/types.h"
 #include "lib/sys/atomic_file.h"
+#include "tests/support/background_process.h"
 #include "tests/support/netns_fixture.h"
 #include "tests/support/plugin_runner.h"
 
@@ -68,6 +70,13 @@ class DriverTest : public ::testing::Test {
                       " --conf-dir " + tmp_ + "/net.d --cni-path " + tmp_ +
                       "/plugins --cache-dir " + tmp_ + "/cache");
   }
+  // busybox httpd on port 8080 of `ctr`, serving `page`; stopped when the result goes.
+  std::unique_ptr<BackgroundProcess> Httpd(const TestNetns& ctr, const std::string& page) {
+    std::filesystem::create_directories(tmp_ + "/www");
+    std::ofstream(tmp_ + "/www/index.html") << page << "\n";
+    return std::make_unique<BackgroundProcess>(
+        ctr, std::vector<std::string>{"busybox", "httpd", "-f", "-p", "8080", "-h", tmp_ + "/www"});
+  }
   std::vector<std::string> Files(const std::string& sub) {
     std::vector<std::string> out;
     if (std::filesystem::exists(tmp_ + sub)) {
@@ -119,21 +128,20 @@ TEST_P(StandardChainTest, AddServeCheckDel) {
   EXPECT_EQ(entry["kind"], "cniCacheV1");
   EXPECT_EQ(entry["capabilityArgs"]["portMappings"][0]["hostPort"], 18080);
   // Traffic: an HTTP server in the container, reached directly and through the host port.
-  ctr.MustRun("mkdir -p " + tmp_ + "/www && echo driver-ok > " + tmp_ + "/www/index.html");
-  std::string pid =
-      ctr.MustRun("busybox httpd -f -p 8080 -h " + tmp_ + "/www >/dev/null 2>&1 & echo $!");
-  pid = pid.substr(0, pid.find('\n'));
-  EXPECT_THAT(node.MustRun("timeout 5 busybox wget -qO- http://" + ip + ":8080/"),
-              HasSubstr("driver-ok"));
-  EXPECT_THAT(node.MustRun("timeout 5 busybox wget -qO- http://10.88.0.1:18080/"),
-              HasSubstr("driver-ok"));
+  {
+    auto httpd = Httpd(ctr, "driver-ok");
+    ASSERT_TRUE(WaitForListener(ctr, "TCP", 8080, httpd.get()));
+    EXPECT_THAT(node.MustRun("timeout 5 busybox wget -qO- http://" + ip + ":8080/"),
+                HasSubstr("driver-ok"));
+    EXPECT_THAT(node.MustRun("timeout 5 busybox wget -qO- http://10.88.0.1:18080/"),
+                HasSubstr("driver-ok"));
+  }
   // The shaping plugin put a qdisc on the container's host-side interface.
   EXPECT_THAT(node.MustRun("tc qdisc show"), HasSubstr("tbf"));
   if (GetParam()) {  // Debian's portmap and bandwidth CHECK are broken (see CheckUses...)
     auto check = Cni(node, "check nodegate " + ctr.path() + " --container-id ctr1");
     EXPECT_EQ(check.exit_code, 0) << check.output;
   }
-  RunCommand("kill " + pid);
 
   auto del = Cni(node, "del nodegate " + ctr.path() + " --container-id ctr1");
   ASSERT_EQ(del.exit_code, 0) << del.output;
@@ -249,13 +257,12 @@ TEST_F(DriverTest, NftablesExampleWithOurPlugins) {
   ASSERT_EQ(add.exit_code, 0) << add.output;
   EXPECT_THAT(node.MustRun("nft list ruleset"), HasSubstr("18091"));
   EXPECT_EQ(node.MustRun("iptables-legacy-save -t nat 2>/dev/null | grep -c 18091 || true"), "0\n");
-  ctr.MustRun("mkdir -p " + tmp_ + "/www && echo nft-ok > " + tmp_ + "/www/index.html");
-  std::string pid =
-      ctr.MustRun("busybox httpd -f -p 8080 -h " + tmp_ + "/www >/dev/null 2>&1 & echo $!");
-  pid = pid.substr(0, pid.find('\n'));
-  EXPECT_THAT(node.MustRun("timeout 5 busybox wget -qO- http://10.90.0.1:18091/ || true"),
-              HasSubstr("nft-ok"));
-  RunCommand("kill " + pid);
+  {
+    auto httpd = Httpd(ctr, "nft-ok");
+    ASSERT_TRUE(WaitForListener(ctr, "TCP", 8080, httpd.get()));
+    EXPECT_THAT(node.MustRun("timeout 5 busybox wget -qO- http://10.90.0.1:18091/ || true"),
+                HasSubstr("nft-ok"));
+  }
   auto check = Cni(node, "check nodegate-nft " + ctr.path());
   EXPECT_EQ(check.exit_code, 0) << check.output;
   ASSERT_EQ(Cni(node, "del nodegate-nft " + ctr.path()).exit_code, 0);
