@@ -10,6 +10,9 @@ PACKAGES=(
   libnl-3-dev libnl-route-3-dev libnl-nf-3-dev
   libiptc-dev libip4tc-dev libip6tc-dev libxtables-dev
   libnftables-dev libyaml-dev libcli11-dev
+  # nodegate webhook: Boost.Beast/Asio (header-only) for HTTPS serving and the API client,
+  # OpenSSL from its static archives (webhook/README.md says why these)
+  libboost1.81-dev libssl-dev
   # kernel tools used by tests and the demo (inside private namespaces only)
   iproute2 iptables nftables conntrack iperf3 util-linux procps iputils-ping socat
   # the reference plugins (oracle and main plugin in chains) and a real runtime
@@ -18,8 +21,8 @@ PACKAGES=(
   containerd python3-grpcio
   # make deb (dpkg-shlibdeps computes Depends) and the deploy tests (the DaemonSet's YAML)
   dpkg-dev python3-yaml
-  # benchmarks
-  hyperfine
+  # benchmarks (wrk: HTTPS load for bench/webhook)
+  hyperfine wrk
   # the sanitizer stage of make test and make fuzz (libFuzzer and the sanitizers come with
   # Debian's clang)
   clang
