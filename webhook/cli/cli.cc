@@ -44,6 +44,7 @@ struct Flags {
   std::string assume_ttl = "30s";
   std::string feature_gates;
   std::string watch_timeout = "5m";
+  std::string read_timeout = "10s";
 };
 
 int Fail(const std::string& message) {
@@ -88,8 +89,8 @@ class Webhook {
   bool Synced() const { return nodes_.synced() && pods_.synced(); }
 
   net::HttpResponse Serve(const net::HttpRequest& request) {
-    const std::string_view path = std::string_view(request.target).substr(
-        0, std::string_view(request.target).find('?'));
+    const std::string_view path =
+        std::string_view(request.target).substr(0, std::string_view(request.target).find('?'));
     if (path == "/validate") {
       if (request.method != "POST") {
         metrics_.RecordRefused(405);
@@ -101,8 +102,8 @@ class Webhook {
   }
 
   net::HttpResponse ServeMetrics(const net::HttpRequest& request) {
-    const std::string_view path = std::string_view(request.target).substr(
-        0, std::string_view(request.target).find('?'));
+    const std::string_view path =
+        std::string_view(request.target).substr(0, std::string_view(request.target).find('?'));
     if (path == "/metrics" && request.method == "GET") {
       return {200, "text/plain; version=0.0.4", metrics_.Render(Gauges())};
     }
@@ -115,8 +116,9 @@ class Webhook {
       return {200, "text/plain", "ok\n"};
     }
     if (request.method == "GET" && path == "/readyz") {
-      return Synced() ? net::HttpResponse{200, "text/plain", "ok\n"}
-                      : net::HttpResponse{503, "text/plain", "the node and pod cache has not synced\n"};
+      return Synced()
+                 ? net::HttpResponse{200, "text/plain", "ok\n"}
+                 : net::HttpResponse{503, "text/plain", "the node and pod cache has not synced\n"};
     }
     metrics_.RecordRefused(404);
     return {404, "text/plain", "not found\n"};
@@ -145,8 +147,8 @@ class Webhook {
     };
     Judgement judgement = Judge(*review, context, started + budget);
     if (!judgement.response.allowed || !judgement.response.warnings.empty()) {
-      std::cerr << "nodegate webhook: " << judgement.verdict << " " << review->namespace_name
-                << "/" << review->name << " (" << judgement.reason << "): "
+      std::cerr << "nodegate webhook: " << judgement.verdict << " " << review->namespace_name << "/"
+                << review->name << " (" << judgement.reason << "): "
                 << (judgement.response.allowed ? judgement.response.warnings.front()
                                                : judgement.response.message)
                 << "\n";
@@ -162,8 +164,8 @@ class Webhook {
     const auto now = Clock::now();
     for (const Reflector* r : {&nodes_, &pods_}) {
       const std::string labels =
-          "resource=\"" + std::string(ResourceName(r == &nodes_ ? Resource::kNodes
-                                                                 : Resource::kPods)) + "\"";
+          "resource=\"" +
+          std::string(ResourceName(r == &nodes_ ? Resource::kNodes : Resource::kPods)) + "\"";
       const double age =
           r->synced() ? std::chrono::duration<double>(now - r->LastHeard()).count() : -1;
       gauges.push_back({"nodegate_webhook_cache_age_seconds",
@@ -173,14 +175,14 @@ class Webhook {
     }
     for (const Reflector* r : {&nodes_, &pods_}) {
       const std::string labels =
-          "resource=\"" + std::string(ResourceName(r == &nodes_ ? Resource::kNodes
-                                                                 : Resource::kPods)) + "\"";
+          "resource=\"" +
+          std::string(ResourceName(r == &nodes_ ? Resource::kNodes : Resource::kPods)) + "\"";
       gauges.push_back({"nodegate_webhook_cache_lists", "Lists made (the first and every relist).",
                         static_cast<double>(r->relists()), labels});
     }
     gauges.push_back({"nodegate_webhook_cache_synced",
-                      "1 once nodes and pods are listed (readyz), else 0.",
-                      Synced() ? 1.0 : 0.0, ""});
+                      "1 once nodes and pods are listed (readyz), else 0.", Synced() ? 1.0 : 0.0,
+                      ""});
     gauges.push_back({"nodegate_webhook_cached_nodes", "Nodes in the cache.",
                       static_cast<double>(states_.Nodes()), ""});
     gauges.push_back({"nodegate_webhook_cached_pods", "Pods bound to a node in the cache.",
@@ -225,8 +227,7 @@ int RunWebhookCli(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--tls-cert", f.tls_cert, "serving certificate chain (PEM), reloaded on change")
       ->required();
-  app.add_option("--tls-key", f.tls_key, "its private key (PEM), reloaded on change")
-      ->required();
+  app.add_option("--tls-key", f.tls_key, "its private key (PEM), reloaded on change")->required();
   app.add_option("--kubeconfig", f.kubeconfig,
                  "API server access from this kubeconfig's current context (default: "
                  "in-cluster service account)");
@@ -241,6 +242,11 @@ int RunWebhookCli(int argc, char** argv) {
                  "timeoutSeconds of each watch request (the API server then ends it and the "
                  "watch resumes)")
       ->capture_default_str();
+  app.add_option("--read-timeout", f.read_timeout,
+                 "a request (TLS handshake, header and body) must arrive within it, however "
+                 "steadily a client trickles bytes; an idle keep-alive connection is closed "
+                 "after it")
+      ->capture_default_str();
   app.add_option("--feature-gates", f.feature_gates,
                  "the kubelet's gates, as for nodegate admit (Name=true|false,...)");
   if (auto code = cli::ParseFlags(app, argc, argv)) {
@@ -249,7 +255,8 @@ int RunWebhookCli(int argc, char** argv) {
   auto timeout = DurationFlag("--timeout", f.timeout);
   auto assume_ttl = DurationFlag("--assume-ttl", f.assume_ttl);
   auto watch_timeout = DurationFlag("--watch-timeout", f.watch_timeout);
-  for (const auto* d : {&timeout, &assume_ttl, &watch_timeout}) {
+  auto read_timeout = DurationFlag("--read-timeout", f.read_timeout);
+  for (const auto* d : {&timeout, &assume_ttl, &watch_timeout, &read_timeout}) {
     if (!d->ok()) {
       return Fail(d->error().message);
     }
@@ -301,6 +308,8 @@ int RunWebhookCli(int argc, char** argv) {
 
   net::ServerOptions server_options;
   server_options.listen = f.listen;
+  server_options.request_timeout =
+      std::chrono::duration_cast<std::chrono::milliseconds>(*read_timeout);
   auto server = net::Server::Start(
       server_options, [&webhook](const net::HttpRequest& r) { return webhook.Serve(r); },
       cert->get(), [&metrics](int status) { metrics.RecordRefused(status); });
@@ -314,24 +323,24 @@ int RunWebhookCli(int argc, char** argv) {
     metrics_options.io_threads = 1;
     metrics_options.workers = 1;
     metrics_options.max_connections = 64;
+    metrics_options.request_timeout = server_options.request_timeout;
     auto started = net::Server::Start(
-        metrics_options,
-        [&webhook](const net::HttpRequest& r) { return webhook.ServeMetrics(r); }, nullptr);
+        metrics_options, [&webhook](const net::HttpRequest& r) { return webhook.ServeMetrics(r); },
+        nullptr);
     if (!started.ok()) {
       return Fail(started.error().message);
     }
     metrics_server = std::move(started).value();
   }
-  std::thread node_thread([&nodes] { nodes.Run(); });
-  std::thread pod_thread([&pods] { pods.Run(); });
-  std::cerr << "nodegate webhook: serving reviews on " << f.listen << " (port "
-            << (*server)->port() << ")";
+  std::cerr << "nodegate webhook: serving reviews on " << f.listen << " (port " << (*server)->port()
+            << ")";
   if (metrics_server) {
-    std::cerr << ", metrics on " << f.metrics_listen << " (port " << metrics_server->port()
-              << ")";
+    std::cerr << ", metrics on " << f.metrics_listen << " (port " << metrics_server->port() << ")";
   }
   std::cerr << "; API server " << config->host << ":" << config->port << " (" << config->source
             << ")" << std::endl;
+  std::thread node_thread([&nodes] { nodes.Run(); });
+  std::thread pod_thread([&pods] { pods.Run(); });
 
   int signal = 0;
   do {

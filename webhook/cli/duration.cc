@@ -7,8 +7,8 @@ namespace nodegate::webhook {
 
 std::optional<std::chrono::nanoseconds> ParseDuration(std::string_view text) {
   static constexpr std::pair<std::string_view, double> kUnits[] = {
-      {"ns", 1},   {"us", 1e3},   {"\xC2\xB5s", 1e3}, {"ms", 1e6},
-      {"s", 1e9},  {"m", 60e9},   {"h", 3600e9}};
+      {"ns", 1},  {"us", 1e3}, {"\xC2\xB5s", 1e3}, {"ms", 1e6},
+      {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}};
   if (text.empty()) {
     return std::nullopt;
   }

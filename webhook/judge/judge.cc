@@ -75,9 +75,8 @@ Judgement Judge(const ReviewRequest& request, const JudgeContext& context,
   }
   nlohmann::json object = request.object;
   // A name the API server generates may not be set yet; the request's uid keeps it unique.
-  if (auto metadata = object.find("metadata"); metadata != object.end() &&
-                                               metadata->is_object() &&
-                                               metadata->value("name", "").empty()) {
+  if (auto metadata = object.find("metadata");
+      metadata != object.end() && metadata->is_object() && metadata->value("name", "").empty()) {
     (*metadata)["name"] = metadata->value("generateName", "") + "<" + request.uid + ">";
   }
   auto decoded = admit::DecodePod(object, "request.object");
@@ -108,8 +107,9 @@ Judgement Judge(const ReviewRequest& request, const JudgeContext& context,
     }
   }
   if (!judged.node_known) {
-    return Allow(request, "unknown-node",
-                 "nodegate: node " + pod.node_name + " is not known to the API server; not checked");
+    return Allow(
+        request, "unknown-node",
+        "nodegate: node " + pod.node_name + " is not known to the API server; not checked");
   }
   const admit::PodVerdict& verdict = judged.verdict;
   if (verdict.admitted) {

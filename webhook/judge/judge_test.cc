@@ -14,13 +14,13 @@ using admit::testing::MakePod;
 using nlohmann::json;
 
 json PodObject(const std::string& name, const std::string& node) {
-  return json{{"metadata", {{"name", name}, {"namespace", "team"}, {"uid", "uid-" + name}}},
-              {"spec",
-               {{"nodeName", node},
-                {"containers",
-                 json::array({{{"name", "c"},
-                               {"image", "busybox"},
-                               {"resources", {{"requests", {{"cpu", "100m"}}}}}}})}}}};
+  return json{
+      {"metadata", {{"name", name}, {"namespace", "team"}, {"uid", "uid-" + name}}},
+      {"spec",
+       {{"nodeName", node},
+        {"containers", json::array({{{"name", "c"},
+                                     {"image", "busybox"},
+                                     {"resources", {{"requests", {{"cpu", "100m"}}}}}}})}}}};
 }
 
 ReviewRequest Request(json object, const std::string& uid = "r-1") {
@@ -98,8 +98,8 @@ TEST_F(JudgeTest, AllowsWhatItDoesNotJudge) {
 
 TEST_F(JudgeTest, DeniesATakenHostPortNamingTheHolder) {
   json pod = PodObject("dns2", "n1");
-  pod["spec"]["containers"][0]["ports"] = json::array(
-      {{{"containerPort", 53}, {"hostPort", 53}, {"protocol", "UDP"}}});
+  pod["spec"]["containers"][0]["ports"] =
+      json::array({{{"containerPort", 53}, {"hostPort", 53}, {"protocol", "UDP"}}});
   const Judgement j = Run(Request(pod));
   EXPECT_FALSE(j.response.allowed);
   EXPECT_EQ(j.response.code, 403);
@@ -157,8 +157,8 @@ TEST_F(JudgeTest, BeforeTheCacheSyncsOneReadOfTheNodeDecides) {
     if (node != "n2") {
       return std::optional<NodeSnapshot>();
     }
-    return std::optional<NodeSnapshot>(NodeSnapshot{
-        MakeNode("n2").Allocatable({{"cpu", "1"}, {"pods", "1"}}).Obj(), {}});
+    return std::optional<NodeSnapshot>(
+        NodeSnapshot{MakeNode("n2").Allocatable({{"cpu", "1"}, {"pods", "1"}}).Obj(), {}});
   };
   EXPECT_TRUE(Run(Request(PodObject("a", "n2"), "r-a")).response.allowed);
   const Judgement second = Run(Request(PodObject("b", "n2"), "r-b"));

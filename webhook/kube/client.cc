@@ -70,7 +70,8 @@ class Connection {
     if (!IsIpAddress(name)) {
       SSL_set_tlsext_host_name(ssl, name.c_str());
     }
-    ec = Run([&](auto handler) { stream_.async_handshake(asio::ssl::stream_base::client, handler); });
+    ec = Run(
+        [&](auto handler) { stream_.async_handshake(asio::ssl::stream_base::client, handler); });
     if (ec) {
       return Fail("TLS handshake", ec);
     }
@@ -191,14 +192,15 @@ Result<int> ApiClient::Stream(const std::string& target, std::chrono::millisecon
     parser.get().body().data = chunk.data();
     parser.get().body().size = chunk.size();
     c.Lowest().expires_after(idle);
-    ec = c.Run([&](auto handler) { http::async_read(c.stream_, c.buffer_, parser, handler); });
+    // read_some: whatever has arrived, so an event is handled when its chunk comes, not when
+    // 64 KiB have gathered.
+    ec = c.Run([&](auto handler) { http::async_read_some(c.stream_, c.buffer_, parser, handler); });
     if (ec && ec != http::error::need_buffer) {
       return c.Fail("watch " + target, ec);
     }
     pending.append(chunk.data(), chunk.size() - parser.get().body().size);
     size_t start = 0;
-    for (size_t nl = pending.find('\n'); nl != std::string::npos;
-         nl = pending.find('\n', start)) {
+    for (size_t nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n', start)) {
       const std::string_view line(pending.data() + start, nl - start);
       start = nl + 1;
       if (!line.empty() && !on_line(line)) {

@@ -60,8 +60,8 @@ std::string Str(const json& object, const char* key) {
 }
 
 // Named: the entry of a kubeconfig list ("clusters", "users", "contexts") with that name.
-Result<json> Named(const json& config, const char* list, const char* inner,
-                   const std::string& name, const std::string& where) {
+Result<json> Named(const json& config, const char* list, const char* inner, const std::string& name,
+                   const std::string& where) {
   auto items = config.find(list);
   if (items != config.end() && items->is_array()) {
     for (const json& item : *items) {

@@ -16,7 +16,7 @@ using admit::Error;
 using admit::Result;
 
 struct ClientConfig {
-  std::string host;         // IP address or name, without brackets
+  std::string host;  // IP address or name, without brackets
   std::string port = "443";
   std::string server_name;  // the name the server's certificate must hold (default: host)
   net::ClientTlsConfig tls;

@@ -67,7 +67,8 @@ users:
   const std::string data = Write("kubeconfig-data", std::string(R"({"current-context": "c",
     "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
     "clusters": [{"name": "k", "cluster": {"server": "https://[::1]",
-                  "certificate-authority-data": ")") + kPemHeadBase64 + R"("}}],
+                  "certificate-authority-data": ")") + kPemHeadBase64 +
+                                                        R"("}}],
     "users": [{"name": "u", "user": {"token": "abc"}}]})");
   auto from_data = LoadKubeconfig(data);
   ASSERT_TRUE(from_data.ok()) << from_data.error().message;
@@ -96,7 +97,8 @@ TEST_F(ConfigTest, InClusterReadsTheServiceAccount) {
   Write("ca.crt", "CA");
   Write("token", "t1\n");
   auto config = InClusterConfig(
-      {{"KUBERNETES_SERVICE_HOST", "10.96.0.1"}, {"KUBERNETES_SERVICE_PORT", "443"}}, dir_.string());
+      {{"KUBERNETES_SERVICE_HOST", "10.96.0.1"}, {"KUBERNETES_SERVICE_PORT", "443"}},
+      dir_.string());
   ASSERT_TRUE(config.ok()) << config.error().message;
   EXPECT_EQ(config->host, "10.96.0.1");
   EXPECT_EQ(config->server_name, "kubernetes.default.svc");

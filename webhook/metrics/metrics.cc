@@ -28,8 +28,7 @@ std::string EscapeLabel(const std::string& value) {
   return out;
 }
 
-void Metrics::RecordReview(const std::string& verdict, const std::string& reason,
-                           double seconds) {
+void Metrics::RecordReview(const std::string& verdict, const std::string& reason, double seconds) {
   std::lock_guard lock(mu_);
   ++reviews_[{verdict, reason}];
   size_t i = 0;
@@ -55,8 +54,8 @@ std::string Metrics::Render(const std::vector<Gauge>& gauges) const {
       "# HELP nodegate_webhook_reviews_total AdmissionReviews answered, by verdict and reason.\n"
       "# TYPE nodegate_webhook_reviews_total counter\n";
   for (const auto& [key, n] : reviews_) {
-    out += "nodegate_webhook_reviews_total{verdict=\"" + EscapeLabel(key.first) +
-           "\",reason=\"" + EscapeLabel(key.second) + "\"} " + std::to_string(n) + "\n";
+    out += "nodegate_webhook_reviews_total{verdict=\"" + EscapeLabel(key.first) + "\",reason=\"" +
+           EscapeLabel(key.second) + "\"} " + std::to_string(n) + "\n";
   }
   out +=
       "# HELP nodegate_webhook_requests_refused_total Requests answered with an HTTP error "
@@ -76,8 +75,8 @@ std::string Metrics::Render(const std::vector<Gauge>& gauges) const {
     out += "nodegate_webhook_review_duration_seconds_bucket{le=\"" + FormatDouble(kBuckets[i]) +
            "\"} " + std::to_string(cumulative) + "\n";
   }
-  out += "nodegate_webhook_review_duration_seconds_bucket{le=\"+Inf\"} " +
-         std::to_string(count_) + "\n";
+  out += "nodegate_webhook_review_duration_seconds_bucket{le=\"+Inf\"} " + std::to_string(count_) +
+         "\n";
   out += "nodegate_webhook_review_duration_seconds_sum " + FormatDouble(sum_) + "\n";
   out += "nodegate_webhook_review_duration_seconds_count " + std::to_string(count_) + "\n";
   std::string last_name;
@@ -86,8 +85,8 @@ std::string Metrics::Render(const std::vector<Gauge>& gauges) const {
       out += "# HELP " + g.name + " " + g.help + "\n# TYPE " + g.name + " gauge\n";
       last_name = g.name;
     }
-    out += g.name + (g.labels.empty() ? "" : "{" + g.labels + "}") + " " +
-           FormatDouble(g.value) + "\n";
+    out += g.name + (g.labels.empty() ? "" : "{" + g.labels + "}") + " " + FormatDouble(g.value) +
+           "\n";
   }
   return out;
 }

@@ -25,9 +25,8 @@ struct Gauge {
 class Metrics {
  public:
   // Upper bounds of the latency buckets, seconds.
-  static constexpr std::array<double, 13> kBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01,
-                                                      0.025,  0.05,  0.1,    0.25,  0.5,
-                                                      1,      2.5,   5};
+  static constexpr std::array<double, 13> kBuckets = {
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5};
 
   void RecordReview(const std::string& verdict, const std::string& reason, double seconds);
   // RecordRefused: a request that was not a review (bad body, too large, wrong path).

@@ -155,17 +155,16 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(server_.options.max_header));
     parser_->body_limit(server_.options.max_body);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
-                       self->OnRead(ec);
-                     });
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->OnRead(ec); });
   }
 
   void OnRead(beast::error_code ec) {
     if (ec) {
       if (ec == http::error::body_limit) {
-        Refuse(413, "request body larger than " +
-                        std::to_string(server_.options.max_body >> 20) + " MiB\n");
+        Refuse(413, "request body larger than " + std::to_string(server_.options.max_body >> 20) +
+                        " MiB\n");
       } else if (ec == http::error::header_limit) {
         Refuse(431, "request header too large\n");
       } else if (IsParseError(ec)) {
@@ -183,14 +182,14 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     request.body = std::move(message.body());
     const bool keep_alive = message.keep_alive();
     Lowest().expires_never();  // the handler's time is bounded by the handler
-    asio::post(server_.workers, [self = this->shared_from_this(), request = std::move(request),
-                                 keep_alive]() {
-      HttpResponse response = self->server_.handler(request);
-      asio::post(self->stream_.get_executor(),
-                 [self, response = std::move(response), keep_alive]() mutable {
-                   self->Write(std::move(response), keep_alive);
-                 });
-    });
+    asio::post(server_.workers,
+               [self = this->shared_from_this(), request = std::move(request), keep_alive]() {
+                 HttpResponse response = self->server_.handler(request);
+                 asio::post(self->stream_.get_executor(),
+                            [self, response = std::move(response), keep_alive]() mutable {
+                              self->Write(std::move(response), keep_alive);
+                            });
+               });
   }
 
   void Refuse(int status, std::string text) {
@@ -207,17 +206,17 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     response_.keep_alive(keep_alive);
     response_.prepare_payload();
     Lowest().expires_after(server_.options.request_timeout);
-    http::async_write(stream_, response_,
-                      [self = this->shared_from_this(), keep_alive](beast::error_code ec,
-                                                                    std::size_t) {
-                        if (ec) {
-                          self->Lowest().close();
-                        } else if (keep_alive) {
-                          self->ReadRequest(/*first=*/false);
-                        } else {
-                          self->Shutdown();
-                        }
-                      });
+    http::async_write(
+        stream_, response_,
+        [self = this->shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
+          if (ec) {
+            self->Lowest().close();
+          } else if (keep_alive) {
+            self->ReadRequest(/*first=*/false);
+          } else {
+            self->Shutdown();
+          }
+        });
   }
 
   void Shutdown() {

@@ -53,8 +53,7 @@ struct ServerOptions {
 class Server {
  public:
   static Result<std::unique_ptr<Server>> Start(const ServerOptions& options, Handler handler,
-                                               ServerCertificate* tls,
-                                               RefusedFn refused = nullptr);
+                                               ServerCertificate* tls, RefusedFn refused = nullptr);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

@@ -5,11 +5,12 @@
 // certificate, the server name checked). OpenSSL is initialised without reading openssl.cnf,
 // so no engine, provider or configuration is loaded from disk at run time.
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <sys/stat.h>
 
 #include "admit/api/result.h"
 
@@ -66,9 +67,9 @@ class ServerCertificate {
 };
 
 struct ClientTlsConfig {
-  std::string ca_pem;           // trusted CAs; empty: the system's are NOT used, nothing is
-  std::string cert_pem;         // client certificate (optional)
-  std::string key_pem;          // its key
+  std::string ca_pem;    // trusted CAs; empty: the system's are NOT used, nothing is
+  std::string cert_pem;  // client certificate (optional)
+  std::string key_pem;   // its key
   bool insecure_skip_verify = false;
 };
 

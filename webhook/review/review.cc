@@ -50,8 +50,8 @@ Result<bool> ReadGroupVersion(const json& object, const char* key, const char* n
   const std::string inner = where + "." + key;
   std::string group;
   std::string version;
-  for (auto [field, out] : {std::pair{"group", &group}, std::pair{"version", &version},
-                            std::pair{name_key, &name}}) {
+  for (auto [field, out] :
+       {std::pair{"group", &group}, std::pair{"version", &version}, std::pair{name_key, &name}}) {
     if (auto r = ReadString(**member, field, inner, *out); !r.ok()) {
       return r.error();
     }
@@ -202,9 +202,8 @@ std::string EncodeReviewResponse(const ReviewResponse& response) {
     }
     body["warnings"] = std::move(warnings);
   }
-  const json review = {{"apiVersion", kReviewApiVersion},
-                       {"kind", kReviewKind},
-                       {"response", std::move(body)}};
+  const json review = {
+      {"apiVersion", kReviewApiVersion}, {"kind", kReviewKind}, {"response", std::move(body)}};
   // Names come from the pod as bytes; invalid UTF-8 is replaced so the answer is always JSON.
   return review.dump(-1, ' ', false, json::error_handler_t::replace);
 }

@@ -21,9 +21,7 @@ admit::CheckOptions NodeStates::OptionsFor(const admit::Node& node) const {
   return options;
 }
 
-NodeStates::NodeEntry& NodeStates::Entry(const std::string& node_name) {
-  return nodes_[node_name];
-}
+NodeStates::NodeEntry& NodeStates::Entry(const std::string& node_name) { return nodes_[node_name]; }
 
 void NodeStates::DropEntryIfEmpty(const std::string& node_name) {
   auto it = nodes_.find(node_name);

@@ -77,9 +77,9 @@ class NodeStates {
   };
   struct NodeEntry {
     std::optional<admit::Node> node;
-    std::map<std::string, admit::Pod> pods;   // by identity, as the watch shows them
-    std::map<std::string, Assumed> assumed;   // by identity, allowed but not yet watched
-    std::optional<admit::Checker> checker;    // node + pods + assumed, built on demand
+    std::map<std::string, admit::Pod> pods;  // by identity, as the watch shows them
+    std::map<std::string, Assumed> assumed;  // by identity, allowed but not yet watched
+    std::optional<admit::Checker> checker;   // node + pods + assumed, built on demand
   };
 
   admit::CheckOptions OptionsFor(const admit::Node& node) const;
@@ -88,8 +88,8 @@ class NodeStates {
   void ExpireAssumed(NodeEntry& entry);
   admit::Checker& CheckerFor(NodeEntry& entry);
   void RemovePodLocked(const std::string& identity);
-  NodeVerdict JudgeLocked(const admit::Pod& candidate, admit::Checker& checker,
-                          NodeEntry& entry, bool assume);
+  NodeVerdict JudgeLocked(const admit::Pod& candidate, admit::Checker& checker, NodeEntry& entry,
+                          bool assume);
 
   const admit::CheckOptions options_;
   const Clock::duration assume_ttl_;

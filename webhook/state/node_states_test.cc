@@ -22,7 +22,10 @@ class NodeStatesTest : public ::testing::Test {
   Clock::time_point now_ = Clock::time_point(std::chrono::hours(1));
 
   static admit::Node TwoPodNode() {
-    return MakeNode("n1").Label("kubernetes.io/os", "linux").Allocatable({{"cpu", "2"}, {"pods", "2"}}).Obj();
+    return MakeNode("n1")
+        .Label("kubernetes.io/os", "linux")
+        .Allocatable({{"cpu", "2"}, {"pods", "2"}})
+        .Obj();
   }
   static admit::Pod Candidate(const std::string& name) {
     return MakePod(name).Uid("uid-" + name).Node("n1").Container("c", {{"cpu", "100m"}}).Obj();
@@ -75,13 +78,13 @@ TEST_F(NodeStatesTest, AssumedPodExpiresWhenNeverSeen) {
 
 TEST_F(NodeStatesTest, FinishedPodsAndRelistsFreeTheNode) {
   states_.ReplaceNodes({TwoPodNode()});
-  states_.ReplacePods({MakePod("x").Uid("ux").Node("n1").Obj(),
-                       MakePod("y").Uid("uy").Node("n1").Obj()});
+  states_.ReplacePods(
+      {MakePod("x").Uid("ux").Node("n1").Obj(), MakePod("y").Uid("uy").Node("n1").Obj()});
   EXPECT_FALSE(states_.JudgeCached(Candidate("a"), false).verdict.admitted);
   states_.UpsertPod(MakePod("x").Uid("ux").Node("n1").Phase("Failed").Obj());
   EXPECT_TRUE(states_.JudgeCached(Candidate("a"), false).verdict.admitted);
-  states_.ReplacePods({MakePod("x").Uid("ux").Node("n1").Obj(),
-                       MakePod("y").Uid("uy").Node("n1").Obj()});
+  states_.ReplacePods(
+      {MakePod("x").Uid("ux").Node("n1").Obj(), MakePod("y").Uid("uy").Node("n1").Obj()});
   EXPECT_FALSE(states_.JudgeCached(Candidate("a"), false).verdict.admitted);
   states_.ReplacePods({});
   EXPECT_EQ(states_.Pods(), 0u);
@@ -94,8 +97,10 @@ TEST_F(NodeStatesTest, NodeUpdateRebuildsTheChecker) {
   admit::Pod big = MakePod("big").Uid("ub").Node("n1").Container("c", {{"cpu", "1"}}).Obj();
   NodeVerdict v = states_.JudgeCached(big, false);
   EXPECT_EQ(v.verdict.admit_reason, "OutOfcpu");
-  states_.UpsertNode(
-      MakeNode("n1").Label("kubernetes.io/os", "linux").Allocatable({{"cpu", "4"}, {"pods", "2"}}).Obj());
+  states_.UpsertNode(MakeNode("n1")
+                         .Label("kubernetes.io/os", "linux")
+                         .Allocatable({{"cpu", "4"}, {"pods", "2"}})
+                         .Obj());
   EXPECT_TRUE(states_.JudgeCached(big, false).verdict.admitted);
   states_.DeleteNode("n1");
   EXPECT_FALSE(states_.JudgeCached(big, false).node_known);

@@ -102,9 +102,9 @@ Result<std::optional<NodeSnapshot>> ReadNode(kube::ApiClient& client, const std:
   NodeSnapshot snapshot;
   snapshot.node = std::move(decoded).value();
   // resourceVersion=0: served from the API server's watch cache, indexed by spec.nodeName.
-  auto pods = client.Get("/api/v1/pods?resourceVersion=0&fieldSelector=" +
-                             UrlEncode("spec.nodeName=" + node),
-                         deadline, kMaxNodeReadBytes);
+  auto pods = client.Get(
+      "/api/v1/pods?resourceVersion=0&fieldSelector=" + UrlEncode("spec.nodeName=" + node),
+      deadline, kMaxNodeReadBytes);
   if (!pods.ok()) {
     return pods.error();
   }
@@ -220,8 +220,8 @@ Result<bool> Reflector::Apply(std::string_view line, std::string& resource_versi
     if (code == 410) {
       return false;
     }
-    return Error{"watch: " + object.value("message", "error event (code " +
-                                                         std::to_string(code) + ")")};
+    return Error{"watch: " +
+                 object.value("message", "error event (code " + std::to_string(code) + ")")};
   }
   const std::string rv = ResourceVersionOf(object);
   if (type == "BOOKMARK") {
@@ -271,16 +271,16 @@ Result<bool> Reflector::Watch(std::string& resource_version) {
   bool gone = false;
   std::optional<Error> failed;
   // Without a byte for the watch's own timeout and a minute more, the connection is dead.
-  auto status = client_.Stream(target, watch_timeout_ + std::chrono::seconds(60),
-                               [&](std::string_view line) {
-                                 auto applied = Apply(line, resource_version);
-                                 if (!applied.ok()) {
-                                   failed = applied.error();
-                                   return false;
-                                 }
-                                 gone = !*applied;
-                                 return !gone;
-                               });
+  auto status =
+      client_.Stream(target, watch_timeout_ + std::chrono::seconds(60), [&](std::string_view line) {
+        auto applied = Apply(line, resource_version);
+        if (!applied.ok()) {
+          failed = applied.error();
+          return false;
+        }
+        gone = !*applied;
+        return !gone;
+      });
   if (!status.ok()) {
     return status.error();
   }
@@ -323,8 +323,8 @@ void Reflector::Run() {
       break;
     }
     if (!watched.ok()) {
-      Log(name, watched.error().message + "; watching again from resourceVersion " +
-                    *resource_version);
+      Log(name,
+          watched.error().message + "; watching again from resourceVersion " + *resource_version);
       SleepUnlessStopped(backoff);
       backoff = std::min(backoff * 2, std::chrono::milliseconds(30000));
       continue;
