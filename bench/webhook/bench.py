@@ -2,6 +2,7 @@
 webhook against it, wrk against the webhook; prints one row per N."""
 
 import json
+import threading
 import os
 import re
 import subprocess
@@ -70,6 +71,8 @@ def main():
         try:
             m = re.search(r"\(port (\d+)\), metrics on .* \(port (\d+)\)", proc.stderr.readline())
             port, metrics = int(m.group(1)), int(m.group(2))
+            # The webhook logs to stderr; an unread pipe that fills would stall it.
+            threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
             for _ in range(600):
                 try:
                     if urllib.request.urlopen("http://127.0.0.1:%d/readyz" % metrics).status == 200:
