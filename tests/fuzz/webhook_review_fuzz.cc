@@ -18,10 +18,9 @@ nodegate::webhook::NodeStates& States() {
     nodegate::admit::CheckOptions options;
     options.profile = nodegate::admit::Profile::kKubelet;
     auto* s = new nodegate::webhook::NodeStates(options, std::chrono::seconds(30));
-    auto node = nodegate::admit::DecodeNode(
-        nlohmann::json::parse(R"({"metadata": {"name": "n1"},
+    auto node = nodegate::admit::DecodeNode(nlohmann::json::parse(R"({"metadata": {"name": "n1"},
           "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "2"}}})"),
-        "node");
+                                            "node");
     auto pod = nodegate::admit::DecodePod(
         nlohmann::json::parse(R"({"metadata": {"name": "dns", "namespace": "kube-system",
           "uid": "u1"}, "spec": {"nodeName": "n1", "containers": [{"name": "dns",
@@ -46,8 +45,9 @@ NG_FUZZ_TARGET(webhook_review) {
   // Half the inputs take the fallback path; its read fails, as an unreachable API server does.
   const bool synced = data.size() % 2 == 0;
   context.synced = [synced] { return synced; };
-  context.read_node = [](const std::string&, webhook::Clock::time_point)
-      -> webhook::Result<std::optional<webhook::NodeSnapshot>> {
+  context.read_node =
+      [](const std::string&,
+         webhook::Clock::time_point) -> webhook::Result<std::optional<webhook::NodeSnapshot>> {
     return webhook::Error{"unreachable"};
   };
   // Dry runs only: the shared node must not fill up across inputs.

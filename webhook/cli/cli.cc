@@ -147,11 +147,14 @@ class Webhook {
     };
     Judgement judgement = Judge(*review, context, started + budget);
     if (!judgement.response.allowed || !judgement.response.warnings.empty()) {
-      std::cerr << "nodegate webhook: " << judgement.verdict << " " << review->namespace_name << "/"
-                << review->name << " (" << judgement.reason << "): "
-                << (judgement.response.allowed ? judgement.response.warnings.front()
-                                               : judgement.response.message)
-                << "\n";
+      // One write per line, so lines of concurrent reviews do not interleave.
+      const std::string line = "nodegate webhook: " + judgement.verdict + " " +
+                               review->namespace_name + "/" + review->name + " (" +
+                               judgement.reason + "): " +
+                               (judgement.response.allowed ? judgement.response.warnings.front()
+                                                           : judgement.response.message) +
+                               "\n";
+      std::cerr << line << std::flush;
     }
     std::string body = EncodeReviewResponse(judgement.response);
     metrics_.RecordReview(judgement.verdict, judgement.reason,

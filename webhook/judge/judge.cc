@@ -11,6 +11,12 @@ namespace {
 constexpr std::string_view kNodesGroup = "system:nodes";
 constexpr int kDeniedCode = 403;
 
+// StringMember: a string member, or "" when it is absent or of another type.
+std::string StringMember(const nlohmann::json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 Judgement Allow(const ReviewRequest& request, std::string reason,
                 std::optional<std::string> warning = std::nullopt) {
   Judgement j;
@@ -74,10 +80,16 @@ Judgement Judge(const ReviewRequest& request, const JudgeContext& context,
     return Allow(request, "unreadable-pod", "nodegate: no pod in the request; not checked");
   }
   nlohmann::json object = request.object;
-  // A name the API server generates may not be set yet; the request's uid keeps it unique.
-  if (auto metadata = object.find("metadata");
-      metadata != object.end() && metadata->is_object() && metadata->value("name", "").empty()) {
-    (*metadata)["name"] = metadata->value("generateName", "") + "<" + request.uid + ">";
+  if (auto metadata = object.find("metadata"); metadata != object.end() && metadata->is_object()) {
+    // A name the API server generates may not be set yet; the request's uid keeps it unique.
+    if (!metadata->contains("name") || (*metadata)["name"].is_null()) {
+      (*metadata)["name"] = StringMember(*metadata, "generateName") + "<" + request.uid + ">";
+    }
+    // The request's namespace is the one the pod is created in.
+    if ((!metadata->contains("namespace") || (*metadata)["namespace"].is_null()) &&
+        !request.namespace_name.empty()) {
+      (*metadata)["namespace"] = request.namespace_name;
+    }
   }
   auto decoded = admit::DecodePod(object, "request.object");
   if (!decoded.ok()) {

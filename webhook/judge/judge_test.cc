@@ -30,7 +30,8 @@ ReviewRequest Request(json object, const std::string& uid = "r-1") {
   r.resource = "pods";
   r.operation = "CREATE";
   r.namespace_name = "team";
-  r.name = object["metadata"].value("name", "");
+  const json& name = object["metadata"]["name"];
+  r.name = name.is_string() ? name.get<std::string>() : "";
   r.username = "alice";
   r.groups = {"system:authenticated"};
   r.object = std::move(object);
@@ -184,6 +185,24 @@ TEST_F(JudgeTest, AnUnreadablePodIsAllowedWithTheReason) {
   EXPECT_TRUE(j.response.allowed);
   EXPECT_EQ(j.reason, "unreadable-pod");
   EXPECT_NE(j.response.warnings.at(0).find("cpu"), std::string::npos);
+}
+
+TEST_F(JudgeTest, MetadataOfTheWrongTypeIsAnUnreadablePodNotACrash) {
+  for (const json& bad : {json(5), json::array(), json(true)}) {
+    json pod = PodObject("a", "n1");
+    pod["metadata"]["name"] = bad;
+    EXPECT_EQ(Run(Request(pod)).reason, "unreadable-pod");
+    pod = PodObject("a", "n1");
+    pod["metadata"]["namespace"] = bad;
+    pod["metadata"]["generateName"] = bad;
+    EXPECT_EQ(Run(Request(pod)).reason, "unreadable-pod");
+  }
+  json no_namespace = PodObject("b", "n1");
+  no_namespace["metadata"].erase("namespace");
+  ReviewRequest r = Request(no_namespace);
+  r.namespace_name = "from-request";
+  r.dry_run = true;
+  EXPECT_TRUE(Run(r).response.allowed);
 }
 
 TEST_F(JudgeTest, AGeneratedNameIsStillUniquePerRequest) {

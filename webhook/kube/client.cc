@@ -80,7 +80,9 @@ class Connection {
       return token.error();
     }
     http::request<http::empty_body> request{http::verb::get, target, 11};
-    request.set(http::field::host, config_.host + ":" + config_.port);
+    const bool v6 = config_.host.find(':') != std::string::npos;
+    request.set(http::field::host,
+                (v6 ? "[" + config_.host + "]" : config_.host) + ":" + config_.port);
     request.set(http::field::user_agent, "nodegate-webhook");
     request.set(http::field::accept, "application/json");
     if (!token->empty()) {

@@ -41,6 +41,12 @@ Result<json> ParseJson(std::string_view text, const std::string& where) {
   return std::move(documents->front().value);
 }
 
+// StringMember: a string member, or "" when it is absent or of another type.
+std::string StringMember(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 std::string ResourceVersionOf(const json& object) {
   auto metadata = object.find("metadata");
   if (metadata == object.end() || !metadata->is_object()) {
@@ -208,7 +214,10 @@ Result<bool> Reflector::Apply(std::string_view line, std::string& resource_versi
   if (!event.ok()) {
     return event.error();
   }
-  const std::string type = event->value("type", "");
+  if (!event->is_object()) {
+    return Error{"watch event is not an object"};
+  }
+  const std::string type = StringMember(*event, "type");
   auto object_it = event->find("object");
   if (object_it == event->end() || !object_it->is_object()) {
     return Error{"watch event without an object"};
@@ -216,12 +225,15 @@ Result<bool> Reflector::Apply(std::string_view line, std::string& resource_versi
   const json& object = *object_it;
   Heard();
   if (type == "ERROR") {
-    const int code = object.value("code", 0);
+    auto code_it = object.find("code");
+    const int64_t code =
+        code_it != object.end() && code_it->is_number_integer() ? code_it->get<int64_t>() : 0;
     if (code == 410) {
       return false;
     }
+    const std::string message = StringMember(object, "message");
     return Error{"watch: " +
-                 object.value("message", "error event (code " + std::to_string(code) + ")")};
+                 (message.empty() ? "error event (code " + std::to_string(code) + ")" : message)};
   }
   const std::string rv = ResourceVersionOf(object);
   if (type == "BOOKMARK") {
