@@ -13,6 +13,8 @@ PACKAGES=(
   # nodegate webhook: Boost.Beast/Asio (header-only) for HTTPS serving and the API client,
   # OpenSSL from its static archives (webhook/README.md says why these)
   libboost1.81-dev libssl-dev
+  # deploy/webhook/make-cert.sh (also run by tests/webhook)
+  openssl
   # kernel tools used by tests and the demo (inside private namespaces only)
   iproute2 iptables nftables conntrack iperf3 util-linux procps iputils-ping socat
   # the reference plugins (oracle and main plugin in chains) and a real runtime
