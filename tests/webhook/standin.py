@@ -413,7 +413,8 @@ class WebhookClient:
                     conn.close()
                     self.local.conn = None
                 return resp.status, data
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError,
+                    ssl.SSLEOFError):
                 conn.close()
                 self.local.conn = None
                 if attempt:

@@ -182,7 +182,7 @@ class Cluster(unittest.TestCase):
         standin.kubeconfig(cls.kubeconfig, cls.api.port, cls.certs["ca"], cls.token_file)
         cls.seed()
         cls.webhook = Webhook(cls.tmp, cls.kubeconfig, cls.certs,
-                              extra=("--read-timeout", getattr(cls, "READ_TIMEOUT", "2s")))
+                              extra=("--read-timeout", getattr(cls, "READ_TIMEOUT", "10s")))
         cls.webhook.wait_ready()
         cls.client = standin.WebhookClient(cls.webhook.port, cls.certs["ca"])
 
@@ -308,8 +308,7 @@ class ReviewTest(Cluster):
         def create(i):
             client = standin.WebhookClient(self.webhook.port, self.certs["ca"])
             pod = pod_from("report-job.json", "racer-%d" % i, "race")
-            client.connection().connect()
-            barrier.wait()
+            barrier.wait()  # then all connect and ask at once
             return client.review(pod)[0]["allowed"]
 
         with concurrent.futures.ThreadPoolExecutor(50) as pool:
@@ -393,7 +392,9 @@ class ReviewTest(Cluster):
 
 
 class HostileClientTest(Cluster):
-    READ_TIMEOUT = "10s"  # 500 handshakes at once must all finish within one request's time
+    # 500 handshakes at once must all finish within one request's time, also on a loaded
+    # machine under the sanitizers; the slow client is cut off after it.
+    READ_TIMEOUT = "20s"
 
     def raw_post(self, body, path="/validate?timeout=5s", method="POST"):
         conn = standin._ServiceConnection(self.webhook.port, self.client.context, SERVICE_NAME, 30)
@@ -442,7 +443,8 @@ class HostileClientTest(Cluster):
         ctx = ssl.create_default_context(cafile=self.certs["ca"])
         sock = ctx.wrap_socket(socket.create_connection(("127.0.0.1", self.webhook.port)),
                                server_hostname=SERVICE_NAME)
-        sock.settimeout(WAIT)
+        limit = 2 * WAIT
+        sock.settimeout(limit)
         start = time.monotonic()
         request = b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n" + b"{" * 100000
         closed = False
@@ -450,7 +452,7 @@ class HostileClientTest(Cluster):
             for byte in request:  # one byte every 0.2 s: forever, unless the server ends it
                 sock.send(bytes([byte]))
                 time.sleep(0.2)
-                if time.monotonic() - start > WAIT:
+                if time.monotonic() - start > limit:
                     break
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
             closed = True
@@ -460,7 +462,7 @@ class HostileClientTest(Cluster):
             except (ConnectionResetError, ssl.SSLError, OSError):
                 closed = True
         self.assertTrue(closed, "a client sending a byte every 0.2 s was not cut off")
-        self.assertLess(time.monotonic() - start, WAIT)
+        self.assertLess(time.monotonic() - start, limit)
         # and the server still answers others
         self.assertTrue(self.review(pod_from("web-deployment.json", "s", "worker-1"),
                                     dry_run=True)[0]["allowed"])
