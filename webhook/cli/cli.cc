@@ -313,6 +313,9 @@ int RunWebhookCli(int argc, char** argv) {
   server_options.listen = f.listen;
   server_options.request_timeout =
       std::chrono::duration_cast<std::chrono::milliseconds>(*read_timeout);
+  // Once the cache has synced a review waits for nothing (microseconds of CPU): it runs on the
+  // I/O thread. Before, it may read the API server, and goes to the worker pool.
+  server_options.run_inline = [&webhook](const net::HttpRequest&) { return webhook.Synced(); };
   auto server = net::Server::Start(
       server_options, [&webhook](const net::HttpRequest& r) { return webhook.Serve(r); },
       cert->get(), [&metrics](int status) { metrics.RecordRefused(status); });

@@ -182,20 +182,27 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     request.body = std::move(message.body());
     const bool keep_alive = message.keep_alive();
     Lowest().expires_never();  // the handler's time is bounded by the handler
-    asio::post(server_.workers, [self = this->shared_from_this(), request = std::move(request),
-                                 keep_alive]() {
-      HttpResponse response;
-      try {
-        response = self->server_.handler(request);
-      } catch (const std::exception& e) {
-        // A handler's bug must not end the process: this request fails, others go on.
-        response = HttpResponse{500, "text/plain", std::string("internal error: ") + e.what()};
-      }
-      asio::post(self->stream_.get_executor(),
-                 [self, response = std::move(response), keep_alive]() mutable {
-                   self->Write(std::move(response), keep_alive);
-                 });
-    });
+    if (server_.options.run_inline && server_.options.run_inline(request)) {
+      Write(Call(request), keep_alive);
+      return;
+    }
+    asio::post(server_.workers,
+               [self = this->shared_from_this(), request = std::move(request), keep_alive]() {
+                 HttpResponse response = self->Call(request);
+                 asio::post(self->stream_.get_executor(),
+                            [self, response = std::move(response), keep_alive]() mutable {
+                              self->Write(std::move(response), keep_alive);
+                            });
+               });
+  }
+
+  HttpResponse Call(const HttpRequest& request) {
+    try {
+      return server_.handler(request);
+    } catch (const std::exception& e) {
+      // A handler's bug must not end the process: this request fails, others go on.
+      return HttpResponse{500, "text/plain", std::string("internal error: ") + e.what()};
+    }
   }
 
   void Refuse(int status, std::string text) {
