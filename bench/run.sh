@@ -5,7 +5,7 @@ set -uo pipefail
 BUILD_DIR="$(cd "${1:-build}" && pwd)"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 status=0
-for area in startup ipam portmap bandwidth admit ports; do
+for area in startup ipam portmap bandwidth admit ports webhook; do
   script="$HERE/$area/bench.sh"
   [ -f "$script" ] || continue
   echo

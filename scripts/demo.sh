@@ -187,3 +187,15 @@ say " BestEffort and Burstable before Guaranteed, never critical ones; evicting 
 show "$NG" guard --allow-preemption --node "$CP/node.yaml" --pods "$CP/pods.yaml" \
   --manifests "$T/cp-manifests" "$CP/kube-apiserver.yaml" || true
 say "folder now: $(ls "$T/cp-manifests" | tr '\n' ' ')"
+
+heading "11. nodegate webhook: the same DNS pod created through the API with a fixed nodeName"
+say "a pod with spec.nodeName never meets the scheduler: without a check at the door, the kubelet"
+say "marks it Failed and a ReplicaSet makes another at once. What the kubelet would say:"
+dns_pod="$T/dns-pod.yaml"
+sed -e 's/^spec:$/spec:\n  nodeName: worker-1/' "$SRC/conf/candidates/coredns-hostnetwork.yaml" >"$dns_pod"
+show "$NG" admit --profile kubelet --node "$SRC/tests/admit/testdata/node.yaml" \
+  --manifests "$SRC/conf/manifests" "$dns_pod" || true
+say "with nodegate webhook (a stand-in API server: node worker-1, the mirror pods of its static pods):"
+python3 "$SRC/scripts/demo-webhook.py" "$NG" "$SRC" || true
+say "(the CREATE fails with the kubelet's reason and the holder of port 8080; no Failed pod, no storm)"
+

@@ -9,6 +9,11 @@ PACKAGES=(
   nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   libnl-3-dev libnl-route-3-dev libnl-nf-3-dev
   libyaml-dev libcli11-dev
+  # nodegate webhook: Boost.Beast/Asio (header-only) for HTTPS serving and the API client,
+  # OpenSSL from its static archives (webhook/README.md says why these)
+  libboost1.81-dev libssl-dev
+  # deploy/webhook/make-cert.sh (also run by tests/webhook)
+  openssl
   # kernel tools used by tests and the demo (inside private namespaces only)
   iproute2 iptables nftables conntrack iperf3 util-linux procps iputils-ping socat
   # the reference plugins (oracle and main plugin in chains) and a real runtime
@@ -20,8 +25,8 @@ PACKAGES=(
   # the portability tier (tests/portability): Debian roots of other releases, their kernel
   # booted in software emulation, the VM's disk images, JSON read in shell
   debootstrap qemu-system-x86 e2fsprogs jq
-  # benchmarks
-  hyperfine
+  # benchmarks (wrk: HTTPS load for bench/webhook)
+  hyperfine wrk
   # the sanitizer stage of make test and make fuzz (libFuzzer and the sanitizers come with
   # Debian's clang)
   clang

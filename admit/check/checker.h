@@ -69,6 +69,9 @@ class Checker {
 
   // AddExistingPods: pods on the node. Terminal pods and pods bound to another node are skipped.
   ExistingPodsSummary AddExistingPods(std::vector<Pod> pods);
+  // RemoveExistingPod: the pod NAMESPACE/NAME left the node (deleted, finished); false when it
+  // was not on it. A cache that follows the API server's watch keeps one Checker this way.
+  bool RemoveExistingPod(std::string_view key) { return node_info_.RemovePod(key); }
 
   // Check: the verdict for one candidate; the node is left as it was.
   PodVerdict Check(const Pod& candidate);

@@ -7,6 +7,7 @@
 #include "admit/cli/cli.h"
 #include "ports/cli/cli.h"
 #include "runtime/cli/cli.h"
+#include "webhook/cli/cli.h"
 
 namespace {
 
@@ -18,7 +19,8 @@ constexpr std::string_view kUsage =
     "  guard     install a static-pod manifest only when the node admits it\n"
     "  ports     show every host port: declared by pods, mapped by portmap, listened on\n"
     "  cni       run a CNI network (.conflist) as a container runtime does\n"
-    "  conf      validate CNI configuration files (conf validate [DIR|FILE]...)\n";
+    "  conf      validate CNI configuration files (conf validate [DIR|FILE]...)\n"
+    "  webhook   serve the API server's admission webhook for pods with a fixed nodeName\n";
 
 }  // namespace
 
@@ -43,6 +45,9 @@ int main(int argc, char** argv) {
   }
   if (command == "conf") {
     return nodegate::runtime::RunConfCli(argc - 1, argv + 1);
+  }
+  if (command == "webhook") {
+    return nodegate::webhook::RunWebhookCli(argc - 1, argv + 1);
   }
   std::cerr << "nodegate: unknown command '" << command << "'\n" << kUsage;
   return 2;

@@ -1,0 +1,144 @@
+#include "webhook/judge/judge.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "admit/api/decode.h"
+
+namespace nodegate::webhook {
+namespace {
+
+constexpr std::string_view kNodesGroup = "system:nodes";
+constexpr int kDeniedCode = 403;
+
+// StringMember: a string member, or "" when it is absent or of another type.
+std::string StringMember(const nlohmann::json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+Judgement Allow(const ReviewRequest& request, std::string reason,
+                std::optional<std::string> warning = std::nullopt) {
+  Judgement j;
+  j.response.uid = request.uid;
+  j.response.allowed = true;
+  if (warning) {
+    j.response.warnings.push_back(FitWarning(*warning));
+  }
+  j.verdict = "allowed";
+  j.reason = std::move(reason);
+  return j;
+}
+
+// EvictionWarning: "... evicts ns/a, ns/b and 3 more to admit this pod" within the limit.
+std::string EvictionWarning(const std::string& node, const admit::PodVerdict& verdict) {
+  const std::string head = "nodegate: the kubelet on " + node + " admits this pod by evicting ";
+  const auto& evictions = verdict.evictions;
+  for (size_t shown = evictions.size(); shown > 0; --shown) {
+    std::string names;
+    for (size_t i = 0; i < shown; ++i) {
+      names += (i ? ", " : "") + evictions[i].pod;
+    }
+    if (shown < evictions.size()) {
+      names += " and " + std::to_string(evictions.size() - shown) + " more";
+    }
+    std::string text = head + names;
+    if (text.size() <= kMaxWarningBytes || shown == 1) {
+      return text;
+    }
+  }
+  return head + std::to_string(evictions.size()) + " pods";
+}
+
+}  // namespace
+
+std::string DenialMessage(const std::string& node, const admit::PodVerdict& verdict) {
+  std::string message = "the kubelet on node " + node + " would reject this pod (" +
+                        verdict.admit_reason + "): " + verdict.admit_message;
+  for (const admit::FailureReport& failure : verdict.failures) {
+    if (!failure.detail.empty()) {
+      message += "; " + failure.detail;
+    }
+  }
+  return message;
+}
+
+Judgement Judge(const ReviewRequest& request, const JudgeContext& context,
+                Clock::time_point deadline) {
+  // Only pod CREATEs are judged; the configuration sends nothing else, but a broader rule
+  // must not turn into denials.
+  if (request.operation != "CREATE" || request.kind != "Pod" || request.resource != "pods" ||
+      !request.sub_resource.empty()) {
+    return Allow(request, "not-a-pod-create");
+  }
+  // The kubelet creates mirror pods for its static pods (NodeRestriction bounds them).
+  if (std::find(request.groups.begin(), request.groups.end(), kNodesGroup) !=
+      request.groups.end()) {
+    return Allow(request, "node-user");
+  }
+  if (!request.object.is_object()) {
+    return Allow(request, "unreadable-pod", "nodegate: no pod in the request; not checked");
+  }
+  nlohmann::json object = request.object;
+  if (auto metadata = object.find("metadata"); metadata != object.end() && metadata->is_object()) {
+    // A name the API server generates may not be set yet; the request's uid keeps it unique.
+    if (!metadata->contains("name") || (*metadata)["name"].is_null()) {
+      (*metadata)["name"] = StringMember(*metadata, "generateName") + "<" + request.uid + ">";
+    }
+    // The request's namespace is the one the pod is created in.
+    if ((!metadata->contains("namespace") || (*metadata)["namespace"].is_null()) &&
+        !request.namespace_name.empty()) {
+      (*metadata)["namespace"] = request.namespace_name;
+    }
+  }
+  auto decoded = admit::DecodePod(object, "request.object");
+  if (!decoded.ok()) {
+    return Allow(request, "unreadable-pod",
+                 "nodegate: pod not checked: " + decoded.error().message);
+  }
+  admit::Pod pod = std::move(decoded).value();
+  if (pod.node_name.empty()) {
+    return Allow(request, "no-node-name");
+  }
+  if (pod.IsMirrorPod()) {
+    return Allow(request, "mirror-pod");
+  }
+  pod.source = "request";
+  const bool assume = !request.dry_run;  // a dry run changes nothing, not even our state
+  NodeVerdict judged;
+  if (context.synced && context.synced()) {
+    judged = context.states->JudgeCached(pod, assume);
+  } else {
+    auto snapshot = context.read_node(pod.node_name, deadline);
+    if (!snapshot.ok()) {
+      return Allow(request, "node-unreadable",
+                   "nodegate: node " + pod.node_name + " not checked: " + snapshot.error().message);
+    }
+    if (snapshot->has_value()) {
+      judged = context.states->JudgeSnapshot(pod, std::move(**snapshot), assume);
+    }
+  }
+  if (!judged.node_known) {
+    return Allow(
+        request, "unknown-node",
+        "nodegate: node " + pod.node_name + " is not known to the API server; not checked");
+  }
+  const admit::PodVerdict& verdict = judged.verdict;
+  if (verdict.admitted) {
+    if (!verdict.evictions.empty()) {
+      return Allow(request, "preemption", EvictionWarning(pod.node_name, verdict));
+    }
+    return Allow(request, "fits");
+  }
+  Judgement j;
+  j.response.uid = request.uid;
+  j.response.allowed = false;
+  j.response.code = kDeniedCode;
+  j.response.reason = verdict.admit_reason;
+  j.response.message = DenialMessage(pod.node_name, verdict);
+  j.verdict = "denied";
+  j.reason = verdict.admit_reason;
+  return j;
+}
+
+}  // namespace nodegate::webhook

@@ -1,0 +1,251 @@
+#include "webhook/kube/config.h"
+
+#include <filesystem>
+
+#include "admit/api/load.h"
+
+namespace nodegate::webhook::kube {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxConfigBytes = 16u << 20;
+
+Result<std::string> ReadSmallFile(const std::string& path) {
+  auto text = admit::ReadInput(path);
+  if (!text.ok()) {
+    return text.error();
+  }
+  if (text->size() > kMaxConfigBytes) {
+    return Error{path + ": larger than 16 MiB"};
+  }
+  return std::move(text).value();
+}
+
+// Base64 decoding of the kubeconfig's *-data fields (standard alphabet, padding optional,
+// whitespace ignored).
+Result<std::string> DecodeBase64(const std::string& in, const std::string& field) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    if (c == '=' || c == '\n' || c == '\r' || c == ' ' || c == '\t') {
+      continue;
+    }
+    const int v = value(c);
+    if (v < 0) {
+      return Error{field + ": not base64"};
+    }
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
+    }
+  }
+  return out;
+}
+
+std::string Str(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// Named: the entry of a kubeconfig list ("clusters", "users", "contexts") with that name.
+Result<json> Named(const json& config, const char* list, const char* inner, const std::string& name,
+                   const std::string& where) {
+  auto items = config.find(list);
+  if (items != config.end() && items->is_array()) {
+    for (const json& item : *items) {
+      if (item.is_object() && Str(item, "name") == name) {
+        auto value = item.find(inner);
+        if (value != item.end() && value->is_object()) {
+          return *value;
+        }
+        return json::object();
+      }
+    }
+  }
+  return Error{where + ": no " + std::string(inner) + " named \"" + name + "\""};
+}
+
+// PemFrom: "<field>-data" (base64) or "<field>" (a path, relative to the kubeconfig).
+Result<std::string> PemFrom(const json& object, const std::string& field,
+                            const std::filesystem::path& base, const std::string& where) {
+  const std::string data = Str(object, (field + "-data").c_str());
+  if (!data.empty()) {
+    return DecodeBase64(data, where + ": " + field + "-data");
+  }
+  std::string path = Str(object, field.c_str());
+  if (path.empty()) {
+    return std::string();
+  }
+  if (std::filesystem::path(path).is_relative()) {
+    path = (base / path).string();
+  }
+  return ReadSmallFile(path);
+}
+
+}  // namespace
+
+Result<std::pair<std::string, std::string>> ParseServer(const std::string& url) {
+  constexpr std::string_view kScheme = "https://";
+  if (url.rfind(kScheme, 0) != 0) {
+    return Error{"server " + url + ": only https:// is supported"};
+  }
+  std::string rest = url.substr(kScheme.size());
+  if (const size_t slash = rest.find('/'); slash != std::string::npos) {
+    if (rest.find_first_not_of('/', slash) != std::string::npos) {
+      return Error{"server " + url + ": a path prefix is not supported"};
+    }
+    rest.resize(slash);
+  }
+  std::string host = rest;
+  std::string port = "443";
+  if (!rest.empty() && rest.front() == '[') {
+    const size_t close = rest.find(']');
+    if (close == std::string::npos) {
+      return Error{"server " + url + ": unclosed ["};
+    }
+    host = rest.substr(1, close - 1);
+    if (close + 1 < rest.size()) {
+      if (rest[close + 1] != ':') {
+        return Error{"server " + url + ": expected :PORT after ]"};
+      }
+      port = rest.substr(close + 2);
+    }
+  } else if (const size_t colon = rest.rfind(':'); colon != std::string::npos) {
+    host = rest.substr(0, colon);
+    port = rest.substr(colon + 1);
+  }
+  if (host.empty() || port.empty() || port.find_first_not_of("0123456789") != std::string::npos ||
+      port.size() > 5 || std::stoul(port) == 0 || std::stoul(port) > 65535) {
+    return Error{"server " + url + ": expected https://HOST[:PORT]"};
+  }
+  return std::pair{host, port};
+}
+
+Result<ClientConfig> InClusterConfig(const std::map<std::string, std::string>& env,
+                                     const std::string& service_account_dir) {
+  auto host = env.find("KUBERNETES_SERVICE_HOST");
+  auto port = env.find("KUBERNETES_SERVICE_PORT");
+  if (host == env.end() || host->second.empty() || port == env.end() || port->second.empty()) {
+    return Error{
+        "not in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set "
+        "(give --kubeconfig)"};
+  }
+  ClientConfig config;
+  config.source = "in-cluster";
+  config.host = host->second;
+  config.port = port->second;
+  // The API server's certificate names the service, not the address the variables hold.
+  config.server_name = "kubernetes.default.svc";
+  auto ca = ReadSmallFile(service_account_dir + "/ca.crt");
+  if (!ca.ok()) {
+    return ca.error();
+  }
+  config.tls.ca_pem = std::move(ca).value();
+  config.token_file = service_account_dir + "/token";
+  if (auto token = BearerToken(config); !token.ok()) {
+    return token.error();
+  }
+  return config;
+}
+
+Result<ClientConfig> LoadKubeconfig(const std::string& path) {
+  auto text = ReadSmallFile(path);
+  if (!text.ok()) {
+    return text.error();
+  }
+  auto documents = admit::ParseDocuments(*text, path);
+  if (!documents.ok()) {
+    return documents.error();
+  }
+  const json& config = documents->front().value;
+  if (!config.is_object()) {
+    return Error{path + ": not a kubeconfig"};
+  }
+  const std::filesystem::path base = std::filesystem::path(path).parent_path();
+  const std::string context_name = Str(config, "current-context");
+  if (context_name.empty()) {
+    return Error{path + ": no current-context"};
+  }
+  auto context = Named(config, "contexts", "context", context_name, path);
+  if (!context.ok()) {
+    return context.error();
+  }
+  auto cluster = Named(config, "clusters", "cluster", Str(*context, "cluster"), path);
+  if (!cluster.ok()) {
+    return cluster.error();
+  }
+  ClientConfig out;
+  out.source = path;
+  auto server = ParseServer(Str(*cluster, "server"));
+  if (!server.ok()) {
+    return Error{path + ": " + server.error().message};
+  }
+  out.host = server->first;
+  out.port = server->second;
+  out.server_name = Str(*cluster, "tls-server-name");
+  if (auto skip = cluster->find("insecure-skip-tls-verify");
+      skip != cluster->end() && skip->is_boolean()) {
+    out.tls.insecure_skip_verify = skip->get<bool>();
+  }
+  auto ca = PemFrom(*cluster, "certificate-authority", base, path);
+  if (!ca.ok()) {
+    return ca.error();
+  }
+  out.tls.ca_pem = std::move(ca).value();
+  if (out.tls.ca_pem.empty() && !out.tls.insecure_skip_verify) {
+    return Error{path + ": cluster \"" + Str(*context, "cluster") +
+                 "\" has no certificate-authority (the system's CAs are not read)"};
+  }
+  const std::string user_name = Str(*context, "user");
+  if (!user_name.empty()) {
+    auto user = Named(config, "users", "user", user_name, path);
+    if (!user.ok()) {
+      return user.error();
+    }
+    out.token = Str(*user, "token");
+    out.token_file = Str(*user, "tokenFile");
+    if (!out.token_file.empty() && std::filesystem::path(out.token_file).is_relative()) {
+      out.token_file = (base / out.token_file).string();
+    }
+    auto cert = PemFrom(*user, "client-certificate", base, path);
+    if (!cert.ok()) {
+      return cert.error();
+    }
+    auto key = PemFrom(*user, "client-key", base, path);
+    if (!key.ok()) {
+      return key.error();
+    }
+    out.tls.cert_pem = std::move(cert).value();
+    out.tls.key_pem = std::move(key).value();
+  }
+  return out;
+}
+
+Result<std::string> BearerToken(const ClientConfig& config) {
+  if (config.token_file.empty()) {
+    return config.token;
+  }
+  auto text = ReadSmallFile(config.token_file);
+  if (!text.ok()) {
+    return text.error();
+  }
+  std::string token = std::move(text).value();
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
+    token.pop_back();
+  }
+  return token;
+}
+
+}  // namespace nodegate::webhook::kube

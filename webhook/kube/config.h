@@ -1,0 +1,44 @@
+#pragma once
+// Where the API server is and how to talk to it: in-cluster (the service account's token,
+// re-read as the kubelet rotates it, and ca.crt; KUBERNETES_SERVICE_HOST/PORT) or a kubeconfig
+// file's current context (server, certificate-authority[-data], tls-server-name, token,
+// tokenFile, client-certificate[-data] and client-key[-data]).
+
+#include <map>
+#include <string>
+
+#include "admit/api/result.h"
+#include "webhook/net/tls.h"
+
+namespace nodegate::webhook::kube {
+
+using admit::Error;
+using admit::Result;
+
+struct ClientConfig {
+  std::string host;  // IP address or name, without brackets
+  std::string port = "443";
+  std::string server_name;  // the name the server's certificate must hold (default: host)
+  net::ClientTlsConfig tls;
+  std::string token;       // a fixed bearer token
+  std::string token_file;  // or a file read again for every request
+  std::string source;      // "in-cluster" or the kubeconfig's path, for messages
+};
+
+inline constexpr std::string_view kServiceAccountDir =
+    "/var/run/secrets/kubernetes.io/serviceaccount";
+
+// InClusterConfig: from the environment and `service_account_dir`.
+Result<ClientConfig> InClusterConfig(const std::map<std::string, std::string>& env,
+                                     const std::string& service_account_dir);
+// LoadKubeconfig: the current context of a kubeconfig file (YAML or JSON); relative paths in
+// it are relative to the file's folder, as kubectl reads them.
+Result<ClientConfig> LoadKubeconfig(const std::string& path);
+
+// ParseServer: "https://HOST[:PORT][/]" into host and port; http:// is refused.
+Result<std::pair<std::string, std::string>> ParseServer(const std::string& url);
+
+// BearerToken: the token to send now ("" for none).
+Result<std::string> BearerToken(const ClientConfig& config);
+
+}  // namespace nodegate::webhook::kube
