@@ -37,4 +37,8 @@ protoent* __wrap_getprotobynumber(int number) {
   return nodegate::net::GetProtoByNumber(SystemFiles(), number);
 }
 
+hostent* __wrap_gethostbyname(const char* name) {
+  return nodegate::net::GetHostByName(SystemFiles(), name);
+}
+
 }  // extern "C"

@@ -403,4 +403,39 @@ protoent* GetProtoByNumber(const LookupFiles& files, int number) {
   return StoreProtocol(FindProtocolByNumber(ReadLookupFile(files.protocols), number));
 }
 
+hostent* GetHostByName(const LookupFiles& files, const char* name) {
+  if (name == nullptr) return nullptr;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* list = nullptr;
+  if (GetAddrInfo(files, name, nullptr, &hints, &list) != 0) return nullptr;
+  struct HostStorage {
+    hostent entry{};
+    std::string name;
+    std::vector<in_addr> addresses;
+    std::vector<char*> address_pointers;
+    char* no_aliases[1] = {nullptr};
+  };
+  thread_local HostStorage storage;
+  storage.name = name;
+  storage.addresses.clear();
+  for (const addrinfo* a = list; a != nullptr; a = a->ai_next) {
+    storage.addresses.push_back(reinterpret_cast<const sockaddr_in*>(a->ai_addr)->sin_addr);
+  }
+  FreeAddrInfo(list);
+  if (storage.addresses.empty()) return nullptr;
+  storage.address_pointers.clear();
+  for (in_addr& address : storage.addresses) {
+    storage.address_pointers.push_back(reinterpret_cast<char*>(&address));
+  }
+  storage.address_pointers.push_back(nullptr);
+  storage.entry.h_name = storage.name.data();
+  storage.entry.h_aliases = storage.no_aliases;
+  storage.entry.h_addrtype = AF_INET;
+  storage.entry.h_length = sizeof(in_addr);
+  storage.entry.h_addr_list = storage.address_pointers.data();
+  return &storage.entry;
+}
+
 }  // namespace nodegate::net

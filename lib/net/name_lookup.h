@@ -57,6 +57,12 @@ int GetNameInfo(const LookupFiles& files, const sockaddr* address, socklen_t len
 protoent* GetProtoByName(const LookupFiles& files, const char* name);
 protoent* GetProtoByNumber(const LookupFiles& files, int number);
 
+// gethostbyname(3): the IPv4 addresses GetAddrInfo finds for `name`, in its order, with the
+// name as given (no aliases). nullptr when there is none. Only OpenSSL's BIO_gethostbyname
+// refers to it, and nothing calls that; it is here so that no NSS code is linked in. The
+// result lives until this thread's next call.
+hostent* GetHostByName(const LookupFiles& files, const char* name);
+
 // The order GetAddrInfo returns addresses in (see above).
 void OrderForConnecting(std::vector<IpAddress>& addresses);
 

@@ -249,5 +249,25 @@ TEST_F(NameLookupTest, Protocols) {
   EXPECT_EQ(GetProtoByName(none, "tcp"), nullptr);
 }
 
+TEST_F(NameLookupTest, HostByNameIsTheIpv4Addresses) {
+  hostent* host = GetHostByName(files_, "manifests.example");
+  ASSERT_NE(host, nullptr);
+  EXPECT_STREQ(host->h_name, "manifests.example");
+  EXPECT_EQ(host->h_addrtype, AF_INET);
+  EXPECT_EQ(host->h_length, 4);
+  EXPECT_EQ(host->h_aliases[0], nullptr);
+  ASSERT_NE(host->h_addr_list[0], nullptr);
+  char text[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, host->h_addr_list[0], text, sizeof(text));
+  EXPECT_STREQ(text, "10.0.0.5");
+  EXPECT_EQ(host->h_addr_list[1], nullptr);
+  host = GetHostByName(files_, "192.0.2.7");
+  ASSERT_NE(host, nullptr);
+  ::inet_ntop(AF_INET, host->h_addr_list[0], text, sizeof(text));
+  EXPECT_STREQ(text, "192.0.2.7");
+  EXPECT_EQ(GetHostByName(files_, "fd00::5"), nullptr);  // no IPv4 address
+  EXPECT_EQ(GetHostByName(files_, nullptr), nullptr);
+}
+
 }  // namespace
 }  // namespace nodegate::net
