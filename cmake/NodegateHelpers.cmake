@@ -67,9 +67,10 @@ function(ng_executable)
   _ng_common(${NG_NAME})
   # Name lookups without NSS in every build, so that they behave the same in each
   # (lib/net/name_lookup.h).
-  target_link_libraries(${NG_NAME} PRIVATE ${NG_DEPS} ng::libc_name_lookup ng::libc_no_loading)
+  target_link_libraries(${NG_NAME} PRIVATE ${NG_DEPS} ng::libc_name_lookup)
   if(NG_STATIC_EXECUTABLES)
     target_link_options(${NG_NAME} PRIVATE -static)
+    target_link_libraries(${NG_NAME} PRIVATE ng::libc_no_loading)
   elseif(NOT NG_SANITIZE_FLAGS)
     target_link_options(${NG_NAME} PRIVATE -Wl,--as-needed -static-libstdc++ -static-libgcc)
   else()

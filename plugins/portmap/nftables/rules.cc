@@ -386,7 +386,13 @@ std::string Describe(const Step& step) {
     std::string operator()(const DeleteSet& s) const { return "delete set " + s.name; }
     std::string operator()(const netfilter::NftChain& c) const { return "chain " + c.name; }
     std::string operator()(const FlushChain& c) const { return "flush chain " + c.chain; }
-    std::string operator()(const netfilter::NftRule& r) const { return "rule in chain " + r.chain; }
+    // The expressions name what an older kernel may lack: "rule in chain X [ lookup ... ] [...]".
+    std::string operator()(const netfilter::NftRule& r) const {
+      std::string exprs = netfilter::ExpressionsText(r.exprs);
+      std::replace(exprs.begin(), exprs.end(), '\n', ' ');
+      while (!exprs.empty() && exprs.back() == ' ') exprs.pop_back();
+      return "rule in chain " + r.chain + (exprs.empty() ? "" : " " + exprs);
+    }
     std::string operator()(const DeleteRule& r) const {
       return "delete rule " + std::to_string(r.handle) + " of " + r.chain;
     }
