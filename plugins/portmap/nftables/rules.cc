@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <set>
 
 #include "lib/base/hash.h"
@@ -76,6 +77,19 @@ Bytes HostU32(uint32_t v) {
 
 Bytes AddressBytes(const net::IpAddress& a) {
   return Bytes(a.bytes().begin(), a.bytes().begin() + a.byte_length());
+}
+
+// `gap` zero bytes (filled in by the caller), then the dnat key of `mapping` in register layout:
+// [host IP .] protocol . host port, each field padded to 4 bytes, in one allocation.
+Bytes KeyAfter(size_t gap, const PortMapping& mapping) {
+  const size_t host_ip = mapping.has_specific_host_ip() ? mapping.host_ip->byte_length() : 0;
+  Bytes key(gap + host_ip + 8, 0);
+  if (host_ip != 0) std::copy_n(mapping.host_ip->bytes().begin(), host_ip, key.begin() + gap);
+  uint8_t* proto_port = key.data() + gap + host_ip;
+  proto_port[0] = static_cast<uint8_t>(ProtocolNumber(mapping.protocol));
+  proto_port[4] = static_cast<uint8_t>(mapping.host_port >> 8);
+  proto_port[5] = static_cast<uint8_t>(mapping.host_port & 0xff);
+  return key;
 }
 
 // The netmask of a prefix length, as address bytes.
@@ -214,26 +228,41 @@ std::string HairpinSetOf(const NetworkNames& names, const PortMapping& m, net::F
   return m.has_specific_host_ip() ? names.HairpinIp(f, length) : names.HairpinAny(f, length);
 }
 
-// The hairpin elements of `mappings` for each of `sources`, one change per set.
+// The hairpin elements of `mappings` for each of `sources`, one change per set (in order of
+// first use). Each set's name is made once per source, not per element: a pod may have
+// thousands of mappings.
 std::vector<ElementChange> HairpinChanges(ElementVerb verb, const NetworkNames& names,
                                           net::Family f, const std::vector<net::IpPrefix>& sources,
                                           const std::vector<PortMapping>& mappings,
                                           const std::string& comment) {
-  std::vector<std::string> sets;
-  std::vector<std::pair<const net::IpPrefix*, const PortMapping*>> of;
+  std::vector<ElementChange> out;
+  const auto change_of = [&](const std::string& set) {
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (out[i].set == set) return i;
+    }
+    out.push_back(ElementChange{verb, set, {}});
+    return out.size() - 1;
+  };
   for (const auto& source : sources) {
+    const std::string sets[2] = {names.HairpinAny(f, source.length()),
+                                 names.HairpinIp(f, source.length())};
+    std::optional<size_t> changes[2];
     for (const auto& m : mappings) {
-      sets.push_back(HairpinSetOf(names, m, f, source.length()));
-      of.emplace_back(&source, &m);
+      const int with_ip = m.has_specific_host_ip() ? 1 : 0;
+      if (!changes[with_ip]) changes[with_ip] = change_of(sets[with_ip]);
+      out[*changes[with_ip]].elements.push_back(HairpinElement(source, m, comment));
     }
   }
-  return ChangesPerSet(
-      verb, sets, [&](size_t i) { return HairpinElement(*of[i].first, *of[i].second, comment); });
+  return out;
 }
 
-net::IpPrefix Loopback() { return net::IpPrefix(*net::IpAddress::Parse("127.0.0.0"), 8); }
+net::IpPrefix Loopback() {
+  constexpr uint8_t kNetwork[4] = {127, 0, 0, 0};
+  return net::IpPrefix(net::IpAddress::FromBytes(net::Family::kV4, kNetwork), 8);
+}
 net::IpPrefix EveryAddress(net::Family f) {
-  return net::IpPrefix(*net::IpAddress::Parse(f == net::Family::kV4 ? "0.0.0.0" : "::"), 0);
+  constexpr uint8_t kZero[16] = {};
+  return net::IpPrefix(net::IpAddress::FromBytes(f, kZero), 0);
 }
 
 }  // namespace
@@ -281,7 +310,11 @@ std::string NetworkComment(const std::string& network_name) {
 }
 
 std::vector<Element> ContainerElements(const Config& config, net::Family family) {
-  const NetworkNames names = NamesFor(config.network_name);
+  return ElementsOf(NamesFor(config.network_name), config, family);
+}
+
+std::vector<Element> ElementsOf(const NetworkNames& names, const Config& config,
+                                net::Family family) {
   const auto& container = config.container(family);
   std::vector<Element> out;
   for (const auto& m : config.MappingsFor(family)) {
@@ -304,20 +337,7 @@ std::vector<Element> ContainerElements(const Config& config, net::Family family)
   return out;
 }
 
-std::vector<uint8_t> DnatKey(const PortMapping& mapping) {
-  std::vector<uint8_t> key;
-  if (mapping.has_specific_host_ip()) key = AddressBytes(*mapping.host_ip);
-  const uint8_t proto_port[] = {static_cast<uint8_t>(ProtocolNumber(mapping.protocol)),
-                                0,
-                                0,
-                                0,
-                                static_cast<uint8_t>(mapping.host_port >> 8),
-                                static_cast<uint8_t>(mapping.host_port & 0xff),
-                                0,
-                                0};
-  key.insert(key.end(), std::begin(proto_port), std::end(proto_port));
-  return key;
-}
+std::vector<uint8_t> DnatKey(const PortMapping& mapping) { return KeyAfter(0, mapping); }
 
 std::vector<uint8_t> DnatValue(const net::IpAddress& container, int port) {
   std::vector<uint8_t> value = AddressBytes(container);
@@ -329,9 +349,9 @@ std::vector<uint8_t> DnatValue(const net::IpAddress& container, int port) {
 
 ElementWrite HairpinElement(const net::IpPrefix& source, const PortMapping& mapping,
                             const std::string& comment) {
-  const Bytes key = DnatKey(mapping);
-  ElementWrite e{.key = AddressBytes(source.Network()), .comment = comment};
-  e.key.insert(e.key.end(), key.begin(), key.end());
+  const net::IpAddress network = source.Network();
+  ElementWrite e{.key = KeyAfter(network.byte_length(), mapping), .comment = comment};
+  std::copy_n(network.bytes().begin(), network.byte_length(), e.key.begin());
   return e;
 }
 
@@ -742,7 +762,7 @@ void AppendAdd(const Config& config, bool assert_netcfg, bool create_markers, Pl
                            {OwnedWrite(owner, FamilyMarker(f))}},
              Role::kMarker);
     const std::vector<PortMapping> mappings = config.MappingsFor(f);
-    const std::vector<Element> elements = ContainerElements(config, f);
+    const std::vector<Element> elements = ElementsOf(names, config, f);
     if (elements.empty()) continue;
     ElementChange records{ElementVerb::kAdd, kOwnedSet, {}};
     for (const auto& e : elements) records.elements.push_back(OwnedWrite(owner, e.Tag()));
@@ -782,7 +802,7 @@ bool AppendDelete(const Config& config, const std::vector<net::Family>& families
     if (HasSubnetSource(config) && !config.container(f)) return false;
     out.Add(ElementChange{ElementVerb::kDelete, kOwnedSet, {OwnedWrite(owner, FamilyMarker(f))}},
             Role::kMarker);
-    const std::vector<Element> elements = ContainerElements(config, f);
+    const std::vector<Element> elements = ElementsOf(names, config, f);
     ElementChange records{ElementVerb::kDelete, kOwnedSet, {}};
     for (const auto& e : elements) records.elements.push_back(OwnedWrite(owner, e.Tag()));
     out.Add(std::move(records));
@@ -877,7 +897,7 @@ std::vector<Expected> ExpectedObjects(const Config& config) {
                    {},
                    "the ownership marker of the container"});
     const std::vector<PortMapping> mappings = config.MappingsFor(f);
-    const std::vector<Element> elements = ContainerElements(config, f);
+    const std::vector<Element> elements = ElementsOf(names, config, f);
     for (size_t i = 0; i < mappings.size(); ++i) {
       const Element& e = elements[i];
       out.push_back({e.map, DnatKey(mappings[i]),

@@ -108,6 +108,9 @@ std::string NetworkComment(const std::string& network_name);
 // Elements of `family` for the container: every mapping of that family. With a container
 // address, values are filled in.
 std::vector<Element> ContainerElements(const Config& config, net::Family family);
+// The same with the network's names at hand (NamesFor hashes the network's name).
+std::vector<Element> ElementsOf(const NetworkNames& names, const Config& config,
+                                net::Family family);
 
 // The maps' keys and values in register layout (each field of a concatenation padded to 4
 // bytes, addresses and ports in network byte order): [host IP .] protocol . host port, and
