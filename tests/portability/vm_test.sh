@@ -16,7 +16,7 @@ require_root
 checks=("$@")
 if [ ${#checks[@]} -eq 0 ]; then
   checks=(version host_local portmap_iptables:nft portmap_iptables:legacy portmap_nftables
-    bandwidth)
+    portmap_nftables_masqall bandwidth)
 fi
 entry=$(debian_root --suite bullseye --image)
 kernel=$(ls "$entry"/root/boot/vmlinuz-* | sort -V | tail -1)
