@@ -16,6 +16,8 @@ PACKAGES=(
   openssl
   # kernel tools used by tests and the demo (inside private namespaces only)
   iproute2 iptables nftables conntrack iperf3 util-linux procps iputils-ping socat
+  # message counts of a plugin call (tests/portmap/conntrack_netns_test.cc)
+  strace
   # the reference plugins (oracle and main plugin in chains) and a real runtime
   containernetworking-plugins podman runc busybox-static
   # the CRI runtime of the containerd e2e test and its small gRPC client
@@ -25,8 +27,9 @@ PACKAGES=(
   # the portability tier (tests/portability): Debian roots of other releases, their kernel
   # booted in software emulation, the VM's disk images, JSON read in shell
   debootstrap qemu-system-x86 e2fsprogs jq
-  # benchmarks (wrk: HTTPS load for bench/webhook)
-  hyperfine wrk
+  # benchmarks (wrk: HTTPS load for bench/webhook; perf: each plugin's exec-to-exit under
+  # containerd, from the scheduler's tracepoints, in bench/podstart)
+  hyperfine wrk linux-perf
   # the sanitizer stage of make test and make fuzz (libFuzzer and the sanitizers come with
   # Debian's clang)
   clang

@@ -254,29 +254,42 @@ for n in $SIZES; do
   NODE=""
 done
 
-# A UDP mapping on a node whose conntrack table holds CT_ENTRIES connections: ADD and DEL flush
-# the host port's UDP entries, and the cost of finding them is what grows here.
+# A UDP mapping on a node whose conntrack table holds no entry, then CT_ENTRIES connections:
+# ADD and DEL flush the host port's UDP entries. Each dump walks the kernel's whole conntrack
+# hash whatever the namespace holds, so with no entry the flush asks for the count and dumps
+# nothing. The same ADD and DEL with a TCP mapping (no flush at all) is what a flush moved off
+# the call's path (run after the plugin exited) would leave the caller. OLD_PORTMAP=path adds
+# that binary's UDP ADD and DEL beside ours (an A/B of the flush).
 CT_ENTRIES="${CT_ENTRIES:-20000}"
-if [ "$CT_ENTRIES" -gt 0 ]; then
-  NODE="ng-pm-bench-$$-ct"
+OLD_PORTMAP="${OLD_PORTMAP:-}"
+CT_SIZES=""
+if [ "$CT_ENTRIES" -gt 0 ]; then CT_SIZES="0 $CT_ENTRIES"; fi
+for ct in $CT_SIZES; do
+  NODE="ng-pm-bench-$$-ct$ct"
   settle
   make_node "$NODE"
-  awk -v n="$CT_ENTRIES" 'BEGIN { for (i = 0; i < n; i++)
+  awk -v n="$ct" 'BEGIN { for (i = 0; i < n; i++)
     printf "-I -s 10.1.%d.%d -d 10.2.0.1 -p tcp --sport %d --dport 80 --state ESTABLISHED -u ASSURED -t 3600\n",
       int(i / 250) % 250, i % 250 + 1, 10000 + i % 50000 }' > "$WORK/ct.txt"
-  ip netns exec "$NODE" conntrack -R "$WORK/ct.txt" >/dev/null 2>&1
+  [ "$ct" = 0 ] || ip netns exec "$NODE" conntrack -R "$WORK/ct.txt" >/dev/null 2>&1
   echo "node with $(ip netns exec "$NODE" conntrack -C) conntrack entries, UDP mapping" >&2
   PROTO=udp
-  read -r a d < <(measure "udp-ours-iptables" "$OURS" '' "$RUNS" "")
-  ADD[udp-iptables]=$a; DEL[udp-iptables]=$d
-  read -r a d < <(measure "udp-ours-nftables" "$OURS" ',"backend":"nftables"' "$RUNS" "")
-  ADD[udp-nftables]=$a; DEL[udp-nftables]=$d
-  read -r a d < <(measure "udp-reference" "$REFERENCE" "" "$REF_RUNS" "")
-  ADD[udp-reference]=$a; DEL[udp-reference]=$d
+  read -r a d < <(measure "udp-ours-iptables-$ct" "$OURS" '' "$RUNS" "")
+  ADD[udp-iptables,$ct]=$a; DEL[udp-iptables,$ct]=$d
+  read -r a d < <(measure "udp-ours-nftables-$ct" "$OURS" ',"backend":"nftables"' "$RUNS" "")
+  ADD[udp-nftables,$ct]=$a; DEL[udp-nftables,$ct]=$d
+  if [ -n "$OLD_PORTMAP" ]; then
+    read -r a d < <(measure "udp-old-iptables-$ct" "$OLD_PORTMAP" '' "$RUNS" "")
+    ADD[udp-old,$ct]=$a; DEL[udp-old,$ct]=$d
+  fi
+  read -r a d < <(measure "udp-reference-$ct" "$REFERENCE" "" "$REF_RUNS" "")
+  ADD[udp-reference,$ct]=$a; DEL[udp-reference,$ct]=$d
   PROTO=tcp
+  read -r a d < <(measure "tcp-ours-iptables-$ct" "$OURS" '' "$RUNS" "")
+  ADD[tcp-iptables,$ct]=$a; DEL[tcp-iptables,$ct]=$d
   ip netns del "$NODE"
   NODE=""
-fi
+done
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "n/a" }'; }
 
@@ -303,11 +316,16 @@ for n in $SIZES; do
     "${ADD[nftables,$n]}" "${DEL[nftables,$n]}" \
     "$(ratio "${ADD[refnft,$n]}" "${ADD[nftables,$n]}")" "$(ratio "${DEL[refnft,$n]}" "${DEL[nftables,$n]}")"
 done
-if [ "$CT_ENTRIES" -gt 0 ]; then
+if [ -n "$CT_SIZES" ]; then
   echo
-  printf 'udp/ct: one UDP mapping, %s conntrack entries: ours (nft mode) %s / %s, ours nftables %s / %s, reference %s / %s (ADD / DEL ms)\n' \
-    "$CT_ENTRIES" "${ADD[udp-iptables]}" "${DEL[udp-iptables]}" "${ADD[udp-nftables]}" "${DEL[udp-nftables]}" \
-    "${ADD[udp-reference]}" "${DEL[udp-reference]}"
+  echo "udp/ct: one UDP mapping, ADD / DEL ms (nft mode unless named; TCP: the same call without any flush)"
+  for ct in $CT_SIZES; do
+    printf '  %6s conntrack entries: ours %s / %s, nftables %s / %s%s, reference %s / %s; TCP (no flush) %s / %s\n' \
+      "$ct" "${ADD[udp-iptables,$ct]}" "${DEL[udp-iptables,$ct]}" "${ADD[udp-nftables,$ct]}" \
+      "${DEL[udp-nftables,$ct]}" \
+      "$([ -z "$OLD_PORTMAP" ] || echo ", OLD_PORTMAP ${ADD[udp-old,$ct]} / ${DEL[udp-old,$ct]}")" \
+      "${ADD[udp-reference,$ct]}" "${DEL[udp-reference,$ct]}" "${ADD[tcp-iptables,$ct]}" "${DEL[tcp-iptables,$ct]}"
+  done
 fi
 if [ "$MANY_PORTS" -gt 0 ]; then
   printf 'many ports: one pod with %s UDP host ports: ours nft mode %s / %s, legacy %s / %s, nftables %s / %s (ADD / DEL ms; the reference execs iptables once per rule, over 6,000 here, so it is not run)\n' \

@@ -89,6 +89,38 @@ Result<std::vector<CtPtr>> Dump(nl_sock* sock, int family, uint8_t protocol,
   return entries;
 }
 
+int ReadEntryCount(nl_msg* msg, void* arg) {
+  nlmsghdr* header = nlmsg_hdr(msg);
+  nlattr* attrs[CTA_STATS_GLOBAL_MAX + 1] = {};
+  if (nlmsg_parse(header, sizeof(nfgenmsg), attrs, CTA_STATS_GLOBAL_MAX, nullptr) == 0 &&
+      attrs[CTA_STATS_GLOBAL_ENTRIES] != nullptr) {
+    *static_cast<std::optional<uint32_t>*>(arg) =
+        ntohl(nla_get_u32(attrs[CTA_STATS_GLOBAL_ENTRIES]));
+  }
+  return NL_OK;
+}
+
+int StopAtAck(nl_msg* /*msg*/, void* /*arg*/) { return NL_STOP; }
+
+// How many entries the socket's network namespace holds (its nf_conntrack_count, from
+// ctnetlink's global statistics: one message, no walk of the table); nullopt when the kernel
+// does not say (then the caller dumps, as before the count existed). Counted are also entries
+// not yet confirmed into the hash: zero means no packet of the namespace has an entry at all.
+std::optional<uint32_t> EntriesInNamespace(nl_sock* sock) {
+  std::unique_ptr<nl_msg, void (*)(nl_msg*)> msg(
+      nfnlmsg_alloc_simple(NFNL_SUBSYS_CTNETLINK, IPCTNL_MSG_CT_GET_STATS, 0, AF_UNSPEC, 0),
+      nlmsg_free);
+  std::unique_ptr<nl_cb, void (*)(nl_cb*)> cb(nl_cb_alloc(NL_CB_DEFAULT), nl_cb_put);
+  if (!msg || !cb || nl_send_auto(sock, msg.get()) < 0) return std::nullopt;
+  std::optional<uint32_t> entries;
+  nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, ReadEntryCount, &entries);
+  // The kernel flags its answer NLM_F_MULTI without a NLMSG_DONE after it; the request asked
+  // for an acknowledgement (libnl's default), and that ends the answer.
+  nl_cb_set(cb.get(), NL_CB_ACK, NL_CB_CUSTOM, StopAtAck, nullptr);
+  if (nl_recvmsgs(sock, cb.get()) < 0) return std::nullopt;
+  return entries;
+}
+
 // Deletes the dumped entries whose original destination port is in `ports`.
 Result<int> DeleteMatching(nl_sock* sock, const std::vector<CtPtr>& entries, int family,
                            uint8_t protocol, const std::unordered_set<uint16_t>& ports) {
@@ -107,27 +139,34 @@ Result<int> DeleteMatching(nl_sock* sock, const std::vector<CtPtr>& entries, int
 
 }  // namespace
 
-Result<int> DeleteByDestinationPort(int family, uint8_t protocol,
-                                    const std::vector<uint16_t>& ports) {
-  if (ports.empty()) return 0;
+Result<Flushed> DeleteByDestinationPort(int family, uint8_t protocol,
+                                        const std::vector<uint16_t>& ports) {
+  Flushed flushed;
+  if (ports.empty()) return flushed;
   std::unique_ptr<nl_sock, SockDeleter> sock(nl_socket_alloc());
   if (!sock) return Error(kErrKernel, "conntrack: cannot allocate a netlink socket");
   if (int err = nfnl_connect(sock.get()); err < 0) return NlError("connect", err);
+  // A dump walks the whole hash whatever the namespace holds (262,144 buckets here, 10 ms under
+  // containerd): an empty namespace has nothing stale to find, and costs one message instead.
+  if (EntriesInNamespace(sock.get()) == 0U) return flushed;
   const std::unordered_set<uint16_t> wanted(ports.begin(), ports.end());
   // Every dump walks the kernel's whole hash table (about 3 ms on an empty table of this
   // machine's size), so past a couple of ports one dump of the protocol's entries is cheaper
   // than a filtered dump per port: a pod with 2,000 UDP ports took 6.5 s the per-port way.
   if (wanted.size() > kPortDumpsAtMost) {
+    ++flushed.dumps;
     NG_ASSIGN_OR_RETURN(auto entries, Dump(sock.get(), family, protocol, std::nullopt));
-    return DeleteMatching(sock.get(), entries, family, protocol, wanted);
+    NG_ASSIGN_OR_RETURN(flushed.deleted,
+                        DeleteMatching(sock.get(), entries, family, protocol, wanted));
+    return flushed;
   }
-  int deleted = 0;
   for (const uint16_t port : wanted) {
+    ++flushed.dumps;
     NG_ASSIGN_OR_RETURN(auto entries, Dump(sock.get(), family, protocol, port));
     NG_ASSIGN_OR_RETURN(const int n, DeleteMatching(sock.get(), entries, family, protocol, {port}));
-    deleted += n;
+    flushed.deleted += n;
   }
-  return deleted;
+  return flushed;
 }
 
 }  // namespace nodegate::conntrack

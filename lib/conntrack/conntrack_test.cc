@@ -30,10 +30,15 @@ int Count(const TestNetns& ns, const std::string& proto, int port, bool v6 = fal
   return std::stoi(r.output);
 }
 
-Result<int> DeleteIn(const TestNetns& ns, int family, const std::vector<uint16_t>& ports) {
+Result<Flushed> FlushIn(const TestNetns& ns, int family, const std::vector<uint16_t>& ports) {
   auto scope = sys::NetnsScope::Enter(ns.path());
   if (!scope.ok()) return scope.error();
   return DeleteByDestinationPort(family, IPPROTO_UDP, ports);
+}
+
+Result<int> DeleteIn(const TestNetns& ns, int family, const std::vector<uint16_t>& ports) {
+  NG_ASSIGN_OR_RETURN(const Flushed flushed, FlushIn(ns, family, ports));
+  return flushed.deleted;
 }
 
 TEST(Conntrack, DeletesOnlyTheFamilyProtocolAndPortsAsked) {
@@ -66,6 +71,33 @@ TEST(Conntrack, DeletesOnlyTheFamilyProtocolAndPortsAsked) {
   ASSERT_TRUE(v6.ok()) << v6.error().msg;
   EXPECT_EQ(*v6, 1);
   EXPECT_EQ(Count(ns, "udp", 7001, /*v6=*/true), 0);
+}
+
+// A namespace without entries has nothing stale: no dump (each walks the kernel's whole hash).
+// One entry of anything, and the ports are dumped again: one filtered dump per port up to two
+// ports, one dump for more.
+TEST(Conntrack, DumpsNothingWhenTheNamespaceHoldsNoEntry) {
+  NG_REQUIRE_ROOT();
+  TestNetns ns("ng-ct0");
+  auto empty = FlushIn(ns, AF_INET, {7001});
+  ASSERT_TRUE(empty.ok()) << empty.error().msg;
+  EXPECT_EQ(empty->dumps, 0);
+  EXPECT_EQ(empty->deleted, 0);
+  auto many = FlushIn(ns, AF_INET6, {7001, 7002, 7003});
+  ASSERT_TRUE(many.ok()) << many.error().msg;
+  EXPECT_EQ(many->dumps, 0);
+
+  Insert(ns, "tcp", 80);  // not what is flushed, but the namespace is no longer empty
+  auto one = FlushIn(ns, AF_INET, {7001});
+  ASSERT_TRUE(one.ok()) << one.error().msg;
+  EXPECT_EQ(one->dumps, 1);
+  EXPECT_EQ(one->deleted, 0);
+  Insert(ns, "udp", 7002);
+  auto two = FlushIn(ns, AF_INET, {7001, 7002});
+  ASSERT_TRUE(two.ok()) << two.error().msg;
+  EXPECT_EQ(two->dumps, 2);
+  EXPECT_EQ(two->deleted, 1);
+  EXPECT_EQ(Count(ns, "tcp", 80), 1);
 }
 
 }  // namespace

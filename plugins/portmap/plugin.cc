@@ -31,8 +31,10 @@ void FlushUdpConntrack(const Config& config, bool only_known_families) {
         family == net::Family::kV4 ? AF_INET : AF_INET6, IPPROTO_UDP, ports);
     if (!deleted.ok()) {
       spdlog::warn("portmap: UDP conntrack flush failed: {}", deleted.error().msg);
-    } else if (*deleted > 0) {
-      spdlog::info("portmap: deleted {} UDP conntrack entries", *deleted);
+    } else if (deleted->deleted > 0) {
+      spdlog::info("portmap: deleted {} UDP conntrack entries", deleted->deleted);
+    } else if (deleted->dumps == 0) {
+      spdlog::debug("portmap: no conntrack entry in the namespace, nothing to flush");
     }
   }
 }

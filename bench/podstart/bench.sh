@@ -1,0 +1,235 @@
+#!/usr/bin/env bash
+# Pod start under containerd: what a user of the plugins feels. Debian's containerd 1.6 with
+# its CRI plugin, started inside a throwaway node namespace as tests/e2e/containerd_e2e.sh
+# starts it, driven over the CRI as a kubelet drives it (bench/podstart/driver.py). The pod
+# network is conf/examples/10-standard.conflist: Debian's bridge (ipMasq) with host-local,
+# then portmap and bandwidth, either ours ("ours") or Debian's reference ("reference"); the
+# bridge and loopback are Debian's in both.
+#
+# A set is SET sandboxes (default 20) started one after another, each with one TCP and one UDP
+# host port and the bandwidth annotations, then stopped and removed one after another. Sets
+# alternate between the plugins (ours, reference, reference, ours, ... ROUNDS pairs, default
+# 2), on a node with 0 and then 1,000 other mappings (OTHERS; the reference portmap's layout
+# in nf_tables, bench/lib/node.sh). Reported per plugin set and node:
+#   - RunPodSandbox and Stop+Remove (StopPodSandbox then RemovePodSandbox), p50 and p90;
+#   - the CNI ADD chain (bridge's start to bandwidth's end) and each plugin's share: from
+#     fork to exit of each plugin process, read from the scheduler's tracepoints
+#     (sched_process_fork/exec/exit, `perf record -a` while the sets run; nothing wraps the
+#     plugins, so containerd execs exactly what it would on a node). bridge's own share
+#     leaves out the host-local it runs;
+#   - the bare exec of a static binary (bench/startup/noop.c), forked the same way from a
+#     shell between the sets and timed the same way: the floor of every plugin call.
+# OTHER_PORTMAP=/path/to/portmap adds a third set, ours with that portmap binary (an A/B of a
+# portmap change: the rest of the chain is the same).
+#
+# Everything (containerd's root, state, socket, the runc root, the pod netns files, the IPAM
+# store, the CNI config) is under a temp folder, the node namespace is removed at the end, and
+# the containers and shims are stopped by PID, also on failure or Ctrl-C. containerd state is
+# machine-global: `make bench` takes /tmp/nodegate-e2e.lock around this section, as the e2e
+# tests do.
+#
+#   bash bench/podstart/bench.sh BUILD_DIR        (root; SET=N ROUNDS=N OTHERS="0 1000")
+set -euo pipefail
+BUILD_DIR="$(cd "${1:-build}" && pwd)"
+SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+SET="${SET:-20}"
+ROUNDS="${ROUNDS:-2}"
+OTHERS="${OTHERS:-0 1000}"
+OTHER_PORTMAP="${OTHER_PORTMAP:-}"
+NOOP="$BUILD_DIR/bench/startup_noop"
+PY=/usr/bin/python3
+
+[ "$(id -u)" = 0 ] || { echo "podstart bench needs root (namespaces, containerd)" >&2; exit 1; }
+for f in "$BUILD_DIR"/bin/{host-local,portmap,bandwidth} "$NOOP" /usr/lib/cni/bridge; do
+  [ -x "$f" ] || { echo "missing $f (build first; containernetworking-plugins)" >&2; exit 1; }
+done
+for tool in containerd ctr runc perf; do
+  command -v "$tool" >/dev/null || { echo "missing $tool (scripts/install-deps.sh)" >&2; exit 1; }
+done
+
+T="$(mktemp -d /tmp/ng-podstart.XXXXXX)"
+NODE="ng-ps-node-$$"
+# shellcheck disable=SC2034 # node_remove deletes $CLIENT too; no client namespace is made here
+CLIENT="ng-ps-cli-$$"
+C="$T/containerd"
+SOCK="$C/containerd.sock"
+IMAGE="localhost/ngpause:1"
+CGROUP="nodegate-bench-$$"
+CTD_PID=""
+PERF_PID=""
+MADE_RUN_DIRS=""
+[ -d /run/containerd ] || MADE_RUN_DIRS="/run/containerd/s /run/containerd"
+[ -n "$MADE_RUN_DIRS" ] || [ -d /run/containerd/s ] || MADE_RUN_DIRS="/run/containerd/s"
+
+# shellcheck source=../../scripts/lib/node.sh
+source "$SRC/scripts/lib/node.sh"      # in_node, node_busybox_rootfs, node_remove
+# shellcheck source=../lib/node.sh
+source "$SRC/bench/lib/node.sh"        # settle, iptables_population
+cri() { timeout 120 "$PY" "$SRC/tests/e2e/cri_client.py" "$SOCK" "$@"; }
+
+shim_pids() {  # the shims this containerd started: they carry "-address $SOCK"
+  local d
+  for d in /proc/[0-9]*; do
+    [ "$(cat "$d/comm" 2>/dev/null)" = containerd-shim ] || continue
+    tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -qF -- "-address $SOCK " && echo "${d#/proc/}"
+  done
+}
+
+cleanup() {
+  set +e
+  [ -z "$PERF_PID" ] || { kill -INT "$PERF_PID"; wait "$PERF_PID"; } 2>/dev/null
+  local ids="" left id
+  if [ -n "$CTD_PID" ] && kill -0 "$CTD_PID" 2>/dev/null; then
+    ids="$(cri list 2>/dev/null)"
+    for id in $ids; do cri stop "$id" >/dev/null 2>&1; cri remove "$id" >/dev/null 2>&1; done
+    kill "$CTD_PID"
+    for _ in $(seq 50); do kill -0 "$CTD_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$CTD_PID" 2>/dev/null
+  fi
+  left="$(runc --root "$C/runc/k8s.io" list -q 2>/dev/null)"
+  for id in $left; do runc --root "$C/runc/k8s.io" delete -f "$id" >/dev/null 2>&1; done
+  for pid in $(shim_pids); do kill -9 "$pid" 2>/dev/null; done
+  for id in $left $ids $(cut -d'"' -f8 "$T"/sets/*.json 2>/dev/null); do
+    rm -f "/run/containerd/s/$(printf %s "$SOCK/k8s.io/$id" | sha256sum | cut -d' ' -f1)"
+    rm -f /var/lib/cni/results/*-"$id"-*
+  done
+  # shellcheck disable=SC2086 # two folders, or one, or none
+  [ -z "$MADE_RUN_DIRS" ] || rmdir $MADE_RUN_DIRS 2>/dev/null
+  find /sys/fs/cgroup -maxdepth 3 -depth -type d \( -path "*/$CGROUP" -o -path "*/$CGROUP/*" \) \
+    -exec rmdir {} + 2>/dev/null
+  node_remove
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Plugin folders: $T/plugins is a link to one of them, switched between sets (containerd and
+# bridge look each plugin up by name at every call).
+mkdir -p "$T"/{ours,reference,other,net.d,ipam,sets} "$C"
+for p in bridge loopback; do
+  for set in ours reference other; do ln -s "/usr/lib/cni/$p" "$T/$set/$p"; done
+done
+for p in host-local portmap bandwidth; do
+  ln -s "$BUILD_DIR/bin/$p" "$T/ours/$p"
+  ln -s "/usr/lib/cni/$p" "$T/reference/$p"
+  ln -s "$BUILD_DIR/bin/$p" "$T/other/$p"
+done
+if [ -n "$OTHER_PORTMAP" ]; then ln -sfn "$(readlink -f "$OTHER_PORTMAP")" "$T/other/portmap"; fi
+ln -s ours "$T/plugins"
+use_plugins() { ln -sfn "$1" "$T/plugins.new" && mv -T "$T/plugins.new" "$T/plugins"; }
+
+sed "s|\"type\": \"host-local\",|\"type\": \"host-local\", \"dataDir\": \"$T/ipam\",|" \
+  "$SRC/conf/examples/10-standard.conflist" >"$T/net.d/10-standard.conflist"
+cat >"$C/config.toml" <<EOF
+version = 2
+root = "$C/root"
+state = "$C/state"
+temp = "$C/tmp"
+[grpc]
+  address = "$SOCK"
+[ttrpc]
+  address = "$SOCK.ttrpc"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$C/opt"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$IMAGE"
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  stream_server_address = "127.0.0.1"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "$T/plugins"
+    conf_dir = "$T/net.d"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "native"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        Root = "$C/runc"
+EOF
+
+ip netns add "$NODE"
+in_node ip link set lo up
+nsenter --net="/run/netns/$NODE" containerd --config "$C/config.toml" --log-level info \
+  >"$C/containerd.log" 2>&1 &
+CTD_PID=$!
+for _ in $(seq 100); do
+  [ -S "$SOCK" ] && cri version >/dev/null 2>&1 && break
+  kill -0 "$CTD_PID" 2>/dev/null || break
+  sleep 0.1
+done
+cri version >/dev/null || { echo "containerd's CRI did not come up" >&2; tail -20 "$C/containerd.log" >&2; exit 1; }
+
+# The sandbox image: busybox's httpd as its entrypoint (as in the e2e test).
+node_busybox_rootfs "sh httpd"
+mkdir -p "$T/img/www" "$T/archive"
+tar -C "$T/img" -cf "$T/archive/layer.tar" .
+diff="$(sha256sum "$T/archive/layer.tar" | cut -d' ' -f1)"
+cat >"$T/archive/config.json" <<EOF
+{"architecture": "$(dpkg --print-architecture)", "os": "linux",
+ "config": {"Env": ["PATH=/bin"], "Entrypoint": ["/bin/httpd", "-f", "-p", "8080", "-h", "/www"]},
+ "rootfs": {"type": "layers", "diff_ids": ["sha256:$diff"]}}
+EOF
+echo "[{\"Config\": \"config.json\", \"RepoTags\": [\"$IMAGE\"], \"Layers\": [\"layer.tar\"]}]" \
+  >"$T/archive/manifest.json"
+tar -C "$T/archive" -cf "$T/pause.tar" manifest.json config.json layer.tar
+ctr --address "$SOCK" -n k8s.io images import --snapshotter native "$T/pause.tar" >/dev/null
+
+# The scheduler's fork, exec and exit events of the whole machine while the sets run, stamped
+# with CLOCK_MONOTONIC like the driver's times. perf needs tracefs for the tracepoints' formats:
+# mounted in a mount namespace of perf's own, so the machine's mounts stay as they are.
+unshare -m --propagation private sh -c '
+  mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
+  exec perf record -q -a -k mono -o "$1" \
+    -e sched:sched_process_fork -e sched:sched_process_exec -e sched:sched_process_exit' \
+  _ "$T/perf.data" 2>"$T/perf.err" &
+PERF_PID=$!
+sleep 2
+kill -0 "$PERF_PID" 2>/dev/null || { echo "perf record failed: $(cat "$T/perf.err")" >&2; exit 1; }
+
+# The floor: 20 forks and execs of the static no-op from a shell in the node, 20 ms apart.
+noop_set() {
+  in_node bash -c 'for i in $(seq 20); do "$1"; sleep 0.02; done' _ "$NOOP"
+}
+
+sets=(ours reference)
+[ -z "$OTHER_PORTMAP" ] || sets+=(other)
+port=30000
+for others in $OTHERS; do
+  # The other mappings, loaded before this node size's first sandbox (the restore replaces
+  # table nat: the bridge's and portmap's shared chains are made again by the first ADD).
+  iptables_population "$others" nodegate >"$T/population.rules"
+  in_node iptables-nft-restore <"$T/population.rules"
+  echo "node with $others other mappings: $(in_node iptables-nft-save -t nat | grep -c -- '-A CNI-HOSTPORT-DNAT') entry rules" >&2
+  for round in $(seq "$ROUNDS"); do
+    order=("${sets[@]}")
+    if [ $((round % 2)) -eq 0 ]; then  # alternate: ours first, then the reference first
+      order=()
+      for ((k = ${#sets[@]} - 1; k >= 0; k--)); do order+=("${sets[$k]}"); done
+    fi
+    for set in "${order[@]}"; do
+      use_plugins "$set"
+      rm -rf "$T/ipam" && mkdir -p "$T/ipam"
+      settle
+      noop_set
+      out="$T/sets/$set-$others-$round.json"
+      if ! "$PY" "$SRC/bench/podstart/driver.py" "$SOCK" "$out" "$set-$others-$round" "$SET" \
+        "$port" "/$CGROUP"; then
+        echo "podstart: the $set set at $others other mappings failed" >&2
+        exit 1
+      fi
+      port=$((port + SET))
+      echo "  $set, $others other mappings, round $round: $SET sandboxes" >&2
+    done
+  done
+done
+
+# Nothing may be left: no sandbox, no rule naming a bench port, no reservation.
+left="$(cri list)"
+[ -z "$left" ] || { echo "podstart: sandboxes left: $left" >&2; exit 1; }
+rules="$(in_node iptables-nft-save -t nat | grep -c -E 'dport (3[0-9]{4})' || true)"
+[ "$rules" = 0 ] || { echo "podstart: $rules rules of bench ports left" >&2; exit 1; }
+
+kill -INT "$PERF_PID"
+wait "$PERF_PID" || true
+PERF_PID=""
+perf script -i "$T/perf.data" -F pid,tid,time,event,trace 2>/dev/null >"$T/perf.txt"
+"$PY" "$SRC/bench/podstart/report.py" "$T/sets" "$T/perf.txt" "$T/plugins/" "$NOOP" "$OTHERS"
