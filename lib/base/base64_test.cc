@@ -14,7 +14,8 @@ TEST(Base64, EncodesRfc4648Vectors) {
   EXPECT_EQ(Base64Encode("fooba"), "Zm9vYmE=");
   EXPECT_EQ(Base64Encode("foobar"), "Zm9vYmFy");
   EXPECT_EQ(Base64Encode(std::string("\xff\xfe\x00", 3)), "//4A");
-  EXPECT_EQ(Base64Encode("{\"a\":1}\n"), "eyJhIjoxfQo=");  // a cache file's conflist, as Go writes it
+  EXPECT_EQ(Base64Encode("{\"a\":1}\n"),
+            "eyJhIjoxfQo=");  // a cache file's conflist, as Go writes it
 }
 
 TEST(Base64, RoundTripsEveryByte) {
@@ -28,12 +29,12 @@ TEST(Base64, RoundTripsEveryByte) {
 
 TEST(Base64, StrictRefusesWhatWeNeverWrite) {
   EXPECT_EQ(Base64Decode("Zm9vYg=="), "foob");
-  EXPECT_FALSE(Base64Decode("Zm9vYg"));        // unpadded
-  EXPECT_FALSE(Base64Decode("Zm9v\nYg=="));    // a line break
-  EXPECT_FALSE(Base64Decode("Zg==Zm8="));      // data after padding
-  EXPECT_FALSE(Base64Decode("Zm9*"));          // not the alphabet
-  EXPECT_FALSE(Base64Decode("Z==="));          // one digit is not a byte
-  EXPECT_FALSE(Base64Decode("ab=c"));          // padding inside the quantum
+  EXPECT_FALSE(Base64Decode("Zm9vYg"));      // unpadded
+  EXPECT_FALSE(Base64Decode("Zm9v\nYg=="));  // a line break
+  EXPECT_FALSE(Base64Decode("Zg==Zm8="));    // data after padding
+  EXPECT_FALSE(Base64Decode("Zm9*"));        // not the alphabet
+  EXPECT_FALSE(Base64Decode("Z==="));        // one digit is not a byte
+  EXPECT_FALSE(Base64Decode("ab=c"));        // padding inside the quantum
 }
 
 TEST(Base64, LenientReadsPastedKubeconfigData) {
