@@ -104,10 +104,10 @@ def main():
 
     set_names = [s for s in ("ours", "reference", "other") if any(k[0] == s for k in groups)]
     print()
-    print("pod start under containerd 1.6 (CRI), median ms unless marked; %s sandboxes per set, "
-          "sets alternating" % ", ".join(
-              "%s %d" % (s, len(groups[(s, n)]["run"])) for s in set_names for n in others.split()
-              if (s, n) in groups))
+    print("pod start under containerd 1.6 (CRI), median ms unless marked; sets alternating; "
+          "sandboxes measured: %s" % ", ".join(
+              "%s at %s others %d" % (s, n, len(groups[(s, n)]["run"]))
+              for n in others.split() for s in set_names if (s, n) in groups))
     cols = ["RunPodSandbox p50 / p90", "Stop+Remove p50 / p90", "ADD chain", "bridge (own)",
             "host-local", "portmap", "bandwidth", "our three", "loopback", "static exec"]
     print("%-7s %-10s | %s" % ("others", "plugins", " | ".join(cols)))
