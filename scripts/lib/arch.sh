@@ -86,3 +86,49 @@ arch_busybox() {
   dpkg-deb --fsys-tarfile "$deb" | tar -xO ./bin/busybox >"$dir/busybox"
   chmod 0755 "$dir/busybox"
 }
+
+# arch_binfmt_magic ARCH: binfmt_misc's magic:mask for ARCH's ELF executables (qemu's own
+# values, as Debian's qemu-user-static registers them), in the register file's \x notation.
+arch_binfmt_magic() {
+  case "$1" in
+    arm64)
+      printf '%s' '\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\xb7\x00'
+      printf ':%s' '\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff'
+      ;;
+    *) return 1 ;;
+  esac
+}
+
+# with_arch_binfmt ARCH COMMAND...: COMMAND in a user and mount namespace of its own (the
+# machine's users mapped as themselves) whose own binfmt_misc (Linux 6.7 and later mount one
+# per user namespace) runs ARCH's executables under qemu-user-static, so that every exec of
+# COMMAND and its children, containers included, runs them. The machine's binfmt_misc is
+# neither read nor changed; the entry ends with the namespace.
+with_arch_binfmt() {
+  local arch=$1 qemu fifo pid rc=0
+  shift
+  qemu="$(arch_qemu_user "$arch")"
+  [ -x "$qemu" ] || { echo "no qemu-user for $arch (scripts/install-deps.sh --arch $arch)" >&2; return 1; }
+  fifo="$(mktemp -u /tmp/ng-binfmt.XXXXXX)"
+  mkfifo "$fifo"
+  # P: argv[0] as the caller gave it (busybox picks its applet by it); F: qemu opened now, so
+  # it runs in any mount namespace or root below (containers).
+  unshare --user --mount --propagation private --fork bash -c '
+    read -r _ <"$1"
+    mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc ||
+      { echo "with_arch_binfmt: no binfmt_misc of its own in a user namespace (Linux 6.7 or later)" >&2; exit 1; }
+    printf "%s" ":ng-$2:M::$3:$4:PF" >/proc/sys/fs/binfmt_misc/register || exit 1
+    shift 4
+    exec "$@"' with_arch_binfmt "$fifo" "$arch" "$(arch_binfmt_magic "$arch")" "$qemu" "$@" &
+  pid=$!
+  # The map can be written once unshare has made the namespace.
+  while [ "$(readlink "/proc/$pid/ns/user" 2>/dev/null)" = "$(readlink /proc/self/ns/user)" ]; do
+    sleep 0.01
+  done
+  echo "0 0 4294967295" >"/proc/$pid/uid_map" && echo "0 0 4294967295" >"/proc/$pid/gid_map" ||
+    { kill "$pid"; rm -f "$fifo"; return 1; }
+  echo go >"$fifo"
+  rm -f "$fifo"
+  wait "$pid" || rc=$?
+  return $rc
+}
