@@ -7,8 +7,10 @@
 # --arch arm64 (make release, make test, make test-arm64 pass it) adds what a build for that
 # architecture needs on this one (issue 33): Debian's cross toolchain, the :arm64 -dev packages
 # of every library the executables link (dpkg --add-architecture first), qemu-user-static to
-# run its executables and unit tests without binfmt_misc, qemu-system-arm to boot its kernel,
-# and Debian's static busybox of that architecture for the install image. busybox-static is
+# run its executables and unit tests without a machine-wide binfmt_misc entry, qemu-system-arm
+# to boot its kernel, cpio (the arm64 root's bootstrap VM boots from an initramfs:
+# tests/portability/root.sh), and Debian's static busybox of that architecture for the
+# install image. busybox-static is
 # not co-installable across architectures, so that one is fetched with apt-get download into
 # $NODEGATE_CACHE_DIR/debs (default build/cache/debs) and read from there (scripts/lib/arch.sh).
 set -euo pipefail
