@@ -56,6 +56,9 @@ void ElementAttributes(AttrWriter& w, const std::string& table, const ElementCha
   if (change.set_id != 0) w.PutBe32(NFTA_SET_ELEM_LIST_SET_ID, change.set_id);
   const size_t list = w.BeginNested(NFTA_SET_ELEM_LIST_ELEMENTS);
   next = first;
+  // A change's elements usually share one comment (the container's): encoded once.
+  const std::string* encoded_comment = nullptr;
+  Bytes comment_userdata;
   while (next < change.elements.size() && w.bytes().size() - list < kMaxElementBytes) {
     const ElementWrite& element = change.elements[next++];
     const size_t item = w.BeginNested(NFTA_LIST_ELEM);
@@ -63,7 +66,13 @@ void ElementAttributes(AttrWriter& w, const std::string& table, const ElementCha
     if (!element.key_end.empty()) PutValue(w, NFTA_SET_ELEM_KEY_END, element.key_end);
     if (!element.data.empty()) PutValue(w, NFTA_SET_ELEM_DATA, element.data);
     if (element.interval_end) w.PutBe32(NFTA_SET_ELEM_FLAGS, NFT_SET_ELEM_INTERVAL_END);
-    if (!element.comment.empty()) w.Put(NFTA_SET_ELEM_USERDATA, CommentUserData(element.comment));
+    if (!element.comment.empty()) {
+      if (encoded_comment == nullptr || *encoded_comment != element.comment) {
+        comment_userdata = CommentUserData(element.comment);
+        encoded_comment = &element.comment;
+      }
+      w.Put(NFTA_SET_ELEM_USERDATA, comment_userdata);
+    }
     w.EndNested(item);
   }
   w.EndNested(list);

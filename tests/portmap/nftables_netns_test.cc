@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -384,22 +385,12 @@ std::string ExpectedScript(const Config& config) {
     const std::string cond = c ? c->text + " " : "";
     const std::string ip = f == net::Family::kV4 ? "ip" : "ip6";
     const std::string nfproto = f == net::Family::kV4 ? "ipv4" : "ipv6";
-    if (config.snat && config.masq_all) {
-      rule(cond + ip + " daddr . meta l4proto . th dport @" + n.DnatIp(f) + set_mark);
-      rule(cond + "meta nfproto " + nfproto + " meta l4proto . th dport @" + n.DnatAny(f) +
-           set_mark);
-    } else if (config.snat) {
-      for (const int length : lengths.of(f)) {
-        const std::string masked = ip + " saddr & " + Netmask(f, length);
-        rule(cond + masked + " . " + ip + " daddr . meta l4proto . th dport @" +
-             n.HairpinIp(f, length) + set_mark);
-        rule(cond + masked + " . meta l4proto . th dport @" + n.HairpinAny(f, length) + set_mark);
-      }
-      if (f == net::Family::kV4) {
-        rule(cond + "ip saddr 127.0.0.0/8 ip daddr . meta l4proto . th dport @" + n.DnatIp(f) +
-             set_mark);
-        rule(cond + "ip saddr 127.0.0.0/8 meta l4proto . th dport @" + n.DnatAny(f) + set_mark);
-      }
+    // Every source of each prefix length (container subnets, 127.0.0.0/8, masqAll's /0).
+    for (const int length : config.snat ? lengths.of(f) : std::set<int>{}) {
+      const std::string masked = ip + " saddr & " + Netmask(f, length);
+      rule(cond + masked + " . " + ip + " daddr . meta l4proto . th dport @" +
+           n.HairpinIp(f, length) + set_mark);
+      rule(cond + masked + " . meta l4proto . th dport @" + n.HairpinAny(f, length) + set_mark);
     }
     rule(cond + "dnat " + ip + " to " + ip + " daddr . meta l4proto . th dport map @" +
          n.DnatIp(f));
@@ -428,11 +419,12 @@ std::string ExpectedScript(const Config& config) {
     for (const auto& e : nft::ContainerElements(config, f)) {
       add("owned", "\"" + owner + "\" . \"" + e.Tag() + "\"");
       add(e.map, e.key + " comment " + id + " : " + e.value);
-      if (!config.snat || config.masq_all) continue;
-      const int length = container->length();
-      const std::string hairpin =
-          e.map == n.DnatIp(f) ? n.HairpinIp(f, length) : n.HairpinAny(f, length);
-      add(hairpin, nft::HairpinText(*container, e) + " comment " + id);
+      for (const auto& source : nft::SourcesOf(config, f)) {
+        const int length = source.length();
+        const std::string hairpin =
+            e.map == n.DnatIp(f) ? n.HairpinIp(f, length) : n.HairpinAny(f, length);
+        add(hairpin, nft::HairpinText(source, e) + " comment " + id);
+      }
     }
   }
   for (const auto& [set, elements] : sets) {
@@ -545,10 +537,31 @@ TEST(PortmapNftables, WrittenTableEqualsWhatNftWritesFromText) {
         << listing;
     EXPECT_EQ(listing, NftRuleset(theirs)) << extra << mappings.substr(0, 80);
     EXPECT_EQ(NetlinkListing(ours), NetlinkListing(theirs)) << extra << mappings.substr(0, 80);
+    // What nft lists reads back as the same table: every rule in nft's own syntax, none
+    // `[invalid type]` or otherwise unparsable.
+    {
+      TestNetns again("ng-pmnw3");
+      const std::string relist = "/tmp/" + again.name() + ".nft";
+      std::ofstream(relist) << listing;
+      const auto reloaded = again.Run("nft -f " + relist);
+      std::remove(relist.c_str());
+      ASSERT_EQ(reloaded.exit_code, 0) << extra << reloaded.output << listing.substr(0, 4000);
+      EXPECT_EQ(NftRuleset(again), listing) << extra;
+    }
     if (!old_root.empty()) {
       const std::string old_ours = ours.Run("chroot " + old_root + " nft list ruleset").output;
       EXPECT_EQ(old_ours, theirs.Run("chroot " + old_root + " nft list ruleset").output) << extra;
       EXPECT_NE(old_ours.find("dnat ip addr . port to"), std::string::npos) << old_ours;
+      // 0.9.8 prints every rule as 1.0.6 does, but for its own spelling of the dnat rules.
+      std::string spelled = listing;
+      for (const std::string ip : {"ip", "ip6"}) {
+        const std::string from = "dnat " + ip + " to ", to = "dnat " + ip + " addr . port to ";
+        for (size_t at = spelled.find(from); at != std::string::npos;
+             at = spelled.find(from, at + to.size())) {
+          spelled.replace(at, from.size(), to);
+        }
+      }
+      EXPECT_EQ(old_ours, spelled) << extra;
     }
     // DEL: every element of the container goes, nothing of another's.
     const auto del = Portmap(ours, "DEL", id, text);
@@ -951,6 +964,208 @@ TEST(PortmapNftables, DelOnALegacyNetworkShrinksItsHairpinSet) {
   EXPECT_EQ(set.find("10.99.0.0/16"), std::string::npos) << set;
   ASSERT_EQ(del("a", 7070, "10.88.0.9/16").exit_code, 0);
   EXPECT_EQ(ElementLines(node), std::vector<std::string>()) << NftRuleset(node);
+}
+
+// A container of a network written by the previous version (config hash v2): one mapping of
+// it, IPv4, in a /24 subnet.
+struct V2Container {
+  std::string id;
+  std::string protocol;
+  int port = 0;
+  std::string host_ip;  // empty: every address
+  std::string address;  // the container's, in 192.0.2.0/24
+};
+
+// What the previous version wrote for network "rnet" (snat on, no conditions) and these
+// containers, as nft script text: its chains, with the localhost rules that look the ports up
+// in the dnat maps without taking their data (refused by Linux before 6.5), and its elements.
+// (Its `nft list ruleset` is the previous binary's for the same ADDs, compared when written.)
+std::string V2Script(const std::vector<V2Container>& containers) {
+  const nft::NetworkNames n = nft::NamesFor("rnet");
+  const std::string q = "inet cni_hostport ";
+  const std::string comment = "comment \"network rnet\";";
+  std::string s = "add table inet cni_hostport { comment \"" + std::string(nft::kTableComment) +
+                  "\"; }\nadd set " + q + "owned { type ifname . ifname; }\nadd set " + q +
+                  "netcfg { type ifname . mark; }\n";
+  for (const auto f : {net::Family::kV4, net::Family::kV6}) {
+    const std::string a = f == net::Family::kV4 ? "ipv4_addr" : "ipv6_addr";
+    s += "add map " + q + n.DnatAny(f) + " { type inet_proto . inet_service : " + a +
+         " . inet_service; }\n";
+    s += "add map " + q + n.DnatIp(f) + " { type " + a + " . inet_proto . inet_service : " + a +
+         " . inet_service; }\n";
+    if (f == net::Family::kV6) continue;
+    s +=
+        "add set " + q + n.HairpinAny(f, 24) + " { type ipv4_addr . inet_proto . inet_service; }\n";
+    s += "add set " + q + n.HairpinIp(f, 24) +
+         " { type ipv4_addr . ipv4_addr . inet_proto . inet_service; }\n";
+  }
+  const auto v4 = net::Family::kV4;
+  s += "add chain " + q + n.Hostports() + " { " + comment + " }\n";
+  s += "add chain " + q + n.Prerouting() +
+       " { type nat hook prerouting priority dstnat; policy accept; " + comment + " }\n";
+  s += "add chain " + q + n.Output() + " { type nat hook output priority -100; policy accept; " +
+       comment + " }\n";
+  s += "add chain " + q + n.Masquerade() +
+       " { type nat hook postrouting priority srcnat; policy accept; " + comment + " }\n";
+  for (const auto& chain : {n.Prerouting(), n.Output()}) {
+    s += "add rule " + q + chain + " fib daddr type local jump " + n.Hostports() + "\n";
+  }
+  const std::string mark = " meta mark set meta mark | 0x00002000";
+  for (const std::string& rule :
+       {"ip saddr & 255.255.255.0 . ip daddr . meta l4proto . th dport @" + n.HairpinIp(v4, 24) +
+            mark,
+        "ip saddr & 255.255.255.0 . meta l4proto . th dport @" + n.HairpinAny(v4, 24) + mark,
+        "ip saddr 127.0.0.0/8 ip daddr . meta l4proto . th dport @" + n.DnatIp(v4) + mark,
+        "ip saddr 127.0.0.0/8 meta l4proto . th dport @" + n.DnatAny(v4) + mark,
+        "dnat ip to ip daddr . meta l4proto . th dport map @" + n.DnatIp(v4),
+        "meta nfproto ipv4 dnat ip to meta l4proto . th dport map @" + n.DnatAny(v4),
+        "dnat ip6 to ip6 daddr . meta l4proto . th dport map @" + n.DnatIp(net::Family::kV6),
+        "meta nfproto ipv6 dnat ip6 to meta l4proto . th dport map @" +
+            n.DnatAny(net::Family::kV6)}) {
+    s += "add rule " + q + n.Hostports() + " " + rule + "\n";
+  }
+  s += "add rule " + q + n.Masquerade() + " meta mark & 0x00002000 == 0x00002000 masquerade\n";
+  // The previous version's hash of this config ("v2|rnet|snat||8192").
+  s += "add element " + q + "netcfg { \"" + n.prefix + "\" . 0xa54c0623 }\n";
+  for (const auto& c : containers) {
+    const std::string owner = nft::OwnerTag("rnet", c.id);
+    const std::string key =
+        (c.host_ip.empty() ? "" : c.host_ip + " . ") + c.protocol + " . " + std::to_string(c.port);
+    const std::string map = c.host_ip.empty() ? n.DnatAny(v4) : n.DnatIp(v4);
+    const nft::Element element{.family = v4, .map = map, .key = key, .value = ""};
+    s += "add element " + q + "owned { \"" + owner + "\" . \"all4\", \"" + owner + "\" . \"" +
+         element.Tag() + "\" }\n";
+    s += "add element " + q + map + " { " + key + " comment \"" + c.id + "\" : " + c.address +
+         " . 80 }\n";
+    s += "add element " + q + (c.host_ip.empty() ? n.HairpinAny(v4, 24) : n.HairpinIp(v4, 24)) +
+         " { 192.0.2.0 . " + key + " comment \"" + c.id + "\" }\n";
+  }
+  return s;
+}
+
+// A node upgraded from the previous version (config hash v2, whose localhost rules look the
+// dnat maps up without their data) keeps working: before the network's next ADD, GC and DEL
+// of its containers remove their elements; the first ADD rewrites the chains and gives every
+// mapping already there its localhost element, after which the old containers' traffic
+// (localhost included), CHECK, GC and DEL work, and the last DEL leaves nothing.
+TEST(PortmapNftables, PreviousLayoutKeepsWorkingAndMigrates) {
+  NG_REQUIRE_ROOT();
+  Topology topo;
+  EchoServer server(topo.container.path(), 80, "c");
+  const std::vector<V2Container> old = {{"old1", "tcp", 7070, "", topo.container_ip4},
+                                        {"old2", "udp", 7072, "198.51.100.1", topo.container_ip4},
+                                        {"old3", "tcp", 7073, "", topo.container_ip4}};
+  const std::string file = "/tmp/" + topo.node.name() + ".nft";
+  std::ofstream(file) << V2Script(old);
+  const auto loaded = topo.node.Run("nft -f " + file);
+  std::remove(file.c_str());
+  if (loaded.exit_code != 0 && loaded.output.find("Invalid argument") != std::string::npos) {
+    GTEST_SKIP() << "this kernel refuses the previous layout's lookups (Linux before 6.5): "
+                 << loaded.output;
+  }
+  ASSERT_EQ(loaded.exit_code, 0) << loaded.output;
+  topo.node.MustRun("sysctl -qw net.ipv4.conf." + topo.host_veth + ".route_localnet=1");
+  EXPECT_EQ(TcpRequest(topo.node.path(), "127.0.0.1", 7070), "c") << "the v2 table works";
+  const auto conf_of = [&](const V2Container& c) {
+    return Conf("nftables",
+                R"([{"hostPort":)" + std::to_string(c.port) +
+                    R"(,"containerPort":80,"protocol":")" + c.protocol + "\"" +
+                    (c.host_ip.empty() ? "" : R"(,"hostIP":")" + c.host_ip + "\"") + "}]",
+                PrevResult(c.address + "/24", ""));
+  };
+  const auto gc = [&](const std::string& valid) {
+    return Portmap(topo.node, "GC", "",
+                   R"({"cniVersion":"1.1.0","name":"rnet","type":"portmap","backend":"nftables",)"
+                   R"("cni.dev/valid-attachments":[)" +
+                       valid + "]}");
+  };
+  const auto elements_of = [&](const std::string& id) {
+    return CountLines(NftRuleset(topo.node), "comment \"" + id + "\"");
+  };
+
+  // Before the network's next ADD: GC and DEL of old containers.
+  const auto gc_before = gc(R"({"containerID":"old1","ifname":"eth0"},)"
+                            R"({"containerID":"old2","ifname":"eth0"})");
+  ASSERT_EQ(gc_before.exit_code, 0) << gc_before.out << gc_before.err;
+  EXPECT_EQ(elements_of("old3"), 0) << NftRuleset(topo.node);
+  const auto del_before = Portmap(topo.node, "DEL", "old2", conf_of(old[1]));
+  ASSERT_EQ(del_before.exit_code, 0) << del_before.out << del_before.err;
+  EXPECT_EQ(elements_of("old2"), 0) << NftRuleset(topo.node);
+  EXPECT_EQ(elements_of("old1"), 2) << NftRuleset(topo.node);  // map and hairpin element
+
+  // The first ADD migrates the network.
+  const std::string fresh =
+      Conf("nftables", R"([{"hostPort":7071,"containerPort":80,"protocol":"tcp"}])",
+           PrevResult(topo.container_ip4 + "/24", ""));
+  const auto add = Portmap(topo.node, "ADD", "new", fresh);
+  ASSERT_EQ(add.exit_code, 0) << add.out << add.err;
+  const std::string after = NftRuleset(topo.node);
+  EXPECT_EQ(after.find("127.0.0.0/8"), std::string::npos) << "the v2 localhost rules stay\n"
+                                                          << after;
+  EXPECT_EQ(after.find("0xa54c0623"), std::string::npos) << "the v2 config's record stays";
+  EXPECT_NE(after.find("127.0.0.0 . tcp . 7070 comment \"old1\""), std::string::npos) << after;
+  EXPECT_NE(after.find("127.0.0.0 . tcp . 7071 comment \"new\""), std::string::npos) << after;
+  EXPECT_EQ(Portmap(topo.node, "CHECK", "old1", conf_of(old[0])).exit_code, 0);
+  EXPECT_EQ(Portmap(topo.node, "CHECK", "new", fresh).exit_code, 0);
+  for (const int port : {7070, 7071}) {
+    EXPECT_EQ(TcpRequest(topo.node.path(), "127.0.0.1", port), "c") << "localhost " << port;
+    EXPECT_EQ(TcpRequest(topo.client.path(), topo.node_client_ip4, port), "c") << port;
+    EXPECT_EQ(TcpRequest(topo.container.path(), topo.node_ip4, port), "c") << "hairpin " << port;
+  }
+
+  // GC and DEL after it.
+  const auto gc_after = gc(R"({"containerID":"new","ifname":"eth0"})");
+  ASSERT_EQ(gc_after.exit_code, 0) << gc_after.out << gc_after.err;
+  EXPECT_EQ(elements_of("old1"), 0) << NftRuleset(topo.node);
+  EXPECT_FALSE(TcpRequest(topo.node.path(), "127.0.0.1", 7070, 500)) << "7070 after GC";
+  EXPECT_EQ(TcpRequest(topo.node.path(), "127.0.0.1", 7071), "c") << "7071 after GC";
+  const auto del = Portmap(topo.node, "DEL", "new", fresh);
+  ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
+  EXPECT_EQ(ElementLines(topo.node), std::vector<std::string>()) << NftRuleset(topo.node);
+}
+
+// masqAll: traffic from every source to a mapped port is masqueraded (the container has no
+// route back to the client, so only masqueraded traffic is answered), and from localhost; a
+// change of the network's config to snat without masqAll drops the any-source elements of the
+// containers already there (the client is no longer answered) and gives them localhost's.
+TEST(PortmapNftables, MasqAllMasqueradesEverySourceAndFollowsTheConfig) {
+  NG_REQUIRE_ROOT();
+  Topology topo;
+  EchoServer server(topo.container.path(), 80, "c");
+  topo.container.MustRun("ip route del default; ip -6 route del default; true");
+  const std::string mappings = R"([{"hostPort":8080,"containerPort":80,"protocol":"tcp"},)"
+                               R"({"hostPort":8053,"containerPort":80,"protocol":"udp"}])";
+  const std::string prev = PrevResult(topo.container_ip4 + "/24", topo.container_ip6 + "/64");
+  const std::string masq_all = Conf("nftables", mappings, prev, R"(,"masqAll":true)");
+  const auto add = Portmap(topo.node, "ADD", "c1", masq_all);
+  ASSERT_EQ(add.exit_code, 0) << add.out << add.err;
+  const std::string client = topo.client.path();
+  EXPECT_EQ(TcpRequest(client, topo.node_client_ip4, 8080), "c") << "TCP over IPv4";
+  EXPECT_EQ(UdpRequest(client, topo.node_client_ip4, 8053), "c") << "UDP over IPv4";
+  EXPECT_EQ(TcpRequest(client, topo.node_client_ip6, 8080), "c") << "TCP over IPv6";
+  EXPECT_EQ(TcpRequest(topo.node.path(), "127.0.0.1", 8080), "c") << "localhost";
+  EXPECT_EQ(Portmap(topo.node, "CHECK", "c1", masq_all).exit_code, 0);
+  const std::string listing = NftRuleset(topo.node);
+  EXPECT_NE(listing.find("0.0.0.0 . tcp . 8080 comment \"c1\""), std::string::npos) << listing;
+
+  // Another container's ADD with masqAll off rewrites the network for that config.
+  topo.container.MustRun("ip addr add 192.0.2.3/24 dev eth0");
+  const std::string snat =
+      Conf("nftables", R"([{"hostPort":8081,"containerPort":80,"protocol":"tcp"}])",
+           PrevResult("192.0.2.3/24", ""));
+  const auto add2 = Portmap(topo.node, "ADD", "c2", snat);
+  ASSERT_EQ(add2.exit_code, 0) << add2.out << add2.err;
+  const std::string followed = NftRuleset(topo.node);
+  EXPECT_EQ(followed.find("0.0.0.0 . tcp . 8080"), std::string::npos) << followed;
+  EXPECT_NE(followed.find("127.0.0.0 . tcp . 8080 comment \"c1\""), std::string::npos) << followed;
+  EXPECT_FALSE(TcpRequest(client, topo.node_client_ip4, 8080, 500))
+      << "client answered after masqAll went";
+  EXPECT_EQ(TcpRequest(topo.node.path(), "127.0.0.1", 8080), "c") << "localhost after masqAll";
+  EXPECT_EQ(TcpRequest(topo.node.path(), "127.0.0.1", 8081), "c") << "localhost, c2";
+  // c1's DEL with the config it was added with: its elements go whatever the network's config.
+  ASSERT_EQ(Portmap(topo.node, "DEL", "c1", masq_all).exit_code, 0);
+  ASSERT_EQ(Portmap(topo.node, "DEL", "c2", snat).exit_code, 0);
+  EXPECT_EQ(ElementLines(topo.node), std::vector<std::string>()) << NftRuleset(topo.node);
 }
 
 }  // namespace

@@ -163,11 +163,13 @@ std::vector<ListedElement> Replaced(const Config& config, const NetworkElements&
   return out;
 }
 
-// The network's setup, with the records of its earlier configs dropped and a legacy hairpin
-// set (versions before per-mapping hairpin elements) replaced: its subnets become hairpin
-// elements of the mappings already there, except the re-ADDing owner's own.
+// The network's setup, with the records of its earlier configs dropped, a legacy hairpin set
+// (versions before per-mapping hairpin elements) replaced (its subnets become hairpin elements
+// of the mappings already there, except the re-ADDing owner's own), and the fixed sources of
+// those mappings made to follow the config. `replaced`: what the ADD deletes anyway.
 Status AppendSetupFromReads(TableReader& reader, const Config& config,
-                            const NetworkElements& network, Plan& plan) {
+                            const NetworkElements& network,
+                            const std::vector<ListedElement>& replaced, Plan& plan) {
   const nft::NetworkNames names = nft::NamesFor(config.network_name);
   spdlog::info("nftables: writing chains of network {}", config.network_name);
   // Hairpin sets and rules for every prefix length the network has, this container's and the
@@ -191,6 +193,14 @@ Status AppendSetupFromReads(TableReader& reader, const Config& config,
   }
   const auto migrated =
       nft::MigrateLegacyHairpin(config.network_name, others, legacy[0], legacy[1], lengths);
+  std::vector<ListedElement> kept_hairpin;
+  for (const auto& e : network.hairpin) {
+    const bool goes = std::any_of(replaced.begin(), replaced.end(), [&](const ListedElement& r) {
+      return r.set == e.set && r.element.key == e.element.key;
+    });
+    if (!goes) kept_hairpin.push_back(e);
+  }
+  const auto followed = nft::FollowFixedSources(config, others, kept_hairpin, lengths);
   nft::AppendSetup(config, lengths, plan);
   NG_ASSIGN_OR_RETURN(const auto netcfg, reader.Elements(nft::kNetcfgSet));
   nft::AppendDropOtherConfigs(config, nft::NetcfgHashes(names.prefix, netcfg), plan);
@@ -201,6 +211,7 @@ Status AppendSetupFromReads(TableReader& reader, const Config& config,
     }
   }
   for (const auto& change : migrated) plan.Add(change, Role::kHairpin);
+  for (const auto& change : followed) plan.Add(change, Role::kHairpin);
   return OkStatus();
 }
 
@@ -216,11 +227,13 @@ Status ForwardSlow(const Config& config, const AddRefusal& why) {
     NG_ASSIGN_OR_RETURN(const uint32_t generation, reader.Generation());
     NG_ASSIGN_OR_RETURN(const NetworkElements network, ReadNetwork(reader, config.network_name));
     Plan plan;
-    if (why.need_setup) NG_RETURN_IF_ERROR(AppendSetupFromReads(reader, config, network, plan));
     // Re-ADD replaces: everything this owner has goes (its records read whole: an element may
     // have gone behind our back), then the new mappings are added.
     const std::string owner = nft::OwnerTag(config.network_name, config.container_id);
     const std::vector<ListedElement> old = Replaced(config, network, why.readd);
+    if (why.need_setup) {
+      NG_RETURN_IF_ERROR(AppendSetupFromReads(reader, config, network, old, plan));
+    }
     std::vector<std::string> tags;
     if (why.readd) {
       NG_ASSIGN_OR_RETURN(const auto records, reader.Elements(nft::kOwnedSet));

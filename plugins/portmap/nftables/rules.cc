@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <optional>
+#include <set>
 
 #include "lib/base/hash.h"
 
@@ -77,6 +79,19 @@ Bytes AddressBytes(const net::IpAddress& a) {
   return Bytes(a.bytes().begin(), a.bytes().begin() + a.byte_length());
 }
 
+// `gap` zero bytes (filled in by the caller), then the dnat key of `mapping` in register layout:
+// [host IP .] protocol . host port, each field padded to 4 bytes, in one allocation.
+Bytes KeyAfter(size_t gap, const PortMapping& mapping) {
+  const size_t host_ip = mapping.has_specific_host_ip() ? mapping.host_ip->byte_length() : 0;
+  Bytes key(gap + host_ip + 8, 0);
+  if (host_ip != 0) std::copy_n(mapping.host_ip->bytes().begin(), host_ip, key.begin() + gap);
+  uint8_t* proto_port = key.data() + gap + host_ip;
+  proto_port[0] = static_cast<uint8_t>(ProtocolNumber(mapping.protocol));
+  proto_port[4] = static_cast<uint8_t>(mapping.host_port >> 8);
+  proto_port[5] = static_cast<uint8_t>(mapping.host_port & 0xff);
+  return key;
+}
+
 // The netmask of a prefix length, as address bytes.
 Bytes PrefixMask(net::Family f, int length) {
   Bytes mask(AddrLen(f), 0);
@@ -122,14 +137,6 @@ class RuleBuilder {
   void NeedFamily(net::Family f) {
     if (family_) return;
     ExplicitFamily(f);
-  }
-  // `ip saddr <prefix>` (an octet-aligned prefix loads its whole bytes only).
-  void SourcePrefix(const net::IpPrefix& prefix) {
-    NeedFamily(prefix.family());
-    const uint32_t bytes = static_cast<uint32_t>(prefix.length() / 8);
-    Add(expr::Payload{NFT_PAYLOAD_NETWORK_HEADER, SourceOffset(prefix.family()), bytes, kReg});
-    const Bytes network = AddressBytes(prefix.Network());
-    Add(expr::Cmp{kReg, NFT_CMP_EQ, Bytes(network.begin(), network.begin() + bytes)});
   }
   // The fields of a concatenation, loaded word after word from register 1 on; kSaddrMasked is
   // `ip saddr & <mask of source_length>`.
@@ -221,7 +228,42 @@ std::string HairpinSetOf(const NetworkNames& names, const PortMapping& m, net::F
   return m.has_specific_host_ip() ? names.HairpinIp(f, length) : names.HairpinAny(f, length);
 }
 
-bool WritesHairpin(const Config& config) { return config.snat && !config.masq_all; }
+// The hairpin elements of `mappings` for each of `sources`, one change per set (in order of
+// first use). Each set's name is made once per source, not per element: a pod may have
+// thousands of mappings.
+std::vector<ElementChange> HairpinChanges(ElementVerb verb, const NetworkNames& names,
+                                          net::Family f, const std::vector<net::IpPrefix>& sources,
+                                          const std::vector<PortMapping>& mappings,
+                                          const std::string& comment) {
+  std::vector<ElementChange> out;
+  const auto change_of = [&](const std::string& set) {
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (out[i].set == set) return i;
+    }
+    out.push_back(ElementChange{verb, set, {}});
+    return out.size() - 1;
+  };
+  for (const auto& source : sources) {
+    const std::string sets[2] = {names.HairpinAny(f, source.length()),
+                                 names.HairpinIp(f, source.length())};
+    std::optional<size_t> changes[2];
+    for (const auto& m : mappings) {
+      const int with_ip = m.has_specific_host_ip() ? 1 : 0;
+      if (!changes[with_ip]) changes[with_ip] = change_of(sets[with_ip]);
+      out[*changes[with_ip]].elements.push_back(HairpinElement(source, m, comment));
+    }
+  }
+  return out;
+}
+
+net::IpPrefix Loopback() {
+  constexpr uint8_t kNetwork[4] = {127, 0, 0, 0};
+  return net::IpPrefix(net::IpAddress::FromBytes(net::Family::kV4, kNetwork), 8);
+}
+net::IpPrefix EveryAddress(net::Family f) {
+  constexpr uint8_t kZero[16] = {};
+  return net::IpPrefix(net::IpAddress::FromBytes(f, kZero), 0);
+}
 
 }  // namespace
 
@@ -242,7 +284,9 @@ std::string FamilyMarker(net::Family family) {
 
 uint32_t ConfigHash(const Config& config) {
   // v2: per-mapping hairpin elements in sets per prefix length, rules written over netlink.
-  std::string text = "v2|" + config.network_name + "|" + (config.snat ? "snat" : "nosnat") + "|" +
+  // v3: the localhost and masqAll sources are hairpin elements too (no lookup in a dnat map
+  // without its data, which Linux before 6.5 refuses).
+  std::string text = "v3|" + config.network_name + "|" + (config.snat ? "snat" : "nosnat") + "|" +
                      (config.masq_all ? "masqall" : "") + "|" + std::to_string(config.mark());
   for (const auto& t : config.conditions_v4.tokens) text += "|4:" + t;
   for (const auto& t : config.conditions_v6.tokens) text += "|6:" + t;
@@ -266,7 +310,11 @@ std::string NetworkComment(const std::string& network_name) {
 }
 
 std::vector<Element> ContainerElements(const Config& config, net::Family family) {
-  const NetworkNames names = NamesFor(config.network_name);
+  return ElementsOf(NamesFor(config.network_name), config, family);
+}
+
+std::vector<Element> ElementsOf(const NetworkNames& names, const Config& config,
+                                net::Family family) {
   const auto& container = config.container(family);
   std::vector<Element> out;
   for (const auto& m : config.MappingsFor(family)) {
@@ -289,20 +337,7 @@ std::vector<Element> ContainerElements(const Config& config, net::Family family)
   return out;
 }
 
-std::vector<uint8_t> DnatKey(const PortMapping& mapping) {
-  std::vector<uint8_t> key;
-  if (mapping.has_specific_host_ip()) key = AddressBytes(*mapping.host_ip);
-  const uint8_t proto_port[] = {static_cast<uint8_t>(ProtocolNumber(mapping.protocol)),
-                                0,
-                                0,
-                                0,
-                                static_cast<uint8_t>(mapping.host_port >> 8),
-                                static_cast<uint8_t>(mapping.host_port & 0xff),
-                                0,
-                                0};
-  key.insert(key.end(), std::begin(proto_port), std::end(proto_port));
-  return key;
-}
+std::vector<uint8_t> DnatKey(const PortMapping& mapping) { return KeyAfter(0, mapping); }
 
 std::vector<uint8_t> DnatValue(const net::IpAddress& container, int port) {
   std::vector<uint8_t> value = AddressBytes(container);
@@ -312,21 +347,40 @@ std::vector<uint8_t> DnatValue(const net::IpAddress& container, int port) {
   return value;
 }
 
-ElementWrite HairpinElement(const net::IpPrefix& subnet, const PortMapping& mapping,
+ElementWrite HairpinElement(const net::IpPrefix& source, const PortMapping& mapping,
                             const std::string& comment) {
-  const Bytes key = DnatKey(mapping);
-  ElementWrite e{.key = AddressBytes(subnet.Network()), .comment = comment};
-  e.key.insert(e.key.end(), key.begin(), key.end());
+  const net::IpAddress network = source.Network();
+  ElementWrite e{.key = KeyAfter(network.byte_length(), mapping), .comment = comment};
+  std::copy_n(network.bytes().begin(), network.byte_length(), e.key.begin());
   return e;
+}
+
+bool HasSubnetSource(const Config& config) { return config.snat && !config.masq_all; }
+
+std::vector<net::IpPrefix> FixedSourcesOf(const Config& config, net::Family family) {
+  if (!config.snat) return {};
+  if (config.masq_all) return {EveryAddress(family)};
+  if (family == net::Family::kV4) return {Loopback()};
+  return {};
+}
+
+std::vector<net::IpPrefix> SourcesOf(const Config& config, net::Family family) {
+  std::vector<net::IpPrefix> out;
+  if (HasSubnetSource(config) && config.container(family)) {
+    out.push_back(config.container(family)->Masked());
+  }
+  for (const auto& fixed : FixedSourcesOf(config, family)) {
+    // A container subnet that is a fixed source too (nonsense, but valid) is one element.
+    if (std::find(out.begin(), out.end(), fixed) == out.end()) out.push_back(fixed);
+  }
+  return out;
 }
 
 HairpinLengths HairpinLengthsOf(const Config& config) {
   HairpinLengths out;
-  if (!WritesHairpin(config)) return out;
   for (const auto f : {net::Family::kV4, net::Family::kV6}) {
-    if (config.container(f) && !config.MappingsFor(f).empty()) {
-      out.of(f).insert(config.container(f)->length());
-    }
+    if (!config.container(f) || config.MappingsFor(f).empty()) continue;
+    for (const auto& source : SourcesOf(config, f)) out.of(f).insert(source.length());
   }
   return out;
 }
@@ -351,8 +405,8 @@ std::optional<HairpinSetShape> HairpinSetShapeOf(const std::string& network_pref
   return std::nullopt;
 }
 
-std::string HairpinText(const net::IpPrefix& subnet, const Element& element) {
-  return subnet.Network().ToString() + " . " + element.key;
+std::string HairpinText(const net::IpPrefix& source, const Element& element) {
+  return source.Network().ToString() + " . " + element.key;
 }
 
 size_t Plan::Add(Change change, Role role, std::string subject) {
@@ -426,54 +480,21 @@ std::vector<HostportsRule> HostportsRules(const Config& config, const HairpinLen
   using F = RuleBuilder::Field;
   for (const auto f : {net::Family::kV4, net::Family::kV6}) {
     const Conditions& cond = config.conditions(f);
-    if (config.snat) {
-      if (config.masq_all) {
-        RuleBuilder ip, any;
-        ip.AddConditions(cond);
-        ip.Concat(f, {F::kDaddr, F::kL4proto, F::kDport});
-        ip.Lookup(n.DnatIp(f));
-        ip.SetMark(config.mark());
-        rules.push_back(ip.Take());
-        any.AddConditions(cond);
-        any.ExplicitFamily(f);
-        any.Concat(f, {F::kL4proto, F::kDport});
-        any.Lookup(n.DnatAny(f));
-        any.SetMark(config.mark());
-        rules.push_back(any.Take());
-      } else {
-        // Hairpin: from a container's subnet (of each prefix length there is) to its own host
-        // port.
-        for (const int length : lengths.of(f)) {
-          RuleBuilder ip, any;
-          ip.AddConditions(cond);
-          ip.Concat(f, {F::kSaddrMasked, F::kDaddr, F::kL4proto, F::kDport}, length);
-          ip.Lookup(n.HairpinIp(f, length));
-          ip.SetMark(config.mark());
-          rules.push_back(ip.Take());
-          any.AddConditions(cond);
-          any.Concat(f, {F::kSaddrMasked, F::kL4proto, F::kDport}, length);
-          any.Lookup(n.HairpinAny(f, length));
-          any.SetMark(config.mark());
-          rules.push_back(any.Take());
-        }
-        if (f == net::Family::kV4) {
-          // Localhost (route_localnet) to any mapped port.
-          const net::IpPrefix loopback(*net::IpAddress::Parse("127.0.0.0"), 8);
-          RuleBuilder lip, lany;
-          lip.AddConditions(cond);
-          lip.SourcePrefix(loopback);
-          lip.Concat(f, {F::kDaddr, F::kL4proto, F::kDport});
-          lip.Lookup(n.DnatIp(f));
-          lip.SetMark(config.mark());
-          rules.push_back(lip.Take());
-          lany.AddConditions(cond);
-          lany.SourcePrefix(loopback);
-          lany.Concat(f, {F::kL4proto, F::kDport});
-          lany.Lookup(n.DnatAny(f));
-          lany.SetMark(config.mark());
-          rules.push_back(lany.Take());
-        }
-      }
+    // Marked for masquerade: traffic from a source (of each prefix length there is) to a host
+    // port it has an element for: a container's subnet to its own host port, localhost or
+    // (masqAll) any source to every mapped port.
+    for (const int length : config.snat ? lengths.of(f) : std::set<int>{}) {
+      RuleBuilder ip, any;
+      ip.AddConditions(cond);
+      ip.Concat(f, {F::kSaddrMasked, F::kDaddr, F::kL4proto, F::kDport}, length);
+      ip.Lookup(n.HairpinIp(f, length));
+      ip.SetMark(config.mark());
+      rules.push_back(ip.Take());
+      any.AddConditions(cond);
+      any.Concat(f, {F::kSaddrMasked, F::kL4proto, F::kDport}, length);
+      any.Lookup(n.HairpinAny(f, length));
+      any.SetMark(config.mark());
+      rules.push_back(any.Take());
     }
     RuleBuilder ip, any;
     ip.AddConditions(cond);
@@ -676,6 +697,52 @@ std::vector<ElementChange> MigrateLegacyHairpin(const std::string& network_name,
   return out;
 }
 
+std::vector<ElementChange> FollowFixedSources(const Config& config,
+                                              const std::vector<ListedElement>& dnat,
+                                              const std::vector<ListedElement>& hairpin,
+                                              HairpinLengths& lengths) {
+  const NetworkNames names = NamesFor(config.network_name);
+  std::vector<ElementChange> out;
+  const auto change_of = [&](ElementVerb verb, const std::string& set) -> ElementChange& {
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const ElementChange& c) { return c.verb == verb && c.set == set; });
+    if (it == out.end()) it = out.insert(out.end(), ElementChange{verb, set, {}});
+    return *it;
+  };
+  std::set<std::pair<std::string, Bytes>> present;
+  for (const auto& listed : hairpin) {
+    present.emplace(listed.set, listed.element.key);
+    const auto shape = HairpinSetShapeOf(names.prefix, listed.set);
+    if (!shape) continue;
+    const std::vector<net::IpPrefix> wanted = FixedSourcesOf(config, shape->family);
+    for (const auto& fixed : {Loopback(), EveryAddress(shape->family)}) {
+      const Bytes network = AddressBytes(fixed.Network());
+      const bool is_fixed = fixed.family() == shape->family && fixed.length() == shape->length &&
+                            listed.element.key.size() > network.size() &&
+                            std::equal(network.begin(), network.end(), listed.element.key.begin());
+      if (is_fixed && std::find(wanted.begin(), wanted.end(), fixed) == wanted.end()) {
+        change_of(ElementVerb::kDelete, listed.set).elements.push_back({.key = listed.element.key});
+        break;
+      }
+    }
+  }
+  for (const auto& listed : dnat) {
+    const auto shape = DnatMapShapeOf(listed.set);
+    if (!shape) continue;
+    for (const auto& source : FixedSourcesOf(config, shape->family)) {
+      lengths.of(shape->family).insert(source.length());
+      const std::string set = shape->with_host_ip
+                                  ? names.HairpinIp(shape->family, source.length())
+                                  : names.HairpinAny(shape->family, source.length());
+      ElementWrite e{.key = AddressBytes(source.Network()), .comment = listed.element.comment};
+      e.key.insert(e.key.end(), listed.element.key.begin(), listed.element.key.end());
+      if (present.contains({set, e.key})) continue;
+      change_of(ElementVerb::kAdd, set).elements.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
 void AppendAdd(const Config& config, bool assert_netcfg, bool create_markers, Plan& plan) {
   const NetworkNames names = NamesFor(config.network_name);
   const std::string owner = OwnerTag(config.network_name, config.container_id);
@@ -695,7 +762,7 @@ void AppendAdd(const Config& config, bool assert_netcfg, bool create_markers, Pl
                            {OwnedWrite(owner, FamilyMarker(f))}},
              Role::kMarker);
     const std::vector<PortMapping> mappings = config.MappingsFor(f);
-    const std::vector<Element> elements = ContainerElements(config, f);
+    const std::vector<Element> elements = ElementsOf(names, config, f);
     if (elements.empty()) continue;
     ElementChange records{ElementVerb::kAdd, kOwnedSet, {}};
     for (const auto& e : elements) records.elements.push_back(OwnedWrite(owner, e.Tag()));
@@ -718,14 +785,8 @@ void AppendAdd(const Config& config, bool assert_netcfg, bool create_markers, Pl
       const bool one = changes[c].elements.size() == 1;
       plan.Add(std::move(changes[c]), Role::kElement, one ? first_keys[c] : std::string());
     }
-    if (!WritesHairpin(config)) continue;
-    std::vector<std::string> hairpin_sets;
-    for (const auto& m : mappings) {
-      hairpin_sets.push_back(HairpinSetOf(names, m, f, container->length()));
-    }
-    for (auto& change : ChangesPerSet(ElementVerb::kAdd, hairpin_sets, [&](size_t i) {
-           return HairpinElement(*container, mappings[i], comment);
-         })) {
+    for (auto& change :
+         HairpinChanges(ElementVerb::kAdd, names, f, SourcesOf(config, f), mappings, comment)) {
       plan.Add(std::move(change), Role::kHairpin);
     }
   }
@@ -738,10 +799,10 @@ bool AppendDelete(const Config& config, const std::vector<net::Family>& families
   for (const auto f : families) {
     const std::vector<PortMapping> mappings = config.MappingsFor(f);
     if (mappings.empty()) return false;
-    if (WritesHairpin(config) && !config.container(f)) return false;
+    if (HasSubnetSource(config) && !config.container(f)) return false;
     out.Add(ElementChange{ElementVerb::kDelete, kOwnedSet, {OwnedWrite(owner, FamilyMarker(f))}},
             Role::kMarker);
-    const std::vector<Element> elements = ContainerElements(config, f);
+    const std::vector<Element> elements = ElementsOf(names, config, f);
     ElementChange records{ElementVerb::kDelete, kOwnedSet, {}};
     for (const auto& e : elements) records.elements.push_back(OwnedWrite(owner, e.Tag()));
     out.Add(std::move(records));
@@ -752,14 +813,8 @@ bool AppendDelete(const Config& config, const std::vector<net::Family>& families
          })) {
       out.Add(std::move(change), Role::kElement);
     }
-    if (!WritesHairpin(config)) continue;
-    std::vector<std::string> hairpin_sets;
-    for (const auto& m : mappings) {
-      hairpin_sets.push_back(HairpinSetOf(names, m, f, config.container(f)->length()));
-    }
-    for (auto& change : ChangesPerSet(ElementVerb::kDelete, hairpin_sets, [&](size_t i) {
-           return HairpinElement(*config.container(f), mappings[i], "");
-         })) {
+    for (auto& change :
+         HairpinChanges(ElementVerb::kDelete, names, f, SourcesOf(config, f), mappings, "")) {
       out.Add(std::move(change), Role::kHairpin);
     }
   }
@@ -842,7 +897,7 @@ std::vector<Expected> ExpectedObjects(const Config& config) {
                    {},
                    "the ownership marker of the container"});
     const std::vector<PortMapping> mappings = config.MappingsFor(f);
-    const std::vector<Element> elements = ContainerElements(config, f);
+    const std::vector<Element> elements = ElementsOf(names, config, f);
     for (size_t i = 0; i < mappings.size(); ++i) {
       const Element& e = elements[i];
       out.push_back({e.map, DnatKey(mappings[i]),
@@ -850,13 +905,13 @@ std::vector<Expected> ExpectedObjects(const Config& config) {
                      "element " + e.key + " in map " + e.map});
       out.push_back(
           {kOwnedSet, OwnedWrite(owner, e.Tag()).key, {}, "the ownership record of " + e.key});
-      if (!WritesHairpin(config)) continue;
-      const ElementWrite hairpin = HairpinElement(*container, mappings[i], "");
-      const std::string set = HairpinSetOf(names, mappings[i], f, container->length());
-      out.push_back({set,
-                     hairpin.key,
-                     {},
-                     "hairpin element " + HairpinText(*container, e) + " in set " + set});
+      for (const auto& source : SourcesOf(config, f)) {
+        const std::string set = HairpinSetOf(names, mappings[i], f, source.length());
+        out.push_back({set,
+                       HairpinElement(source, mappings[i], "").key,
+                       {},
+                       "hairpin element " + HairpinText(source, e) + " in set " + set});
+      }
     }
   }
   return out;

@@ -12,11 +12,14 @@
 //          (and _v6 twins)  one element per mapping, commented with the container ID
 //   sets   n<h>_hairpin_any_v4_<L> : ipv4_addr . inet_proto . inet_service
 //          n<h>_hairpin_ip_v4_<L>  : ipv4_addr . ipv4_addr . inet_proto . inet_service
-//          per prefix length L of the network's container subnets, one element per mapping:
-//          (container subnet . [host IP .] protocol . host port), commented with the container
-//          ID, matched by `ip saddr & <mask L> . ...`: traffic from the container's subnet to
-//          its own host port is masqueraded, as in the iptables layout; each mapping's element
-//          goes with it (hash sets: adding and deleting one costs the same at any size)
+//          per prefix length L of the network's masquerade sources, one element per mapping
+//          and source: (source network . [host IP .] protocol . host port), commented with the
+//          container ID, matched by `ip saddr & <mask L> . ...`. The sources (SourcesOf): the
+//          container's subnet (hairpin, as in the iptables layout) and 127.0.0.0/8 (localhost,
+//          IPv4) with snat; every address (0.0.0.0/0, ::/0) with masqAll. Each mapping's
+//          elements go with it (hash sets: adding and deleting one costs the same at any size).
+//          No rule looks a key up in a dnat map without taking its data: Linux before 6.5
+//          refuses that (EINVAL), so "is mapped" is always a lookup in one of these sets.
 //   chains n<h>_prerouting / n<h>_output (nat hooks): fib daddr type local jump n<h>_hostports
 //          n<h>_hostports: mark for masquerade, then dnat through the maps
 //          n<h>_masquerade (postrouting): meta mark & M == M masquerade
@@ -58,7 +61,7 @@ struct NetworkNames {
   std::string prefix;  // "n" + 10 hex digits of sha512(network name)
   std::string DnatAny(net::Family f) const { return prefix + "_dnat_any" + Suffix(f); }
   std::string DnatIp(net::Family f) const { return prefix + "_dnat_ip" + Suffix(f); }
-  // The hairpin sets of container subnets of prefix length `length`.
+  // The hairpin sets of masquerade sources of prefix length `length`.
   std::string HairpinAny(net::Family f, int length) const {
     return prefix + "_hairpin_any" + Suffix(f) + "_" + std::to_string(length);
   }
@@ -105,17 +108,32 @@ std::string NetworkComment(const std::string& network_name);
 // Elements of `family` for the container: every mapping of that family. With a container
 // address, values are filled in.
 std::vector<Element> ContainerElements(const Config& config, net::Family family);
+// The same with the network's names at hand (NamesFor hashes the network's name).
+std::vector<Element> ElementsOf(const NetworkNames& names, const Config& config,
+                                net::Family family);
 
 // The maps' keys and values in register layout (each field of a concatenation padded to 4
 // bytes, addresses and ports in network byte order): [host IP .] protocol . host port, and
 // container address . container port.
 std::vector<uint8_t> DnatKey(const PortMapping& mapping);
 std::vector<uint8_t> DnatValue(const net::IpAddress& container, int port);
-// A mapping's hairpin element: the container's subnet (its network address), then the map key.
-netfilter::ElementWrite HairpinElement(const net::IpPrefix& subnet, const PortMapping& mapping,
+// A mapping's hairpin element: the source's network address (a container subnet, 127.0.0.0,
+// 0.0.0.0...), then the map key.
+netfilter::ElementWrite HairpinElement(const net::IpPrefix& source, const PortMapping& mapping,
                                        const std::string& comment);
 // The hairpin element's text, as nft lists it: "10.88.0.0 . tcp . 8080".
-std::string HairpinText(const net::IpPrefix& subnet, const Element& element);
+std::string HairpinText(const net::IpPrefix& source, const Element& element);
+
+// The sources whose traffic to a mapping of `family` is marked for masquerade, each one
+// hairpin element per mapping: without snat none; with masqAll every address (0.0.0.0/0,
+// ::/0); else the container's subnet (when the config knows it) and, for IPv4, 127.0.0.0/8
+// (the node's localhost through route_localnet).
+std::vector<net::IpPrefix> SourcesOf(const Config& config, net::Family family);
+// The sources of SourcesOf that do not depend on the container: 127.0.0.0/8, or every address.
+std::vector<net::IpPrefix> FixedSourcesOf(const Config& config, net::Family family);
+// Whether the container's subnet is a source (snat without masqAll): DEL needs it to name the
+// hairpin elements.
+bool HasSubnetSource(const Config& config);
 
 // What a change of a plan is for: the backend classifies a refused batch by the roles of the
 // changes the kernel refused, and names what a change concerns by its subject.
@@ -176,14 +194,15 @@ std::string Describe(const Step& step);
 Error RefusalError(const Plan& plan, const std::vector<netfilter::BatchRefusal>& refusals,
                    const std::string& what);
 
-// The prefix lengths of the container subnets whose hairpin sets and rules a network has.
+// The prefix lengths of the masquerade sources whose hairpin sets and rules a network has.
 struct HairpinLengths {
   std::set<int> v4, v6;
   std::set<int>& of(net::Family f) { return f == net::Family::kV4 ? v4 : v6; }
   const std::set<int>& of(net::Family f) const { return f == net::Family::kV4 ? v4 : v6; }
   bool operator==(const HairpinLengths&) const = default;
 };
-// The lengths of `config`'s container subnets (none without hairpin: snat off or masqAll).
+// The lengths of `config`'s sources (SourcesOf) in the families it has mappings in (none with
+// snat off).
 HairpinLengths HairpinLengthsOf(const Config& config);
 // A hairpin set of the network by name: family, host IP or not, prefix length; nullopt for
 // other sets and other networks'.
@@ -235,6 +254,17 @@ std::vector<netfilter::ElementChange> MigrateLegacyHairpin(
 // The prefixes of a legacy (rbtree interval) hairpin set's elements.
 std::vector<net::IpPrefix> LegacyHairpinPrefixes(const std::vector<netfilter::SetElement>& elements,
                                                  net::Family family);
+// The fixed sources (FixedSourcesOf) of the network's mappings made to follow `config`, at its
+// setup: for each listed dnat element, the hairpin elements of the fixed sources `config` wants
+// that `hairpin` lacks are added (with the dnat element's comment; their lengths go into
+// `lengths`), and the listed hairpin elements of a fixed source it does not want are deleted
+// (127.0.0.0 in a /8 set of IPv4, any element of a /0 set). This migrates networks written
+// before the localhost and masqAll sources were hairpin elements (config hash v2), and
+// follows a change of snat or masqAll. Container subnets are left as they are.
+std::vector<netfilter::ElementChange> FollowFixedSources(const Config& config,
+                                                         const std::vector<ListedElement>& dnat,
+                                                         const std::vector<ListedElement>& hairpin,
+                                                         HairpinLengths& lengths);
 
 // The container part of ADD: with `assert_netcfg` (the fast path), that the network's chains
 // were written for this config (Role::kNetcfg); with `create_markers`, that the owner has no

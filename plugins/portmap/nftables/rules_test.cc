@@ -12,7 +12,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -39,7 +41,8 @@ const ElementChange& Elements(const nft::Step& step) {
 }
 
 // The fast ADD: the netcfg assertion, then per family the marker, the records, one change per
-// map and per hairpin set, in register layout, with the roles refusals are classified by.
+// map and per hairpin set (the container's subnet, then IPv4's 127.0.0.0/8), in register
+// layout, with the roles refusals are classified by.
 TEST(NftablesRules, AddPlanInRegisterLayout) {
   const Config config = MustParse("");
   nft::Plan plan;
@@ -59,6 +62,8 @@ TEST(NftablesRules, AddPlanInRegisterLayout) {
       {ElementVerb::kAdd, names.DnatAny(F::kV4), Role::kElement},
       {ElementVerb::kAdd, names.HairpinIp(F::kV4, 16), Role::kHairpin},
       {ElementVerb::kAdd, names.HairpinAny(F::kV4, 16), Role::kHairpin},
+      {ElementVerb::kAdd, names.HairpinIp(F::kV4, 8), Role::kHairpin},
+      {ElementVerb::kAdd, names.HairpinAny(F::kV4, 8), Role::kHairpin},
       {ElementVerb::kCreate, "owned", Role::kMarker},
       {ElementVerb::kAdd, "owned", Role::kOther},
       {ElementVerb::kAdd, names.DnatAny(F::kV6), Role::kElement},
@@ -90,6 +95,13 @@ TEST(NftablesRules, AddPlanInRegisterLayout) {
   const auto& hairpin_ip = Elements(plan.steps()[6]).elements.at(0);
   EXPECT_EQ(hairpin_ip.key,
             (std::vector<uint8_t>{10, 88, 0, 0, 10, 88, 0, 1, 6, 0, 0, 0, 0x1f, 0x90, 0, 0}));
+  // The localhost source of each IPv4 mapping: 127.0.0.0 (/8), then the map key.
+  const auto& localhost_ip = Elements(plan.steps()[8]).elements.at(0);
+  EXPECT_EQ(localhost_ip.key,
+            (std::vector<uint8_t>{127, 0, 0, 0, 10, 88, 0, 1, 6, 0, 0, 0, 0x1f, 0x90, 0, 0}));
+  EXPECT_EQ(localhost_ip.comment, "ctr1");
+  EXPECT_EQ(Elements(plan.steps()[9]).elements.at(0).key,
+            (std::vector<uint8_t>{127, 0, 0, 0, 17, 0, 0, 0, 0x14, 0xe9, 0, 0}));
   // One ownership record per mapping, tagged as every version tagged them.
   const auto elements = nft::ContainerElements(config, net::Family::kV4);
   ASSERT_EQ(Elements(plan.steps()[3]).elements.size(), elements.size());
@@ -105,17 +117,38 @@ TEST(NftablesRules, AddPlanInRegisterLayout) {
   ASSERT_TRUE(everything.ok()) << everything.error().msg;
   nft::Plan wide;
   nft::AppendAdd(*everything, true, true, wide);
-  EXPECT_EQ(Elements(wide.steps().back()).set, names.HairpinAny(F::kV4, 0));
-  const auto& all = Elements(wide.steps().back()).elements.at(0);
-  EXPECT_EQ(std::vector<uint8_t>(all.key.begin(), all.key.begin() + 4),
-            (std::vector<uint8_t>{0, 0, 0, 0}));
-  EXPECT_EQ(nft::HairpinLengthsOf(*everything), (nft::HairpinLengths{{0}, {}}));
-  // snat false or masqAll: no hairpin elements.
-  for (const char* extra : {R"(,"snat":false)", R"(,"masqAll":true)"}) {
-    nft::Plan plain;
-    nft::AppendAdd(MustParse(extra), true, true, plain);
-    for (const auto& step : plain.steps()) EXPECT_NE(step.role, Role::kHairpin) << extra;
+  const auto& all = Elements(wide.steps()[7]);
+  EXPECT_EQ(all.set, names.HairpinAny(F::kV4, 0));
+  EXPECT_EQ(
+      std::vector<uint8_t>(all.elements.at(0).key.begin(), all.elements.at(0).key.begin() + 4),
+      (std::vector<uint8_t>{0, 0, 0, 0}));
+  EXPECT_EQ(nft::HairpinLengthsOf(*everything), (nft::HairpinLengths{{0, 8}, {}}));
+  // snat false: no hairpin elements.
+  nft::Plan plain;
+  nft::AppendAdd(MustParse(R"(,"snat":false)"), true, true, plain);
+  for (const auto& step : plain.steps()) EXPECT_NE(step.role, Role::kHairpin);
+  EXPECT_EQ(nft::HairpinLengthsOf(MustParse(R"(,"snat":false)")), nft::HairpinLengths{});
+  // masqAll: every source, 0.0.0.0/0 and ::/0, in both families; no subnet, no localhost.
+  const Config masq_all = MustParse(R"(,"masqAll":true)");
+  EXPECT_EQ(nft::HairpinLengthsOf(masq_all), (nft::HairpinLengths{{0}, {0}}));
+  nft::Plan every;
+  nft::AppendAdd(masq_all, true, true, every);
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> hairpin_elements;
+  for (const auto& step : every.steps()) {
+    if (step.role != Role::kHairpin) continue;
+    for (const auto& e : Elements(step).elements) {
+      hairpin_elements.emplace_back(Elements(step).set, e.key);
+    }
   }
+  const std::vector<uint8_t> any6(16, 0);
+  std::vector<uint8_t> any6_udp = any6;
+  any6_udp.insert(any6_udp.end(), {17, 0, 0, 0, 0x14, 0xe9, 0, 0});
+  EXPECT_EQ(
+      hairpin_elements,
+      (std::vector<std::pair<std::string, std::vector<uint8_t>>>{
+          {names.HairpinIp(F::kV4, 0), {0, 0, 0, 0, 10, 88, 0, 1, 6, 0, 0, 0, 0x1f, 0x90, 0, 0}},
+          {names.HairpinAny(F::kV4, 0), {0, 0, 0, 0, 17, 0, 0, 0, 0x14, 0xe9, 0, 0}},
+          {names.HairpinAny(F::kV6, 0), any6_udp}}));
 }
 
 // A pod with many host ports is one change per map and per hairpin set, whatever its size.
@@ -128,8 +161,8 @@ TEST(NftablesRules, ManyMappingsAreOneChangePerSet) {
   many += "]";
   nft::Plan plan;
   nft::AppendAdd(MustParse("", many), true, true, plan);
-  EXPECT_EQ(plan.steps().size(),
-            2u + 2 * 4);  // netcfg x2; per family marker, records, map, hairpin
+  // netcfg x2; per family marker, records, map, hairpin (and IPv4's localhost hairpin)
+  EXPECT_EQ(plan.steps().size(), 2u + 5 + 4);
   EXPECT_EQ(Elements(plan.steps()[4]).elements.size(), 2000u);
   EXPECT_EQ(plan.steps()[4].subject, "");  // several keys: the refusal's listing names one
   // Its batch splits the big changes into messages but keeps one index per change.
@@ -171,6 +204,18 @@ TEST(NftablesRules, DeletePlanNamesEverythingTheAddWrote) {
       ConfText(R"(,"backend":"nftables","snat":false)", testing::kMappings, false), Purpose::kDel);
   ASSERT_TRUE(no_hairpin.ok());
   EXPECT_TRUE(nft::AppendDelete(*no_hairpin, {net::Family::kV4}, none));
+  // masqAll's sources do not depend on the container: its DEL names them without prevResult.
+  auto masq_all =
+      Parse(ConfText(R"(,"backend":"nftables","masqAll":true)", testing::kMappings, false),
+            Purpose::kDel);
+  ASSERT_TRUE(masq_all.ok());
+  nft::Plan every;
+  EXPECT_TRUE(nft::AppendDelete(*masq_all, {net::Family::kV4}, every));
+  size_t hairpin = 0;
+  for (const auto& step : every.steps()) {
+    if (step.role == Role::kHairpin) hairpin += Elements(step).elements.size();
+  }
+  EXPECT_EQ(hairpin, 2u);
 }
 
 // The network's objects: sets and maps with nft's type numbers and user data, the base chains
@@ -180,7 +225,7 @@ TEST(NftablesRules, SetupObjectsAndRules) {
   const Config config = MustParse("");
   nft::Plan plan;
   const nft::HairpinLengths lengths = nft::HairpinLengthsOf(config);
-  EXPECT_EQ(lengths, (nft::HairpinLengths{{16}, {64}}));
+  EXPECT_EQ(lengths, (nft::HairpinLengths{{8, 16}, {64}}));
   nft::AppendSetup(config, lengths, plan);
   const auto names = nft::NamesFor("rnet");
   std::vector<std::string> sets, chains;
@@ -197,6 +242,7 @@ TEST(NftablesRules, SetupObjectsAndRules) {
   EXPECT_EQ(sets,
             (std::vector<std::string>{
                 "owned", "netcfg", names.DnatAny(F::kV4), names.DnatIp(F::kV4),
+                names.HairpinAny(F::kV4, 8), names.HairpinIp(F::kV4, 8),
                 names.HairpinAny(F::kV4, 16), names.HairpinIp(F::kV4, 16), names.DnatAny(F::kV6),
                 names.DnatIp(F::kV6), names.HairpinAny(F::kV6, 64), names.HairpinIp(F::kV6, 64)}));
   EXPECT_EQ(chains, (std::vector<std::string>{names.Hostports(), names.Prerouting(), names.Output(),
@@ -228,8 +274,24 @@ TEST(NftablesRules, SetupObjectsAndRules) {
   EXPECT_EQ(set("owned").key_type, 0xa69u);
 
   const auto hostports = nft::HostportsRules(config, lengths);
-  ASSERT_EQ(hostports.size(), 10u);
+  ASSERT_EQ(hostports.size(), 10u);  // IPv4: /8 and /16 pairs, dnat pair; IPv6: /64, dnat
+  // Localhost: `ip saddr & 255.0.0.0 . meta l4proto . th dport @<hairpin_any_v4_8>`, whose
+  // elements are 127.0.0.0 . <key> (Linux 5.10 refuses a lookup in the dnat map that writes
+  // no data).
   EXPECT_EQ(netfilter::ExpressionsText(hostports[1].exprs),
+            "  [ meta load nfproto => reg 1 ]\n"
+            "  [ cmp eq reg 1 0x00000002 ]\n"
+            "  [ payload load 4b @ network header + 12 => reg 1 ]\n"
+            "  [ bitwise reg 1 = ( reg 1 & 0x000000ff ) ^ 0x00000000 ]\n"
+            "  [ meta load l4proto => reg 9 ]\n"
+            "  [ payload load 2b @ transport header + 2 => reg 10 ]\n"
+            "  [ lookup reg 1 set " +
+                names.HairpinAny(F::kV4, 8) +
+                " ]\n"
+                "  [ meta load mark => reg 1 ]\n"
+                "  [ bitwise reg 1 = ( reg 1 & 0xffffdfff ) ^ 0x00002000 ]\n"
+                "  [ meta set mark with reg 1 ]\n");
+  EXPECT_EQ(netfilter::ExpressionsText(hostports[3].exprs),
             "  [ meta load nfproto => reg 1 ]\n"
             "  [ cmp eq reg 1 0x00000002 ]\n"
             "  [ payload load 4b @ network header + 12 => reg 1 ]\n"
@@ -262,6 +324,139 @@ TEST(NftablesRules, SetupObjectsAndRules) {
                 names.DnatAny(F::kV6) +
                 " dreg 1 ]\n"
                 "  [ nat dnat ip6 addr_min reg 1 proto_min reg 2 ]\n");
+}
+
+// Linux before 6.5 refuses a lookup in a map that writes no data (NFTA_LOOKUP_DREG missing:
+// EINVAL, seen on 5.10): every lookup of every config's rules in one of our maps takes the data,
+// and every "is it mapped" check looks up a plain set.
+TEST(NftablesRules, NoRuleLooksUpAMapWithoutItsData) {
+  for (const char* extra :
+       {"", R"(,"snat":false)", R"(,"masqAll":true)", R"(,"masqAll":true,"markMasqBit":5)",
+        R"(,"conditionsV4":["tcp dport { 80, 443 }"],"conditionsV6":["ip6 saddr fd00::/8"])"}) {
+    const Config config = MustParse(extra);
+    nft::Plan plan;
+    nft::AppendSetup(config, nft::HairpinLengthsOf(config), plan);
+    std::set<std::string> maps;
+    size_t lookups = 0;
+    for (const auto& step : plan.steps()) {
+      if (const auto* set = std::get_if<netfilter::NftSet>(&step.change);
+          set && (set->flags & NFT_SET_MAP)) {
+        maps.insert(set->name);
+      }
+      const auto* rule = std::get_if<netfilter::NftRule>(&step.change);
+      if (rule == nullptr) continue;
+      for (const auto& e : rule->exprs) {
+        const auto* lookup = std::get_if<netfilter::expr::Lookup>(&e);
+        if (lookup == nullptr) continue;
+        ++lookups;
+        if (maps.contains(lookup->set)) {
+          EXPECT_TRUE(lookup->dreg.has_value()) << extra << ": " << lookup->set;
+        }
+      }
+    }
+    EXPECT_EQ(maps.size(), 4u) << extra;
+    EXPECT_GE(lookups, 4u) << extra;
+  }
+}
+
+// masqAll: traffic from every source to a mapped port is marked, through the hairpin sets of
+// prefix length 0 (`ip saddr & 0.0.0.0 . ...`, elements 0.0.0.0 . <key>); no localhost pair.
+TEST(NftablesRules, MasqAllMarksEverySourceThroughLengthZero) {
+  const Config config = MustParse(R"(,"masqAll":true)");
+  const auto rules = nft::HostportsRules(config, nft::HairpinLengthsOf(config));
+  ASSERT_EQ(rules.size(), 8u);  // per family: the /0 pair, the dnat pair
+  const auto names = nft::NamesFor("rnet");
+  EXPECT_EQ(netfilter::ExpressionsText(rules[0].exprs),
+            "  [ meta load nfproto => reg 1 ]\n"
+            "  [ cmp eq reg 1 0x00000002 ]\n"
+            "  [ payload load 4b @ network header + 12 => reg 1 ]\n"
+            "  [ bitwise reg 1 = ( reg 1 & 0x00000000 ) ^ 0x00000000 ]\n"
+            "  [ payload load 4b @ network header + 16 => reg 9 ]\n"
+            "  [ meta load l4proto => reg 10 ]\n"
+            "  [ payload load 2b @ transport header + 2 => reg 11 ]\n"
+            "  [ lookup reg 1 set " +
+                names.HairpinIp(net::Family::kV4, 0) +
+                " ]\n"
+                "  [ meta load mark => reg 1 ]\n"
+                "  [ bitwise reg 1 = ( reg 1 & 0xffffdfff ) ^ 0x00002000 ]\n"
+                "  [ meta set mark with reg 1 ]\n");
+  EXPECT_NE(netfilter::ExpressionsText(rules[5].exprs)
+                .find("[ lookup reg 1 set " + names.HairpinAny(net::Family::kV6, 0) + " ]"),
+            std::string::npos);
+  // Without snat nothing is marked: only the dnat pairs.
+  const Config plain = MustParse(R"(,"snat":false)");
+  EXPECT_EQ(nft::HostportsRules(plain, {{8, 16}, {64}}).size(), 4u);
+}
+
+// The fixed sources follow the network's config at its setup: a network written before they
+// were hairpin elements (config hash v2) gets them for every mapping already there; a change
+// of masqAll or snat deletes the ones the config no longer wants. Container subnets stay.
+TEST(NftablesRules, FixedSourcesFollowTheConfig) {
+  const auto names = nft::NamesFor("rnet");
+  using F = net::Family;
+  using Key = std::vector<uint8_t>;
+  const Key tcp_80 = {6, 0, 0, 0, 0, 80, 0, 0};
+  const Key ip_tcp_81 = {192, 0, 2, 1, 6, 0, 0, 0, 0, 81, 0, 0};
+  const Key v6_udp_53 = {17, 0, 0, 0, 0, 53, 0, 0};
+  const auto with = [](Key head, const Key& tail) {
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+  };
+  const std::vector<nft::ListedElement> dnat = {
+      {names.DnatAny(F::kV4),
+       F::kV4,
+       {.key = tcp_80, .data = {10, 1, 0, 5, 0, 80, 0, 0}, .comment = "a"}},
+      {names.DnatIp(F::kV4),
+       F::kV4,
+       {.key = ip_tcp_81, .data = {10, 1, 0, 6, 0, 81, 0, 0}, .comment = "b"}},
+      {names.DnatAny(F::kV6), F::kV6, {.key = v6_udp_53, .data = Key(20, 1), .comment = "c"}},
+  };
+  // What a v2 network holds: container subnets only; "a" already has its localhost element.
+  const std::vector<nft::ListedElement> hairpin = {
+      {names.HairpinAny(F::kV4, 16), F::kV4, {.key = with({10, 1, 0, 0}, tcp_80), .comment = "a"}},
+      {names.HairpinAny(F::kV4, 8), F::kV4, {.key = with({127, 0, 0, 0}, tcp_80), .comment = "a"}},
+      {names.HairpinAny(F::kV4, 8), F::kV4, {.key = with({10, 0, 0, 0}, tcp_80), .comment = "x"}},
+  };
+  nft::HairpinLengths lengths;
+  auto changes = nft::FollowFixedSources(MustParse(""), dnat, hairpin, lengths);
+  EXPECT_EQ(lengths, (nft::HairpinLengths{{8}, {}}));
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].verb, ElementVerb::kAdd);
+  EXPECT_EQ(changes[0].set, names.HairpinIp(F::kV4, 8));
+  ASSERT_EQ(changes[0].elements.size(), 1u);
+  EXPECT_EQ(changes[0].elements[0].key, with({127, 0, 0, 0}, ip_tcp_81));
+  EXPECT_EQ(changes[0].elements[0].comment, "b");
+
+  // masqAll now: every mapping gets its /0 element, the localhost elements go; 10.0.0.0/8 is a
+  // container subnet and stays.
+  lengths = {};
+  changes = nft::FollowFixedSources(MustParse(R"(,"masqAll":true)"), dnat, hairpin, lengths);
+  EXPECT_EQ(lengths, (nft::HairpinLengths{{0}, {0}}));
+  std::vector<std::tuple<ElementVerb, std::string, Key, std::string>> got;
+  for (const auto& c : changes) {
+    for (const auto& e : c.elements) got.emplace_back(c.verb, c.set, e.key, e.comment);
+  }
+  const std::vector<std::tuple<ElementVerb, std::string, Key, std::string>> expected = {
+      {ElementVerb::kDelete, names.HairpinAny(F::kV4, 8), with({127, 0, 0, 0}, tcp_80), ""},
+      {ElementVerb::kAdd, names.HairpinAny(F::kV4, 0), with({0, 0, 0, 0}, tcp_80), "a"},
+      {ElementVerb::kAdd, names.HairpinIp(F::kV4, 0), with({0, 0, 0, 0}, ip_tcp_81), "b"},
+      {ElementVerb::kAdd, names.HairpinAny(F::kV6, 0), with(Key(16, 0), v6_udp_53), "c"},
+  };
+  EXPECT_EQ(got, expected);
+
+  // snat off: no fixed source is wanted; the /0 elements of an earlier masqAll go too.
+  const std::vector<nft::ListedElement> masq_all = {
+      {names.HairpinAny(F::kV6, 0), F::kV6, {.key = with(Key(16, 0), v6_udp_53), .comment = "c"}},
+      {names.HairpinAny(F::kV4, 8), F::kV4, {.key = with({127, 0, 0, 0}, tcp_80), .comment = "a"}},
+  };
+  lengths = {};
+  changes = nft::FollowFixedSources(MustParse(R"(,"snat":false)"), dnat, masq_all, lengths);
+  EXPECT_EQ(lengths, nft::HairpinLengths{});
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_EQ(changes[0].verb, ElementVerb::kDelete);
+  EXPECT_EQ(changes[1].verb, ElementVerb::kDelete);
+  EXPECT_EQ(changes[0].set, names.HairpinAny(F::kV6, 0));
+  EXPECT_EQ(changes[1].set, names.HairpinAny(F::kV4, 8));
 }
 
 // Conditions go before each hostports rule of their family, with the dependencies nft puts
@@ -419,13 +614,21 @@ TEST(NftablesRules, ForgetAddsRecordsBeforeDeletingThem) {
 
 TEST(NftablesRules, CheckNamesEveryObject) {
   const auto expected = nft::ExpectedObjects(MustParse(""));
-  // netcfg; per family a marker; per mapping its element, record and hairpin element.
-  ASSERT_EQ(expected.size(), 1u + 1 + 2 * 3 + 1 + 3);
+  // netcfg; per family a marker; per mapping its element, record and hairpin elements (the
+  // subnet's, and in IPv4 localhost's).
+  ASSERT_EQ(expected.size(), 1u + 1 + 2 * 4 + 1 + 3);
   EXPECT_EQ(expected[0].what, "the chains of network rnet for this configuration");
   EXPECT_EQ(expected[2].what, "element 10.88.0.1 . tcp . 8080 in map na355caee90_dnat_ip_v4");
   EXPECT_EQ(expected[4].what,
             "hairpin element 10.88.0.0 . 10.88.0.1 . tcp . 8080 in set "
             "na355caee90_hairpin_ip_v4_16");
+  EXPECT_EQ(expected[5].what,
+            "hairpin element 127.0.0.0 . 10.88.0.1 . tcp . 8080 in set "
+            "na355caee90_hairpin_ip_v4_8");
+  EXPECT_EQ(expected[5].key,
+            (std::vector<uint8_t>{127, 0, 0, 0, 10, 88, 0, 1, 6, 0, 0, 0, 0x1f, 0x90, 0, 0}));
+  EXPECT_EQ(nft::ExpectedObjects(MustParse(R"(,"masqAll":true)")).back().what,
+            "hairpin element :: . udp . 5353 in set na355caee90_hairpin_any_v6_0");
   EXPECT_EQ(nft::NetworkChainRuleCounts(MustParse(R"(,"snat":false)"), {}),
             (std::vector<nft::ChainRuleCount>{{"na355caee90_prerouting", 1},
                                               {"na355caee90_output", 1},

@@ -300,11 +300,25 @@ check_portmap_cross() {
   netns_del_all
 }
 
-# Our nftables backend where the node's nft is Debian 11's 0.9.8: ADD, listed by that nft,
-# traffic, CHECK, DEL.
+# readable LISTING: nft printed every rule in its own syntax (what it cannot decode it prints
+# as "[invalid type]", "unknown" or raw "[ ... ]" expressions).
+readable() {
+  if grep -qiE 'invalid|unknown|\[' <<<"$1"; then
+    bad "a rule nft cannot print: $(grep -iE 'invalid|unknown|\[' <<<"$1" | head -3)"
+  else
+    ok "every rule printed in nft's syntax"
+  fi
+}
+
+# Our nftables backend where the node's nft is Debian 11's 0.9.8: ADD, listed by that nft
+# (every rule readable: the localhost and hairpin marks are lookups in plain sets, which Linux
+# 5.10 accepts), traffic (from a client, the node's own address, 127.0.0.1 through
+# route_localnet, the container itself), CHECK, DEL.
 check_portmap_nftables() {
-  local conf listing
+  local conf listing n
   conf=$(portmap_conf pn "$MAPPINGS" ',"backend":"nftables"')
+  # The network's objects are named n<10 hex digits of sha512(network name)>.
+  n=n$(printf '%s' pn | sha512sum | cut -c1-10)
   pod_node nf || { bad "namespaces"; return; }
   expect_cni "ADD" nf "$BIN/portmap" ADD ctr1 "$conf" || return
   if listing=$(in_ns nf nft list ruleset 2>&1); then
@@ -318,16 +332,59 @@ check_portmap_nftables() {
     grep -qE 'tcp \. 8080( comment "[^"]*")? : 10\.123\.0\.2 \. 80' <<<"$listing"
   expect "the hostIP mapping listed" \
     grep -qE '198\.51\.100\.1 \. tcp \. 8443( comment "[^"]*")? : 10\.123\.0\.2 \. 80' <<<"$listing"
+  readable "$listing"
+  expect "the localhost rule listed" contains "$listing" \
+    "ip saddr & 255.0.0.0 . meta l4proto . th dport @${n}_hairpin_any_v4_8 meta mark set meta mark | 0x00002000"
+  expect "the hairpin rule listed" contains "$listing" \
+    "ip saddr & 255.255.255.0 . ip daddr . meta l4proto . th dport @${n}_hairpin_ip_v4_24 meta mark set"
+  expect "the localhost element of 8080 listed" contains "$listing" '127.0.0.0 . tcp . 8080 comment "ctr1"'
   expect_cni "CHECK" nf "$BIN/portmap" CHECK ctr1 "$conf"
   serve nf-c || bad "httpd"
   reach "client -> node:8080 -> container" nf-k http://198.51.100.1:8080/ "hello from nf-c"
   reach "client -> hostIP:8443 -> container" nf-k http://198.51.100.1:8443/ "hello from nf-c"
   reach "node -> own address:8080 (output)" nf http://198.51.100.1:8080/ "hello from nf-c"
+  reach "node -> 127.0.0.1:8080 (localhost, route_localnet)" nf http://127.0.0.1:8080/ "hello from nf-c"
+  reach "container -> node:8080 (hairpin)" nf-c http://10.123.0.1:8080/ "hello from nf-c"
   expect_cni "DEL" nf "$BIN/portmap" DEL ctr1 "$conf"
   listing=$(in_ns nf nft list ruleset 2>&1) || bad "nft list ruleset after DEL: $listing"
-  if grep -q '10\.123\.0\.2' <<<"$listing"; then bad "a mapping left after DEL"; else ok "no mapping left after DEL"; fi
+  if grep -q 'ctr1' <<<"$listing"; then bad "an element of ctr1 left after DEL"; else ok "no element of ctr1 left after DEL"; fi
   if fetch nf-k http://198.51.100.1:8080/ >/dev/null; then bad "8080 still forwarded after DEL"; else ok "8080 closed after DEL"; fi
   expect_cni "DEL again (idempotent)" nf "$BIN/portmap" DEL ctr1 "$conf"
+  netns_del_all
+}
+
+# The nftables backend with masqAll: the container has no route back to the client, so the
+# client is answered only when its traffic is masqueraded (a network without masqAll beside
+# it shows that: its port is not answered); from 127.0.0.1 too.
+check_portmap_nftables_masqall() {
+  local conf plain listing n
+  conf=$(portmap_conf pm "$MAPPINGS" ',"backend":"nftables","masqAll":true')
+  plain=$(portmap_conf pp '[{"hostPort":8081,"containerPort":80,"protocol":"tcp"}]' ',"backend":"nftables"')
+  n=n$(printf '%s' pm | sha512sum | cut -c1-10)
+  pod_node nm || { bad "namespaces"; return; }
+  ip -n nm-c route del default && ip -n nm-c -6 route del default || bad "container routes"
+  expect_cni "masqAll ADD" nm "$BIN/portmap" ADD ctr2 "$conf" || return
+  expect_cni "ADD without masqAll (network pp)" nm "$BIN/portmap" ADD ctr3 "$plain" || return
+  listing=$(in_ns nm nft list ruleset 2>&1) || bad "nft list ruleset: $listing"
+  readable "$listing"
+  expect "masqAll: the any-source rule listed" contains "$listing" \
+    "ip saddr & 0.0.0.0 . meta l4proto . th dport @${n}_hairpin_any_v4_0 meta mark set meta mark | 0x00002000"
+  expect "masqAll: the any-source element of 8080 listed" contains "$listing" '0.0.0.0 . tcp . 8080 comment "ctr2"'
+  expect_cni "masqAll CHECK" nm "$BIN/portmap" CHECK ctr2 "$conf"
+  serve nm-c || bad "httpd"
+  reach "masqAll: client -> node:8080 -> container, masqueraded" nm-k http://198.51.100.1:8080/ "hello from nm-c"
+  reach "masqAll: node -> 127.0.0.1:8080" nm http://127.0.0.1:8080/ "hello from nm-c"
+  # One try (the server answers by now): an unanswered connection waits for the timeout.
+  if in_ns nm-k timeout 3 busybox wget -O - http://198.51.100.1:8081/ >/dev/null 2>&1; then
+    bad "without masqAll the client was answered: the container routes back, masquerading is not tested"
+  else
+    ok "without masqAll the client is not answered (the container has no route back)"
+  fi
+  expect_cni "DEL without masqAll" nm "$BIN/portmap" DEL ctr3 "$plain"
+  expect_cni "masqAll DEL" nm "$BIN/portmap" DEL ctr2 "$conf"
+  listing=$(in_ns nm nft list ruleset 2>&1) || bad "nft list ruleset after DEL: $listing"
+  if grep -q 'ctr2' <<<"$listing"; then bad "an element of ctr2 left after DEL"; else ok "no element of ctr2 left after DEL"; fi
+  if fetch nm-k http://198.51.100.1:8080/ >/dev/null; then bad "masqAll: 8080 still forwarded after DEL"; else ok "masqAll: 8080 closed after DEL"; fi
   netns_del_all
 }
 
