@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "lib/base/base64.h"
 #include "lib/cni/json_field.h"
 #include "lib/sys/atomic_file.h"
 #include "lib/sys/io.h"
@@ -15,17 +16,6 @@
 
 namespace nodegate::runtime {
 namespace {
-
-constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-int DecodeChar(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
 
 Status MakeDirs(const std::string& path, mode_t mode) {
   std::string partial;
@@ -44,66 +34,6 @@ Status MakeDirs(const std::string& path, mode_t mode) {
 }
 
 }  // namespace
-
-std::string Base64Encode(std::string_view data) {
-  std::string out;
-  out.reserve((data.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < data.size(); i += 3) {
-    const uint32_t n = (static_cast<uint8_t>(data[i]) << 16) |
-                       (static_cast<uint8_t>(data[i + 1]) << 8) | static_cast<uint8_t>(data[i + 2]);
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += kAlphabet[(n >> 6) & 63];
-    out += kAlphabet[n & 63];
-  }
-  if (i + 1 == data.size()) {
-    const uint32_t n = static_cast<uint8_t>(data[i]) << 16;
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += "==";
-  } else if (i + 2 == data.size()) {
-    const uint32_t n =
-        (static_cast<uint8_t>(data[i]) << 16) | (static_cast<uint8_t>(data[i + 1]) << 8);
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += kAlphabet[(n >> 6) & 63];
-    out += '=';
-  }
-  return out;
-}
-
-std::optional<std::string> Base64Decode(std::string_view text) {
-  if (text.size() % 4 != 0) {
-    return std::nullopt;
-  }
-  std::string out;
-  out.reserve(text.size() / 4 * 3);
-  for (size_t i = 0; i < text.size(); i += 4) {
-    int v[4];
-    int pad = 0;
-    for (int k = 0; k < 4; ++k) {
-      const char c = text[i + k];
-      if (c == '=' && i + 4 == text.size() && k >= 2) {
-        v[k] = 0;
-        ++pad;
-        continue;
-      }
-      if (pad > 0) {
-        return std::nullopt;  // data after padding
-      }
-      v[k] = DecodeChar(c);
-      if (v[k] < 0) {
-        return std::nullopt;
-      }
-    }
-    const uint32_t n = (v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3];
-    out += static_cast<char>((n >> 16) & 0xff);
-    if (pad < 2) out += static_cast<char>((n >> 8) & 0xff);
-    if (pad < 1) out += static_cast<char>(n & 0xff);
-  }
-  return out;
-}
 
 Result<std::string> CacheFilePath(const std::string& cache_dir, const std::string& network,
                                   const std::string& container_id, const std::string& ifname) {

@@ -54,8 +54,4 @@ Status DeleteCacheEntry(const std::string& cache_dir, const std::string& network
 // libcni's GetCachedAttachments; unreadable or foreign files are skipped.
 std::vector<CachedAttachment> ListCachedAttachments(const std::string& cache_dir);
 
-// Standard base64 with padding (Go's encoding of []byte in JSON).
-std::string Base64Encode(std::string_view data);
-std::optional<std::string> Base64Decode(std::string_view text);
-
 }  // namespace nodegate::runtime

@@ -1,4 +1,4 @@
-// The result cache: the byte layout libcni writes and reads, base64 of the config, and entries
+// The result cache: the byte layout libcni writes and reads (the config in base64), and entries
 // in libcni's layout read back.
 #include "runtime/chain/cache.h"
 
@@ -9,21 +9,6 @@
 
 namespace nodegate::runtime {
 namespace {
-
-TEST(Base64Test, MatchesGoStdEncoding) {
-  EXPECT_EQ(Base64Encode(""), "");
-  EXPECT_EQ(Base64Encode("f"), "Zg==");
-  EXPECT_EQ(Base64Encode("fo"), "Zm8=");
-  EXPECT_EQ(Base64Encode("foo"), "Zm9v");
-  EXPECT_EQ(Base64Encode("{\"a\":1}\n"), "eyJhIjoxfQo=");
-  for (const std::string& s : std::vector<std::string>{"", "x", "xy", "xyz", "hello world",
-                                                       std::string("\0\xff\x10", 3)}) {
-    EXPECT_EQ(*Base64Decode(Base64Encode(s)), s);
-  }
-  EXPECT_FALSE(Base64Decode("abc").has_value());
-  EXPECT_FALSE(Base64Decode("ab=c").has_value());
-  EXPECT_FALSE(Base64Decode("a*==").has_value());
-}
 
 TEST(CacheEntryTest, EncodesInGoStructOrderOmittingEmpties) {
   CachedAttachment e{.container_id = "c1", .network_name = "n", .ifname = "eth0", .config = "{}"};

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "lib/base/base64.h"
 #include "lib/sys/atomic_file.h"
 #include "runtime/testing/fake_executor.h"
 

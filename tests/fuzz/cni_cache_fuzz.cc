@@ -1,6 +1,7 @@
 // libcni's result cache entries (runtime/chain/cache.h), which other tools write too.
 // Invariant: an entry that decodes encodes and decodes again to the same entry.
 
+#include "lib/base/base64.h"
 #include "runtime/chain/cache.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "tests/fuzz/fuzz_target.h"
@@ -27,6 +28,6 @@ NG_FUZZ_TARGET(cni_cache) {
   NG_FUZZ_CHECK(IsValidUtf8(encoded));
   const auto again = runtime::DecodeCacheEntry(encoded);
   NG_FUZZ_CHECK(again.ok() && SameEntry(*again, *entry));
-  const auto base64 = runtime::Base64Decode(runtime::Base64Encode(entry->config));
+  const auto base64 = Base64Decode(Base64Encode(entry->config));
   NG_FUZZ_CHECK(base64 && *base64 == entry->config);
 }

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "admit/api/load.h"
+#include "lib/base/base64.h"
 
 namespace nodegate::webhook::kube {
 namespace {
@@ -22,36 +23,11 @@ Result<std::string> ReadSmallFile(const std::string& path) {
   return std::move(text).value();
 }
 
-// Base64 decoding of the kubeconfig's *-data fields (standard alphabet, padding optional,
-// whitespace ignored).
+// The kubeconfig's *-data fields: line breaks of a pasted value skipped, padding optional.
 Result<std::string> DecodeBase64(const std::string& in, const std::string& field) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    if (c == '=' || c == '\n' || c == '\r' || c == ' ' || c == '\t') {
-      continue;
-    }
-    const int v = value(c);
-    if (v < 0) {
-      return Error{field + ": not base64"};
-    }
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
-  }
-  return out;
+  std::optional<std::string> out = Base64Decode(in, Base64Input::kLenient);
+  if (!out) return Error{field + ": not base64"};
+  return std::move(*out);
 }
 
 std::string Str(const json& object, const char* key) {

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <utility>
 
+#include "plugins/portmap/nftables/datatypes.h"
+
 namespace nodegate::portmap {
 namespace {
 
@@ -20,10 +22,14 @@ using netfilter::ElementWrite;
 using netfilter::Expr;
 namespace expr = netfilter::expr;
 
-// nft's datatype numbers (include/datatype.h) and byte orders (BYTEORDER_*).
-constexpr uint32_t kTypeIpv4 = 7, kTypeIpv6 = 8, kTypeProto = 12, kTypeService = 13, kTypeMark = 19,
-                   kTypeIfname = 41;
-constexpr uint32_t kHostEndian = 1, kBigEndian = 2;
+using nft_types::kBigEndian;
+using nft_types::kHostEndian;
+using nft_types::kIfname;
+using nft_types::kIpv4;
+using nft_types::kIpv6;
+using nft_types::kMark;
+using nft_types::kProto;
+using nft_types::kService;
 constexpr uint32_t kReg = NFT_REG_1;
 
 Error Invalid(const std::string& what) { return Error(kErrInvalidConfig, "nft condition " + what); }
@@ -305,23 +311,23 @@ AnonymousSet BuildSet(const Selector& s, std::vector<Value> values, net::Family 
   set.flags = NFT_SET_ANONYMOUS | NFT_SET_CONSTANT;
   switch (s.kind) {
     case Kind::kAddress:
-      set.key_type = family == net::Family::kV4 ? kTypeIpv4 : kTypeIpv6;
+      set.key_type = family == net::Family::kV4 ? kIpv4 : kIpv6;
       set.key_byteorder = kBigEndian;
       break;
     case Kind::kProto:
-      set.key_type = kTypeProto;
+      set.key_type = kProto;
       set.key_byteorder = kBigEndian;
       break;
     case Kind::kPort:
-      set.key_type = kTypeService;
+      set.key_type = kService;
       set.key_byteorder = kBigEndian;
       break;
     case Kind::kMark:
-      set.key_type = kTypeMark;
+      set.key_type = kMark;
       set.key_byteorder = kHostEndian;
       break;
     case Kind::kIfname:
-      set.key_type = kTypeIfname;
+      set.key_type = kIfname;
       set.key_byteorder = kHostEndian;
       break;
   }

@@ -16,6 +16,7 @@
 #include <set>
 
 #include "lib/base/hash.h"
+#include "plugins/portmap/nftables/datatypes.h"
 
 namespace nodegate::portmap::nft {
 namespace {
@@ -28,16 +29,21 @@ using netfilter::Expr;
 using netfilter::RegisterOfWord;
 namespace expr = netfilter::expr;
 
-// nft's datatype numbers (include/datatype.h); a concatenation's type is its fields' types,
-// six bits each, first field highest.
-constexpr uint32_t kTypeIpv4 = 7, kTypeIpv6 = 8, kTypeProto = 12, kTypeService = 13, kTypeMark = 19,
-                   kTypeIfname = 41;
+using nft_types::kByteorderInvalid;
+using nft_types::kIfname;
+using nft_types::kIpv4;
+using nft_types::kIpv6;
+using nft_types::kMark;
+using nft_types::kProto;
+using nft_types::kService;
+
+// A concatenation's type is its fields' types, six bits each, first field highest.
 constexpr uint32_t Concat(std::initializer_list<uint32_t> types) {
   uint32_t out = 0;
   for (const uint32_t t : types) out = (out << 6) | t;
   return out;
 }
-uint32_t AddrType(net::Family f) { return f == net::Family::kV4 ? kTypeIpv4 : kTypeIpv6; }
+uint32_t AddrType(net::Family f) { return f == net::Family::kV4 ? kIpv4 : kIpv6; }
 uint32_t AddrLen(net::Family f) { return f == net::Family::kV4 ? 4 : 16; }
 uint8_t NfProto(net::Family f) { return f == net::Family::kV4 ? NFPROTO_IPV4 : NFPROTO_IPV6; }
 
@@ -46,7 +52,6 @@ uint8_t NfProto(net::Family f) { return f == net::Family::kV4 ? NFPROTO_IPV4 : N
 constexpr uint8_t kUdataKeyByteorder = 0, kUdataDataByteorder = 1, kUdataMerge = 2,
                   kUdataKeyTypeof = 3, kUdataDataTypeof = 4, kUdataDataInterval = 6;
 constexpr uint32_t kExprConcat = 13;
-constexpr uint32_t kByteorderInvalid = 0;
 
 void PutConcatTypeof(netfilter::UserData& u, uint8_t record) {
   const size_t outer = u.BeginNest(record);
@@ -525,24 +530,22 @@ void AppendSetup(const Config& config, const HairpinLengths& lengths, Plan& plan
     set.userdata = ConcatSetUserData(flags & NFT_SET_MAP);
     return set;
   };
-  plan.Add(named(kOwnedSet, 0, Concat({kTypeIfname, kTypeIfname}), 32));
-  plan.Add(named(kNetcfgSet, 0, Concat({kTypeIfname, kTypeMark}), 20));
+  plan.Add(named(kOwnedSet, 0, Concat({kIfname, kIfname}), 32));
+  plan.Add(named(kNetcfgSet, 0, Concat({kIfname, kMark}), 20));
   for (const auto f : {net::Family::kV4, net::Family::kV6}) {
     const uint32_t addr = AddrType(f), len = AddrLen(f);
     for (const bool with_ip : {false, true}) {
       netfilter::NftSet map =
-          with_ip
-              ? named(n.DnatIp(f), NFT_SET_MAP, Concat({addr, kTypeProto, kTypeService}), len + 8)
-              : named(n.DnatAny(f), NFT_SET_MAP, Concat({kTypeProto, kTypeService}), 8);
-      map.data_type = Concat({addr, kTypeService});
+          with_ip ? named(n.DnatIp(f), NFT_SET_MAP, Concat({addr, kProto, kService}), len + 8)
+                  : named(n.DnatAny(f), NFT_SET_MAP, Concat({kProto, kService}), 8);
+      map.data_type = Concat({addr, kService});
       map.data_len = len + 4;
       plan.Add(std::move(map));
     }
     for (const int length : lengths.of(f)) {
+      plan.Add(named(n.HairpinAny(f, length), 0, Concat({addr, kProto, kService}), len + 8));
       plan.Add(
-          named(n.HairpinAny(f, length), 0, Concat({addr, kTypeProto, kTypeService}), len + 8));
-      plan.Add(named(n.HairpinIp(f, length), 0, Concat({addr, addr, kTypeProto, kTypeService}),
-                     2 * len + 8));
+          named(n.HairpinIp(f, length), 0, Concat({addr, addr, kProto, kService}), 2 * len + 8));
     }
   }
   const std::string comment = NetworkComment(config.network_name);
