@@ -3,12 +3,16 @@ SHELL := /bin/bash
 MAKEFLAGS += --no-print-directory
 BUILD_DIR ?= build
 ASAN_DIR ?= build-asan
+# The arm64 cross build (cmake/toolchains/debian-cross.cmake): its executables, and its unit
+# tests run under qemu-user.
+ARM64_DIR ?= build-arm64
 JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 DESTDIR ?=
 CNI_BIN_DIR ?= /opt/cni/bin
 
-.PHONY: all deps configure build test test-unit test-asan demo bench install deb image format format-check tidy clean fuzz
+.PHONY: all deps configure build test test-unit test-asan demo bench install deb image format format-check tidy clean fuzz \
+  deps-arm64 configure-arm64 build-arm64 test-arm64 release release-check
 
 all: build
 
@@ -23,12 +27,43 @@ build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 	@ls $(BUILD_DIR)/bin/portmap $(BUILD_DIR)/bin/bandwidth $(BUILD_DIR)/bin/host-local $(BUILD_DIR)/bin/nodegate >/dev/null
 
+# arm64 (issue 33): the same build description, Debian's cross toolchain and :arm64 libraries
+# (install-deps.sh --arch arm64), the architecture a parameter of the toolchain file. Its unit
+# tests are configured too (make test runs them under qemu-user); this target builds the four
+# executables only.
+deps-arm64:
+	@bash scripts/install-deps.sh --arch arm64
+
+configure-arm64: deps-arm64
+	@bash scripts/configure.sh $(ARM64_DIR) -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/cmake/toolchains/debian-cross.cmake \
+	  -DNODEGATE_ARCH=arm64 -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+build-arm64: configure-arm64
+	@cmake --build $(ARM64_DIR) -j $(JOBS) --target portmap bandwidth host-local nodegate
+
+# build/release/: per architecture the plugins' tarball, nodegate, the .deb (each with .sha256
+# and .sha512) and the install image as one multi-architecture OCI index (scripts/release.sh).
+# Fails when an artifact is not static, not of its architecture, or a checksum does not verify.
+release: build build-arm64
+	@bash scripts/release.sh $(BUILD_DIR)/release amd64=$(BUILD_DIR)/bin arm64=$(ARM64_DIR)/bin
+
+# The release's tarballs, executables and packages built a second time from a copy of this tree
+# in another folder: byte-identical (tests/release/reproducible_test.sh; about two builds' time).
+release-check: build build-arm64
+	@JOBS=$(JOBS) bash tests/release/reproducible_test.sh amd64=$(BUILD_DIR)/bin arm64=$(ARM64_DIR)/bin
+
 # Every tier (scripts/test.sh): the release build's netns, e2e, deploy and style tests while
 # the sanitizer build compiles at low priority; then the unit tier under AddressSanitizer +
 # UndefinedBehaviorSanitizer, and the netns tests that exec the executables (label `plugins`)
 # again against their sanitizer builds.
-test: build
-	@JOBS=$(JOBS) bash scripts/test.sh $(BUILD_DIR) $(ASAN_DIR)
+test: build deps-arm64
+	@JOBS=$(JOBS) ARM64_DIR=$(ARM64_DIR) bash scripts/test.sh $(BUILD_DIR) $(ASAN_DIR)
+
+# arm64 beyond make test (tests/arm64/README.md): the netns tier of the portability checks in a
+# Debian 12 arm64 VM (its own kernel, qemu-system-aarch64 under TCG), the install image's arm64
+# variant run as the DaemonSet runs it (qemu-user), and the release's reproducibility.
+test-arm64: build build-arm64
+	@JOBS=$(JOBS) bash scripts/test-arm64.sh $(BUILD_DIR) $(ARM64_DIR)
 
 # The unit tier alone (in the sanitizer build, where make test runs it).
 test-unit: test-asan
@@ -79,4 +114,4 @@ tidy: deps
 	@JOBS=$(JOBS) bash scripts/tidy.sh build-tidy
 
 clean:
-	@rm -rf $(BUILD_DIR) $(ASAN_DIR) build-tidy
+	@rm -rf $(BUILD_DIR) $(ASAN_DIR) $(ARM64_DIR) build-tidy

@@ -201,6 +201,15 @@ function(ng_test)
   _ng_serial_when_labelled(${NG_NAME} "${NG_LABELS}")
 endfunction()
 
+# What a script test needs to know of a cross build (cmake/toolchains/debian-cross.cmake): the
+# executables' architecture, how to run them here (qemu-user) and the binutils that read them.
+set(NG_SCRIPT_TEST_CROSS_ENV "")
+if(CMAKE_CROSSCOMPILING)
+  set(NG_SCRIPT_TEST_CROSS_ENV "NODEGATE_ARCH=${NODEGATE_ARCH}"
+    "NODEGATE_EMULATOR=${CMAKE_CROSSCOMPILING_EMULATOR}"
+    "NODEGATE_TOOL_PREFIX=${CMAKE_LIBRARY_ARCHITECTURE}-")
+endif()
+
 # A test written as a shell script (e2e tier, differential tests); ARGS are the script's.
 function(ng_script_test)
   cmake_parse_arguments(NG "" "NAME;SCRIPT;TIMEOUT" "LABELS;ARGS" ${ARGN})
@@ -209,6 +218,6 @@ function(ng_script_test)
   endif()
   add_test(NAME ${NG_NAME} COMMAND bash ${NG_SCRIPT} ${NG_ARGS})
   set_tests_properties(${NG_NAME} PROPERTIES LABELS "${NG_LABELS}" TIMEOUT ${NG_TIMEOUT}
-    ENVIRONMENT "NODEGATE_BIN_DIR=${CMAKE_BINARY_DIR}/bin;NODEGATE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+    ENVIRONMENT "NODEGATE_BIN_DIR=${CMAKE_BINARY_DIR}/bin;NODEGATE_SOURCE_DIR=${PROJECT_SOURCE_DIR};${NG_SCRIPT_TEST_CROSS_ENV}")
   _ng_serial_when_labelled(${NG_NAME} "${NG_LABELS}")
 endfunction()

@@ -19,7 +19,8 @@ if [ -f "$cache" ] && ! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$cache"; then
   rm -rf "$cache" "$BUILD_DIR/CMakeFiles"
 fi
 # CXX (as CMake reads it) names the compiler; a cache made with another one starts afresh too.
-if [ -f "$cache" ]; then
+# A cross build's compiler is its toolchain file's (cmake/toolchains/), not CXX's.
+if [ -f "$cache" ] && ! grep -q '^CMAKE_TOOLCHAIN_FILE:' "$cache"; then
   cached="$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$cache")"
   wanted="$(command -v "${CXX:-c++}" || true)"
   if [ -n "$wanted" ] && [ "$(readlink -f "$cached")" != "$(readlink -f "$wanted")" ]; then

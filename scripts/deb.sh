@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make deb: a Debian package of the built binaries, made with dpkg-deb (nothing is fetched).
 #
-#   bash scripts/deb.sh BUILD_BIN_DIR OUT_DIR     -> OUT_DIR/nodegate_<version>_<arch>.deb
+#   bash scripts/deb.sh BUILD_BIN_DIR OUT_DIR [ARCH]   -> OUT_DIR/nodegate_<version>_<arch>.deb
 #
 # Contents: the plugins host-local, portmap and bandwidth in /opt/cni/bin (where runtimes and
 # network add-ons look; Debian's containernetworking-plugins uses /usr/lib/cni, so the two
@@ -12,10 +12,12 @@
 # `make install`.
 #
 # Version: project(nodegate VERSION ...) of CMakeLists.txt (a native package: no Debian
-# revision). Architecture: dpkg --print-architecture. No Depends: the executables are static
-# (no interpreter, no DT_NEEDED; cmake/NodegateHelpers.cmake), and a binary that is not is
-# refused. Binaries are stripped unless DEB_BUILD_OPTIONS has nostrip.
-# Maintainer: $DEB_MAINTAINER, else the author of the source tree's last commit. File dates
+# revision). Architecture: ARCH, default dpkg --print-architecture; the binaries must be of it
+# (a cross build's: make release, scripts/release.sh). No Depends: the executables are static
+# (no interpreter, no DT_NEEDED; cmake/NodegateHelpers.cmake), and a binary that is not, or is
+# of another architecture, is refused. Binaries are stripped unless DEB_BUILD_OPTIONS has nostrip.
+# Maintainer: $DEB_MAINTAINER, else the author of the source tree's last commit; the changelog names
+# the tree as $DEB_REVISION, else `git describe --always --dirty`. File dates
 # and the changelog date are that commit's date (SOURCE_DATE_EPOCH when set; without git, the
 # nodegate binary's mtime), so the same tree and binaries give the same package.
 set -euo pipefail
@@ -28,22 +30,34 @@ PLUGINS=(host-local portmap bandwidth)
 
 # shellcheck source=lib/build_outputs.sh
 source "$SRC/scripts/lib/build_outputs.sh"
+# shellcheck source=lib/arch.sh
+source "$SRC/scripts/lib/arch.sh"
+ARCH="${3:-$HOST_ARCH}"
+arch_triplet "$ARCH" >/dev/null || { echo "deb: unsupported architecture $ARCH" >&2; exit 1; }
+READELF="$(arch_tool "$ARCH" readelf)"
+STRIP="$(arch_tool "$ARCH" strip)"
+CXX_OF_ARCH="$(arch_tool "$ARCH" g++)"
 require_built deb "$BIN_DIR" "${PLUGINS[@]}" nodegate
-for tool in dpkg-deb readelf strip gzip; do
-  command -v "$tool" >/dev/null || { echo "deb: $tool not found (scripts/install-deps.sh)" >&2; exit 1; }
+for tool in dpkg-deb "$READELF" "$STRIP" "$CXX_OF_ARCH" gzip; do
+  command -v "$tool" >/dev/null ||
+    { echo "deb: $tool not found (scripts/install-deps.sh --arch $ARCH)" >&2; exit 1; }
 done
 
 # A package without Depends is right only for executables that need nothing of the node.
 for b in "${PLUGINS[@]}" nodegate; do
-  if readelf -lW "$BIN_DIR/$b" | grep -q INTERP || readelf -dW "$BIN_DIR/$b" | grep -q NEEDED; then
+  if "$READELF" -lW "$BIN_DIR/$b" | grep -q INTERP || "$READELF" -dW "$BIN_DIR/$b" | grep -q NEEDED; then
     echo "deb: $BIN_DIR/$b is not static (an ELF interpreter or NEEDED libraries)" >&2
+    exit 1
+  fi
+  machine="$("$READELF" -hW "$BIN_DIR/$b" | sed -n 's/^ *Machine: *//p')"
+  if [ "$machine" != "$(arch_elf_machine "$ARCH")" ]; then
+    echo "deb: $BIN_DIR/$b is for $machine, not $ARCH" >&2
     exit 1
   fi
 done
 
 VERSION="$(project_version "$SRC")"
 [ -n "$VERSION" ] || { echo "deb: no project(nodegate VERSION ...) in CMakeLists.txt" >&2; exit 1; }
-ARCH="$(dpkg --print-architecture)"
 
 git_src() { git -C "$SRC" "$@" 2>/dev/null; }
 if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
@@ -52,7 +66,7 @@ fi
 export SOURCE_DATE_EPOCH
 MAINTAINER="${DEB_MAINTAINER:-$(git_src log -1 --format='%an <%ae>' || true)}"
 MAINTAINER="${MAINTAINER:-nodegate maintainers <root@localhost>}"
-REVISION="$(git_src describe --always --dirty || echo unknown)"
+REVISION="${DEB_REVISION:-$(git_src describe --always --dirty || echo unknown)}"
 
 WORK="$(mktemp -d /tmp/ng-deb.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
@@ -64,7 +78,7 @@ mkdir -p "$PKG/DEBIAN" "$PKG/opt/cni/bin" "$PKG/usr/bin" "$PKG/usr/share/man/man
 put_binary() {
   case " ${DEB_BUILD_OPTIONS:-} " in
     *" nostrip "*) cp "$1" "$2" ;;
-    *) strip --strip-unneeded --remove-section=.comment --remove-section=.note -o "$2" "$1" ;;
+    *) "$STRIP" --strip-unneeded --remove-section=.comment --remove-section=.note -o "$2" "$1" ;;
   esac
   chmod 0755 "$2"
 }
@@ -81,7 +95,7 @@ sed -e "s/@VERSION@/$VERSION/g" -e "s/@DATE@/$DATE_DAY/g" "$SRC/deploy/debian/no
 # Debian's source packages (third_party/: libiptc), which it left in <build>/third_party/notices.
 NOTICES="$BIN_DIR/../third_party/notices"
 [ -f "$NOTICES/iptables" ] || { echo "deb: $NOTICES/iptables is missing (build first)" >&2; exit 1; }
-GCC_RUNTIME="$(dpkg -S "$(readlink -f "$(g++ -print-file-name=libstdc++.a)")" | cut -d: -f1)"
+GCC_RUNTIME="$(dpkg -S "$(readlink -f "$("$CXX_OF_ARCH" -print-file-name=libstdc++.a)")" | cut -d: -f1)"
 {
   cat "$SRC/deploy/debian/copyright"
   for dev in libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev libnl-3-dev libyaml-dev \

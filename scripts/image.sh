@@ -3,10 +3,14 @@
 # podman from the built plugins, Debian's static busybox and deploy/install-cni.sh; nothing is
 # fetched (FROM scratch).
 #
-#   bash scripts/image.sh BUILD_BIN_DIR [TAG]
+#   bash scripts/image.sh BUILD_BIN_DIR [TAG [ARCH]]
 #
 # TAG defaults to localhost/nodegate-cni:<project(nodegate VERSION ...)>, the name
-# deploy/daemonset.yaml uses. podman's own settings apply (CONTAINERS_STORAGE_CONF and
+# deploy/daemonset.yaml uses. ARCH (Debian's name, default this machine's) is the image's
+# platform, linux/ARCH: the binaries must be of it, and the busybox is Debian's busybox-static
+# of it (scripts/lib/arch.sh). Building needs no emulation: nothing runs in the image while it
+# is built. make release (scripts/release.sh) joins the images of every architecture in one
+# manifest list under that TAG. podman's own settings apply (CONTAINERS_STORAGE_CONF and
 # CONTAINERS_CONF select another image store). The image's creation date and file dates are
 # the source tree's last commit date (SOURCE_DATE_EPOCH when set).
 set -euo pipefail
@@ -16,21 +20,20 @@ BIN_DIR="${1:-build/bin}"
 SRC="$(cd "$(dirname "$0")/.." && pwd)"
 # shellcheck source=lib/build_outputs.sh
 source "$SRC/scripts/lib/build_outputs.sh"
+# shellcheck source=lib/arch.sh
+source "$SRC/scripts/lib/arch.sh"
 VERSION="$(project_version "$SRC")"
 [ -n "$VERSION" ] || { echo "image: no project(nodegate VERSION ...) in CMakeLists.txt" >&2; exit 1; }
 TAG="${2:-localhost/nodegate-cni:$VERSION}"
+ARCH="${3:-$HOST_ARCH}"
+arch_triplet "$ARCH" >/dev/null || { echo "image: unsupported architecture $ARCH" >&2; exit 1; }
 PLUGINS=(host-local portmap bandwidth)
 # The installer's shell and tools (busybox applets, as symbolic links).
 APPLETS=(sh ls cat cp mv rm ln chmod cmp sleep sync mkdir stat tr echo test)
 
 require_built image "$BIN_DIR" "${PLUGINS[@]}"
 command -v podman >/dev/null || { echo "image: podman not found (scripts/install-deps.sh)" >&2; exit 1; }
-BUSYBOX=/bin/busybox
-# The image has no libc: its busybox must be the static one.
-[ -x "$BUSYBOX" ] || { echo "image: no $BUSYBOX (package busybox-static)" >&2; exit 1; }
-case "$(readelf -d "$BUSYBOX" 2>&1)" in
-  *NEEDED*) echo "image: $BUSYBOX is dynamically linked; install busybox-static" >&2; exit 1 ;;
-esac
+READELF="$(arch_tool "$ARCH" readelf)"
 if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
   SOURCE_DATE_EPOCH="$(git -C "$SRC" log -1 --format=%ct 2>/dev/null || stat -c %Y "$BIN_DIR/portmap")"
 fi
@@ -39,7 +42,15 @@ CTX="$(mktemp -d /tmp/ng-image.XXXXXX)"
 trap 'rm -rf "$CTX"' EXIT
 R="$CTX/rootfs"
 mkdir -p "$R/bin" "$R/opt/nodegate/bin" "$R/opt/nodegate/net.d"
-cp "$BUSYBOX" "$R/bin/busybox"
+arch_busybox "$ARCH" "$R/bin" || { echo "image: no busybox-static for $ARCH" >&2; exit 1; }
+# The image has no libc: its busybox and plugins must be static, and all of ARCH.
+for f in "$R/bin/busybox" "${PLUGINS[@]/#/$BIN_DIR/}"; do
+  case "$("$READELF" -lhdW "$f" 2>&1)" in
+    *INTERP* | *NEEDED*) echo "image: $f is dynamically linked" >&2; exit 1 ;;
+    *"Machine:"*"$(arch_elf_machine "$ARCH")"*) ;;
+    *) echo "image: $f is not an executable of $ARCH" >&2; exit 1 ;;
+  esac
+done
 for a in "${APPLETS[@]}"; do ln -s busybox "$R/bin/$a"; done
 for p in "${PLUGINS[@]}"; do cp "$BIN_DIR/$p" "$R/opt/nodegate/bin/$p"; done
 cp "$SRC"/conf/examples/*.conflist "$R/opt/nodegate/net.d/"
@@ -48,6 +59,7 @@ chmod 0755 "$R/bin/busybox" "$R"/opt/nodegate/bin/* "$R/opt/nodegate/install-cni
 chmod 0644 "$R"/opt/nodegate/net.d/*
 cp "$SRC/deploy/Containerfile" "$CTX/Containerfile"
 
-podman build --quiet --pull=never --layers=false --timestamp "$SOURCE_DATE_EPOCH" --build-arg "VERSION=$VERSION" \
+podman build --quiet --pull=never --layers=false --timestamp "$SOURCE_DATE_EPOCH" \
+  --platform "linux/$(arch_oci "$ARCH")" --build-arg "VERSION=$VERSION" \
   -f "$CTX/Containerfile" -t "$TAG" "$CTX" >/dev/null
 echo "built $TAG ($(podman image inspect --format '{{.Id}}' "$TAG" | cut -c1-12))"

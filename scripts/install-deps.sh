@@ -1,6 +1,18 @@
 #!/usr/bin/env bash
 # Installs every Debian package nodegate needs to build, test, demo and benchmark.
 # Idempotent: when everything is present it does nothing (no apt-get update).
+#
+#   scripts/install-deps.sh [--arch ARCH]...
+#
+# --arch arm64 (make release, make test, make test-arm64 pass it) adds what a build for that
+# architecture needs on this one (issue 33): Debian's cross toolchain, the :arm64 -dev packages
+# of every library the executables link (dpkg --add-architecture first), qemu-user-static to
+# run its executables and unit tests without a machine-wide binfmt_misc entry, qemu-system-arm
+# to boot its kernel, cpio (the arm64 root's bootstrap VM boots from an initramfs:
+# tests/portability/root.sh), and Debian's static busybox of that architecture for the
+# install image. busybox-static is
+# not co-installable across architectures, so that one is fetched with apt-get download into
+# $NODEGATE_CACHE_DIR/debs (default build/cache/debs) and read from there (scripts/lib/arch.sh).
 set -euo pipefail
 
 PACKAGES=(
@@ -37,6 +49,37 @@ PACKAGES=(
   clang-format clang-tidy
 )
 
+# Everything a cross build and its tests need, per architecture: the GNU triplet's toolchain,
+# the libraries the executables link and the tests use, in that architecture.
+cross_packages() {
+  local a=$1
+  printf '%s\n' "crossbuild-essential-$a" qemu-user-static qemu-system-arm cpio
+  local dev
+  for dev in libnl-3-dev libnl-route-3-dev libnl-nf-3-dev \
+    libyaml-dev libssl-dev libspdlog-dev libfmt-dev libboost1.81-dev libgtest-dev libgmock-dev; do
+    echo "$dev:$a"
+  done
+}
+
+ARCHES=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --arch)
+      [ "${2:-}" = "$(dpkg --print-architecture)" ] || ARCHES+=("$2")
+      shift 2
+      ;;
+    *) echo "install-deps: unknown argument $1 (usage: install-deps.sh [--arch ARCH]...)" >&2; exit 2 ;;
+  esac
+done
+for a in "${ARCHES[@]}"; do
+  case "$a" in
+    arm64) ;;
+    *) echo "install-deps: unsupported architecture $a (arm64 is)" >&2; exit 2 ;;
+  esac
+  mapfile -t more < <(cross_packages "$a")
+  PACKAGES+=("${more[@]}")
+done
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -44,16 +87,38 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
-if [ "${#missing[@]}" -eq 0 ]; then
+SOURCE_DIR="$(cd "$(dirname "$0")/.." && pwd)"
+# shellcheck source=lib/arch.sh
+source "$SOURCE_DIR/scripts/lib/arch.sh"
+missing_busybox=()
+for a in "${ARCHES[@]}"; do
+  [ -n "$(cached_deb busybox-static "$a")" ] || missing_busybox+=("$a")
+done
+
+if [ "${#missing[@]}" -eq 0 ] && [ "${#missing_busybox[@]}" -eq 0 ]; then
   exit 0
 fi
 
 if [ "$(id -u)" -ne 0 ]; then
-  echo "install-deps: missing packages (${missing[*]}); run as root" >&2
+  echo "install-deps: missing packages (${missing[*]} ${missing_busybox[*]/#/busybox-static:}); run as root" >&2
   exit 1
 fi
 
-echo "install-deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+updated=0
+for a in "${ARCHES[@]}"; do
+  if ! dpkg --print-foreign-architectures | grep -qx "$a"; then
+    echo "install-deps: dpkg --add-architecture $a" >&2
+    dpkg --add-architecture "$a"
+  fi
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}" >&2
+  apt-get update -qq
+  updated=1
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+for a in "${missing_busybox[@]}"; do
+  [ "$updated" = 1 ] || { apt-get update -qq; updated=1; }
+  fetch_deb busybox-static "$a"
+done

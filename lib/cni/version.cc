@@ -64,7 +64,7 @@ bool VersionAtLeast(std::string_view a, std::string_view b) {
 }
 
 std::string AboutText(std::string_view plugin_name) {
-  return "CNI " + std::string(plugin_name) + " plugin version " NODEGATE_VERSION " (nodegate)";
+  return "CNI " + std::string(plugin_name) + " plugin v" NODEGATE_VERSION;
 }
 
 std::string QuoteVersionList(const std::vector<std::string>& versions) {

@@ -39,8 +39,8 @@ Result<ResultFamily> FamilyOf(std::string_view version);
 // a >= b, where both are valid versions (invalid text compares as 0.0.0).
 bool VersionAtLeast(std::string_view a, std::string_view b);
 
-// The first line a plugin prints without CNI_COMMAND, in the reference's shape:
-// "CNI portmap plugin version 0.1.0 (nodegate)".
+// The first line a plugin prints without CNI_COMMAND, as the reference's release builds print
+// it (their build sets the version to the release tag): "CNI portmap plugin v0.1.0".
 std::string AboutText(std::string_view plugin_name);
 
 // `["0.1.0" "0.2.0"]`, the reference's rendering of a version list in error details.

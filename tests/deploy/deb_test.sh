@@ -8,6 +8,9 @@
 #   3. a real dpkg install into an empty temporary root with its own, empty database: it needs
 #      no other package; the installed nodegate and plugins run, `dpkg -V` finds every file
 #      intact, removal leaves no file. The host's dpkg database is not touched.
+# In a cross build (NODEGATE_ARCH, e.g. arm64: cmake/NodegateHelpers.cmake) the package is that
+# architecture's, and the test runs in a user namespace whose own binfmt_misc runs its
+# executables under qemu-user (with_arch_binfmt, scripts/lib/arch.sh).
 set -euo pipefail
 BIN="$(cd "${NODEGATE_BIN_DIR:-build/bin}" && pwd)"
 SRC="$(cd "${NODEGATE_SOURCE_DIR:-.}" && pwd)"
@@ -15,6 +18,15 @@ SRC="$(cd "${NODEGATE_SOURCE_DIR:-.}" && pwd)"
 source "$SRC/scripts/lib/check.sh"  # ok, fail, expect_eq, FAILED
 # shellcheck source=../../scripts/lib/build_outputs.sh
 source "$SRC/scripts/lib/build_outputs.sh"  # project_version
+# shellcheck source=../../scripts/lib/arch.sh
+source "$SRC/scripts/lib/arch.sh"  # HOST_ARCH, arch_tool, with_arch_binfmt
+ARCH="${NODEGATE_ARCH:-$HOST_ARCH}"
+if [ "$ARCH" != "$HOST_ARCH" ] && [ -z "${NG_ARCH_BINFMT:-}" ]; then
+  export NG_ARCH_BINFMT=1
+  with_arch_binfmt "$ARCH" bash "$0" "$@"
+  exit
+fi
+READELF="$(arch_tool "$ARCH" readelf)"
 
 T="$(mktemp -d /tmp/ng-deb-test.XXXXXX)"
 trap 'rm -rf "$T"' EXIT
@@ -24,11 +36,10 @@ DPKG_USER_FLAGS=()
 HOST_STATUS_SUM="$(md5sum </var/lib/dpkg/status)"
 
 VERSION="$(project_version "$SRC")"
-ARCH="$(dpkg --print-architecture)"
 DEB="$T/out/nodegate_${VERSION}_${ARCH}.deb"
 
 echo "== build"
-env -u DEB_BUILD_OPTIONS bash "$SRC/scripts/deb.sh" "$BIN" "$T/out" >"$T/build.log" 2>&1 ||
+env -u DEB_BUILD_OPTIONS bash "$SRC/scripts/deb.sh" "$BIN" "$T/out" "$ARCH" >"$T/build.log" 2>&1 ||
   { cat "$T/build.log" >&2; fail "scripts/deb.sh failed"; exit 1; }
 [ -f "$DEB" ] && ok "built $(basename "$DEB")" || { fail "no $DEB: $(ls "$T/out")"; exit 1; }
 grep -q warning "$T/build.log" && fail "warnings while building: $(grep warning "$T/build.log")"
@@ -93,13 +104,15 @@ for notice in '==== libnl-3 ' '==== libyaml ' '==== libc6 ' '==== libstdc++-' 'N
   grep -qF -- "$notice" "$COPYRIGHT" && ok "copyright has '$notice'" || fail "copyright lacks '$notice'"
 done
 for f in opt/cni/bin/host-local opt/cni/bin/portmap opt/cni/bin/bandwidth usr/bin/nodegate; do
-  readelf -lW "$T/x/$f" | grep -q INTERP && fail "$f has an ELF interpreter"
-  libs="$(readelf -dW "$T/x/$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
+  "$READELF" -lW "$T/x/$f" | grep -q INTERP && fail "$f has an ELF interpreter"
+  expect_eq "$(arch_elf_machine "$ARCH")" "$("$READELF" -hW "$T/x/$f" | sed -n 's/^ *Machine: *//p')" \
+    "$f is an executable of $ARCH"
+  libs="$("$READELF" -dW "$T/x/$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
   expect_eq "" "$libs" "$f needs no shared library"
-  readelf -S "$T/x/$f" | grep -q '\.debug_' && fail "$f is not stripped" || ok "$f stripped"
+  "$READELF" -S "$T/x/$f" | grep -q '\.debug_' && fail "$f is not stripped" || ok "$f stripped"
 done
 
-env -u DEB_BUILD_OPTIONS bash "$SRC/scripts/deb.sh" "$BIN" "$T/again" >/dev/null 2>&1 ||
+env -u DEB_BUILD_OPTIONS bash "$SRC/scripts/deb.sh" "$BIN" "$T/again" "$ARCH" >/dev/null 2>&1 ||
   fail "second build failed"
 cmp -s "$DEB" "$T/again/$(basename "$DEB")" && ok "same inputs, same bytes" ||
   fail "two builds of the same tree differ"
@@ -110,6 +123,8 @@ R="$T/root"
 mkdir -p "$R/var/lib/dpkg/info" "$R/var/lib/dpkg/updates" "$R/var/log"
 : >"$R/var/lib/dpkg/status"
 : >"$R/var/lib/dpkg/available"
+# The root's dpkg accepts the package's architecture as the machine's dpkg does.
+{ echo "$HOST_ARCH"; [ "$ARCH" = "$HOST_ARCH" ] || echo "$ARCH"; } >"$R/var/lib/dpkg/arch"
 D() { dpkg "${DPKG_USER_FLAGS[@]}" --root="$R" --log="$R/var/log/dpkg.log" "$@"; }
 if D -i "$DEB" >"$T/install.log" 2>&1; then
   ok "dpkg -i into a root whose database has no package"

@@ -13,6 +13,12 @@
 #   5. a configuration is installed only when named, before it the plugins; an existing one is
 #      kept unless CNI_CONF_OVERWRITE=true; a bad name or a missing mount fails;
 #   6. SLEEP=true and the main container's `sleep` keep running and stop at once on SIGTERM.
+# In a cross build (NODEGATE_ARCH, e.g. arm64) the image is that architecture's (linux/arm64,
+# its busybox-static and plugins), and all of the above runs in a user namespace whose own
+# binfmt_misc runs its executables under qemu-user (with_arch_binfmt, scripts/lib/arch.sh):
+# the installer, its busybox applets and the installed plugins are arm64 code run as the
+# DaemonSet would run them on an arm64 node. podman there gives runc --rootless (the namespace
+# may not write the machine's cgroups).
 set -euo pipefail
 BIN="$(cd "${NODEGATE_BIN_DIR:-build/bin}" && pwd)"
 SRC="$(cd "${NODEGATE_SOURCE_DIR:-.}" && pwd)"
@@ -20,6 +26,18 @@ SRC="$(cd "${NODEGATE_SOURCE_DIR:-.}" && pwd)"
 source "$SRC/scripts/lib/check.sh"  # ok, fail, expect_eq, FAILED
 # shellcheck source=../../scripts/lib/build_outputs.sh
 source "$SRC/scripts/lib/build_outputs.sh"  # project_version
+# shellcheck source=../../scripts/lib/arch.sh
+source "$SRC/scripts/lib/arch.sh"  # HOST_ARCH, with_arch_binfmt
+ARCH="${NODEGATE_ARCH:-$HOST_ARCH}"
+RUNTIME_FLAGS=()
+if [ "$ARCH" != "$HOST_ARCH" ]; then
+  if [ -z "${NG_ARCH_BINFMT:-}" ]; then
+    export NG_ARCH_BINFMT=1
+    with_arch_binfmt "$ARCH" bash "$0" "$@"
+    exit
+  fi
+  RUNTIME_FLAGS=(--runtime-flag rootless=true)
+fi
 PY=/usr/bin/python3  # Debian's, with python3-yaml (a python3 earlier in PATH may lack it)
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -29,7 +47,7 @@ fi
 START=$SECONDS
 T="$(mktemp -d /tmp/ng-image-test.XXXXXX)"
 HOLD_PID=""
-P() { CONTAINERS_CONF="$T/containers.conf" CONTAINERS_STORAGE_CONF="$T/storage.conf" podman "$@"; }
+P() { CONTAINERS_CONF="$T/containers.conf" CONTAINERS_STORAGE_CONF="$T/storage.conf" podman "${RUNTIME_FLAGS[@]}" "$@"; }
 cleanup() {
   set +e
   [ -n "$HOLD_PID" ] && kill "$HOLD_PID" 2>/dev/null
@@ -63,15 +81,17 @@ PLUGINS="host-local portmap bandwidth"
 
 echo "== 1. the image"
 out="$(CONTAINERS_CONF="$T/containers.conf" CONTAINERS_STORAGE_CONF="$T/storage.conf" \
-  bash "$SRC/scripts/image.sh" "$BIN" 2>&1)" || { fail "scripts/image.sh: $out"; exit 1; }
+  bash "$SRC/scripts/image.sh" "$BIN" "$TAG" "$ARCH" 2>&1)" || { fail "scripts/image.sh: $out"; exit 1; }
 case "$out" in "built $TAG "*) ok "scripts/image.sh: $out" ;; *) fail "scripts/image.sh said: $out" ;; esac
 ID1="$(P image inspect --format '{{.Id}}' "$TAG")" || { fail "no image $TAG"; exit 1; }
 expect_eq "$VERSION" "$(P image inspect --format '{{index .Labels "org.opencontainers.image.version"}}' "$TAG")" \
   "version label"
 expect_eq 1 "$(P image inspect --format '{{len .RootFS.Layers}}' "$TAG")" "one layer (FROM scratch)"
+expect_eq "linux/$(arch_oci "$ARCH")" "$(P image inspect --format '{{.Os}}/{{.Architecture}}' "$TAG")" \
+  "the image's platform"
 expect_eq 1 "$(P images -q | wc -l)" "one image in the store (no intermediate images)"
 CONTAINERS_CONF="$T/containers.conf" CONTAINERS_STORAGE_CONF="$T/storage.conf" \
-  bash "$SRC/scripts/image.sh" "$BIN" >/dev/null 2>&1 || fail "second build"
+  bash "$SRC/scripts/image.sh" "$BIN" "$TAG" "$ARCH" >/dev/null 2>&1 || fail "second build"
 expect_eq "$ID1" "$(P image inspect --format '{{.Id}}' "$TAG")" "rebuilt from the same inputs: same image ID"
 
 echo "== 2. deploy/daemonset.yaml"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The shipped executables (the three plugins and nodegate) as a node sees them, before any verb:
 # what they need from the node and what they say about themselves.
-#   - Self-contained: no ELF interpreter and no DT_NEEDED entry, so they run on any x86_64 Linux
+#   - Self-contained: no ELF interpreter and no DT_NEEDED entry, so they run on any Linux
 #     userland (glibc of any version, musl, none) as the reference's static builds do
 #     (cmake/NodegateHelpers.cmake, ng_executable).
 #   - Nothing loaded at run time. A static glibc loads shared objects only for dlopen, for NSS
@@ -17,8 +17,22 @@
 #         nothing calls, and no std::locale is built from a name).
 #   - No CNI_COMMAND: the about text (stderr, exit 0), like the reference.
 #   - CNI_COMMAND=VERSION: every spec version we speak, as JSON on stdout.
+#   - The about text is the reference release's: "CNI portmap plugin v<version>".
+# In a cross build (cmake/toolchains/debian-cross.cmake) CTest passes NODEGATE_TOOL_PREFIX (the
+# target's binutils) and NODEGATE_EMULATOR (qemu-user, which runs the executables here); the
+# checks are the same. NODEGATE_ARCH (Debian's name) is checked against each ELF header.
 set -euo pipefail
 BIN="${NODEGATE_BIN_DIR:?set by CTest}"
+SRC="${NODEGATE_SOURCE_DIR:?set by CTest}"
+TOOL="${NODEGATE_TOOL_PREFIX:-}"
+RUN=()
+[ -z "${NODEGATE_EMULATOR:-}" ] || RUN=("$NODEGATE_EMULATOR")
+# shellcheck source=../../scripts/lib/build_outputs.sh
+source "$SRC/scripts/lib/build_outputs.sh"  # project_version
+# shellcheck source=../../scripts/lib/arch.sh
+source "$SRC/scripts/lib/arch.sh"  # arch_elf_machine, HOST_ARCH
+VERSION="$(project_version "$SRC")"
+MACHINE="$(arch_elf_machine "${NODEGATE_ARCH:-$HOST_ARCH}")"
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
@@ -27,10 +41,13 @@ DL_API='(___?dlopen|dlopen|__dlmopen|dlmopen|___?dlsym|dlsym|__dlvsym|dlvsym)'
 LOCALE_BY_NAME='(setlocale|_ZNSt6locale6globalERKS_|_ZNSt6localeC[12]EPKc|_ZNSt6localeC[12]ERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE|_ZNSt6localeC[12]ERKS_PKci)'
 
 # references EXE: "CALLER CALLEE" for every instruction of CALLER that names one of the
-# functions above (a call, a jump, an address taken), CALLER != CALLEE.
+# functions above (a call, a jump, an address taken), CALLER != CALLEE. An AArch64 adrp names
+# only the 4 KiB page an address is in, labelled with whatever symbol starts below it: not a
+# reference (a call there is a bl, which names its target).
 references() {
-  objdump -d --no-show-raw-insn "$1" | awk -v pat="<(${DL_API}|__libc_dlopen_mode|${LOCALE_BY_NAME})[+>]" '
+  "${TOOL}objdump" -d --no-show-raw-insn "$1" | awk -v pat="<(${DL_API}|__libc_dlopen_mode|${LOCALE_BY_NAME})[+>]" '
     /^[0-9a-f]+ <.*>:$/ { caller = substr($2, 2, length($2) - 3); next }
+    $2 == "adrp" { next }
     $0 ~ pat {
       callee = $0; sub(/.*</, "", callee); sub(/[+>].*/, "", callee)
       if (callee != caller) print caller, callee
@@ -40,14 +57,16 @@ references() {
 for exe_name in portmap bandwidth host-local nodegate; do
   exe="$BIN/$exe_name"
   [ -x "$exe" ] || { fail "$exe missing"; continue; }
-  headers=$(readelf -lW "$exe") || { fail "$exe_name: readelf -l failed"; continue; }
+  machine=$("${TOOL}readelf" -hW "$exe" | sed -n 's/^ *Machine: *//p')
+  [ "$machine" = "$MACHINE" ] || fail "$exe_name is for '$machine', not '$MACHINE'"
+  headers=$("${TOOL}readelf" -lW "$exe") || { fail "$exe_name: readelf -l failed"; continue; }
   grep -q 'LOAD' <<<"$headers" || fail "$exe_name: no LOAD segment read"
   grep -q 'INTERP' <<<"$headers" &&
     fail "$exe_name has an ELF interpreter: $(grep -A1 INTERP <<<"$headers" | tail -1)"
-  needed=$(readelf -dW "$exe" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+  needed=$("${TOOL}readelf" -dW "$exe" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
   [ -z "$needed" ] || fail "$exe_name needs shared libraries: $(echo $needed)"
 
-  symbols=$(nm "$exe" | awk '$2 ~ /^[TtWwDdBb]$/ { print $3 }') || { fail "$exe_name: nm failed"; continue; }
+  symbols=$("${TOOL}nm" "$exe" | awk '$2 ~ /^[TtWwDdBb]$/ { print $3 }') || { fail "$exe_name: nm failed"; continue; }
   [ "$(wc -l <<<"$symbols")" -gt 1000 ] || fail "$exe_name: no symbol table (stripped?)"
   nss=$(grep -E "$NSS_SYMBOLS" <<<"$symbols" | tr '\n' ' ' || true)
   [ -z "$nss" ] || fail "$exe_name links glibc's NSS: $nss(route the lookup to lib/net/name_lookup.h)"
@@ -73,10 +92,11 @@ done
 for plugin in portmap bandwidth host-local; do
   exe="$BIN/$plugin"
   [ -x "$exe" ] || continue
-  about=$(env -i "$exe" </dev/null 2>&1 >/dev/null) || fail "$plugin: about text exits non-zero"
-  grep -q "CNI $plugin plugin" <<<"$about" || fail "$plugin about text: $about"
+  about=$(env -i "${RUN[@]}" "$exe" </dev/null 2>&1 >/dev/null) || fail "$plugin: about text exits non-zero"
+  [ "$(head -1 <<<"$about")" = "CNI $plugin plugin v$VERSION" ] ||
+    fail "$plugin about text: '$(head -1 <<<"$about")', not 'CNI $plugin plugin v$VERSION'"
   grep -q "1.1.0" <<<"$about" || fail "$plugin about text lacks 1.1.0: $about"
-  version=$(env -i CNI_COMMAND=VERSION "$exe" </dev/null) || fail "$plugin VERSION exits non-zero"
+  version=$(env -i CNI_COMMAND=VERSION "${RUN[@]}" "$exe" </dev/null) || fail "$plugin VERSION exits non-zero"
   for v in 0.3.1 0.4.0 1.0.0 1.1.0; do
     grep -q "\"$v\"" <<<"$version" || fail "$plugin VERSION lacks $v: $version"
   done

@@ -14,8 +14,12 @@
 #
 # NODEGATE_CACHE_DIR defaults to $NODEGATE_BUILD_DIR/cache, else <source>/build/cache.
 # NODEGATE_DEBIAN_MIRROR defaults to http://deb.debian.org/debian.
-# A foreign architecture (arm64 on amd64) is bootstrapped with `debootstrap --foreign` and its
-# second stage run under qemu-user-static, which needs the host's binfmt_misc entry for it.
+# A foreign architecture (arm64 on amd64, issue 33) is bootstrapped with `debootstrap --foreign`
+# here and its second stage run inside a VM of that architecture (qemu-system-<arch> under TCG,
+# no network): the first stage's tree, packed as the VM's initramfs, boots the suite's own
+# kernel (taken from the downloaded package) into a shell script that runs the second stage and
+# writes the finished tree as a tar archive onto a raw disk the host reads back. No binfmt_misc
+# entry is needed on the host, and none is registered.
 set -euo pipefail
 
 suite=bullseye
@@ -65,6 +69,71 @@ flock 9
 
 log() { echo "root.sh: $*" >&2; }
 
+# second_stage_in_vm TREE: debootstrap's second stage of a foreign TREE, run by TREE's own
+# kernel in qemu-system-<arch> (TCG); TREE is replaced by the finished root.
+second_stage_in_vm() {
+  local tree=$1 vm="$entry/stage2" kdeb kernel
+  local qemu=/usr/bin/qemu-system-$qemu_arch
+  [ -x "$qemu" ] || { log "$qemu missing (scripts/install-deps.sh --arch $arch)"; return 1; }
+  rm -rf "$vm"
+  mkdir -p "$vm"
+  kdeb=$(ls "$tree"/var/cache/apt/archives/linux-image-[0-9]*.deb 2>/dev/null | sort -V | tail -1)
+  [ -n "$kdeb" ] || { log "no kernel package among the downloaded ones"; return 1; }
+  dpkg-deb --fsys-tarfile "$kdeb" | tar -x -C "$vm" --wildcards './boot/vmlinuz-*'
+  kernel=$(ls "$vm"/boot/vmlinuz-* | head -1)
+  cat >"$tree/nodegate-stage2" <<'STAGE2'
+#!/bin/sh
+# PID 1 of the bootstrap VM (tests/portability/root.sh): the second stage, then the finished
+# tree as a tar archive onto the raw disk /dev/vda, then power off.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+# debootstrap run inside a container leaves /proc a symlink to itself.
+[ -L /proc ] && rm /proc && mkdir /proc
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+echo "stage2: second stage on $(uname -m), $(nproc) CPU(s)"
+if /debootstrap/debootstrap --second-stage; then
+  rm -f /var/cache/apt/archives/*.deb
+  rm -rf /var/lib/apt/lists/*
+  # No udev runs here: the disk's modules are loaded by name.
+  for m in virtio_mmio virtio_pci virtio_blk; do modprobe "$m" 2>/dev/null; done
+  for i in 1 2 3 4 5 6 7 8 9 10; do [ -b /dev/vda ] && break; sleep 1; done
+  umount /proc /sys
+  rm -f /nodegate-stage2
+  tar --numeric-owner --one-file-system --exclude=./dev -C / -cf /dev/vda . &&
+    echo "stage2: tree written" || echo "stage2: writing the tree failed"
+  mount -t proc proc /proc
+else
+  echo "stage2: the second stage failed"
+  tail -30 /debootstrap/debootstrap.log
+fi
+sync
+echo o >/proc/sysrq-trigger
+sleep 30
+STAGE2
+  chmod 755 "$tree/nodegate-stage2"
+  log "second stage in a $arch VM (qemu-system-$qemu_arch, TCG, no network)"
+  (cd "$tree" && find . -xdev | cpio --quiet -o -H newc) >"$vm/initramfs.cpio"
+  local size_mb
+  size_mb=$(( $(du -sm "$tree" | cut -f1) * 4 + 512 ))
+  truncate -s "${size_mb}M" "$vm/tree.tar"
+  local t0=$SECONDS rc=0
+  timeout "${NG_STAGE2_TIMEOUT:-3600}" "$qemu" -M virt -cpu max -smp 2 -m 4096 -accel tcg \
+    -display none -no-reboot -nic none -serial "file:$vm/console.log" -monitor none \
+    -kernel "$kernel" -initrd "$vm/initramfs.cpio" \
+    -append "console=ttyAMA0 rdinit=/nodegate-stage2 panic=-1" \
+    -drive "file=$vm/tree.tar,format=raw,if=virtio" || rc=$?
+  cat "$vm/console.log" >>"$entry/debootstrap.log"
+  log "the bootstrap VM ran for $((SECONDS - t0)) s (qemu exit $rc)"
+  grep -q "stage2: tree written" "$vm/console.log" ||
+    { tail -30 "$vm/console.log" >&2; return 1; }
+  rm -rf "$tree"
+  mkdir -p "$tree"
+  tar --numeric-owner -xpf "$vm/tree.tar" -C "$tree"
+  mkdir -p "$tree/dev"
+  rm -rf "$vm"
+}
+
 build_root() {
   local tmp="$entry/root.tmp"
   rm -rf "$tmp"
@@ -80,17 +149,10 @@ build_root() {
       "$suite" "$tmp" "$mirror" >"$entry/debootstrap.log" 2>&1 ||
       { tail -20 "$entry/debootstrap.log" >&2; return 1; }
   else
-    local qemu="/usr/bin/qemu-$qemu_arch-static"
-    [ -x "$qemu" ] || { log "$qemu missing (qemu-user-static)"; return 1; }
-    [ -e "/proc/sys/fs/binfmt_misc/qemu-$qemu_arch" ] ||
-      { log "no binfmt_misc entry qemu-$qemu_arch: the second stage cannot run"; return 1; }
     debootstrap --foreign --variant=minbase --arch="$arch" --include="$include" \
       "$suite" "$tmp" "$mirror" >"$entry/debootstrap.log" 2>&1 ||
       { tail -20 "$entry/debootstrap.log" >&2; return 1; }
-    cp "$qemu" "$tmp/usr/bin/"
-    chroot "$tmp" /debootstrap/debootstrap --second-stage >>"$entry/debootstrap.log" 2>&1 ||
-      { tail -20 "$entry/debootstrap.log" >&2; return 1; }
-    rm -f "$tmp/usr/bin/qemu-$qemu_arch-static"
+    second_stage_in_vm "$tmp" || return 1
   fi
   # /ng: where the tier puts our binaries and scripts (a bind mount in the chroot, the second
   # disk in the VM). The VM's PID 1 only mounts that disk and hands over to the smoke's own
@@ -111,7 +173,7 @@ INIT
     { log "no kernel or initramfs in $tmp/boot"; return 1; }
   # The downloaded packages are a third of the tree and nothing reads them again.
   rm -rf "$tmp"/var/cache/apt/archives/*.deb "$tmp"/var/lib/apt/lists/*
-  chroot "$tmp" dpkg-query -W -f '${Package} ${Version}\n' >"$entry/packages.txt"
+  dpkg-query --admindir="$tmp/var/lib/dpkg" -W -f '${Package} ${Version}\n' >"$entry/packages.txt"
   mv "$tmp" "$entry/root"
   log "built in $((SECONDS - t0)) s"
 }

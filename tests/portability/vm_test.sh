@@ -7,18 +7,37 @@
 # writes its results. The guest's PID 1
 # (/sbin/nodegate-vm-init in the root) mounts it and runs /ng/init (node/vm-init).
 #
-#   vm_test.sh [CHECK...]    (default: the smoke below)
+#   vm_test.sh [--arch ARCH --suite SUITE] [CHECK...]    (default: the smoke below)
 #   NG_VM_KEEP=1 vm_test.sh  keeps the work folder (console.log, smoke.ext4) and prints it
+#
+# --arch arm64 --suite bookworm (make test-arm64, issue 33): Debian 12's arm64 kernel and root
+# (root.sh bootstraps it in a VM of its own) in qemu-system-aarch64 -M virt -cpu max, also TCG;
+# NODEGATE_BIN_DIR must then hold arm64 executables (build-arm64/bin).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 require_root
 
+arch=$(dpkg --print-architecture)
+suite=bullseye
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --arch) arch=$2; shift 2 ;;
+    --suite) suite=$2; shift 2 ;;
+    *) break ;;
+  esac
+done
+case "$arch" in
+  amd64) qemu=(qemu-system-x86_64) console=ttyS0 ;;
+  # virt: the generic Arm board; max: every feature TCG emulates (e.g. pointer authentication).
+  arm64) qemu=(qemu-system-aarch64 -M virt) console=ttyAMA0 ;;
+  *) echo "vm_test.sh: unsupported architecture $arch" >&2; exit 2 ;;
+esac
 checks=("$@")
 if [ ${#checks[@]} -eq 0 ]; then
   checks=(version host_local portmap_iptables:nft portmap_iptables:legacy portmap_nftables
     portmap_nftables_masqall bandwidth)
 fi
-entry=$(debian_root --suite bullseye --image)
+entry=$(debian_root --suite "$suite" --arch "$arch" --image)
 kernel=$(ls "$entry"/root/boot/vmlinuz-* | sort -V | tail -1)
 initrd=$(ls "$entry"/root/boot/initrd.img-* | sort -V | tail -1)
 tmp=$(mktemp -d /tmp/ng-portability-vm.XXXXXX)
@@ -41,10 +60,10 @@ mke2fs -q -t ext2 -L ngsmoke -d "$tmp/ng" "$tmp/smoke.ext4" 256M
 echo "booting $(basename "$kernel") under TCG"
 start=$SECONDS
 rc=0
-timeout "${NG_VM_TIMEOUT:-1200}" qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 1024 \
+timeout "${NG_VM_TIMEOUT:-1200}" "${qemu[@]}" -accel tcg -cpu max -smp 2 -m 1024 \
   -display none -no-reboot -nic none -serial "file:$tmp/console.log" -monitor none \
   -kernel "$kernel" -initrd "$initrd" \
-  -append "console=ttyS0 root=/dev/vda rw quiet panic=-1 init=/sbin/nodegate-vm-init" \
+  -append "console=$console root=/dev/vda rw quiet panic=-1 init=/sbin/nodegate-vm-init" \
   -drive "file=$entry/root.ext4,format=raw,if=virtio,snapshot=on" \
   -drive "file=$tmp/smoke.ext4,format=raw,if=virtio" || rc=$?
 echo "the VM ran for $((SECONDS - start)) s (qemu exit $rc)"

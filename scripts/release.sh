@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# make release: what an operator downloads, for every architecture built (issue 33), in the
+# reference's shape.
+#
+#   bash scripts/release.sh [--no-image] OUT_DIR ARCH=BIN_DIR...
+#   e.g. scripts/release.sh build/release amd64=build/bin arm64=build-arm64/bin
+#
+# OUT_DIR (emptied first) receives, for each ARCH and the project's VERSION:
+#   nodegate-cni-plugins-linux-ARCH-vVERSION.tgz   host-local, portmap, bandwidth, flat (./NAME)
+#   nodegate-linux-ARCH-vVERSION                   the nodegate executable
+#   nodegate_VERSION_ARCH.deb                      scripts/deb.sh
+# each with .sha256 and .sha512 beside it (sha256sum's and sha512sum's own lines, so
+# `sha256sum -c FILE.sha256` checks it), and, unless --no-image,
+#   nodegate-cni-vVERSION.oci.tar                  the install image as a multi-architecture
+#                                                  OCI index (one image per ARCH, scripts/image.sh)
+# and the same manifest list in the local podman store as localhost/nodegate-cni:VERSION, the
+# name deploy/daemonset.yaml uses on every architecture.
+#
+# Reproducible: the executables carry no path of the build machine (-ffile-prefix-map,
+# CMakeLists.txt); they are stripped as the package strips them; the tarballs list their files
+# in name order with owner root, mode 0755 and the source tree's last commit date
+# (SOURCE_DATE_EPOCH when set), compressed with gzip -n. The same tree gives the same bytes
+# (tests/release/reproducible_test.sh builds it twice in different folders).
+#
+# Fails, removing nothing it checked, when an executable is not static (an ELF interpreter or a
+# DT_NEEDED entry), is not of its ARCH (readelf -h), or a checksum file does not verify.
+set -euo pipefail
+umask 022
+
+WITH_IMAGE=1
+if [ "${1:-}" = --no-image ]; then
+  WITH_IMAGE=0
+  shift
+fi
+[ $# -ge 2 ] || { echo "usage: release.sh [--no-image] OUT_DIR ARCH=BIN_DIR..." >&2; exit 2; }
+OUT="$1"
+shift
+SRC="$(cd "$(dirname "$0")/.." && pwd)"
+# shellcheck source=lib/build_outputs.sh
+source "$SRC/scripts/lib/build_outputs.sh"
+# shellcheck source=lib/arch.sh
+source "$SRC/scripts/lib/arch.sh"
+PLUGINS=(host-local portmap bandwidth)
+VERSION="$(project_version "$SRC")"
+[ -n "$VERSION" ] || { echo "release: no project(nodegate VERSION ...) in CMakeLists.txt" >&2; exit 1; }
+if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
+  SOURCE_DATE_EPOCH="$(git -C "$SRC" log -1 --format=%ct 2>/dev/null || echo 0)"
+fi
+export SOURCE_DATE_EPOCH
+IMAGE="localhost/nodegate-cni:$VERSION"
+
+die() {
+  echo "release: $*" >&2
+  exit 1
+}
+
+# check_executable FILE ARCH: static and of ARCH, else the release fails.
+check_executable() {
+  local readelf machine
+  readelf="$(arch_tool "$2" readelf)"
+  machine="$("$readelf" -hW "$1" | sed -n 's/^ *Machine: *//p')"
+  [ "$machine" = "$(arch_elf_machine "$2")" ] || die "$1 is for '$machine', not $2"
+  "$readelf" -lW "$1" | grep -q INTERP && die "$1 has an ELF interpreter (not static)"
+  "$readelf" -dW "$1" | grep -q NEEDED && die "$1 needs shared libraries (not static)"
+  return 0
+}
+
+# put_executable SRC DEST ARCH: stripped as scripts/deb.sh strips, mode 0755, checked.
+put_executable() {
+  "$(arch_tool "$3" strip)" --strip-unneeded --remove-section=.comment --remove-section=.note \
+    -o "$2" "$1"
+  chmod 0755 "$2"
+  touch -d "@$SOURCE_DATE_EPOCH" "$2"
+  check_executable "$2" "$3"
+}
+
+# checksums FILE: FILE.sha256 and FILE.sha512, each verified as a user would verify it.
+checksums() {
+  local dir name sum
+  dir="$(dirname "$1")"
+  name="$(basename "$1")"
+  for sum in sha256 sha512; do
+    (cd "$dir" && "${sum}sum" "$name" >"$name.$sum" && "${sum}sum" --quiet -c "$name.$sum") ||
+      die "$1.$sum does not verify"
+  done
+}
+
+ARCHES=()
+declare -A BIN_OF
+for spec in "$@"; do
+  arch="${spec%%=*}"
+  bin="${spec#*=}"
+  arch_triplet "$arch" >/dev/null || die "unsupported architecture $arch"
+  require_built release "$bin" "${PLUGINS[@]}" nodegate
+  ARCHES+=("$arch")
+  BIN_OF[$arch]="$(cd "$bin" && pwd)"
+done
+
+rm -rf "$OUT"
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+WORK="$(mktemp -d /tmp/ng-release.XXXXXX)"
+trap 'rm -rf "$WORK"' EXIT
+
+for arch in "${ARCHES[@]}"; do
+  bin="${BIN_OF[$arch]}"
+  echo "== linux/$arch from $bin"
+  for p in "${PLUGINS[@]}" nodegate; do check_executable "$bin/$p" "$arch"; done
+
+  stage="$WORK/plugins-$arch"
+  mkdir -p "$stage"
+  for p in "${PLUGINS[@]}"; do put_executable "$bin/$p" "$stage/$p" "$arch"; done
+  tgz="$OUT/nodegate-cni-plugins-linux-$arch-v$VERSION.tgz"
+  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" \
+    --format=gnu -C "$stage" -cf - $(printf './%s\n' "${PLUGINS[@]}" | sort) | gzip -9n >"$tgz"
+  checksums "$tgz"
+  echo "  $(basename "$tgz")"
+
+  exe="$OUT/nodegate-linux-$arch-v$VERSION"
+  put_executable "$bin/nodegate" "$exe" "$arch"
+  checksums "$exe"
+  echo "  $(basename "$exe")"
+
+  bash "$SRC/scripts/deb.sh" "$bin" "$WORK/deb-$arch" "$arch" >/dev/null
+  deb="$OUT/nodegate_${VERSION}_$arch.deb"
+  mv "$WORK/deb-$arch/nodegate_${VERSION}_$arch.deb" "$deb"
+  [ "$(dpkg-deb -f "$deb" Architecture)" = "$arch" ] || die "$deb: Architecture is not $arch"
+  dpkg-deb -x "$deb" "$WORK/deb-$arch/x"
+  for f in opt/cni/bin/host-local opt/cni/bin/portmap opt/cni/bin/bandwidth usr/bin/nodegate; do
+    check_executable "$WORK/deb-$arch/x/$f" "$arch"
+  done
+  checksums "$deb"
+  echo "  $(basename "$deb")"
+
+  if [ "$WITH_IMAGE" = 1 ]; then
+    bash "$SRC/scripts/image.sh" "$bin" "$IMAGE-$arch" "$arch" | sed 's/^/  /'
+  fi
+done
+
+if [ "$WITH_IMAGE" = 1 ]; then
+  echo "== $IMAGE: one manifest list for ${ARCHES[*]}"
+  # The name may hold a manifest list of an earlier release or a single image (make image).
+  podman manifest rm "$IMAGE" >/dev/null 2>&1 || podman rmi -f "$IMAGE" >/dev/null 2>&1 || true
+  podman manifest create "$IMAGE" >/dev/null
+  for arch in "${ARCHES[@]}"; do
+    podman manifest add "$IMAGE" "containers-storage:$IMAGE-$arch" >/dev/null
+  done
+  listed="$(podman manifest inspect "$IMAGE" |
+    python3 -c 'import json,sys; print(" ".join(sorted(m["platform"]["os"] + "/" + m["platform"]["architecture"] for m in json.load(sys.stdin)["manifests"])))')"
+  want="$(for arch in "${ARCHES[@]}"; do echo "linux/$(arch_oci "$arch")"; done | sort | tr '\n' ' ')"
+  [ "$listed" = "${want% }" ] || die "$IMAGE lists '$listed', not '${want% }'"
+  oci="$OUT/nodegate-cni-v$VERSION.oci.tar"
+  # The index is named with the whole image name, which ctr images import takes as it is.
+  podman manifest push --quiet --all --format oci "$IMAGE" "oci-archive:$oci:$IMAGE" >/dev/null
+  checksums "$oci"
+  echo "  $(basename "$oci") ($listed)"
+fi
+
+# Everything once more, as a downloader checks it.
+(cd "$OUT" && for f in *.sha256; do sha256sum --quiet -c "$f"; done &&
+  for f in *.sha512; do sha512sum --quiet -c "$f"; done) || die "a checksum file does not verify"
+echo "release: $OUT ($(find "$OUT" -maxdepth 1 -type f ! -name '*.sha*' | wc -l) artifacts, each with .sha256 and .sha512)"
