@@ -43,8 +43,8 @@ recipe=1
 # portmap), jq (reading JSON without a Python); and what the VM boots: the suite's kernel and
 # an initramfs that mounts the root disk.
 case "$arch" in
-  amd64) kernel_pkg=linux-image-amd64 qemu_arch=x86_64 ;;
-  arm64) kernel_pkg=linux-image-arm64 qemu_arch=aarch64 ;;
+  amd64) kernel_pkg=linux-image-amd64 ;;
+  arm64) kernel_pkg=linux-image-arm64 ;;
   *) echo "root.sh: unsupported architecture $arch" >&2; exit 2 ;;
 esac
 packages=(iptables nftables containernetworking-plugins iproute2 iperf3 busybox jq
@@ -79,7 +79,7 @@ log() { echo "root.sh: $*" >&2; }
 
 # second_stage_user TREE: debootstrap's second stage of a foreign TREE, run here under
 # qemu-user (scripts/lib/arch.sh: with_arch_binfmt): a user namespace whose own binfmt_misc
-# sends TREE's executables to qemu-$qemu_arch-static, the machine's users mapped as themselves
+# sends TREE's executables to qemu-user-static, the machine's users mapped as themselves
 # (so dpkg's chown gives the owners it would as root), and inside it PID and network
 # namespaces of its own so that the second stage may mount /proc and /sys in TREE and no
 # maintainer script reaches a network. The first stage (run as root here) made TREE's device
@@ -93,7 +93,7 @@ second_stage_user() {
     { log "no qemu-user for $arch (scripts/install-deps.sh --arch $arch)"; return 1; }
   log "second stage under $(basename "$qemu") in a user namespace (no binfmt_misc entry on the machine)"
   # The first stage, in a container here, left /proc a symlink to the machine's /proc.
-  [ -L "$tree/proc" ] && rm "$tree/proc" && mkdir "$tree/proc"
+  if [ -L "$tree/proc" ]; then rm "$tree/proc" && mkdir "$tree/proc"; fi
   local t0=$SECONDS rc=0
   with_arch_binfmt "$arch" unshare --pid --net --fork --kill-child --mount-proc="$tree/proc" \
     env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin INITRD=No LANG=C.UTF-8 container=lxc \
