@@ -105,9 +105,9 @@ second_stage_user() {
 # make_initrd TREE: TREE's /boot/initrd.img-<version>, made here rather than by
 # initramfs-tools under emulation: a static busybox of the architecture, the modules that
 # mount the root disk (virtio over PCI and MMIO, virtio_blk, ext4 and the crc32c its metadata
-# checksums need, with their dependencies
-# from the kernel's modules.dep, loaded in order), and an /init that mounts root= (rw) and
-# hands over to init= as the kernel command line says, the two parameters vm_test.sh passes.
+# checksums need, with their dependencies from the kernel's modules.dep, loaded in order), and
+# an /init that mounts root= (rw) and hands over to init= as the kernel command line says, the
+# two parameters vm_test.sh passes.
 make_initrd() {
   local tree=$1 kdir kver d
   kdir=$(ls -d "$tree"/lib/modules/* | sort -V | tail -1)
@@ -191,7 +191,8 @@ echo "nodegate-vm-init: no smoke disk" >/dev/console
 echo o >/proc/sysrq-trigger
 INIT
   chmod 755 "$tmp/sbin/nodegate-vm-init"
-  # The kernel's postinst makes the initramfs; without it the VM cannot mount its root disk.
+  # The kernel's postinst (a foreign root: make_initrd) made the initramfs; without it the VM
+  # cannot mount its root disk.
   ls "$tmp"/boot/vmlinuz-* "$tmp"/boot/initrd.img-* >/dev/null ||
     { log "no kernel or initramfs in $tmp/boot"; return 1; }
   # The downloaded packages are a third of the tree and nothing reads them again.
