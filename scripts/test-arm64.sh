@@ -4,7 +4,7 @@
 # host-local ADD/DEL under qemu-user. Here:
 #   1. the full netns tier of the portability checks (tests/portability/node/checks.sh) in a
 #      Debian 12 arm64 VM: bookworm's arm64 kernel and root (tests/portability/root.sh
-#      --arch arm64, bootstrapped in a VM of its own and cached), qemu-system-aarch64 -M virt
+#      --arch arm64, bootstrapped under qemu-user and cached), qemu-system-aarch64 -M virt
 #      -cpu max under TCG, no network; our arm64 executables beside bookworm's reference plugins;
 #   2. the deploy tier of the arm64 build: its .deb installed into an empty root and its install
 #      image run as deploy/daemonset.yaml runs it (tests/deploy, executed under qemu-user);

@@ -15,11 +15,11 @@
 # NODEGATE_CACHE_DIR defaults to $NODEGATE_BUILD_DIR/cache, else <source>/build/cache.
 # NODEGATE_DEBIAN_MIRROR defaults to http://deb.debian.org/debian.
 # A foreign architecture (arm64 on amd64, issue 33) is bootstrapped with `debootstrap --foreign`
-# here and its second stage run inside a VM of that architecture (qemu-system-<arch> under TCG,
-# no network): the first stage's tree, packed as the VM's initramfs, boots the suite's own
-# kernel (taken from the downloaded package) into a shell script that runs the second stage and
-# writes the finished tree as a tar archive onto a raw disk the host reads back. No binfmt_misc
-# entry is needed on the host, and none is registered.
+# here and its second stage run under qemu-user in a user namespace whose own binfmt_misc
+# (Linux 6.7 and later) runs the tree's executables (scripts/lib/arch.sh: with_arch_binfmt): no
+# binfmt_misc entry is registered on the machine, and no maintainer script sees its network.
+# The kernel package makes no initramfs there (initramfs-tools under emulation took ~25 min);
+# a small one is made here from a static busybox and the root's own virtio and ext4 modules.
 set -euo pipefail
 
 suite=bullseye
@@ -43,14 +43,18 @@ recipe=1
 # portmap), jq (reading JSON without a Python); and what the VM boots: the suite's kernel and
 # an initramfs that mounts the root disk.
 case "$arch" in
-  amd64) kernel_pkg=linux-image-amd64 qemu_arch=x86_64 ;;
-  arm64) kernel_pkg=linux-image-arm64 qemu_arch=aarch64 ;;
+  amd64) kernel_pkg=linux-image-amd64 ;;
+  arm64) kernel_pkg=linux-image-arm64 ;;
   *) echo "root.sh: unsupported architecture $arch" >&2; exit 2 ;;
 esac
 packages=(iptables nftables containernetworking-plugins iproute2 iperf3 busybox jq
   "$kernel_pkg" initramfs-tools)
 
-key=$(printf '%s\n' "recipe=$recipe" "suite=$suite" "arch=$arch" "${packages[@]}" | sort |
+# A foreign root's recipe differs (second stage under qemu-user, initramfs made here): its own
+# line, so that the native roots' keys (and caches) stay as they were.
+foreign=()
+[ "$arch" = "$(dpkg --print-architecture)" ] || foreign=("foreign=qemu-user-2")
+key=$(printf '%s\n' "recipe=$recipe" "suite=$suite" "arch=$arch" "${packages[@]}" "${foreign[@]}" | sort |
   sha256sum | cut -c1-12)
 if [ "$print_key" = 1 ]; then
   echo "$suite-$arch-$key"
@@ -61,6 +65,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 source_dir=$(cd "$here/../.." && pwd)
 cache=${NODEGATE_CACHE_DIR:-${NODEGATE_BUILD_DIR:-$source_dir/build}/cache}
 mirror=${NODEGATE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# arch.sh: qemu-user, with_arch_binfmt and the cached busybox-static (in $cache/debs).
+export NODEGATE_CACHE_DIR=$cache
+# shellcheck source=../../scripts/lib/arch.sh
+. "$source_dir/scripts/lib/arch.sh"
 entry="$cache/roots/$suite-$arch-$key"
 mkdir -p "$cache/roots"
 
@@ -69,69 +77,83 @@ flock 9
 
 log() { echo "root.sh: $*" >&2; }
 
-# second_stage_in_vm TREE: debootstrap's second stage of a foreign TREE, run by TREE's own
-# kernel in qemu-system-<arch> (TCG); TREE is replaced by the finished root.
-second_stage_in_vm() {
-  local tree=$1 vm="$entry/stage2" kdeb kernel
-  local qemu=/usr/bin/qemu-system-$qemu_arch
-  [ -x "$qemu" ] || { log "$qemu missing (scripts/install-deps.sh --arch $arch)"; return 1; }
-  rm -rf "$vm"
-  mkdir -p "$vm"
-  kdeb=$(ls "$tree"/var/cache/apt/archives/linux-image-[0-9]*.deb 2>/dev/null | sort -V | tail -1)
-  [ -n "$kdeb" ] || { log "no kernel package among the downloaded ones"; return 1; }
-  dpkg-deb --fsys-tarfile "$kdeb" | tar -x -C "$vm" --wildcards './boot/vmlinuz-*'
-  kernel=$(ls "$vm"/boot/vmlinuz-* | head -1)
-  cat >"$tree/nodegate-stage2" <<'STAGE2'
-#!/bin/sh
-# PID 1 of the bootstrap VM (tests/portability/root.sh): the second stage, then the finished
-# tree as a tar archive onto the raw disk /dev/vda, then power off.
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin
-# debootstrap run inside a container leaves /proc a symlink to itself.
-[ -L /proc ] && rm /proc && mkdir /proc
+# second_stage_user TREE: debootstrap's second stage of a foreign TREE, run here under
+# qemu-user (scripts/lib/arch.sh: with_arch_binfmt): a user namespace whose own binfmt_misc
+# sends TREE's executables to qemu-user-static, the machine's users mapped as themselves
+# (so dpkg's chown gives the owners it would as root), and inside it PID and network
+# namespaces of its own so that the second stage may mount /proc and /sys in TREE and no
+# maintainer script reaches a network. The first stage (run as root here) made TREE's device
+# nodes, which mknod could not in a user namespace. INITRD=No: the kernel's postinst hook
+# makes no initramfs (under emulation it took ~25 min); make_initrd makes one here instead.
+# container=lxc: debootstrap then skips its check that it may mknod in the target (a user
+# namespace may not), and nothing else of what it does changes.
+second_stage_user() {
+  local tree=$1 qemu
+  qemu=$(arch_qemu_user "$arch") && [ -x "$qemu" ] ||
+    { log "no qemu-user for $arch (scripts/install-deps.sh --arch $arch)"; return 1; }
+  log "second stage under $(basename "$qemu") in a user namespace (no binfmt_misc entry on the machine)"
+  # The first stage, in a container here, left /proc a symlink to the machine's /proc.
+  if [ -L "$tree/proc" ]; then rm "$tree/proc" && mkdir "$tree/proc"; fi
+  local t0=$SECONDS rc=0
+  with_arch_binfmt "$arch" unshare --pid --net --fork --kill-child --mount-proc="$tree/proc" \
+    env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin INITRD=No LANG=C.UTF-8 container=lxc \
+    chroot "$tree" /debootstrap/debootstrap --second-stage >>"$entry/debootstrap.log" 2>&1 || rc=$?
+  log "the second stage ran for $((SECONDS - t0)) s (exit $rc)"
+  [ "$rc" = 0 ] || { tail -30 "$entry/debootstrap.log" >&2; return 1; }
+}
+
+# make_initrd TREE: TREE's /boot/initrd.img-<version>, made here rather than by
+# initramfs-tools under emulation: a static busybox of the architecture, the modules that
+# mount the root disk (virtio over PCI and MMIO, virtio_blk, ext4 and the crc32c its metadata
+# checksums need, with their dependencies from the kernel's modules.dep, loaded in order), and
+# an /init that mounts root= (rw) and hands over to init= as the kernel command line says, the
+# two parameters vm_test.sh passes.
+make_initrd() {
+  local tree=$1 kdir kver d
+  kdir=$(ls -d "$tree"/lib/modules/* | sort -V | tail -1)
+  kver=$(basename "$kdir")
+  d=$(mktemp -d "$entry/initrd.XXXXXX")
+  mkdir -p "$d/bin" "$d/dev" "$d/proc" "$d/sys" "$d/newroot" "$d/modules"
+  arch_busybox "$arch" "$d/bin" || return 1
+  # modules.dep: "path: deps...", the dependencies already transitive; loaded last first.
+  local m line deps p n=0
+  for m in virtio_mmio virtio_pci virtio_blk crc32c_generic ext4; do
+    line=$(grep -E "/${m}\.ko(\.[a-z]+)?:" "$kdir/modules.dep") ||
+      { grep -qE "/${m}\.ko" "$kdir/modules.builtin" || { log "no module $m in $kver"; return 1; }; continue; }
+    deps=$(echo "${line#*:}" | tr ' ' '\n' | tac)
+    for p in $deps "${line%%:*}"; do
+      grep -qxF "$p" "$d/modules.order" 2>/dev/null && continue
+      echo "$p" >>"$d/modules.order"
+      n=$((n + 1))
+      cp "$kdir/$p" "$d/modules/$(printf %02d $n)-$(basename "$p")"
+    done
+  done
+  cat >"$d/init" <<'INIT'
+#!/bin/busybox sh
+# The initramfs of a root bootstrapped for another architecture (tests/portability/root.sh).
+/bin/busybox --install -s /bin
+export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-echo "stage2: second stage on $(uname -m), $(nproc) CPU(s)"
-if /debootstrap/debootstrap --second-stage; then
-  rm -f /var/cache/apt/archives/*.deb
-  rm -rf /var/lib/apt/lists/*
-  # No udev runs here: the disk's modules are loaded by name.
-  for m in virtio_mmio virtio_pci virtio_blk; do modprobe "$m" 2>/dev/null; done
-  for i in 1 2 3 4 5 6 7 8 9 10; do [ -b /dev/vda ] && break; sleep 1; done
-  umount /proc /sys
-  rm -f /nodegate-stage2
-  tar --numeric-owner --one-file-system --exclude=./dev -C / -cf /dev/vda . &&
-    echo "stage2: tree written" || echo "stage2: writing the tree failed"
-  mount -t proc proc /proc
-else
-  echo "stage2: the second stage failed"
-  tail -30 /debootstrap/debootstrap.log
-fi
-sync
-echo o >/proc/sysrq-trigger
-sleep 30
-STAGE2
-  chmod 755 "$tree/nodegate-stage2"
-  log "second stage in a $arch VM (qemu-system-$qemu_arch, TCG, no network)"
-  (cd "$tree" && find . -xdev | cpio --quiet -o -H newc) >"$vm/initramfs.cpio"
-  local size_mb
-  size_mb=$(( $(du -sm "$tree" | cut -f1) * 4 + 512 ))
-  truncate -s "${size_mb}M" "$vm/tree.tar"
-  local t0=$SECONDS rc=0
-  timeout "${NG_STAGE2_TIMEOUT:-3600}" "$qemu" -M virt -cpu max -smp 2 -m 4096 -accel tcg \
-    -display none -no-reboot -nic none -serial "file:$vm/console.log" -monitor none \
-    -kernel "$kernel" -initrd "$vm/initramfs.cpio" \
-    -append "console=ttyAMA0 rdinit=/nodegate-stage2 panic=-1" \
-    -drive "file=$vm/tree.tar,format=raw,if=virtio" || rc=$?
-  cat "$vm/console.log" >>"$entry/debootstrap.log"
-  log "the bootstrap VM ran for $((SECONDS - t0)) s (qemu exit $rc)"
-  grep -q "stage2: tree written" "$vm/console.log" ||
-    { tail -30 "$vm/console.log" >&2; return 1; }
-  rm -rf "$tree"
-  mkdir -p "$tree"
-  tar --numeric-owner -xpf "$vm/tree.tar" -C "$tree"
-  mkdir -p "$tree/dev"
-  rm -rf "$vm"
+for m in /modules/*; do insmod "$m" 2>/dev/null; done
+root=/dev/vda init=/sbin/init
+for arg in $(cat /proc/cmdline); do
+  case "$arg" in root=*) root=${arg#root=} ;; init=*) init=${arg#init=} ;; esac
+done
+i=0
+while [ ! -b "$root" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+mount -t ext4 -o rw "$root" /newroot || { echo "initrd: cannot mount $root"; ls /dev; echo o >/proc/sysrq-trigger; sleep 10; }
+umount /proc /sys
+mount --move /dev /newroot/dev
+# The root's PATH for its init, as initramfs-tools hands over (ours above has only /bin).
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+exec /bin/switch_root /newroot "$init"
+INIT
+  chmod 755 "$d/init"
+  rm -f "$d/modules.order"
+  (cd "$d" && find . | sort | cpio --quiet -o -H newc -R 0:0) | gzip -9n >"$tree/boot/initrd.img-$kver"
+  rm -rf "$d"
 }
 
 build_root() {
@@ -152,7 +174,8 @@ build_root() {
     debootstrap --foreign --variant=minbase --arch="$arch" --include="$include" \
       "$suite" "$tmp" "$mirror" >"$entry/debootstrap.log" 2>&1 ||
       { tail -20 "$entry/debootstrap.log" >&2; return 1; }
-    second_stage_in_vm "$tmp" || return 1
+    second_stage_user "$tmp" || return 1
+    make_initrd "$tmp" || return 1
   fi
   # /ng: where the tier puts our binaries and scripts (a bind mount in the chroot, the second
   # disk in the VM). The VM's PID 1 only mounts that disk and hands over to the smoke's own
@@ -168,7 +191,8 @@ echo "nodegate-vm-init: no smoke disk" >/dev/console
 echo o >/proc/sysrq-trigger
 INIT
   chmod 755 "$tmp/sbin/nodegate-vm-init"
-  # The kernel's postinst makes the initramfs; without it the VM cannot mount its root disk.
+  # The kernel's postinst (a foreign root: make_initrd) made the initramfs; without it the VM
+  # cannot mount its root disk.
   ls "$tmp"/boot/vmlinuz-* "$tmp"/boot/initrd.img-* >/dev/null ||
     { log "no kernel or initramfs in $tmp/boot"; return 1; }
   # The downloaded packages are a third of the tree and nothing reads them again.
