@@ -103,9 +103,8 @@ Traced TracedPortmap(const TestNetns& node, const std::string& command, const st
     // LeakSanitizer cannot run under ptrace: the sanitizer build's portmap (make test's last
     // stage) would die at exit without this; everything else of ASan keeps working.
     script << "#!/bin/sh\nASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" "
-           << "exec strace -f -qq -o " << trace
-           << " -e trace=sendto,sendmsg -X raw -s 24 " << nodegate::testing::BinPath("portmap")
-           << "\n";
+           << "exec strace -f -qq -o " << trace << " -e trace=sendto,sendmsg -X raw -s 24 "
+           << nodegate::testing::BinPath("portmap") << "\n";
   }
   std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
   nodegate::testing::PluginCall call;
