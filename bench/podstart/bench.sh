@@ -63,6 +63,8 @@ MADE_RUN_DIRS=""
 
 # shellcheck source=../../scripts/lib/node.sh
 source "$SRC/scripts/lib/node.sh"      # in_node, node_busybox_rootfs, node_remove
+# shellcheck source=../../scripts/lib/containerd.sh
+source "$SRC/scripts/lib/containerd.sh"  # containerd_config
 # shellcheck source=../lib/node.sh
 source "$SRC/bench/lib/node.sh"        # settle, iptables_population
 cri() { timeout 120 "$PY" "$SRC/tests/e2e/cri_client.py" "$SOCK" "$@"; }
@@ -119,32 +121,7 @@ use_plugins() { ln -sfn "$1" "$T/plugins.new" && mv -T "$T/plugins.new" "$T/plug
 
 sed "s|\"type\": \"host-local\",|\"type\": \"host-local\", \"dataDir\": \"$T/ipam\",|" \
   "$SRC/conf/examples/10-standard.conflist" >"$T/net.d/10-standard.conflist"
-cat >"$C/config.toml" <<EOF
-version = 2
-root = "$C/root"
-state = "$C/state"
-temp = "$C/tmp"
-[grpc]
-  address = "$SOCK"
-[ttrpc]
-  address = "$SOCK.ttrpc"
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$C/opt"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$IMAGE"
-  restrict_oom_score_adj = true
-  netns_mounts_under_state_dir = true
-  stream_server_address = "127.0.0.1"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "$T/plugins"
-    conf_dir = "$T/net.d"
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "native"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        Root = "$C/runc"
-EOF
+containerd_config
 
 ip netns add "$NODE"
 in_node ip link set lo up

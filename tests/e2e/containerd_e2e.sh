@@ -84,6 +84,8 @@ MADE_RUN_DIRS=""
 source "$SRC/scripts/lib/node.sh"  # in_node, in_client, node_* set-up, checks and removal
 # shellcheck source=../../scripts/lib/check.sh
 source "$SRC/scripts/lib/check.sh"  # ok, fail, expect_eq, FAILED
+# shellcheck source=../../scripts/lib/containerd.sh
+source "$SRC/scripts/lib/containerd.sh"  # containerd_config
 
 # Debian's python, the one python3-grpcio is installed for (a python3 earlier in PATH may not
 # have grpc).
@@ -290,38 +292,6 @@ EOF
   echo "[{\"Config\": \"config.json\", \"RepoTags\": [\"$IMAGE\"], \"Layers\": [\"layer.tar\"]}]" \
     >"$d/manifest.json"
   tar -C "$d" -cf "$T/pause.tar" manifest.json config.json layer.tar
-}
-
-containerd_config() {
-  cat >"$C/config.toml" <<EOF
-version = 2
-root = "$C/root"
-state = "$C/state"
-temp = "$C/tmp"
-[grpc]
-  address = "$SOCK"
-[ttrpc]
-  address = "$SOCK.ttrpc"
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$C/opt"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$IMAGE"
-  # these machines may refuse a lower oom_score_adj than containerd's own
-  restrict_oom_score_adj = true
-  # pod netns files under $C/state/io.containerd.grpc.v1.cri/netns, not /var/run/netns
-  netns_mounts_under_state_dir = true
-  stream_server_address = "127.0.0.1"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "$T/plugins"
-    conf_dir = "$T/net.d"
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    # copies instead of overlay mounts: works on any file system $T is on
-    snapshotter = "native"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        Root = "$C/runc"
-EOF
 }
 
 # pod_listening -t|-u PORT: wait until a server in the pod's netns is bound to PORT (a failure
