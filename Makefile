@@ -29,8 +29,8 @@ build: configure
 
 # arm64 (issue 33): the same build description, Debian's cross toolchain and :arm64 libraries
 # (install-deps.sh --arch arm64), the architecture a parameter of the toolchain file. Its unit
-# tests are configured too (make test runs them under qemu-user); this target builds the four
-# executables only.
+# tests are configured too (make test-arm64 runs them under qemu-user); this target builds the
+# four executables only.
 deps-arm64:
 	@bash scripts/install-deps.sh --arch arm64
 
@@ -55,12 +55,12 @@ release-check: build build-arm64
 # Every tier (scripts/test.sh): the release build's netns, e2e, deploy and style tests while
 # the sanitizer build compiles at low priority; then the unit tier under AddressSanitizer +
 # UndefinedBehaviorSanitizer, and the netns tests that exec the executables (label `plugins`)
-# again against their sanitizer builds.
-test: build deps-arm64
-	@JOBS=$(JOBS) ARM64_DIR=$(ARM64_DIR) bash scripts/test.sh $(BUILD_DIR) $(ASAN_DIR)
+# again against their sanitizer builds. arm64 is make test-arm64's.
+test: build
+	@JOBS=$(JOBS) bash scripts/test.sh $(BUILD_DIR) $(ASAN_DIR)
 
-# arm64 beyond make test (tests/arm64/README.md): the netns tier of the portability checks in a
-# Debian 12 arm64 VM (its own kernel, qemu-system-aarch64 under TCG), the install image's arm64
+# arm64 (tests/arm64/README.md): the cross build's unit tier under qemu-user, the netns tier of
+# the portability checks in a Debian 12 arm64 VM (its own kernel, qemu-system-aarch64 under TCG), the install image's arm64
 # variant run as the DaemonSet runs it (qemu-user), and the release's reproducibility.
 test-arm64: build build-arm64
 	@JOBS=$(JOBS) bash scripts/test-arm64.sh $(BUILD_DIR) $(ARM64_DIR)

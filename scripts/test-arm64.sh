@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # make test-arm64: what make test cannot afford of arm64 (issue 33; tests/arm64/README.md).
-# make test already runs the arm64 unit tier, executables_test and the plugins' VERSION and
-# host-local ADD/DEL under qemu-user. Here:
-#   1. the full netns tier of the portability checks (tests/portability/node/checks.sh) in a
+#   1. the arm64 unit tier (tests/arm64/unit_tier.sh): the cross build's unit tests, its
+#      executables_test and the plugins' VERSION and host-local ADD/DEL
+#      (tests/arm64/qemu_user_test.sh), all under qemu-user; its build (the unit_tier target
+#      of ARM64_DIR) is most of this stage's time;
+#   2. the full netns tier of the portability checks (tests/portability/node/checks.sh) in a
 #      Debian 12 arm64 VM: bookworm's arm64 kernel and root (tests/portability/root.sh
 #      --arch arm64, bootstrapped under qemu-user and cached), qemu-system-aarch64 -M virt
 #      -cpu max under TCG, no network; our arm64 executables beside bookworm's reference plugins;
-#   2. the deploy tier of the arm64 build: its .deb installed into an empty root and its install
+#   3. the deploy tier of the arm64 build: its .deb installed into an empty root and its install
 #      image run as deploy/daemonset.yaml runs it (tests/deploy, executed under qemu-user);
-#   3. the release's reproducibility (tests/release/reproducible_test.sh): both architectures
+#   4. the release's reproducibility (tests/release/reproducible_test.sh): both architectures
 #      built again from a copy of the tree in another folder give the same bytes.
 # Every stage runs even when an earlier one failed; the exit status is non-zero if any did.
 #
@@ -23,19 +25,13 @@ export NODEGATE_CACHE_DIR="${NODEGATE_CACHE_DIR:-$ARM64_DIR/cache}"
 VM_CHECKS=(version host_local portmap_iptables:nft portmap_cross:nft portmap_iptables:legacy
   portmap_cross:legacy portmap_nftables portmap_nftables_masqall bandwidth admit ports)
 
-failed=()
-stage() {  # name command...
-  local name=$1
-  shift
-  echo "== $name"
-  local t0=$SECONDS
-  if "$@"; then
-    echo "== $name: passed ($((SECONDS - t0)) s)"
-  else
-    echo "== $name: FAILED ($((SECONDS - t0)) s)"
-    failed+=("$name")
-  fi
-}
+# shellcheck source=lib/stages.sh
+source "$(dirname "$0")/lib/stages.sh"  # stage, stages_verdict
+
+if stage "the arm64 unit tier's build (cross)" \
+  cmake --build "$ARM64_DIR" -j "$JOBS" --target unit_tier; then
+  stage "the arm64 unit tier under qemu-user" env JOBS="$JOBS" bash tests/arm64/unit_tier.sh "$ARM64_DIR"
+fi
 
 stage "the Debian 12 arm64 root and its disk image (cached in $NODEGATE_CACHE_DIR/roots)" \
   bash tests/portability/root.sh --suite bookworm --arch arm64 --image
@@ -47,8 +43,4 @@ stage "the arm64 package and install image (qemu-user)" \
 stage "the release, built twice in different folders: the same bytes" \
   env JOBS="$JOBS" bash tests/release/reproducible_test.sh amd64="$BUILD_DIR/bin" arm64="$ARM64_DIR/bin"
 
-if [ ${#failed[@]} -gt 0 ]; then
-  printf 'make test-arm64: FAILED: %s\n' "${failed[@]}"
-  exit 1
-fi
-echo "make test-arm64: every stage passed"
+stages_verdict "make test-arm64"

@@ -16,18 +16,14 @@
 #   5. the netns tests that exec the executables (label `plugins`) again, against the sanitizer
 #      builds of those executables (a sanitized exec costs ~0.15 s here, so the crash soak runs
 #      only a few cycles there; `make fuzz` runs 500);
-#   6. the arm64 unit tier (issue 33, tests/arm64/unit_tier.sh): the cross build's unit tests,
-#      its executables_test and the plugins' VERSION and host-local ADD/DEL
-#      (tests/arm64/qemu_user_test.sh), all under qemu-user. Its build (ARM64_DIR,
-#      cmake/toolchains/debian-cross.cmake) runs last, on every core. The arm64 VM tier is
-#      make test-arm64's.
+# arm64 is make test-arm64's (scripts/test-arm64.sh): its cross build alone is about as long
+# as this whole run's builds, which would take make test past 20 minutes on a 2-core machine.
 # Every stage runs even when an earlier one failed; the exit status is non-zero if any did.
 #
 #   scripts/test.sh BUILD_DIR ASAN_DIR
 set -uo pipefail
 BUILD_DIR="$(cd "${1:-build}" && pwd)"
 ASAN_DIR="${2:-build-asan}"
-ARM64_DIR="${ARM64_DIR:-build-arm64}"
 JOBS="${JOBS:-$(nproc)}"
 asan_log="$(mktemp /tmp/ng-asan-build.XXXXXX)"
 asan_pid=""
@@ -42,20 +38,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-failed=()
-stage() {  # name command...
-  local name=$1
-  shift
-  echo "== $name"
-  local t0=$SECONDS
-  if "$@"; then
-    echo "== $name: passed ($((SECONDS - t0)) s)"
-  else
-    echo "== $name: FAILED ($((SECONDS - t0)) s)"
-    failed+=("$name")
-    return 1
-  fi
-}
+# shellcheck source=lib/stages.sh
+source "$(dirname "$0")/lib/stages.sh"  # stage, stages_verdict
 
 # Its own process group (setsid), so that an interrupted run stops the whole build.
 setsid nice -n 19 env JOBS="$JOBS" bash scripts/test-asan.sh "$ASAN_DIR" --build-only \
@@ -94,20 +78,7 @@ if wait "$asan_pid"; then
 else
   asan_pid=""
   cat "$asan_log"
-  failed+=("sanitizer build")
+  failed_stages+=("sanitizer build")
 fi
 
-# The arm64 cross build's unit tier (tests labelled unit, the four executables), configured as
-# make configure-arm64 configures it. It is built last, on both cores, rather than beside the
-# tests at low priority: a compile on both cores, even at nice 19, slows the latency-bound netns
-# and exec tests (each a chain of short execs) several times over (make test took 33 min here).
-if stage "arm64 build (cross, unit tier)" bash -c "make -s configure-arm64 ARM64_DIR='$ARM64_DIR' &&
-  cmake --build '$ARM64_DIR' -j '$JOBS' --target unit_tier"; then
-  stage "arm64 unit tier under qemu-user" env JOBS="$JOBS" bash tests/arm64/unit_tier.sh "$ARM64_DIR"
-fi
-
-if [ ${#failed[@]} -gt 0 ]; then
-  printf 'make test: FAILED: %s\n' "${failed[@]}"
-  exit 1
-fi
-echo "make test: every stage passed"
+stages_verdict "make test"
