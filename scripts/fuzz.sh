@@ -19,7 +19,8 @@ SOURCE_DIR="$(cd "$(dirname "$0")/.." && pwd)"
 # Warnings are errors in the GCC builds (the project's contract); clang's differ, so here only
 # tests/fuzz itself is built with -Werror.
 CC=clang CXX=clang++ bash "$SOURCE_DIR/scripts/configure.sh" "$FUZZ_DIR" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNODEGATE_FUZZ=ON -DNODEGATE_WERROR=OFF
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNODEGATE_FUZZ=ON -DNODEGATE_WERROR=OFF \
+  -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld  # lld: a quarter of GNU ld's time on these links
 cmake --build "$FUZZ_DIR" -j "$BUILD_JOBS" --target fuzzers
 FUZZ_DIR="$(cd "$FUZZ_DIR" && pwd)"
 

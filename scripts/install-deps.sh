@@ -43,8 +43,8 @@ PACKAGES=(
   # containerd, from the scheduler's tracepoints, in bench/podstart)
   hyperfine wrk linux-perf
   # the sanitizer stage of make test and make fuzz (libFuzzer and the sanitizers come with
-  # Debian's clang)
-  clang
+  # Debian's clang; LLVM's linker links their static test executables about 4x faster)
+  clang lld
   # make format (checked by make test) and make tidy
   clang-format clang-tidy
 )

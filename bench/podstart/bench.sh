@@ -24,9 +24,9 @@
 #
 # Everything (containerd's root, state, socket, the runc root, the pod netns files, the IPAM
 # store, the CNI config) is under a temp folder, the node namespace is removed at the end, and
-# the containers and shims are stopped by PID, also on failure or Ctrl-C. containerd state is
-# machine-global: `make bench` takes /tmp/nodegate-e2e.lock around this section, as the e2e
-# tests do.
+# the containers and shims are stopped by PID, also on failure or Ctrl-C (scripts/lib/
+# containerd.sh). Two such benches on one machine would time each other's containerd: `make
+# bench` takes /tmp/nodegate-e2e.lock around this section.
 #
 #   bash bench/podstart/bench.sh BUILD_DIR        (root; SET=N ROUNDS=N OTHERS="0 1000")
 set -euo pipefail
@@ -57,48 +57,21 @@ IMAGE="localhost/ngpause:1"
 CGROUP="nodegate-bench-$$"
 CTD_PID=""
 PERF_PID=""
-MADE_RUN_DIRS=""
-[ -d /run/containerd ] || MADE_RUN_DIRS="/run/containerd/s /run/containerd"
-[ -n "$MADE_RUN_DIRS" ] || [ -d /run/containerd/s ] || MADE_RUN_DIRS="/run/containerd/s"
 
 # shellcheck source=../../scripts/lib/node.sh
 source "$SRC/scripts/lib/node.sh"      # in_node, node_busybox_rootfs, node_remove
 # shellcheck source=../../scripts/lib/containerd.sh
-source "$SRC/scripts/lib/containerd.sh"  # containerd_config
+source "$SRC/scripts/lib/containerd.sh"  # containerd_config, _start, _pause_image, _teardown
+MADE_RUN_DIRS="$(containerd_run_dirs_to_remove)"
 # shellcheck source=../lib/node.sh
 source "$SRC/bench/lib/node.sh"        # settle, iptables_population
 cri() { timeout 120 "$PY" "$SRC/tests/e2e/cri_client.py" "$SOCK" "$@"; }
 
-shim_pids() {  # the shims this containerd started: they carry "-address $SOCK"
-  local d
-  for d in /proc/[0-9]*; do
-    [ "$(cat "$d/comm" 2>/dev/null)" = containerd-shim ] || continue
-    tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -qF -- "-address $SOCK " && echo "${d#/proc/}"
-  done
-}
-
 cleanup() {
   set +e
   [ -z "$PERF_PID" ] || { kill -INT "$PERF_PID"; wait "$PERF_PID"; } 2>/dev/null
-  local ids="" left id
-  if [ -n "$CTD_PID" ] && kill -0 "$CTD_PID" 2>/dev/null; then
-    ids="$(cri list 2>/dev/null)"
-    for id in $ids; do cri stop "$id" >/dev/null 2>&1; cri remove "$id" >/dev/null 2>&1; done
-    kill "$CTD_PID"
-    for _ in $(seq 50); do kill -0 "$CTD_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$CTD_PID" 2>/dev/null
-  fi
-  left="$(runc --root "$C/runc/k8s.io" list -q 2>/dev/null)"
-  for id in $left; do runc --root "$C/runc/k8s.io" delete -f "$id" >/dev/null 2>&1; done
-  for pid in $(shim_pids); do kill -9 "$pid" 2>/dev/null; done
-  for id in $left $ids $(cut -d'"' -f8 "$T"/sets/*.json 2>/dev/null); do
-    rm -f "/run/containerd/s/$(printf %s "$SOCK/k8s.io/$id" | sha256sum | cut -d' ' -f1)"
-    rm -f /var/lib/cni/results/*-"$id"-*
-  done
-  # shellcheck disable=SC2086 # two folders, or one, or none
-  [ -z "$MADE_RUN_DIRS" ] || rmdir $MADE_RUN_DIRS 2>/dev/null
-  find /sys/fs/cgroup -maxdepth 3 -depth -type d \( -path "*/$CGROUP" -o -path "*/$CGROUP/*" \) \
-    -exec rmdir {} + 2>/dev/null
+  # shellcheck disable=SC2046 # one ID per word
+  containerd_teardown $(cut -d'"' -f8 "$T"/sets/*.json 2>/dev/null)
   node_remove
 }
 trap cleanup EXIT
@@ -125,30 +98,9 @@ containerd_config
 
 ip netns add "$NODE"
 in_node ip link set lo up
-nsenter --net="/run/netns/$NODE" containerd --config "$C/config.toml" --log-level info \
-  >"$C/containerd.log" 2>&1 &
-CTD_PID=$!
-for _ in $(seq 100); do
-  [ -S "$SOCK" ] && cri version >/dev/null 2>&1 && break
-  kill -0 "$CTD_PID" 2>/dev/null || break
-  sleep 0.1
-done
-cri version >/dev/null || { echo "containerd's CRI did not come up" >&2; tail -20 "$C/containerd.log" >&2; exit 1; }
-
+containerd_start || { echo "containerd's CRI did not come up" >&2; exit 1; }
 # The sandbox image: busybox's httpd as its entrypoint (as in the e2e test).
-node_busybox_rootfs "sh httpd"
-mkdir -p "$T/img/www" "$T/archive"
-tar -C "$T/img" -cf "$T/archive/layer.tar" .
-diff="$(sha256sum "$T/archive/layer.tar" | cut -d' ' -f1)"
-cat >"$T/archive/config.json" <<EOF
-{"architecture": "$(dpkg --print-architecture)", "os": "linux",
- "config": {"Env": ["PATH=/bin"], "Entrypoint": ["/bin/httpd", "-f", "-p", "8080", "-h", "/www"]},
- "rootfs": {"type": "layers", "diff_ids": ["sha256:$diff"]}}
-EOF
-echo "[{\"Config\": \"config.json\", \"RepoTags\": [\"$IMAGE\"], \"Layers\": [\"layer.tar\"]}]" \
-  >"$T/archive/manifest.json"
-tar -C "$T/archive" -cf "$T/pause.tar" manifest.json config.json layer.tar
-ctr --address "$SOCK" -n k8s.io images import --snapshotter native "$T/pause.tar" >/dev/null
+containerd_pause_image
 
 # The scheduler's fork, exec and exit events of the whole machine while the sets run, stamped
 # with CLOCK_MONOTONIC like the driver's times. perf needs tracefs for the tracepoints' formats:

@@ -74,69 +74,29 @@ POD_UID=7c4c5c40-0000-4000-8000-00000000e2e0
 PAR_N=20                      # step 7: sandboxes created in parallel, host ports 19000 + i
 PAR_JOBS=()                   # step 7: PIDs of the CRI calls (and wgets) running in parallel
 CGROUP="nodegate-e2e-$$"     # the pod's cgroup parent, in every hierarchy
-# containerd 1.6 puts its shims' sockets in /run/containerd/s whatever its state folder is:
-# the folders this test makes there are removed at the end.
-MADE_RUN_DIRS=""
-[ -d /run/containerd ] || MADE_RUN_DIRS="/run/containerd/s /run/containerd"
-[ -n "$MADE_RUN_DIRS" ] || [ -d /run/containerd/s ] || MADE_RUN_DIRS="/run/containerd/s"
 
 # shellcheck source=../../scripts/lib/node.sh
 source "$SRC/scripts/lib/node.sh"  # in_node, in_client, node_* set-up, checks and removal
 # shellcheck source=../../scripts/lib/check.sh
 source "$SRC/scripts/lib/check.sh"  # ok, fail, expect_eq, FAILED
 # shellcheck source=../../scripts/lib/containerd.sh
-source "$SRC/scripts/lib/containerd.sh"  # containerd_config
+source "$SRC/scripts/lib/containerd.sh"  # containerd_config, _start, _pause_image, _teardown
+MADE_RUN_DIRS="$(containerd_run_dirs_to_remove)"
 
 # Debian's python, the one python3-grpcio is installed for (a python3 earlier in PATH may not
 # have grpc).
 PY=/usr/bin/python3
 cri() { timeout 120 "$PY" "$SRC/tests/e2e/cri_client.py" "$SOCK" "$@"; }
 
-# PIDs of the shims this containerd started: they carry "-address $SOCK".
-shim_pids() {
-  local d
-  for d in /proc/[0-9]*; do
-    [ "$(cat "$d/comm" 2>/dev/null)" = containerd-shim ] || continue
-    tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -qF -- "-address $SOCK " && echo "${d#/proc/}"
-  done
-}
-
 cleanup() {
   set +e
   for pid in "${HELPERS[@]}"; do kill "$pid" 2>/dev/null; done
-  local ids="" stops=()
-  if [ -n "$CTD_PID" ] && kill -0 "$CTD_PID" 2>/dev/null; then
-    # Step 7's calls still running (an interrupt, a failed check) end first (each within
-    # `cri`'s timeout): a sandbox they create after the listing below would be left.
-    for pid in "${PAR_JOBS[@]}"; do wait "$pid" 2>/dev/null; done
-    # What a kubelet does before it goes: every sandbox stopped and removed (CNI DEL), in
-    # parallel (step 7 may leave 20).
-    ids="$(cri list 2>/dev/null)"
-    for id in $ids; do
-      { cri stop "$id" >/dev/null 2>&1; cri remove "$id" >/dev/null 2>&1; } &
-      stops+=("$!")
-    done
-    for pid in "${stops[@]}"; do wait "$pid"; done
-    kill "$CTD_PID"
-    for _ in $(seq 50); do kill -0 "$CTD_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$CTD_PID" 2>/dev/null
-  fi
-  # Whatever is left: containers by runc's own state, then the shims by PID and their
-  # sockets (named by a hash of containerd's address, namespace and container ID).
-  local left
-  left="$(runc --root "$C/runc/k8s.io" list -q 2>/dev/null)"
-  for id in $left; do runc --root "$C/runc/k8s.io" delete -f "$id" >/dev/null 2>&1; done
-  for pid in $(shim_pids); do kill -9 "$pid" 2>/dev/null; done
+  # Step 7's calls still running (an interrupt, a failed check) end first (each within
+  # `cri`'s timeout): a sandbox they create after the teardown's listing would be left.
+  for pid in "${PAR_JOBS[@]}"; do wait "$pid" 2>/dev/null; done
   # (step 7's IDs from its files: containerd may be gone, or a RunPodSandbox not answered)
-  for id in $left $SANDBOX $ids $(cat "$T"/par/*.id 2>/dev/null); do
-    rm -f "/run/containerd/s/$(printf %s "$SOCK/k8s.io/$id" | sha256sum | cut -d' ' -f1)"
-    # libcni's cache (containerd 1.6 cannot move it): entries a DEL that never ran left
-    rm -f /var/lib/cni/results/*-"$id"-*
-  done
-  # shellcheck disable=SC2086 # two folders, or one, or none
-  [ -z "$MADE_RUN_DIRS" ] || rmdir $MADE_RUN_DIRS 2>/dev/null
-  find /sys/fs/cgroup -maxdepth 3 -depth -type d \( -path "*/$CGROUP" -o -path "*/$CGROUP/*" \) \
-    -exec rmdir {} + 2>/dev/null
+  # shellcheck disable=SC2046 # one ID per word
+  containerd_teardown $SANDBOX $(cat "$T"/par/*.id 2>/dev/null)
   [ -z "$RECORD" ] || record_normalise
   node_remove  # the namespaces, every mount under $T (pod netns, rootfs), $T itself
 }
@@ -274,26 +234,6 @@ elif query == "facts":
 EOF
 }
 
-# A docker-archive image of busybox's httpd serving $T/img/www as its entrypoint: the
-# sandbox ("pause") container then serves, and no other container is needed.
-pause_image() {
-  node_busybox_rootfs "sh httpd"
-  mkdir -p "$T/img/www"
-  echo hello-containerd >"$T/img/www/index.html"
-  local d="$T/archive" diff
-  rm -rf "$d" && mkdir -p "$d"
-  tar -C "$T/img" -cf "$d/layer.tar" .
-  diff="$(sha256sum "$d/layer.tar" | cut -d' ' -f1)"
-  cat >"$d/config.json" <<EOF
-{"architecture": "$(dpkg --print-architecture)", "os": "linux",
- "config": {"Env": ["PATH=/bin"], "Entrypoint": ["/bin/httpd", "-f", "-p", "8080", "-h", "/www"]},
- "rootfs": {"type": "layers", "diff_ids": ["sha256:$diff"]}}
-EOF
-  echo "[{\"Config\": \"config.json\", \"RepoTags\": [\"$IMAGE\"], \"Layers\": [\"layer.tar\"]}]" \
-    >"$d/manifest.json"
-  tar -C "$d" -cf "$T/pause.tar" manifest.json config.json layer.tar
-}
-
 # pod_listening -t|-u PORT: wait until a server in the pod's netns is bound to PORT (a failure
 # when it never is).
 pod_listening() {
@@ -331,25 +271,13 @@ sed "s|\"type\": \"host-local\",|\"type\": \"host-local\", \"dataDir\": \"$T/ipa
 containerd_config
 node_and_client "ngk$$"
 start=$SECONDS
-# nsenter, not `ip netns exec`, which remounts /sys and hides the cgroups from runc.
-nsenter --net="/run/netns/$NODE" containerd --config "$C/config.toml" --log-level info \
-  >"$C/containerd.log" 2>&1 &
-CTD_PID=$!  # nsenter execs containerd: this is containerd's PID
-for _ in $(seq 100); do
-  [ -S "$SOCK" ] && cri version >/dev/null 2>&1 && break
-  kill -0 "$CTD_PID" 2>/dev/null || break
-  sleep 0.1
-done
-if VERSION="$(cri version 2>&1)"; then
-  ok "containerd up, CRI: $VERSION"
+if containerd_start; then
+  ok "containerd up, CRI: $(cri version 2>&1)"
 else
-  fail "containerd's CRI did not come up: $VERSION"
-  ctr --address "$SOCK" plugins ls 2>&1 | grep -v ' ok$' >&2 || true
-  tail -20 "$C/containerd.log" >&2
+  fail "containerd's CRI did not come up"
   exit 1
 fi
-pause_image
-ctr --address "$SOCK" -n k8s.io images import --snapshotter native "$T/pause.tar" >/dev/null
+containerd_pause_image
 # (the list first: `ctr | grep -q` fails under pipefail when grep stops reading early)
 IMAGES="$(ctr --address "$SOCK" -n k8s.io images ls -q)"
 grep -qx "$IMAGE" <<<"$IMAGES" && ok "pause image $IMAGE imported" ||
