@@ -60,8 +60,9 @@ test: build
 	@JOBS=$(JOBS) bash scripts/test.sh $(BUILD_DIR) $(ASAN_DIR)
 
 # arm64 (tests/arm64/README.md): the cross build's unit tier under qemu-user, the netns tier of
-# the portability checks in a Debian 12 arm64 VM (its own kernel, qemu-system-aarch64 under TCG), the install image's arm64
-# variant run as the DaemonSet runs it (qemu-user), and the release's reproducibility.
+# the portability checks in a Debian 12 arm64 VM (its own kernel, qemu-system-aarch64 under
+# TCG), the install image's arm64 variant run as the DaemonSet runs it (qemu-user), and the
+# release's reproducibility.
 test-arm64: build build-arm64
 	@JOBS=$(JOBS) bash scripts/test-arm64.sh $(BUILD_DIR) $(ARM64_DIR)
 

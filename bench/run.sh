@@ -5,7 +5,8 @@ set -uo pipefail
 BUILD_DIR="$(cd "${1:-build}" && pwd)"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 status=0
-# podstart times containerd: under a lock, so that two benches on one machine do not time each other.
+# podstart times containerd: under a lock, so that two benches on one machine do not time
+# each other.
 for area in podstart startup ipam portmap bandwidth admit ports webhook; do
   script="$HERE/$area/bench.sh"
   [ -f "$script" ] || continue

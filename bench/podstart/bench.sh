@@ -62,7 +62,6 @@ PERF_PID=""
 source "$SRC/scripts/lib/node.sh"      # in_node, node_busybox_rootfs, node_remove
 # shellcheck source=../../scripts/lib/containerd.sh
 source "$SRC/scripts/lib/containerd.sh"  # containerd_config, _start, _pause_image, _teardown
-MADE_RUN_DIRS="$(containerd_run_dirs_to_remove)"
 # shellcheck source=../lib/node.sh
 source "$SRC/bench/lib/node.sh"        # settle, iptables_population
 cri() { timeout 120 "$PY" "$SRC/tests/e2e/cri_client.py" "$SOCK" "$@"; }

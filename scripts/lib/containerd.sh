@@ -6,18 +6,8 @@
 #
 # The functions read C (containerd's folder), SOCK (its gRPC socket), IMAGE (the sandbox
 # image), T (the run's temp folder, whose plugins/ and net.d/ are the CNI bin and config
-# folders), NODE (the node's network namespace) and, at teardown, CTD_PID, CGROUP and
-# MADE_RUN_DIRS.
-
-# containerd 1.6 puts its shims' sockets in /run/containerd/s whatever its state folder is:
-# the folders a run makes there are removed at the end (containerd_teardown).
-containerd_run_dirs_to_remove() {
-  if [ ! -d /run/containerd ]; then
-    echo "/run/containerd/s /run/containerd"
-  elif [ ! -d /run/containerd/s ]; then
-    echo /run/containerd/s
-  fi
-}
+# folders), NODE (the node's network namespace) and, at teardown, CGROUP; containerd_start sets
+# CTD_PID and MADE_RUN_DIRS for containerd_teardown.
 
 # containerd_config: writes $C/config.toml.
 containerd_config() {
@@ -56,6 +46,11 @@ EOF
 # to 10 s for its CRI to answer; returns non-zero (the log's tail on stderr) when it does not.
 # nsenter, not `ip netns exec`, which remounts /sys and hides the cgroups from runc.
 containerd_start() {
+  # containerd 1.6 puts its shims' sockets in /run/containerd/s whatever its state folder is:
+  # the folders that do not exist yet are the run's, removed by containerd_teardown.
+  MADE_RUN_DIRS=""
+  [ -d /run/containerd ] || MADE_RUN_DIRS="/run/containerd/s /run/containerd"
+  [ -n "$MADE_RUN_DIRS" ] || [ -d /run/containerd/s ] || MADE_RUN_DIRS="/run/containerd/s"
   nsenter --net="/run/netns/$NODE" containerd --config "$C/config.toml" --log-level info \
     >"$C/containerd.log" 2>&1 &
   CTD_PID=$!  # nsenter execs containerd: this is containerd's PID
@@ -82,9 +77,11 @@ containerd_pause_image() {
   rm -rf "$d" && mkdir -p "$d"
   tar -C "$T/img" -cf "$d/layer.tar" .
   diff="$(sha256sum "$d/layer.tar" | cut -d' ' -f1)"
-  printf '%s\n' "{\"architecture\": \"$(dpkg --print-architecture)\", \"os\": \"linux\"," \
-    ' "config": {"Env": ["PATH=/bin"], "Entrypoint": ["/bin/httpd", "-f", "-p", "8080", "-h", "/www"]},' \
-    " \"rootfs\": {\"type\": \"layers\", \"diff_ids\": [\"sha256:$diff\"]}}" >"$d/config.json"
+  cat >"$d/config.json" <<EOF
+{"architecture": "$(dpkg --print-architecture)", "os": "linux",
+ "config": {"Env": ["PATH=/bin"], "Entrypoint": ["/bin/httpd", "-f", "-p", "8080", "-h", "/www"]},
+ "rootfs": {"type": "layers", "diff_ids": ["sha256:$diff"]}}
+EOF
   echo "[{\"Config\": \"config.json\", \"RepoTags\": [\"$IMAGE\"], \"Layers\": [\"layer.tar\"]}]" \
     >"$d/manifest.json"
   tar -C "$d" -cf "$T/pause.tar" manifest.json config.json layer.tar
@@ -110,7 +107,7 @@ containerd_shim_pids() {
 # every hierarchy).
 containerd_teardown() {
   local ids="" stops=() left id pid _
-  if [ -n "$CTD_PID" ] && kill -0 "$CTD_PID" 2>/dev/null; then
+  if [ -n "${CTD_PID:-}" ] && kill -0 "$CTD_PID" 2>/dev/null; then
     ids="$(cri list 2>/dev/null)"
     for id in $ids; do
       { cri stop "$id" >/dev/null 2>&1; cri remove "$id" >/dev/null 2>&1; } &
@@ -129,7 +126,7 @@ containerd_teardown() {
     rm -f /var/lib/cni/results/*-"$id"-*
   done
   # shellcheck disable=SC2086 # two folders, or one, or none
-  [ -z "$MADE_RUN_DIRS" ] || rmdir $MADE_RUN_DIRS 2>/dev/null
+  [ -z "${MADE_RUN_DIRS:-}" ] || rmdir $MADE_RUN_DIRS 2>/dev/null
   find /sys/fs/cgroup -maxdepth 3 -depth -type d \( -path "*/$CGROUP" -o -path "*/$CGROUP/*" \) \
     -exec rmdir {} + 2>/dev/null
   return 0

@@ -81,7 +81,6 @@ source "$SRC/scripts/lib/node.sh"  # in_node, in_client, node_* set-up, checks a
 source "$SRC/scripts/lib/check.sh"  # ok, fail, expect_eq, FAILED
 # shellcheck source=../../scripts/lib/containerd.sh
 source "$SRC/scripts/lib/containerd.sh"  # containerd_config, _start, _pause_image, _teardown
-MADE_RUN_DIRS="$(containerd_run_dirs_to_remove)"
 
 # Debian's python, the one python3-grpcio is installed for (a python3 earlier in PATH may not
 # have grpc).
