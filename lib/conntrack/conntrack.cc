@@ -3,170 +3,432 @@
 #include <arpa/inet.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_conntrack.h>
-#include <netlink/attr.h>
-#include <netlink/errno.h>
-#include <netlink/netfilter/ct.h>
-#include <netlink/netfilter/nfnl.h>
-#include <netlink/netlink.h>
+#include <linux/netlink.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
-#include <memory>
+#include <algorithm>
+#include <array>
+#include <bitset>
+#include <cerrno>
+#include <cstring>
 #include <optional>
+#include <span>
 #include <string>
-#include <unordered_set>
 
 #include "lib/netfilter/release.h"
 
 namespace nodegate::conntrack {
 namespace {
 
-struct SockDeleter {
-  void operator()(nl_sock* s) const {
-    netfilter::HandOffBeforeClose(nl_socket_get_fd(s));  // see lib/netfilter/release.h
-    nl_socket_free(s);
-  }
-};
-
-Error NlError(const std::string& what, int err) {
-  return Error(kErrKernel, "conntrack: " + what + ": " + nl_geterror(err));
-}
-
 // The ABI values of the kernel's tuple-filter flags (nf_internals.h; not in the uapi headers).
 constexpr uint32_t kFilterProtoNum = 1u << 3;
 constexpr uint32_t kFilterProtoDstPort = 1u << 5;
 // Up to this many ports, one kernel-filtered dump per port; beyond, one dump for them all.
 constexpr size_t kPortDumpsAtMost = 2;
+// A reply never waits longer than this (a helper must not stay behind for ever).
+constexpr int kReplyTimeoutSeconds = 10;
+// Receive buffers (ReadReplies).
+constexpr size_t kDumpReply = 64 * 1024;
+constexpr size_t kSmallReply = 8 * 1024;
 
-struct CtDeleter {
-  void operator()(nfnl_ct* ct) const { nfnl_ct_put(ct); }
+constexpr uint16_t CtMessage(uint8_t type) {
+  return static_cast<uint16_t>((NFNL_SUBSYS_CTNETLINK << 8) | type);
+}
+
+// A set of ports as a bitmap (no allocation), remembering the first few for per-port dumps.
+class PortSet {
+ public:
+  void Add(uint16_t port) {
+    if (bits_.test(port)) return;
+    bits_.set(port);
+    if (count_ < first_.size()) first_[count_] = port;
+    ++count_;
+  }
+  bool Contains(uint16_t port) const { return bits_.test(port); }
+  size_t size() const { return count_; }
+  // The ports when there are at most kPortDumpsAtMost of them.
+  std::span<const uint16_t> few() const { return {first_.data(), std::min(count_, first_.size())}; }
+
+ private:
+  std::bitset<65536> bits_;
+  std::array<uint16_t, kPortDumpsAtMost> first_{};
+  size_t count_ = 0;
 };
-using CtPtr = std::unique_ptr<nfnl_ct, CtDeleter>;
 
-int CollectEntry(nl_msg* msg, void* arg) {
-  nfnl_ct* ct = nullptr;
-  if (nfnlmsg_ct_parse(nlmsg_hdr(msg), &ct) >= 0 && ct != nullptr) {
-    static_cast<std::vector<CtPtr>*>(arg)->emplace_back(ct);
+// One request in a fixed buffer: header, nfgenmsg, attributes.
+class Request {
+ public:
+  Request(uint16_t type, uint16_t flags, uint8_t family, uint32_t seq) {
+    nlmsghdr header{};
+    header.nlmsg_type = type;
+    header.nlmsg_flags = static_cast<uint16_t>(NLM_F_REQUEST | flags);
+    header.nlmsg_seq = seq;
+    nfgenmsg body{};
+    body.nfgen_family = family;
+    body.version = NFNETLINK_V0;
+    std::memcpy(bytes_.data(), &header, sizeof(header));
+    std::memcpy(bytes_.data() + NLMSG_HDRLEN, &body, sizeof(body));
+    length_ = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(body));
   }
-  return NL_OK;
+  bool Put(uint16_t type, const void* data, size_t len) {
+    const size_t total = NLA_ALIGN(NLA_HDRLEN + len);
+    if (length_ + total > bytes_.size()) return (fits_ = false);
+    const nlattr header{static_cast<uint16_t>(NLA_HDRLEN + len), type};
+    std::memset(bytes_.data() + length_, 0, total);
+    std::memcpy(bytes_.data() + length_, &header, sizeof(header));
+    if (len > 0) std::memcpy(bytes_.data() + length_ + NLA_HDRLEN, data, len);
+    length_ += total;
+    return true;
+  }
+  // An attribute exactly as the kernel sent it (a dumped entry's tuple).
+  bool Copy(const nlattr* attr) {
+    const size_t total = NLA_ALIGN(attr->nla_len);
+    if (length_ + total > bytes_.size()) return (fits_ = false);
+    std::memset(bytes_.data() + length_, 0, total);
+    std::memcpy(bytes_.data() + length_, attr, attr->nla_len);
+    length_ += total;
+    return true;
+  }
+  // A nested attribute, flagged NLA_F_NESTED: the kernel parses CTA_FILTER strictly and
+  // refuses it without the flag (EINVAL); the tuples are parsed either way.
+  size_t Begin(uint16_t type) {
+    const size_t start = length_;
+    Put(static_cast<uint16_t>(type | NLA_F_NESTED), nullptr, 0);
+    return start;
+  }
+  void End(size_t start) {
+    const auto len = static_cast<uint16_t>(length_ - start);
+    std::memcpy(bytes_.data() + start, &len, sizeof(len));
+  }
+  bool fits() const { return fits_; }
+
+  // 0, or a negative errno.
+  int SendTo(int fd) {
+    auto* header = reinterpret_cast<nlmsghdr*>(bytes_.data());
+    header->nlmsg_len = static_cast<uint32_t>(length_);
+    sockaddr_nl kernel{};
+    kernel.nl_family = AF_NETLINK;
+    const ssize_t sent = ::sendto(fd, bytes_.data(), length_, 0,
+                                  reinterpret_cast<const sockaddr*>(&kernel), sizeof(kernel));
+    return sent == static_cast<ssize_t>(length_) ? 0 : (sent < 0 ? -errno : -EIO);
+  }
+
+ private:
+  alignas(nlmsghdr) std::array<uint8_t, 512> bytes_{};
+  size_t length_ = 0;
+  bool fits_ = true;
+};
+
+// The attributes of a message body (after nfgenmsg), or of a nested attribute, one by one.
+template <typename Visit>
+void ForEachAttr(const uint8_t* data, size_t len, Visit&& visit) {
+  size_t at = 0;
+  while (at + NLA_HDRLEN <= len) {
+    const auto* attr = reinterpret_cast<const nlattr*>(data + at);
+    if (attr->nla_len < NLA_HDRLEN || at + attr->nla_len > len) return;
+    visit(attr, static_cast<uint16_t>(attr->nla_type & NLA_TYPE_MASK),
+          reinterpret_cast<const uint8_t*>(attr) + NLA_HDRLEN, attr->nla_len - NLA_HDRLEN);
+    at += NLA_ALIGN(attr->nla_len);
+  }
 }
 
-// Builds a dump request for entries of (family, protocol) and, when `port` is given, that
-// original destination port. The kernel filters the dump itself (CTA_FILTER, Linux 5.8+), so
-// the cost follows the matches, not the table: a node with 20,000 entries took 120 ms per port
-// when the whole table came to user space. Older kernels ignore the filter and send
-// everything; the caller checks each entry anyway.
-bool BuildDumpRequest(nl_msg* msg, uint8_t protocol, std::optional<uint16_t> port) {
-  nlattr* tuple = nla_nest_start(msg, CTA_TUPLE_ORIG);
-  nlattr* proto = tuple ? nla_nest_start(msg, CTA_TUPLE_PROTO) : nullptr;
-  if (proto == nullptr || nla_put_u8(msg, CTA_PROTO_NUM, protocol) != 0) return false;
-  if (port && nla_put_u16(msg, CTA_PROTO_DST_PORT, htons(*port)) != 0) return false;
-  nla_nest_end(msg, proto);
-  nla_nest_end(msg, tuple);
-  nlattr* filter = nla_nest_start(msg, CTA_FILTER);
-  const uint32_t fields = kFilterProtoNum | (port ? kFilterProtoDstPort : 0);
-  if (filter == nullptr || nla_put_u32(msg, CTA_FILTER_ORIG_FLAGS, fields) != 0 ||
-      nla_put_u32(msg, CTA_FILTER_REPLY_FLAGS, 0) != 0) {
-    return false;
+// Reads the replies to request `seq` until its end (NLMSG_DONE, or the acknowledgement
+// NLMSG_ERROR) and hands every other message of it to `on_message`. 0, or a negative errno
+// (the kernel's, or the socket's). `kBuffer` bytes on the stack: a dump's messages come in
+// batches of up to 32 KiB (the kernel's netlink dump size), an answer or acknowledgement is small.
+template <size_t kBuffer, typename OnMessage>
+int ReadReplies(int fd, uint32_t seq, OnMessage&& on_message) {
+  alignas(nlmsghdr) std::array<uint8_t, kBuffer> buffer;
+  for (;;) {
+    iovec io{buffer.data(), buffer.size()};
+    sockaddr_nl from{};
+    msghdr message{};
+    message.msg_name = &from;
+    message.msg_namelen = sizeof(from);
+    message.msg_iov = &io;
+    message.msg_iovlen = 1;
+    const ssize_t n = ::recvmsg(fd, &message, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    if ((message.msg_flags & MSG_TRUNC) != 0) return -EMSGSIZE;
+    auto left = static_cast<unsigned>(n);
+    for (auto* header = reinterpret_cast<const nlmsghdr*>(buffer.data()); NLMSG_OK(header, left);
+         header = NLMSG_NEXT(header, left)) {
+      if (header->nlmsg_seq != seq) continue;  // what an earlier request left unread
+      if (header->nlmsg_type == NLMSG_DONE) return 0;
+      if (header->nlmsg_type == NLMSG_ERROR) {
+        if (header->nlmsg_len < NLMSG_LENGTH(sizeof(nlmsgerr))) return -EIO;
+        return static_cast<const nlmsgerr*>(NLMSG_DATA(header))->error;
+      }
+      if (header->nlmsg_len < NLMSG_LENGTH(sizeof(nfgenmsg))) continue;
+      on_message(header);
+    }
   }
-  nla_nest_end(msg, filter);
-  return true;
 }
 
-Result<std::vector<CtPtr>> Dump(nl_sock* sock, int family, uint8_t protocol,
-                                std::optional<uint16_t> port) {
-  std::unique_ptr<nl_msg, void (*)(nl_msg*)> msg(
-      nfnlmsg_alloc_simple(NFNL_SUBSYS_CTNETLINK, IPCTNL_MSG_CT_GET, NLM_F_DUMP,
-                           static_cast<uint8_t>(family), 0),
-      nlmsg_free);
-  if (!msg || !BuildDumpRequest(msg.get(), protocol, port)) {
-    return Error(kErrKernel, "conntrack: cannot build a dump request");
-  }
-  std::vector<CtPtr> entries;
-  if (int err = nl_send_auto(sock, msg.get()); err < 0) return NlError("dump", err);
-  std::unique_ptr<nl_cb, void (*)(nl_cb*)> cb(nl_cb_alloc(NL_CB_DEFAULT), nl_cb_put);
-  if (!cb) return Error(kErrKernel, "conntrack: cannot allocate netlink callbacks");
-  nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, CollectEntry, &entries);
-  if (int err = nl_recvmsgs(sock, cb.get()); err < 0) return NlError("dump", err);
-  return entries;
+// A socket of ours: NETLINK_NETFILTER, close-on-exec, with a bound wait for replies.
+int OpenSocket() {
+  const int fd = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+  if (fd < 0) return -errno;
+  const timeval timeout{kReplyTimeoutSeconds, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  return fd;
 }
-
-int ReadEntryCount(nl_msg* msg, void* arg) {
-  nlmsghdr* header = nlmsg_hdr(msg);
-  nlattr* attrs[CTA_STATS_GLOBAL_MAX + 1] = {};
-  if (nlmsg_parse(header, sizeof(nfgenmsg), attrs, CTA_STATS_GLOBAL_MAX, nullptr) == 0 &&
-      attrs[CTA_STATS_GLOBAL_ENTRIES] != nullptr) {
-    *static_cast<std::optional<uint32_t>*>(arg) =
-        ntohl(nla_get_u32(attrs[CTA_STATS_GLOBAL_ENTRIES]));
-  }
-  return NL_OK;
-}
-
-int StopAtAck(nl_msg* /*msg*/, void* /*arg*/) { return NL_STOP; }
 
 // How many entries the socket's network namespace holds (its nf_conntrack_count, from
 // ctnetlink's global statistics: one message, no walk of the table); nullopt when the kernel
 // does not say (then the caller dumps, as before the count existed). Counted are also entries
 // not yet confirmed into the hash: zero means no packet of the namespace has an entry at all.
-std::optional<uint32_t> EntriesInNamespace(nl_sock* sock) {
-  std::unique_ptr<nl_msg, void (*)(nl_msg*)> msg(
-      nfnlmsg_alloc_simple(NFNL_SUBSYS_CTNETLINK, IPCTNL_MSG_CT_GET_STATS, 0, AF_UNSPEC, 0),
-      nlmsg_free);
-  std::unique_ptr<nl_cb, void (*)(nl_cb*)> cb(nl_cb_alloc(NL_CB_DEFAULT), nl_cb_put);
-  if (!msg || !cb || nl_send_auto(sock, msg.get()) < 0) return std::nullopt;
+std::optional<uint32_t> EntriesInNamespace(int fd, uint32_t seq) {
+  Request request(CtMessage(IPCTNL_MSG_CT_GET_STATS), NLM_F_ACK, AF_UNSPEC, seq);
+  if (request.SendTo(fd) != 0) return std::nullopt;
   std::optional<uint32_t> entries;
-  nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, ReadEntryCount, &entries);
-  // The kernel flags its answer NLM_F_MULTI without a NLMSG_DONE after it; the request asked
-  // for an acknowledgement (libnl's default), and that ends the answer.
-  nl_cb_set(cb.get(), NL_CB_ACK, NL_CB_CUSTOM, StopAtAck, nullptr);
-  if (nl_recvmsgs(sock, cb.get()) < 0) return std::nullopt;
+  // The kernel flags its answer NLM_F_MULTI without a NLMSG_DONE after it; the
+  // acknowledgement asked for ends the answer.
+  const int err = ReadReplies<kSmallReply>(fd, seq, [&](const nlmsghdr* header) {
+    const auto* body = static_cast<const uint8_t*>(NLMSG_DATA(header));
+    const size_t offset = NLMSG_ALIGN(sizeof(nfgenmsg));
+    ForEachAttr(body + offset, header->nlmsg_len - NLMSG_HDRLEN - offset,
+                [&](const nlattr*, uint16_t type, const uint8_t* value, size_t len) {
+                  if (type != CTA_STATS_GLOBAL_ENTRIES || len < 4) return;
+                  uint32_t be;
+                  std::memcpy(&be, value, sizeof(be));
+                  entries = ntohl(be);
+                });
+  });
+  if (err != 0) return std::nullopt;
   return entries;
 }
 
-// Deletes the dumped entries whose original destination port is in `ports`.
-Result<int> DeleteMatching(nl_sock* sock, const std::vector<CtPtr>& entries, int family,
-                           uint8_t protocol, const std::unordered_set<uint16_t>& ports) {
-  int deleted = 0;
-  for (const CtPtr& ct : entries) {
-    if (nfnl_ct_get_family(ct.get()) != family || nfnl_ct_get_proto(ct.get()) != protocol ||
-        ports.count(nfnl_ct_get_dst_port(ct.get(), 0)) == 0) {
-      continue;
-    }
-    const int err = nfnl_ct_del(sock, ct.get(), 0);
-    if (err < 0 && err != -NLE_OBJ_NOTFOUND) return NlError("delete entry", err);
-    if (err >= 0) ++deleted;
+// What the flush needs of one dumped entry: where its tuple is, its L4 protocol and original
+// destination port, and the attributes that name exactly it (zone, id).
+struct DumpedEntry {
+  const nlattr* tuple = nullptr;
+  const nlattr* zone = nullptr;
+  const nlattr* id = nullptr;
+  std::optional<uint8_t> protocol;
+  std::optional<uint16_t> destination_port;
+};
+
+DumpedEntry ReadEntry(const nlmsghdr* header) {
+  DumpedEntry entry;
+  const auto* body = static_cast<const uint8_t*>(NLMSG_DATA(header));
+  const size_t offset = NLMSG_ALIGN(sizeof(nfgenmsg));
+  ForEachAttr(body + offset, header->nlmsg_len - NLMSG_HDRLEN - offset,
+              [&](const nlattr* attr, uint16_t type, const uint8_t* value, size_t len) {
+                if (type == CTA_ZONE) entry.zone = attr;
+                if (type == CTA_ID) entry.id = attr;
+                if (type != CTA_TUPLE_ORIG) return;
+                entry.tuple = attr;
+                ForEachAttr(value, len, [&](const nlattr*, uint16_t t, const uint8_t* v, size_t l) {
+                  if (t != CTA_TUPLE_PROTO) return;
+                  ForEachAttr(v, l, [&](const nlattr*, uint16_t p, const uint8_t* pv, size_t pl) {
+                    if (p == CTA_PROTO_NUM && pl >= 1) entry.protocol = pv[0];
+                    if (p == CTA_PROTO_DST_PORT && pl >= 2) {
+                      uint16_t be;
+                      std::memcpy(&be, pv, sizeof(be));
+                      entry.destination_port = ntohs(be);
+                    }
+                  });
+                });
+              });
+  return entry;
+}
+
+// Deletes one dumped entry over `fd` (not the dumping socket, whose dump is still running):
+// 1 when deleted, 0 when it was already gone, or a negative errno.
+int DeleteEntry(int fd, uint8_t family, const DumpedEntry& entry, uint32_t seq) {
+  Request request(CtMessage(IPCTNL_MSG_CT_DELETE), NLM_F_ACK, family, seq);
+  request.Copy(entry.tuple);
+  if (entry.zone != nullptr) request.Copy(entry.zone);
+  if (entry.id != nullptr) request.Copy(entry.id);
+  if (!request.fits()) return -EMSGSIZE;
+  if (const int err = request.SendTo(fd); err != 0) return err;
+  const int err = ReadReplies<kSmallReply>(fd, seq, [](const nlmsghdr*) {});
+  if (err == -ENOENT) return 0;
+  return err == 0 ? 1 : err;
+}
+
+// What a flush did, or where it failed.
+struct Outcome {
+  Flushed flushed;
+  int error = 0;          // 0, or a negative errno
+  const char* step = "";  // what failed
+};
+
+// Dumps (family, protocol) entries, the kernel filtering by `port` when given (CTA_FILTER,
+// Linux 5.8+; older kernels ignore the filter and send everything, and every entry is checked
+// here anyway), and deletes those whose destination port is in `ports`. The cost of a dump
+// follows the matches, not the table: a node with 20,000 entries took 120 ms per port when
+// the whole table came to user space.
+void DumpAndDelete(int dump_fd, int delete_fd, uint8_t family, uint8_t protocol,
+                   std::optional<uint16_t> port, const PortSet& ports, uint32_t& seq,
+                   Outcome& outcome) {
+  Request request(CtMessage(IPCTNL_MSG_CT_GET), NLM_F_DUMP, family, ++seq);
+  const size_t tuple = request.Begin(CTA_TUPLE_ORIG);
+  const size_t proto = request.Begin(CTA_TUPLE_PROTO);
+  request.Put(CTA_PROTO_NUM, &protocol, 1);
+  if (port) {
+    const uint16_t be = htons(*port);
+    request.Put(CTA_PROTO_DST_PORT, &be, sizeof(be));
   }
-  return deleted;
+  request.End(proto);
+  request.End(tuple);
+  const size_t filter = request.Begin(CTA_FILTER);
+  const uint32_t orig_flags = kFilterProtoNum | (port ? kFilterProtoDstPort : 0);
+  const uint32_t reply_flags = 0;
+  request.Put(CTA_FILTER_ORIG_FLAGS, &orig_flags, sizeof(orig_flags));  // host order: NLA_U32
+  request.Put(CTA_FILTER_REPLY_FLAGS, &reply_flags, sizeof(reply_flags));
+  request.End(filter);
+  ++outcome.flushed.dumps;
+  if (const int err = request.SendTo(dump_fd); err != 0) {
+    outcome.error = err;
+    outcome.step = "dump";
+    return;
+  }
+  const uint32_t dump_seq = seq;
+  const int err = ReadReplies<kDumpReply>(dump_fd, dump_seq, [&](const nlmsghdr* header) {
+    if (outcome.error != 0) return;  // the dump is read to its end all the same
+    const auto* body = static_cast<const nfgenmsg*>(NLMSG_DATA(header));
+    const DumpedEntry entry = ReadEntry(header);
+    if (body->nfgen_family != family || entry.tuple == nullptr || entry.protocol != protocol ||
+        !entry.destination_port || !ports.Contains(*entry.destination_port)) {
+      return;
+    }
+    const int deleted = DeleteEntry(delete_fd, family, entry, ++seq);
+    if (deleted < 0) {
+      outcome.error = deleted;
+      outcome.step = "delete entry";
+    } else {
+      outcome.flushed.deleted += deleted;
+    }
+  });
+  if (err != 0 && outcome.error == 0) {
+    outcome.error = err;
+    outcome.step = "dump";
+  }
+}
+
+// The whole flush over two sockets of the caller's: one count, then per-port dumps or one
+// dump of the protocol's entries.
+Outcome Flush(int query_fd, int delete_fd, uint8_t family, uint8_t protocol, const PortSet& ports) {
+  Outcome outcome;
+  if (ports.size() == 0) return outcome;
+  uint32_t seq = 1;
+  // A dump walks the whole hash whatever the namespace holds (262,144 buckets here, 10 ms under
+  // containerd): an empty namespace has nothing stale to find, and costs one message instead.
+  if (EntriesInNamespace(query_fd, seq) == 0U) return outcome;
+  // Every dump walks the kernel's whole hash table (about 3 ms on an empty table of this
+  // machine's size), so past a couple of ports one dump of the protocol's entries is cheaper
+  // than a filtered dump per port: a pod with 2,000 UDP ports took 6.5 s the per-port way.
+  if (ports.size() > kPortDumpsAtMost) {
+    DumpAndDelete(query_fd, delete_fd, family, protocol, std::nullopt, ports, seq, outcome);
+    return outcome;
+  }
+  for (const uint16_t port : ports.few()) {
+    DumpAndDelete(query_fd, delete_fd, family, protocol, port, ports, seq, outcome);
+    if (outcome.error != 0) break;
+  }
+  return outcome;
+}
+
+// ---- after exit
+
+struct PendingFlush {
+  uint8_t family = 0;
+  uint8_t protocol = 0;
+  PortSet ports;
+};
+// Set before the process exits, read by the helper (which shares this memory) after: fixed
+// storage, nothing to destroy at exit.
+std::array<PendingFlush, 4> g_pending;
+size_t g_pending_count = 0;
+
+// The helper's work (netfilter::HelperWork): every pending flush over two sockets of its own,
+// which it hands back so that they are closed after its wait for nf_tables, as the others.
+size_t FlushPendingInHelper(std::span<int> hold) {
+  const int query = OpenSocket();
+  const int remove = OpenSocket();
+  if (query >= 0 && remove >= 0) {
+    for (size_t i = 0; i < g_pending_count; ++i) {
+      const PendingFlush& pending = g_pending[i];
+      (void)Flush(query, remove, pending.family, pending.protocol, pending.ports);
+    }
+  }
+  size_t held = 0;
+  for (const int fd : {query, remove}) {
+    if (fd < 0) continue;
+    if (held < hold.size()) {
+      hold[held++] = fd;
+    } else {
+      ::close(fd);  // no room (never with the helper's own list): close now, waiting if need be
+    }
+  }
+  return held;
+}
+
+// Closes a socket of a process that goes on: its nf_tables release may be deferred too.
+class OwnedSocket {
+ public:
+  explicit OwnedSocket(int fd) : fd_(fd) {}
+  OwnedSocket(const OwnedSocket&) = delete;
+  OwnedSocket& operator=(const OwnedSocket&) = delete;
+  ~OwnedSocket() {
+    if (fd_ < 0) return;
+    netfilter::HandOffBeforeClose(fd_);  // see lib/netfilter/release.h
+    ::close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+Error KernelError(const char* step, int err) {
+  return Error(kErrKernel, std::string("conntrack: ") + step + ": " + std::strerror(-err));
 }
 
 }  // namespace
 
 Result<Flushed> DeleteByDestinationPort(int family, uint8_t protocol,
                                         const std::vector<uint16_t>& ports) {
-  Flushed flushed;
-  if (ports.empty()) return flushed;
-  std::unique_ptr<nl_sock, SockDeleter> sock(nl_socket_alloc());
-  if (!sock) return Error(kErrKernel, "conntrack: cannot allocate a netlink socket");
-  if (int err = nfnl_connect(sock.get()); err < 0) return NlError("connect", err);
-  // A dump walks the whole hash whatever the namespace holds (262,144 buckets here, 10 ms under
-  // containerd): an empty namespace has nothing stale to find, and costs one message instead.
-  if (EntriesInNamespace(sock.get()) == 0U) return flushed;
-  const std::unordered_set<uint16_t> wanted(ports.begin(), ports.end());
-  // Every dump walks the kernel's whole hash table (about 3 ms on an empty table of this
-  // machine's size), so past a couple of ports one dump of the protocol's entries is cheaper
-  // than a filtered dump per port: a pod with 2,000 UDP ports took 6.5 s the per-port way.
-  if (wanted.size() > kPortDumpsAtMost) {
-    ++flushed.dumps;
-    NG_ASSIGN_OR_RETURN(auto entries, Dump(sock.get(), family, protocol, std::nullopt));
-    NG_ASSIGN_OR_RETURN(flushed.deleted,
-                        DeleteMatching(sock.get(), entries, family, protocol, wanted));
-    return flushed;
+  if (ports.empty()) return Flushed{};
+  PortSet wanted;
+  for (const uint16_t port : ports) wanted.Add(port);
+  const OwnedSocket query(OpenSocket());
+  if (query.get() < 0) return KernelError("socket", query.get());
+  const OwnedSocket remove(OpenSocket());
+  if (remove.get() < 0) return KernelError("socket", remove.get());
+  const Outcome outcome =
+      Flush(query.get(), remove.get(), static_cast<uint8_t>(family), protocol, wanted);
+  if (outcome.error != 0) return KernelError(outcome.step, outcome.error);
+  return outcome.flushed;
+}
+
+bool DeleteByDestinationPortAfterExit(int family, uint8_t protocol,
+                                      const std::vector<uint16_t>& ports) {
+  if (ports.empty()) return true;
+  PendingFlush* pending = nullptr;
+  for (size_t i = 0; i < g_pending_count; ++i) {
+    if (g_pending[i].family == family && g_pending[i].protocol == protocol) {
+      pending = &g_pending[i];
+    }
   }
-  for (const uint16_t port : wanted) {
-    ++flushed.dumps;
-    NG_ASSIGN_OR_RETURN(auto entries, Dump(sock.get(), family, protocol, port));
-    NG_ASSIGN_OR_RETURN(const int n, DeleteMatching(sock.get(), entries, family, protocol, {port}));
-    flushed.deleted += n;
+  if (pending == nullptr) {
+    if (g_pending_count == g_pending.size()) return false;
+    if (g_pending_count == 0 && !netfilter::RunInHelperAtExit(FlushPendingInHelper)) {
+      return false;
+    }
+    pending = &g_pending[g_pending_count++];
+    pending->family = static_cast<uint8_t>(family);
+    pending->protocol = protocol;
   }
-  return flushed;
+  for (const uint16_t port : ports) pending->ports.Add(port);
+  return true;
 }
 
 }  // namespace nodegate::conntrack

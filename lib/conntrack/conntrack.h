@@ -1,7 +1,11 @@
 #pragma once
-// Conntrack entries through netlink (libnl-nf), in the calling thread's network namespace.
-// Used by portmap to drop stale UDP entries for a host port whose target changed: without
-// that, a client that keeps sending keeps hitting the old (gone) container.
+// Conntrack entries over raw ctnetlink, in the calling thread's network namespace. Used by
+// portmap to drop stale UDP entries for a host port whose target changed: without that, a
+// client that keeps sending keeps hitting the old (gone) container.
+//
+// The flush allocates nothing (fixed buffers on the stack, port sets as bitmaps), so it can
+// also run after the process has exited, in the helper lib/netfilter/release.h starts, which
+// shares the exited process's memory.
 
 #include <cstdint>
 #include <vector>
@@ -22,5 +26,14 @@ struct Flushed {
 // dumped. Errors: code 100 when netlink fails.
 Result<Flushed> DeleteByDestinationPort(int family, uint8_t protocol,
                                         const std::vector<uint16_t>& ports);
+
+// The same flush, run by the helper this process starts when it exits (release.h), before the
+// helper waits for nf_tables to be quiet: the caller's time no longer includes the kernel's
+// walk of the conntrack hash. Runs in the namespace this thread is in when it exits. Calls for
+// the same family and protocol add up. Its outcome is not reported anywhere. Returns false,
+// registering nothing, when the process does not allow detached work (sys::AllowDetachedWork)
+// or more than four (family, protocol) pairs are asked for: then the caller flushes itself.
+bool DeleteByDestinationPortAfterExit(int family, uint8_t protocol,
+                                      const std::vector<uint16_t>& ports);
 
 }  // namespace nodegate::conntrack

@@ -4,10 +4,16 @@
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <string>
 
+#include "lib/sys/detached.h"
 #include "lib/sys/netns.h"
 #include "tests/support/netns_fixture.h"
 
@@ -98,6 +104,57 @@ TEST(Conntrack, DumpsNothingWhenTheNamespaceHoldsNoEntry) {
   EXPECT_EQ(two->dumps, 2);
   EXPECT_EQ(two->deleted, 1);
   EXPECT_EQ(Count(ns, "tcp", 80), 1);
+}
+
+// In a process that allows detached work (a plugin's), the flush is only registered: it runs
+// in the helper the process starts when it exits (lib/netfilter/release.h), in the namespace
+// the process was in. The test process is the helper's subreaper and waits for it.
+TEST(Conntrack, FlushesInTheHelperAfterTheProcessExits) {
+  NG_REQUIRE_ROOT();
+  // Where detached work is not allowed (this test process), nothing is registered.
+  EXPECT_FALSE(DeleteByDestinationPortAfterExit(AF_INET, IPPROTO_UDP, {7001}));
+  TestNetns ns("ng-ctx");
+  Insert(ns, "udp", 7001);
+  Insert(ns, "udp", 7002);
+  Insert(ns, "udp", 7001, /*v6=*/true);
+  Insert(ns, "udp", 7003, /*v6=*/true);
+  int registered[2], go[2];
+  ASSERT_EQ(::pipe(registered), 0);
+  ASSERT_EQ(::pipe(go), 0);
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto scope = sys::NetnsScope::Enter(ns.path());
+    sys::AllowDetachedWork();
+    const char answer = scope.ok() &&
+                                DeleteByDestinationPortAfterExit(AF_INET, IPPROTO_UDP, {7001}) &&
+                                DeleteByDestinationPortAfterExit(AF_INET6, IPPROTO_UDP, {7001}) &&
+                                DeleteByDestinationPortAfterExit(AF_INET6, IPPROTO_UDP, {7003})
+                            ? 'y'
+                            : 'n';
+    char ignored;
+    if (::write(registered[1], &answer, 1) != 1 || ::read(go[0], &ignored, 1) != 1) ::_exit(2);
+    std::exit(0);  // runs the atexit handlers: the helper starts here
+  }
+  char answer = 0;
+  ASSERT_EQ(::read(registered[0], &answer, 1), 1);
+  EXPECT_EQ(answer, 'y');
+  // Registered, not done: the entries are all there while the process lives.
+  EXPECT_EQ(Count(ns, "udp", 7001), 1);
+  EXPECT_EQ(Count(ns, "udp", 7001, /*v6=*/true), 1);
+  ASSERT_EQ(::write(go[1], "g", 1), 1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  while (::wait(nullptr) > 0 || errno == EINTR) {
+  }  // the helper, reparented to this process
+  ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+  for (int fd : {registered[0], registered[1], go[0], go[1]}) ::close(fd);
+  EXPECT_EQ(Count(ns, "udp", 7001), 0);
+  EXPECT_EQ(Count(ns, "udp", 7001, /*v6=*/true), 0);
+  EXPECT_EQ(Count(ns, "udp", 7003, /*v6=*/true), 0);
+  EXPECT_EQ(Count(ns, "udp", 7002), 1);  // not asked for
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -107,16 +109,50 @@ std::vector<int>& Held() {
   return *held;
 }
 
-// At exit: one child keeps the copies until nf_tables is quiet, then exits, closing them. It
-// starts at exit, not at the first hand-off, because it shares this process's memory
-// (sys::SpawnDetachedAtExit) and must not see it change under it for long.
-void ReleaseHeldAtExit() {
+// Work registered for the child; fixed storage the child reads after this process exited.
+std::array<HelperWork, 4> g_works{};
+std::size_t g_work_count = 0;
+// The child's descriptors: those handed off (sys::SpawnDetachedAtExit shares memory for up to
+// 64) and those its works open.
+constexpr std::size_t kHandedOffAtMost = 64;
+constexpr std::size_t kHeldAtMost = kHandedOffAtMost + 8;
+
+// The child: the registered work first, then the wait, then exit (closing everything).
+void RunHelper(const int* handed_off, std::size_t count) {
+  std::array<int, kHeldAtMost> held{};
+  std::size_t n = std::min(count, kHandedOffAtMost);
+  std::copy(handed_off, handed_off + n, held.begin());
+  for (std::size_t i = 0; i < g_work_count; ++i) {
+    n += g_works[i](std::span<int>(held.data() + n, held.size() - n));
+  }
+  WaitForQuietNfTables(held.data(), n);
+}
+
+// At exit: one child runs the registered work and keeps the copies until nf_tables is quiet,
+// then exits, closing them. It starts at exit, not at the first hand-off, because it shares
+// this process's memory (sys::SpawnDetachedAtExit) and must not see it change under it for
+// long.
+void StartHelperAtExit() {
   std::vector<int>& held = Held();
-  if (held.empty()) return;
-  // Without a child the copies close with the process, as a plain close would have.
-  (void)sys::SpawnDetachedAtExit(WaitForQuietNfTables, held);
+  if (held.empty() && g_work_count == 0) return;
+  // Without a child the copies close with the process, as a plain close would have, and the
+  // registered work runs here, in the caller's time, as it would have without the helper.
+  if (!sys::SpawnDetachedAtExit(RunHelper, held)) {
+    std::array<int, kHeldAtMost - kHandedOffAtMost> opened{};
+    for (std::size_t i = 0; i < g_work_count; ++i) {
+      const std::size_t n = g_works[i](opened);
+      for (std::size_t j = 0; j < n; ++j) ::close(opened[j]);
+    }
+  }
   for (int fd : held) ::close(fd);
   held.clear();
+}
+
+void StartHelperAtExitOnce() {
+  static bool registered = false;
+  if (registered) return;
+  registered = true;
+  std::atexit(StartHelperAtExit);
 }
 
 }  // namespace
@@ -125,8 +161,15 @@ void HandOffBeforeClose(int fd) {
   if (!sys::DetachedWorkAllowed() || fd < 0 || !IsNfnetlinkSocket(fd)) return;
   const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
   if (copy < 0) return;
-  if (Held().empty()) std::atexit(ReleaseHeldAtExit);
+  StartHelperAtExitOnce();
   Held().push_back(copy);
+}
+
+bool RunInHelperAtExit(HelperWork work) {
+  if (!sys::DetachedWorkAllowed() || g_work_count == g_works.size()) return false;
+  StartHelperAtExitOnce();
+  g_works[g_work_count++] = work;
+  return true;
 }
 
 }  // namespace nodegate::netfilter

@@ -19,11 +19,29 @@
 //
 //   int main() { sys::AllowDetachedWork(); ... }        // once, in a plugin's main
 //   netfilter::HandOffBeforeClose(fd); close(fd);       // by the socket's owner
+//
+// The same child can first do work whose outcome the caller need not wait for (portmap's UDP
+// conntrack flush, lib/conntrack): RunInHelperAtExit.
+
+#include <cstddef>
+#include <span>
 
 namespace nodegate::netfilter {
 
 // When detached work is allowed and `fd` is a NETLINK_NETFILTER socket, keeps a copy of it
 // for the child started at exit. Never fails: without a copy or a child the close just waits.
 void HandOffBeforeClose(int fd);
+
+// Work for the child started at exit, run before it waits. The child shares the exited
+// process's memory: system calls, locals, and state the process set before it exited and no
+// longer changes; no allocation, no logging. Nfnetlink sockets it opens it puts in `hold` and
+// returns how many, so they are closed after the wait with the handed-off ones (closing one
+// earlier would wait for the destroy work, as above).
+using HelperWork = std::size_t (*)(std::span<int> hold);
+
+// Has the child started at exit run `work` (once, in the order registered). Returns false,
+// registering nothing, when detached work is not allowed or four works are registered already:
+// the caller then does the work itself.
+bool RunInHelperAtExit(HelperWork work);
 
 }  // namespace nodegate::netfilter

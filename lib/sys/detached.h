@@ -27,8 +27,9 @@ bool DetachedWorkAllowed();
 bool SpawnDetached(const std::function<void()>& work, std::vector<int> keep_fds = {});
 
 // Work that may run in a child sharing this process's memory: it gets the kept descriptors
-// and nothing else, allocates nothing and reads no state of the parent's (which goes on, and
-// exits, while the child runs). System calls and locals only.
+// and nothing else, allocates nothing and reads no state of the parent's that the parent
+// still changes (it goes on, and exits, while the child runs): system calls, locals, and
+// statics set before the spawn.
 using SharedMemoryWork = void (*)(const int* fds, std::size_t count);
 
 // SpawnDetached for such work, started right before this process exits: the child shares the
