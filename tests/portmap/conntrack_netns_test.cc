@@ -1,8 +1,9 @@
 // netns tier, against the built executable: portmap's UDP conntrack flush in every place the
 // rules can live (iptables layout in nft and legacy mode, nftables backend).
 //   - the guarantee: a UDP entry that sends a host port's traffic to a target that is gone
-//     (after a re-ADD with another target, after DEL) does not outlive the call, so the next
-//     datagram from the same client and source port reaches the current target;
+//     (after a re-ADD with another target, after DEL) does not outlive the call's helper (the
+//     flush runs in the helper the plugin starts at exit), so the next datagram from the same
+//     client and source port reaches the current target;
 //   - the fixed cost: in a namespace that holds no conntrack entry, nothing is dumped (each
 //     dump walks the kernel's whole conntrack hash, 262,144 buckets on this machine, whatever
 //     the namespace holds): counted as the dump requests the plugin sends, read by strace.
@@ -63,21 +64,21 @@ TEST_P(PortmapConntrack, NoStaleUdpEntryOutlivesReAddOrDel) {
   const std::string prev = PrevResult(topo.container_ip4 + "/24", "");
 
   const std::string first = Conf(backend(), UdpMapping(kHostPort, 53), prev);
-  ASSERT_EQ(Portmap(topo.node, "ADD", "ctr1", first).exit_code, 0);
+  ASSERT_EQ(PortmapAndHelper(topo.node, "ADD", "ctr1", first).exit_code, 0);
   ASSERT_EQ(UdpRequest(client, topo.node_client_ip4, kHostPort, 1500, kSourcePort), "before");
   ASSERT_EQ(UdpEntries(topo.node, kHostPort), 1);
 
   // Re-ADD towards port 54: the entry towards 53 (gone from the mapping) is flushed, so the
   // same client and source port reach the new target.
   const std::string second = Conf(backend(), UdpMapping(kHostPort, 54), prev);
-  const auto readd = Portmap(topo.node, "ADD", "ctr1", second);
+  const auto readd = PortmapAndHelper(topo.node, "ADD", "ctr1", second);
   ASSERT_EQ(readd.exit_code, 0) << readd.out << readd.err;
   EXPECT_EQ(UdpEntries(topo.node, kHostPort), 0) << "after re-ADD";
   EXPECT_EQ(UdpRequest(client, topo.node_client_ip4, kHostPort, 1500, kSourcePort), "after");
   EXPECT_EQ(UdpEntries(topo.node, kHostPort), 1);
 
   // DEL: the container is gone; no entry keeps sending the host port's traffic to it.
-  const auto del = Portmap(topo.node, "DEL", "ctr1", second);
+  const auto del = PortmapAndHelper(topo.node, "DEL", "ctr1", second);
   ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
   EXPECT_EQ(UdpEntries(topo.node, kHostPort), 0) << "after DEL";
   EXPECT_FALSE(UdpRequest(client, topo.node_client_ip4, kHostPort, 500, kSourcePort));
@@ -85,7 +86,9 @@ TEST_P(PortmapConntrack, NoStaleUdpEntryOutlivesReAddOrDel) {
 
 // Runs our portmap under strace and returns how many conntrack dump requests it sent: netlink
 // messages of type IPCTNL_MSG_CT_GET in subsystem NFNL_SUBSYS_CTNETLINK with NLM_F_DUMP, as
-// strace prints them raw (`nlmsg_type=0x1<<8|0x1, nlmsg_flags=0x305`).
+// strace prints them raw (`nlmsg_type=0x1<<8|0x1, nlmsg_flags=0x301`, or `0x101` when strace
+// has not yet learnt the socket's protocol). strace -f follows the helper the plugin starts at
+// exit, where the flush runs, and ends when it does.
 struct Traced {
   nodegate::testing::PluginOutput output;
   int dumps = 0;
@@ -118,8 +121,8 @@ Traced TracedPortmap(const TestNetns& node, const std::string& command, const st
   Traced traced;
   traced.output = nodegate::testing::RunPlugin(call);
   std::ifstream in(trace);
-  const std::regex stats(R"(nlmsg_type=0x1<<8\|0x5,)");
-  const std::regex dump(R"(nlmsg_type=0x1<<8\|0x1, nlmsg_flags=0x3[0-9a-f]{2},)");
+  const std::regex stats(R"(nlmsg_type=(0x1<<8\|0x5|0x105),)");
+  const std::regex dump(R"(nlmsg_type=(0x1<<8\|0x1|0x101), nlmsg_flags=0x3[0-9a-f]{2},)");
   for (std::string line; std::getline(in, line);) {
     if (std::regex_search(line, stats)) ++traced.stats;
     if (std::regex_search(line, dump)) ++traced.dumps;

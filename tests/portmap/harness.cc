@@ -169,9 +169,11 @@ PluginOutput Portmap(const TestNetns& node, const std::string& command,
   return Portmap(node, command, container_id, conf, reference, {});
 }
 
-PluginOutput Portmap(const TestNetns& node, const std::string& command,
-                     const std::string& container_id, const std::string& conf, bool reference,
-                     const std::map<std::string, std::string>& env) {
+namespace {
+nodegate::testing::PluginCall PortmapCall(const TestNetns& node, const std::string& command,
+                                          const std::string& container_id, const std::string& conf,
+                                          bool reference,
+                                          const std::map<std::string, std::string>& env) {
   nodegate::testing::PluginCall call;
   call.binary = reference ? nodegate::testing::ReferencePath("portmap")
                           : nodegate::testing::BinPath("portmap");
@@ -185,6 +187,21 @@ PluginOutput Portmap(const TestNetns& node, const std::string& command,
   call.extra_env["PATH"] = ModeBinDir(IptablesModeUnderTest()) + ":" +
                            (path != nullptr ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
   for (const auto& [key, value] : env) call.extra_env[key] = value;
+  return call;
+}
+}  // namespace
+
+PluginOutput Portmap(const TestNetns& node, const std::string& command,
+                     const std::string& container_id, const std::string& conf, bool reference,
+                     const std::map<std::string, std::string>& env) {
+  return nodegate::testing::RunPlugin(
+      PortmapCall(node, command, container_id, conf, reference, env));
+}
+
+PluginOutput PortmapAndHelper(const TestNetns& node, const std::string& command,
+                              const std::string& container_id, const std::string& conf) {
+  auto call = PortmapCall(node, command, container_id, conf, /*reference=*/false, {});
+  call.wait_for_detached = true;
   return nodegate::testing::RunPlugin(call);
 }
 

@@ -69,6 +69,10 @@ PluginOutput Portmap(const TestNetns& node, const std::string& command,
 PluginOutput Portmap(const TestNetns& node, const std::string& command,
                      const std::string& container_id, const std::string& conf, bool reference,
                      const std::map<std::string, std::string>& env);
+// Our portmap, returning once the helper it starts at exit has exited too: the UDP conntrack
+// flush runs there (plugins/portmap/README.md, "UDP conntrack"). For tests of that flush.
+PluginOutput PortmapAndHelper(const TestNetns& node, const std::string& command,
+                              const std::string& container_id, const std::string& conf);
 
 // `iptables-save -t nat` (or ip6tables) of the mode under test, without comment lines.
 std::string SaveNat(const TestNetns& node, bool v6 = false);

@@ -322,7 +322,7 @@ TEST_P(PortmapIptables, DelWithAnUnreadableConfigRemovesTheContainersRules) {
 }
 
 // A UDP conntrack entry towards the host port, made before the mapping existed, would keep
-// the client away from the container; ADD flushes it.
+// the client away from the container; ADD flushes it (in the helper it starts at exit).
 TEST_P(PortmapIptables, AddFlushesStaleUdpConntrack) {
   NG_REQUIRE_ROOT();
   Topology topo;
@@ -342,9 +342,9 @@ TEST_P(PortmapIptables, AddFlushesStaleUdpConntrack) {
   const std::string conf =
       Conf("iptables", R"([{"hostPort":5353,"containerPort":53,"protocol":"udp"}])",
            PrevResult(topo.container_ip4 + "/24", ""));
-  ASSERT_EQ(Portmap(topo.node, "ADD", "ctr1", conf).exit_code, 0);
+  ASSERT_EQ(PortmapAndHelper(topo.node, "ADD", "ctr1", conf).exit_code, 0);
   EXPECT_EQ(UdpRequest(client, topo.node_client_ip4, 5353, 1500, 40000), "dns");
-  ASSERT_EQ(Portmap(topo.node, "DEL", "ctr1", conf).exit_code, 0);
+  ASSERT_EQ(PortmapAndHelper(topo.node, "DEL", "ctr1", conf).exit_code, 0);
   EXPECT_EQ(topo.node.Run("conntrack -L -p udp --dport 5353 2>/dev/null | grep -c 5353").output,
             "0\n");
   EXPECT_EQ(topo.node.Run("conntrack -L -p udp --dport 5354 2>/dev/null | grep -c 5354").output,
@@ -378,7 +378,7 @@ TEST_P(PortmapIptables, TwoThousandUdpPorts) {
         .output;
   };
   const std::string conf = Conf("iptables", mappings, PrevResult("10.88.0.9/16", ""));
-  const auto add = Portmap(node, "ADD", "ctr1", conf);
+  const auto add = PortmapAndHelper(node, "ADD", "ctr1", conf);
   ASSERT_EQ(add.exit_code, 0) << add.out << add.err;
   EXPECT_EQ(entries(kFirst), "0\n");
   EXPECT_EQ(entries(kFirst + kPorts - 1), "0\n");

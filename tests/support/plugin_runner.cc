@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,6 +56,26 @@ PluginOutput RunPlugin(const PluginCall& call) {
       }
     }
     char* argv[] = {const_cast<char*>(call.binary.c_str()), nullptr};
+    if (call.wait_for_detached) {
+      // This child becomes the subreaper of what the plugin leaves behind, runs the plugin,
+      // then waits for every descendant and exits with the plugin's status.
+      ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+      const pid_t plugin = ::fork();
+      if (plugin == 0) {
+        ::execve(call.binary.c_str(), argv, envp.data());
+        ::_exit(127);
+      }
+      // The pipes' other ends too (close-on-exec, and this child does not exec): EOF for the
+      // plugin's stdin and for the test once the plugin's copies close.
+      ::close_range(0, ~0U, 0);
+      int plugin_status = 0;
+      while (plugin > 0 && ::waitpid(plugin, &plugin_status, 0) < 0 && errno == EINTR) {
+      }
+      while (::wait(nullptr) > 0 || errno == EINTR) {
+      }
+      if (plugin < 0) ::_exit(126);
+      ::_exit(WIFEXITED(plugin_status) ? WEXITSTATUS(plugin_status) : 128);
+    }
     ::execve(call.binary.c_str(), argv, envp.data());
     ::_exit(127);
   }

@@ -27,6 +27,10 @@ struct PluginCall {
   // When set, the plugin is sent SIGKILL this many microseconds after it started, if it is
   // still running (crash-consistency tests).
   std::optional<long> kill_after_us;
+  // When set, the call returns once the plugin and every process it left behind have exited
+  // (portmap's UDP conntrack flush runs in the helper it starts at exit, lib/netfilter/
+  // release.h): tests of what that helper does wait for it. Not with kill_after_us.
+  bool wait_for_detached = false;
 };
 
 struct PluginOutput {
