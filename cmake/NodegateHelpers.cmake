@@ -107,7 +107,7 @@ endfunction()
 
 # ng::spdlog: spdlog and fmt compiled into the user (header-only: no libspdlog or libfmt at run
 # time; Debian's spdlog::spdlog_header_only would also link the shared libfmt).
-# ng::libnl: libnl-3, -route and -nf; ng::yaml: libyaml; both from their static archives.
+# ng::libnl: libnl-3 and -route; ng::yaml: libyaml; both from their static archives.
 function(ng_link_dependencies)
   add_library(ng_spdlog INTERFACE)
   target_include_directories(ng_spdlog SYSTEM INTERFACE
@@ -117,7 +117,7 @@ function(ng_link_dependencies)
   target_link_libraries(ng_spdlog INTERFACE fmt::fmt-header-only Threads::Threads)
   add_library(ng::spdlog ALIAS ng_spdlog)
 
-  ng_archive_library(NAME libnl ARCHIVES nl-route-3 nl-nf-3 nl-3
+  ng_archive_library(NAME libnl ARCHIVES nl-route-3 nl-3
     INCLUDE_DIRS ${LIBNL_INCLUDE_DIRS} LIBS Threads::Threads m SHARED PkgConfig::LIBNL)
   ng_archive_library(NAME yaml ARCHIVES yaml INCLUDE_DIRS ${LIBYAML_INCLUDE_DIRS}
     SHARED PkgConfig::LIBYAML)

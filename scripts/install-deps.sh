@@ -19,7 +19,7 @@ PACKAGES=(
   # build
   cmake ninja-build g++ make pkg-config git
   nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libnl-3-dev libnl-route-3-dev libnl-nf-3-dev
+  libnl-3-dev libnl-route-3-dev
   libyaml-dev libcli11-dev
   # nodegate webhook: Boost.Beast/Asio (header-only) for HTTPS serving and the API client,
   # OpenSSL from its static archives (webhook/README.md says why these)
@@ -55,7 +55,7 @@ cross_packages() {
   local a=$1
   printf '%s\n' "crossbuild-essential-$a" qemu-user-static qemu-system-arm cpio
   local dev
-  for dev in libnl-3-dev libnl-route-3-dev libnl-nf-3-dev \
+  for dev in libnl-3-dev libnl-route-3-dev \
     libyaml-dev libssl-dev libspdlog-dev libfmt-dev libboost1.81-dev libgtest-dev libgmock-dev; do
     echo "$dev:$a"
   done
