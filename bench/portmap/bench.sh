@@ -257,9 +257,10 @@ done
 # A UDP mapping on a node whose conntrack table holds no entry, then CT_ENTRIES connections:
 # ADD and DEL flush the host port's UDP entries. Each dump walks the kernel's whole conntrack
 # hash whatever the namespace holds, so with no entry the flush asks for the count and dumps
-# nothing. The same ADD and DEL with a TCP mapping (no flush at all) is what a flush moved off
-# the call's path (run after the plugin exited) would leave the caller. OLD_PORTMAP=path adds
-# that binary's UDP ADD and DEL beside ours (an A/B of the flush).
+# nothing. Ours runs the flush after it exits, in the helper that releases its nfnetlink
+# sockets (plugins/portmap/README.md, "UDP conntrack"), so its UDP call should cost what the
+# same call with a TCP mapping (no flush at all) costs. OLD_PORTMAP=path adds that binary's UDP
+# ADD and DEL beside ours (an A/B of the flush).
 CT_ENTRIES="${CT_ENTRIES:-20000}"
 OLD_PORTMAP="${OLD_PORTMAP:-}"
 CT_SIZES=""
