@@ -34,9 +34,9 @@ void HandOffBeforeClose(int fd);
 
 // Work for the child started at exit, run before it waits. The child shares the exited
 // process's memory: system calls, locals, and state the process set before it exited and no
-// longer changes; no allocation, no logging. Nfnetlink sockets it opens it puts in `hold` and
-// returns how many, so they are closed after the wait with the handed-off ones (closing one
-// earlier would wait for the destroy work, as above).
+// longer changes; no allocation, no logging, under 256 KiB of stack. Nfnetlink sockets it
+// opens it puts in `hold` and returns how many, so they are closed after the wait with the
+// handed-off ones (closing one earlier would wait for the destroy work, as above).
 using HelperWork = std::size_t (*)(std::span<int> hold);
 
 // Has the child started at exit run `work` (once, in the order registered). Returns false,

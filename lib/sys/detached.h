@@ -36,10 +36,10 @@ using SharedMemoryWork = void (*)(const int* fds, std::size_t count);
 // parent's memory (clone with CLONE_VM, as posix_spawn does), so neither the page tables are
 // copied nor does the parent's exit take copy-on-write faults or tear the address space down
 // (the child's exit does that, off the caller's path); about a millisecond less per call than
-// a fork here. Its stack and the descriptor list are a mapping of their own that the parent
-// never touches again. Under AddressSanitizer (whose per-thread state the child would share)
-// it forks instead. Returns false, running nothing, when detached work is not allowed or the
-// child cannot be started.
+// a fork here. Its stack (256 KiB) and the descriptor list are a mapping of their own that the
+// parent never touches again. Under AddressSanitizer (whose per-thread state the child would
+// share) it forks instead. Returns false, running nothing, when detached work is not allowed or
+// the child cannot be started.
 bool SpawnDetachedAtExit(SharedMemoryWork work, std::span<const int> keep_fds);
 
 }  // namespace nodegate::sys
