@@ -17,6 +17,8 @@
 #include <span>
 #include <string>
 
+#include "lib/netfilter/nfnl.h"
+#include "lib/netfilter/nlattr.h"
 #include "lib/netfilter/release.h"
 
 namespace nodegate::conntrack {
@@ -60,17 +62,9 @@ class PortSet {
 // One request in a fixed buffer: header, nfgenmsg, attributes.
 class Request {
  public:
-  Request(uint16_t type, uint16_t flags, uint8_t family, uint32_t seq) {
-    nlmsghdr header{};
-    header.nlmsg_type = type;
-    header.nlmsg_flags = static_cast<uint16_t>(NLM_F_REQUEST | flags);
-    header.nlmsg_seq = seq;
-    nfgenmsg body{};
-    body.nfgen_family = family;
-    body.version = NFNETLINK_V0;
-    std::memcpy(bytes_.data(), &header, sizeof(header));
-    std::memcpy(bytes_.data() + NLMSG_HDRLEN, &body, sizeof(body));
-    length_ = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(body));
+  Request(uint16_t type, uint16_t flags, uint8_t family, uint32_t seq)
+      : length_(netfilter::NfnlMessageLength(0)) {
+    netfilter::WriteNfnlMessage(bytes_.data(), type, flags, seq, family, 0, {});
   }
   bool Put(uint16_t type, const void* data, size_t len) {
     const size_t total = NLA_ALIGN(NLA_HDRLEN + len);
@@ -82,12 +76,13 @@ class Request {
     length_ += total;
     return true;
   }
-  // An attribute exactly as the kernel sent it (a dumped entry's tuple).
-  bool Copy(const nlattr* attr) {
-    const size_t total = NLA_ALIGN(attr->nla_len);
+  // An attribute exactly as the kernel sent it, header and flags included (a dumped entry's
+  // tuple).
+  bool Copy(netfilter::ByteView raw) {
+    const size_t total = NLA_ALIGN(raw.size());
     if (length_ + total > bytes_.size()) return (fits_ = false);
     std::memset(bytes_.data() + length_, 0, total);
-    std::memcpy(bytes_.data() + length_, attr, attr->nla_len);
+    std::memcpy(bytes_.data() + length_, raw.data(), raw.size());
     length_ += total;
     return true;
   }
@@ -121,17 +116,10 @@ class Request {
   bool fits_ = true;
 };
 
-// The attributes of a message body (after nfgenmsg), or of a nested attribute, one by one.
-template <typename Visit>
-void ForEachAttr(const uint8_t* data, size_t len, Visit&& visit) {
-  size_t at = 0;
-  while (at + NLA_HDRLEN <= len) {
-    const auto* attr = reinterpret_cast<const nlattr*>(data + at);
-    if (attr->nla_len < NLA_HDRLEN || at + attr->nla_len > len) return;
-    visit(attr, static_cast<uint16_t>(attr->nla_type & NLA_TYPE_MASK),
-          reinterpret_cast<const uint8_t*>(attr) + NLA_HDRLEN, attr->nla_len - NLA_HDRLEN);
-    at += NLA_ALIGN(attr->nla_len);
-  }
+// A parsed attribute with its header, as the kernel sent it (netfilter::ForEachAttr's `data`
+// follows the header in the same buffer).
+netfilter::ByteView WithHeader(const netfilter::Attr& attr) {
+  return {attr.data.data() - NLA_HDRLEN, attr.data.size() + NLA_HDRLEN};
 }
 
 // Reads the replies to request `seq` until its end (NLMSG_DONE, or the acknowledgement
@@ -164,7 +152,7 @@ int ReadReplies(int fd, uint32_t seq, OnMessage&& on_message) {
         if (header->nlmsg_len < NLMSG_LENGTH(sizeof(nlmsgerr))) return -EIO;
         return static_cast<const nlmsgerr*>(NLMSG_DATA(header))->error;
       }
-      if (header->nlmsg_len < NLMSG_LENGTH(sizeof(nfgenmsg))) continue;
+      if (!netfilter::NfnlPayload(header)) continue;
       on_message(header);
     }
   }
@@ -190,15 +178,10 @@ std::optional<uint32_t> EntriesInNamespace(int fd, uint32_t seq) {
   // The kernel flags its answer NLM_F_MULTI without a NLMSG_DONE after it; the
   // acknowledgement asked for ends the answer.
   const int err = ReadReplies<kSmallReply>(fd, seq, [&](const nlmsghdr* header) {
-    const auto* body = static_cast<const uint8_t*>(NLMSG_DATA(header));
-    const size_t offset = NLMSG_ALIGN(sizeof(nfgenmsg));
-    ForEachAttr(body + offset, header->nlmsg_len - NLMSG_HDRLEN - offset,
-                [&](const nlattr*, uint16_t type, const uint8_t* value, size_t len) {
-                  if (type != CTA_STATS_GLOBAL_ENTRIES || len < 4) return;
-                  uint32_t be;
-                  std::memcpy(&be, value, sizeof(be));
-                  entries = ntohl(be);
-                });
+    netfilter::ForEachAttr(*netfilter::NfnlPayload(header), [&](const netfilter::Attr& attr) {
+      if (attr.type == CTA_STATS_GLOBAL_ENTRIES && attr.data.size() >= 4) entries = attr.Be32();
+      return true;
+    });
   });
   if (err != 0) return std::nullopt;
   return entries;
@@ -207,35 +190,40 @@ std::optional<uint32_t> EntriesInNamespace(int fd, uint32_t seq) {
 // What the flush needs of one dumped entry: where its tuple is, its L4 protocol and original
 // destination port, and the attributes that name exactly it (zone, id).
 struct DumpedEntry {
-  const nlattr* tuple = nullptr;
-  const nlattr* zone = nullptr;
-  const nlattr* id = nullptr;
+  netfilter::ByteView tuple;  // each with its attribute header; empty when not sent
+  netfilter::ByteView zone;
+  netfilter::ByteView id;
   std::optional<uint8_t> protocol;
   std::optional<uint16_t> destination_port;
 };
 
+// CTA_TUPLE_PROTO's protocol number and destination port.
+void ReadProto(netfilter::ByteView proto, DumpedEntry& entry) {
+  netfilter::ForEachAttr(proto, [&](const netfilter::Attr& attr) {
+    if (attr.type == CTA_PROTO_NUM && !attr.data.empty()) entry.protocol = attr.U8();
+    if (attr.type == CTA_PROTO_DST_PORT && attr.data.size() >= 2) {
+      uint16_t be;
+      std::memcpy(&be, attr.data.data(), sizeof(be));
+      entry.destination_port = ntohs(be);
+    }
+    return true;
+  });
+}
+
 DumpedEntry ReadEntry(const nlmsghdr* header) {
   DumpedEntry entry;
-  const auto* body = static_cast<const uint8_t*>(NLMSG_DATA(header));
-  const size_t offset = NLMSG_ALIGN(sizeof(nfgenmsg));
-  ForEachAttr(body + offset, header->nlmsg_len - NLMSG_HDRLEN - offset,
-              [&](const nlattr* attr, uint16_t type, const uint8_t* value, size_t len) {
-                if (type == CTA_ZONE) entry.zone = attr;
-                if (type == CTA_ID) entry.id = attr;
-                if (type != CTA_TUPLE_ORIG) return;
-                entry.tuple = attr;
-                ForEachAttr(value, len, [&](const nlattr*, uint16_t t, const uint8_t* v, size_t l) {
-                  if (t != CTA_TUPLE_PROTO) return;
-                  ForEachAttr(v, l, [&](const nlattr*, uint16_t p, const uint8_t* pv, size_t pl) {
-                    if (p == CTA_PROTO_NUM && pl >= 1) entry.protocol = pv[0];
-                    if (p == CTA_PROTO_DST_PORT && pl >= 2) {
-                      uint16_t be;
-                      std::memcpy(&be, pv, sizeof(be));
-                      entry.destination_port = ntohs(be);
-                    }
-                  });
-                });
-              });
+  netfilter::ForEachAttr(*netfilter::NfnlPayload(header), [&](const netfilter::Attr& attr) {
+    if (attr.type == CTA_ZONE) entry.zone = WithHeader(attr);
+    if (attr.type == CTA_ID) entry.id = WithHeader(attr);
+    if (attr.type == CTA_TUPLE_ORIG) {
+      entry.tuple = WithHeader(attr);
+      netfilter::ForEachAttr(attr.data, [&](const netfilter::Attr& part) {
+        if (part.type == CTA_TUPLE_PROTO) ReadProto(part.data, entry);
+        return true;
+      });
+    }
+    return true;
+  });
   return entry;
 }
 
@@ -244,8 +232,8 @@ DumpedEntry ReadEntry(const nlmsghdr* header) {
 int DeleteEntry(int fd, uint8_t family, const DumpedEntry& entry, uint32_t seq) {
   Request request(CtMessage(IPCTNL_MSG_CT_DELETE), NLM_F_ACK, family, seq);
   request.Copy(entry.tuple);
-  if (entry.zone != nullptr) request.Copy(entry.zone);
-  if (entry.id != nullptr) request.Copy(entry.id);
+  if (!entry.zone.empty()) request.Copy(entry.zone);
+  if (!entry.id.empty()) request.Copy(entry.id);
   if (!request.fits()) return -EMSGSIZE;
   if (const int err = request.SendTo(fd); err != 0) return err;
   const int err = ReadReplies<kSmallReply>(fd, seq, [](const nlmsghdr*) {});
@@ -295,7 +283,7 @@ void DumpAndDelete(int dump_fd, int delete_fd, uint8_t family, uint8_t protocol,
     if (outcome.error != 0) return;  // the dump is read to its end all the same
     const auto* body = static_cast<const nfgenmsg*>(NLMSG_DATA(header));
     const DumpedEntry entry = ReadEntry(header);
-    if (body->nfgen_family != family || entry.tuple == nullptr || entry.protocol != protocol ||
+    if (body->nfgen_family != family || entry.tuple.empty() || entry.protocol != protocol ||
         !entry.destination_port || !ports.Contains(*entry.destination_port)) {
       return;
     }
