@@ -208,7 +208,8 @@ build_image() {
   local size_mb
   size_mb=$(( $(du -sm "$entry/root" | cut -f1) * 5 / 4 + 256 ))
   rm -f "$entry/root.ext4.tmp"
-  mke2fs -q -t ext4 -L ngroot -d "$entry/root" "$entry/root.ext4.tmp" "${size_mb}M"
+  # mke2fs says "Creating regular file ..." on stdout even with -q; stdout is the entry's path.
+  mke2fs -q -t ext4 -L ngroot -d "$entry/root" "$entry/root.ext4.tmp" "${size_mb}M" >&2
   mv "$entry/root.ext4.tmp" "$entry/root.ext4"
 }
 
