@@ -1,29 +1,24 @@
 #include "ipam/resolv_conf.h"
 
-#include <sstream>
+#include <string_view>
 #include <vector>
 
+#include "lib/base/split.h"
 #include "lib/sys/io.h"
 
 namespace nodegate::ipam {
 
 cni::Dns ParseResolvConfText(std::string_view text) {
   cni::Dns dns;
-  std::istringstream in{std::string(text)};
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields_in(line);
-    std::vector<std::string> fields;
-    for (std::string f; fields_in >> f;) {
-      fields.push_back(f);
-    }
+  for (const std::string_view line : SplitLikeGetline(text, '\n')) {
+    const std::vector<std::string_view> fields = Fields(line);
     if (fields.size() < 2 || fields[0][0] == '#' || fields[0][0] == ';') {
       continue;
     }
     if (fields[0] == "nameserver") {
-      dns.nameservers.push_back(fields[1]);
+      dns.nameservers.emplace_back(fields[1]);
     } else if (fields[0] == "domain") {
-      dns.domain = fields[1];
+      dns.domain = std::string(fields[1]);
     } else if (fields[0] == "search") {
       dns.search.insert(dns.search.end(), fields.begin() + 1, fields.end());
     } else if (fields[0] == "options") {

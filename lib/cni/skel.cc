@@ -1,18 +1,18 @@
 #include "lib/cni/skel.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstdlib>
 #include <exception>
-#include <iostream>
-#include <iterator>
 
 #include "lib/cni/args.h"
 #include "lib/cni/logging.h"
 #include "lib/cni/version.h"
+#include "lib/sys/io.h"
 
 namespace nodegate::cni {
 namespace {
@@ -36,8 +36,7 @@ bool IsAddDelCheck(Command c) {
 }
 
 int Fail(const ProcessIo& io, const Error& error) {
-  *io.out << FormatError(error);
-  io.out->flush();
+  io.write_stdout(FormatError(error));
   return 1;
 }
 
@@ -75,8 +74,8 @@ std::string EnvOrEmpty(const ProcessIo& io, const char* name) {
 
 // Called with no CNI_COMMAND: a person ran the binary, so tell them what it is.
 int PrintAbout(const Plugin& plugin, const ProcessIo& io) {
-  *io.err << plugin.about << "\n"
-          << "CNI protocol versions supported: " << VersionsCsv(plugin.supported_versions) << "\n";
+  io.write_stderr(plugin.about + "\nCNI protocol versions supported: " +
+                  VersionsCsv(plugin.supported_versions) + "\n");
   return 0;
 }
 
@@ -101,7 +100,7 @@ int PrintVersions(const Plugin& plugin, const ProcessIo& io) {
   OrderedJson j;
   j["cniVersion"] = std::string(kSpecVersion);
   j["supportedVersions"] = plugin.supported_versions;
-  *io.out << j.dump() << "\n";
+  io.write_stdout(j.dump() + "\n");
   return 0;
 }
 
@@ -113,10 +112,11 @@ Result<CmdArgs> ReadCmdArgs(const ProcessIo& io, Command command) {
   args.ifname = EnvOrEmpty(io, "CNI_IFNAME");
   args.args = EnvOrEmpty(io, "CNI_ARGS");
   args.path = EnvOrEmpty(io, "CNI_PATH");
-  args.stdin_data.assign(std::istreambuf_iterator<char>(*io.in), std::istreambuf_iterator<char>());
-  if (io.in->bad()) {
+  std::optional<std::string> stdin_data = io.read_stdin();
+  if (!stdin_data) {
     return Error(kErrIo, "error reading from stdin");
   }
+  args.stdin_data = std::move(*stdin_data);
   return args;
 }
 
@@ -171,8 +171,7 @@ int RunAdd(const Plugin& plugin, const CmdArgs& args, const ProcessIo& io) {
   if (!encoded.ok()) {
     return Fail(io, encoded.error());
   }
-  *io.out << FormatJson(*encoded);
-  io.out->flush();
+  io.write_stdout(FormatJson(*encoded));
   return 0;
 }
 
@@ -279,9 +278,16 @@ ProcessIo ProcessIo::Real() {
     }
     return std::string(v);
   };
-  io.in = &std::cin;
-  io.out = &std::cout;
-  io.err = &std::cerr;
+  io.read_stdin = []() -> std::optional<std::string> {
+    std::string data;
+    if (!sys::ReadAll(STDIN_FILENO, data)) {
+      return std::nullopt;
+    }
+    return data;
+  };
+  // A failed write has no one left to tell: stdout is the only channel to the runtime.
+  io.write_stdout = [](std::string_view text) { (void)sys::WriteAll(STDOUT_FILENO, text); };
+  io.write_stderr = [](std::string_view text) { (void)sys::WriteAll(STDERR_FILENO, text); };
   return io;
 }
 
@@ -298,7 +304,6 @@ int PluginMain(const Plugin& plugin, const ProcessIo& io) {
 
 int PluginMain(const Plugin& plugin) {
   InitLogging(plugin.name);
-  std::ios::sync_with_stdio(false);
   return PluginMain(plugin, ProcessIo::Real());
 }
 

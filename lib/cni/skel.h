@@ -13,9 +13,9 @@
 // error that is not a CNI error keeps its code instead of becoming 999.
 
 #include <functional>
-#include <iosfwd>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lib/base/result.h"
@@ -32,10 +32,13 @@ std::string_view CommandName(Command command);
 // The process boundary, injectable for tests.
 struct ProcessIo {
   std::function<std::optional<std::string>(const std::string&)> getenv;
-  std::istream* in = nullptr;
-  std::ostream* out = nullptr;
-  std::ostream* err = nullptr;
+  // All of stdin; nullopt when it cannot be read.
+  std::function<std::optional<std::string>()> read_stdin;
+  std::function<void(std::string_view)> write_stdout;
+  std::function<void(std::string_view)> write_stderr;
 
+  // fds 0, 1 and 2 through read(2) and write(2). Not iostreams: setting them up (the classic
+  // locale and its facets) was a measurable part of a plugin's start (issue 35).
   static ProcessIo Real();
 };
 

@@ -67,9 +67,9 @@ struct Harness {
       }
       return it->second;
     };
-    io.in = &in;
-    io.out = &out;
-    io.err = &err;
+    io.read_stdin = [this]() -> std::optional<std::string> { return in.str(); };
+    io.write_stdout = [this](std::string_view text) { out << text; };
+    io.write_stderr = [this](std::string_view text) { err << text; };
     return PluginMain(plugin, io);
   }
 

@@ -2,8 +2,8 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+
+#include "lib/sys/atomic_file.h"
 
 namespace nodegate::tc {
 
@@ -29,13 +29,11 @@ Result<PschedClock> PschedClock::Parse(std::string_view text) {
 }
 
 Result<PschedClock> PschedClock::ReadFromProc() {
-  std::ifstream in("/proc/net/psched");
-  if (!in) {
+  auto text = sys::ReadFile("/proc/net/psched");
+  if (!text.ok()) {
     return Error(kErrIo, "cannot read /proc/net/psched");
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return Parse(ss.str());
+  return Parse(*text);
 }
 
 uint32_t GoFloatToUint32(double value) {

@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <sstream>
 #include <string_view>
+#include <vector>
 
 #include "lib/base/hash.h"
+#include "lib/base/split.h"
 
 namespace nodegate::bandwidth {
 namespace {
@@ -145,16 +146,14 @@ bool AliasFieldIs(const std::string& field, const std::string& value) {
 }
 
 std::optional<Attachment> ParseIfbAlias(const std::string& alias) {
-  std::istringstream in(alias);
-  std::string tag;
+  const std::vector<std::string_view> words = Fields(alias);
+  if (words.size() != 4 || words[0] != kAliasTag) {
+    return std::nullopt;
+  }
   Attachment a;
-  if (!(in >> tag >> a.network >> a.container_id >> a.ifname) || tag != kAliasTag) {
-    return std::nullopt;
-  }
-  std::string extra;
-  if (in >> extra) {
-    return std::nullopt;
-  }
+  a.network = words[1];
+  a.container_id = words[2];
+  a.ifname = words[3];
   return a;
 }
 

@@ -5,9 +5,9 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "lib/sys/atomic_file.h"
 
 namespace nodegate::portmap {
 namespace {
@@ -17,11 +17,10 @@ std::string EnvOr(const char* name, const char* fallback) {
   return value != nullptr && *value != '\0' ? value : fallback;
 }
 
+// Empty when the file cannot be read.
 std::string ReadSmallFile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  auto text = sys::ReadFile(path.string());
+  return text.ok() ? std::move(*text) : std::string();
 }
 
 }  // namespace

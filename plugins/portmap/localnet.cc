@@ -1,5 +1,6 @@
 #include "plugins/portmap/localnet.h"
 
+#include <fcntl.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
@@ -8,9 +9,11 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
+#include "lib/base/split.h"
+#include "lib/sys/atomic_file.h"
 #include "lib/sys/fd.h"
+#include "lib/sys/io.h"
 
 namespace nodegate::portmap {
 
@@ -71,17 +74,14 @@ Result<std::string> RouteOutputLink(const net::IpAddress& destination) {
 Status EnableRouteLocalnet(const net::IpAddress& container_ip) {
   NG_ASSIGN_OR_RETURN(const std::string link, RouteOutputLink(container_ip));
   const std::string path = "/proc/sys/net/ipv4/conf/" + link + "/route_localnet";
-  {
-    // Writing the sysctl makes the kernel flush and notify; skip it when already set.
-    std::ifstream current(path);
-    std::string value;
-    if (current >> value && value == "1") return OkStatus();
+  // Writing the sysctl makes the kernel flush and notify; skip it when already set.
+  if (const auto current = sys::ReadFile(path); current.ok()) {
+    const auto words = Fields(*current);
+    if (!words.empty() && words[0] == "1") return OkStatus();
   }
-  std::ofstream out(path);
-  out << "1";
-  out.close();
-  if (!out) {
-    return Error(kErrIo, "cannot write " + path);
+  sys::UniqueFd out(::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
+  if (!out.valid() || !sys::WriteAll(out.get(), "1")) {
+    return Error(kErrIo, "cannot write " + path + ": " + std::strerror(errno));
   }
   return OkStatus();
 }

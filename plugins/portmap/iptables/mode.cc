@@ -5,10 +5,10 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
+#include "lib/base/split.h"
 #include "lib/netfilter/query.h"
+#include "lib/sys/atomic_file.h"
 #include "plugins/portmap/iptables/legacy/ops.h"
 
 namespace nodegate::portmap {
@@ -37,9 +37,8 @@ std::string FollowLinks(std::string path) {
 
 std::optional<std::string> LookPath(const std::string& name) {
   const char* env = std::getenv("PATH");
-  std::istringstream dirs(env != nullptr ? env : kDefaultPath);
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+  for (const std::string_view dir : SplitLikeGetline(env != nullptr ? env : kDefaultPath, ':')) {
+    const std::string candidate = (dir.empty() ? "." : std::string(dir)) + "/" + name;
     struct stat st {};
     if (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
         ::access(candidate.c_str(), X_OK) != 0) {
@@ -121,9 +120,11 @@ ModeChoice ChooseMode(net::Family family, std::optional<IptablesMode> configured
 }
 
 bool LegacyTableLoaded(net::Family family, const std::string& table) {
-  std::ifstream names(family == net::Family::kV4 ? "/proc/net/ip_tables_names"
-                                                 : "/proc/net/ip6_tables_names");
-  for (std::string line; std::getline(names, line);) {
+  // Absent when no x_tables table of the family was ever loaded.
+  const auto names = sys::ReadFile(family == net::Family::kV4 ? "/proc/net/ip_tables_names"
+                                                              : "/proc/net/ip6_tables_names");
+  if (!names.ok()) return false;
+  for (const std::string_view line : SplitLikeGetline(*names, '\n')) {
     if (line == table) return true;
   }
   return false;
