@@ -67,6 +67,8 @@ int OnError(sockaddr_nl* /*who*/, nlmsgerr* err, void* arg) {
   return NL_STOP;
 }
 
+constexpr size_t kReceiveBufferBytes = 64 * 1024;
+
 }  // namespace
 
 MsgPtr NewMessage(int type, int flags) { return MsgPtr(nlmsg_alloc_simple(type, flags)); }
@@ -92,6 +94,11 @@ Result<Socket> Socket::Open(int protocol) {
   (void)setsockopt(fd, SOL_NETLINK, NETLINK_CAP_ACK, &on, sizeof(on));
   // A dump of a node with thousands of qdiscs must not overflow the receive buffer.
   (void)nl_socket_set_buffer_size(raw, 1 << 20, 1 << 20);
+  // One recvmsg per reply instead of two: libnl peeks at each datagram for its size unless
+  // its buffer is known to be large enough. The kernel makes no datagram larger than 32 KiB
+  // (a dump's skbs are capped there; other replies are one message).
+  (void)nl_socket_set_msg_buf_size(raw, kReceiveBufferBytes);
+  nl_socket_disable_msg_peek(raw);
   return sock;
 }
 
