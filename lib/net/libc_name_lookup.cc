@@ -42,3 +42,17 @@ hostent* __wrap_gethostbyname(const char* name) {
 }
 
 }  // extern "C"
+
+#if defined(NG_DEFINE_WRAPPED_NAMES)
+// The wrapped names defined too, as the same functions. LLVM's linker (cmake/text-order/)
+// resolves a library's call to getaddrinfo against libc.a before it applies --wrap, and would
+// link glibc's getaddrinfo (and with it NSS) unused; a name defined here is never looked for
+// there. GNU ld needs none of this, and --wrap sends every call here either way.
+#define NG_DEFINE_AS_WRAPPED(name) asm(".globl " #name "\n.set " #name ", __wrap_" #name)
+NG_DEFINE_AS_WRAPPED(getaddrinfo);
+NG_DEFINE_AS_WRAPPED(freeaddrinfo);
+NG_DEFINE_AS_WRAPPED(getnameinfo);
+NG_DEFINE_AS_WRAPPED(getprotobyname);
+NG_DEFINE_AS_WRAPPED(getprotobynumber);
+NG_DEFINE_AS_WRAPPED(gethostbyname);
+#endif

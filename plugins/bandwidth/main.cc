@@ -1,7 +1,10 @@
 // The bandwidth plugin binary: all behaviour lives in bandwidth_lib (plugins/bandwidth/plugin.h).
 #include "lib/cni/skel.h"
 #include "lib/sys/detached.h"
+#include "lib/sys/prefault.h"
 #include "plugins/bandwidth/plugin.h"
+
+NODEGATE_PREFAULT_AT_START();
 
 int main() {
   // A plugin process exits right after its verb: DEL may leave the ifb's deletion to a helper.

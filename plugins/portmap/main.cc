@@ -1,7 +1,10 @@
 // portmap: host port mappings for containers (iptables or nftables), see README.md.
 #include "lib/cni/skel.h"
 #include "lib/sys/detached.h"
+#include "lib/sys/prefault.h"
 #include "plugins/portmap/plugin.h"
+
+NODEGATE_PREFAULT_AT_START();
 
 int main() {
   // A plugin process exits right after its verb: its nf_tables sockets may outlive it
