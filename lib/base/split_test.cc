@@ -30,9 +30,9 @@ std::vector<std::string> GetlinePieces(const std::string& text, char sep) {
 }
 
 const char* const kSamples[] = {
-    "",      " ",         "a",          "a b",         "  a  b  ",   "a\tb\nc\vd\fe\rf",
-    "a:",    ":",         "::",         "a::b:",       ":a",         "nameserver 10.0.0.1\n",
-    "\n\n",  "x\n\ny\n",  "a b\n# c d", "1",           "1\n",        "bwp-cni net ctr eth0",
+    "",     " ",        "a",          "a b",   "  a  b  ", "a\tb\nc\vd\fe\rf",
+    "a:",   ":",        "::",         "a::b:", ":a",       "nameserver 10.0.0.1\n",
+    "\n\n", "x\n\ny\n", "a b\n# c d", "1",     "1\n",      "bwp-cni net ctr eth0",
 };
 
 TEST(Fields, ReadsAsStreamExtractionDoes) {
