@@ -139,7 +139,8 @@ Result<std::vector<LinkInfo>> ListLinks(Socket& sock) {
   return out;
 }
 
-Status CreateIfb(Socket& sock, const IfbSpec& spec) {
+Result<std::optional<LinkInfo>> CreateIfb(
+    Socket& sock, const IfbSpec& spec, const std::function<Status(const LinkInfo&)>& while_down) {
   LinkPtr link(rtnl_link_alloc());
   if (!link) {
     return Error(kErrKernel, "create ifb " + spec.name + ": out of memory");
@@ -157,6 +158,7 @@ Status CreateIfb(Socket& sock, const IfbSpec& spec) {
   // on a node with hundreds of containers costs milliseconds (perf: addrconf_notify ->
   // fib6_clean_all).
   if (int r = rtnl_link_add(sock.get(), link.get(), NLM_F_CREATE | NLM_F_EXCL); r < 0) {
+    if (r == -NLE_EXIST) return std::optional<LinkInfo>();
     return LibnlError(r, "create ifb " + spec.name);
   }
   // From here on the device exists: whatever fails deletes it again, so a caller's failed
@@ -172,9 +174,13 @@ Status CreateIfb(Socket& sock, const IfbSpec& spec) {
   if (!created) {
     return Error(kErrKernel, "create ifb " + spec.name + ": gone right after creation");
   }
+  if (while_down) NG_RETURN_IF_ERROR(while_down(*created));
   NG_RETURN_IF_ERROR(UpdateLink(sock, *created, spec));
+  created->up = true;
+  created->alias = spec.alias;
+  if (spec.mtu != 0) created->mtu = spec.mtu;
   done = true;
-  return OkStatus();
+  return created;
 }
 
 void DisableIpv6(const std::string& name) {
@@ -270,7 +276,9 @@ Result<int> VethPeerIndex(Socket& sock, const std::string& name) {
   if (link->kind != "veth") {
     return Error(kErrInvalidConfig, "interface \"" + name + "\" was not a veth interface");
   }
-  if (link->link > 0 && link->link != link->index) {
+  // A veth's IFLA_LINK is its peer's index, even when it equals its own (both ends are
+  // index 2 in two fresh namespaces); kernels that leave it out get the ethtool answer.
+  if (link->link > 0) {
     return link->link;
   }
   return EthtoolPeerIndex(name);

@@ -2,10 +2,11 @@
 // Network links as values, read and changed through libnl-route (`rtnl_link`). Every call works
 // in the namespace the Socket was opened in.
 //
-//   NG_ASSIGN_OR_RETURN(std::optional<LinkInfo> ifb, GetLinkByName(sock, "bwp6ef8579d92ac"));
-//   if (!ifb) { NG_RETURN_IF_ERROR(CreateIfb(sock, {.name = ..., .mtu = 1500})); }
+//   NG_ASSIGN_OR_RETURN(std::optional<LinkInfo> ifb, CreateIfb(sock, {.name = ..., .mtu = 1500}));
+//   if (!ifb) { NG_ASSIGN_OR_RETURN(ifb, GetLinkByName(sock, "bwp6ef8579d92ac")); }
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,8 +40,15 @@ struct IfbSpec {
   std::string alias;    // empty: none
 };
 
-// Creates an ifb device, admin up. Errors (code 100) include EEXIST when the name is taken.
-Status CreateIfb(Socket& sock, const IfbSpec& spec);
+// Creates an ifb device, admin up, and returns it as it is then; std::nullopt when a device of
+// that name exists already (left as it is). Creating first and looking only when the name is
+// taken saves a round trip on the common path, where there is no such device.
+// `while_down` runs on the new device before it goes up: a root qdisc grafted then needs no
+// RCU grace period (on an up device the kernel first deactivates its queues and waits,
+// synchronize_rcu_expedited in dev_deactivate). If it fails, the device is deleted again.
+Result<std::optional<LinkInfo>> CreateIfb(
+    Socket& sock, const IfbSpec& spec,
+    const std::function<Status(const LinkInfo&)>& while_down = nullptr);
 // Turns IPv6 off on a device of the current namespace (its disable_ipv6 sysctl); best effort.
 void DisableIpv6(const std::string& name);
 

@@ -325,27 +325,31 @@ Result<std::optional<netlink::LinkInfo>> ApplyPlan(netlink::Socket& sock, const 
   });
 
   if (plan.ifb) {
-    NG_ASSIGN_OR_RETURN(ifb, netlink::GetLinkByName(sock, plan.ifb->name));
     const netlink::IfbSpec spec{
         .name = plan.ifb->name, .mtu = veth.mtu, .txqlen = 0, .alias = plan.ifb->alias};
-    if (ifb && ifb->kind != "ifb") {
-      return Error(kErrKernel, "device " + plan.ifb->name + " exists and is a " +
-                                   (ifb->kind.empty() ? "device without kind" : ifb->kind) +
-                                   ", not an ifb");
-    }
-    if (ifb) {
+    const RootState want_ifb_root{{plan.ifb->root}, {}, {}};
+    // A first ADD creates the ifb, so that comes first; what holds the name is looked at only
+    // when it is taken (a repeated ADD, or someone else's device). A new ifb gets its root
+    // while still down (no RCU wait, netlink::CreateIfb); before, its root was the kernel's
+    // default, which ReadRoot reports as nothing.
+    NG_ASSIGN_OR_RETURN(ifb, netlink::CreateIfb(sock, spec, [&](const netlink::LinkInfo& down) {
+                          return ApplyRoot(sock, down.index, want_ifb_root, RootState{});
+                        }));
+    created_ifb = ifb.has_value();
+    if (!created_ifb) {
+      NG_ASSIGN_OR_RETURN(ifb, netlink::GetLinkByName(sock, plan.ifb->name));
+      if (!ifb) {
+        return Error(kErrKernel, "ifb " + plan.ifb->name + " vanished while being taken over");
+      }
+      if (ifb->kind != "ifb") {
+        return Error(kErrKernel, "device " + plan.ifb->name + " exists and is a " +
+                                     (ifb->kind.empty() ? "device without kind" : ifb->kind) +
+                                     ", not an ifb");
+      }
       NG_RETURN_IF_ERROR(netlink::UpdateLink(sock, *ifb, spec));
-    } else {
-      NG_RETURN_IF_ERROR(netlink::CreateIfb(sock, spec));
-      created_ifb = true;
+      NG_ASSIGN_OR_RETURN(ifb_root_before, ReadRoot(sock, ifb->index));
+      NG_RETURN_IF_ERROR(ApplyRoot(sock, ifb->index, want_ifb_root, ifb_root_before));
     }
-    NG_ASSIGN_OR_RETURN(ifb, netlink::GetLinkByName(sock, plan.ifb->name));
-    if (!ifb) {
-      return Error(kErrKernel, "ifb " + plan.ifb->name + " vanished after creation");
-    }
-    NG_ASSIGN_OR_RETURN(ifb_root_before, ReadRoot(sock, ifb->index));
-    NG_RETURN_IF_ERROR(
-        ApplyRoot(sock, ifb->index, RootState{{plan.ifb->root}, {}, {}}, ifb_root_before));
   }
 
   ScopeGuard undo_ingress([&] {

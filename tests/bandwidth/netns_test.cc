@@ -333,11 +333,49 @@ TEST(BandwidthNetnsTest, FailedIfbCreationLeavesNoDevice) {
     ASSERT_TRUE(scope.ok()) << scope.error().msg;
     auto sock = netlink::Socket::Open();
     ASSERT_TRUE(sock.ok());
-    const Status s = netlink::CreateIfb(
+    const auto created = netlink::CreateIfb(
         *sock, netlink::IfbSpec{.name = "bwpfault", .mtu = 1500, .alias = std::string(300, 'a')});
-    EXPECT_FALSE(s.ok());
+    EXPECT_FALSE(created.ok());
   }
   EXPECT_EQ(LinkNames(node, "ifb"), "");
+}
+
+// CreateIfb answers with the new device as it is once up; a name already taken is answered
+// with nullopt, and the device holding it is left as it was.
+TEST(BandwidthNetnsTest, CreateIfbReportsTheNewDeviceAndLeavesATakenName) {
+  NG_REQUIRE_ROOT();
+  TestNetns node("ng-node");
+  auto scope = sys::NetnsScope::Enter(node.path());
+  ASSERT_TRUE(scope.ok()) << scope.error().msg;
+  auto sock = netlink::Socket::Open();
+  ASSERT_TRUE(sock.ok());
+  auto first = netlink::CreateIfb(
+      *sock, netlink::IfbSpec{.name = "bwpnew", .mtu = 1400, .alias = "first owner"});
+  ASSERT_TRUE(first.ok()) << first.error().msg;
+  ASSERT_TRUE(first->has_value());
+  auto seen = netlink::GetLinkByName(*sock, "bwpnew");
+  ASSERT_TRUE(seen.ok() && seen->has_value());
+  const netlink::LinkInfo& created = **first;
+  const netlink::LinkInfo& kernel = **seen;
+  EXPECT_EQ(created.index, kernel.index);
+  EXPECT_EQ(created.mac, kernel.mac);
+  EXPECT_EQ(created.kind, "ifb");
+  EXPECT_EQ(kernel.kind, "ifb");
+  EXPECT_TRUE(created.up && kernel.up);
+  EXPECT_EQ(created.mtu, 1400u);
+  EXPECT_EQ(kernel.mtu, 1400u);
+  EXPECT_EQ(created.alias, "first owner");
+  EXPECT_EQ(kernel.alias, "first owner");
+
+  auto second = netlink::CreateIfb(
+      *sock, netlink::IfbSpec{.name = "bwpnew", .mtu = 1500, .alias = "second owner"});
+  ASSERT_TRUE(second.ok()) << second.error().msg;
+  EXPECT_FALSE(second->has_value());
+  auto after = netlink::GetLinkByName(*sock, "bwpnew");
+  ASSERT_TRUE(after.ok() && after->has_value());
+  EXPECT_EQ((*after)->index, kernel.index);
+  EXPECT_EQ((*after)->alias, "first owner");
+  EXPECT_EQ((*after)->mtu, 1400u);
 }
 
 TEST(BandwidthNetnsTest, SubnetLayoutAndCleanup) {
