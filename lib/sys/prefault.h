@@ -24,6 +24,6 @@ void PrefaultProcessMemory();
 
 }  // namespace nodegate::sys
 
-#define NODEGATE_PREFAULT_AT_START()                                                   \
+#define NODEGATE_PREFAULT_AT_START()                                                      \
   [[gnu::used, gnu::section(".preinit_array")]] static void (*const kPrefaultAtStart)() = \
       &::nodegate::sys::PrefaultProcessMemory
