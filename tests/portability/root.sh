@@ -47,7 +47,7 @@ case "$arch" in
   arm64) kernel_pkg=linux-image-arm64 ;;
   *) echo "root.sh: unsupported architecture $arch" >&2; exit 2 ;;
 esac
-packages=(iptables nftables containernetworking-plugins iproute2 iperf3 busybox jq
+packages=(iptables nftables conntrack containernetworking-plugins iproute2 iperf3 busybox jq
   "$kernel_pkg" initramfs-tools)
 
 # A foreign root's recipe differs (second stage under qemu-user, initramfs made here): its own
