@@ -17,11 +17,8 @@
 #endif
 #endif
 
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22  // Linux 5.14
-#endif
 #ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
+#define MADV_POPULATE_WRITE 23  // Linux 5.14
 #endif
 
 namespace nodegate::sys {
