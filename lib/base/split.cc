@@ -1,21 +1,15 @@
 #include "lib/base/split.h"
 
 namespace nodegate {
-namespace {
 
-bool IsCLocaleSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
-}
-
-}  // namespace
-
-std::vector<std::string_view> Fields(std::string_view text) {
+std::vector<std::string_view> Fields(std::string_view text, std::string_view separators) {
+  auto is_separator = [separators](char c) { return separators.find(c) != std::string_view::npos; };
   std::vector<std::string_view> words;
   size_t i = 0;
   while (i < text.size()) {
-    while (i < text.size() && IsCLocaleSpace(text[i])) ++i;
+    while (i < text.size() && is_separator(text[i])) ++i;
     const size_t start = i;
-    while (i < text.size() && !IsCLocaleSpace(text[i])) ++i;
+    while (i < text.size() && !is_separator(text[i])) ++i;
     if (i > start) words.push_back(text.substr(start, i - start));
   }
   return words;

@@ -8,10 +8,14 @@
 
 namespace nodegate {
 
-// The words of `text` between runs of C-locale white space (" \t\n\v\f\r"), as `stream >> word`
-// reads them one by one (and Go's strings.Fields): never an empty word.
+inline constexpr std::string_view kCLocaleSpace = " \t\n\v\f\r";
+
+// The words of `text` between runs of `separators`. With the default, C-locale white space,
+// as `stream >> word` reads them one by one (and Go's strings.Fields): never an empty word.
 //   Fields("  a b\tc\n") == {"a", "b", "c"}
-std::vector<std::string_view> Fields(std::string_view text);
+//   Fields("a\vb c", " \t") == {"a\vb", "c"}
+std::vector<std::string_view> Fields(std::string_view text,
+                                     std::string_view separators = kCLocaleSpace);
 
 // The pieces of `text` between `sep`, as std::getline(stream, piece, sep) reads them: an empty
 // text has none, and a trailing separator adds no empty piece.

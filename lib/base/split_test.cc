@@ -42,6 +42,13 @@ TEST(Fields, ReadsAsStreamExtractionDoes) {
   EXPECT_EQ(AsStrings(Fields("  a b\tc\n")), (std::vector<std::string>{"a", "b", "c"}));
 }
 
+TEST(Fields, SplitsOnlyOnTheSeparatorsGiven) {
+  EXPECT_EQ(AsStrings(Fields("a\vb  c\t\rd", " \t\r")),
+            (std::vector<std::string>{"a\vb", "c", "d"}));
+  EXPECT_EQ(AsStrings(Fields("::a:b", ":")), (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(Fields("", " ").empty());
+}
+
 TEST(SplitLikeGetline, ReadsAsGetlineDoes) {
   for (const char* sample : kSamples) {
     for (const char sep : {':', '\n', ' '}) {

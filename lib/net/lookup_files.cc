@@ -2,25 +2,17 @@
 
 #include <charconv>
 
+#include "lib/base/split.h"
+
 namespace nodegate::net {
 namespace {
 
-bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
-
-// The fields of one line, its comment dropped.
-std::vector<std::string_view> Fields(std::string_view line) {
+// The fields of one line between blanks (space, tab, CR), its comment dropped.
+std::vector<std::string_view> LineFields(std::string_view line) {
   if (const size_t hash = line.find('#'); hash != std::string_view::npos) {
     line = line.substr(0, hash);
   }
-  std::vector<std::string_view> fields;
-  size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && IsBlank(line[i])) ++i;
-    const size_t start = i;
-    while (i < line.size() && !IsBlank(line[i])) ++i;
-    if (i > start) fields.push_back(line.substr(start, i - start));
-  }
-  return fields;
+  return Fields(line, " \t\r");
 }
 
 // Calls `fn(fields)` for each line with at least `min_fields` fields until it returns true.
@@ -30,7 +22,7 @@ void ForEachLine(std::string_view text, size_t min_fields, Fn&& fn) {
     const size_t end = text.find('\n');
     const std::string_view line = text.substr(0, end);
     text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
-    const auto fields = Fields(line);
+    const auto fields = LineFields(line);
     if (fields.size() >= min_fields && fn(fields)) return;
   }
 }
