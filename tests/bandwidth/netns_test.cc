@@ -323,16 +323,20 @@ TEST(BandwidthNetnsTest, LongNamesFitTheIfbAlias) {
   EXPECT_TRUE(FailsWith(run("CHECK"), 103, ""));
 }
 
+// A netlink socket of `ns`'s: it stays bound there once the scope that opened it has ended.
+Result<netlink::Socket> SocketIn(const TestNetns& ns) {
+  NG_ASSIGN_OR_RETURN(auto in_ns, sys::NetnsScope::Enter(ns.path()));
+  return netlink::Socket::Open();
+}
+
 // An ifb whose creation fails half-way (here: an alias the kernel refuses, set after the
 // device exists) is deleted again, so a failing ADD never leaves it behind.
 TEST(BandwidthNetnsTest, FailedIfbCreationLeavesNoDevice) {
   NG_REQUIRE_ROOT();
   TestNetns node("ng-node");
   {
-    auto scope = sys::NetnsScope::Enter(node.path());
-    ASSERT_TRUE(scope.ok()) << scope.error().msg;
-    auto sock = netlink::Socket::Open();
-    ASSERT_TRUE(sock.ok());
+    auto sock = SocketIn(node);
+    ASSERT_TRUE(sock.ok()) << sock.error().msg;
     const auto created = netlink::CreateIfb(
         *sock, netlink::IfbSpec{.name = "bwpfault", .mtu = 1500, .alias = std::string(300, 'a')});
     EXPECT_FALSE(created.ok());
@@ -345,10 +349,8 @@ TEST(BandwidthNetnsTest, FailedIfbCreationLeavesNoDevice) {
 TEST(BandwidthNetnsTest, CreateIfbReportsTheNewDeviceAndLeavesATakenName) {
   NG_REQUIRE_ROOT();
   TestNetns node("ng-node");
-  auto scope = sys::NetnsScope::Enter(node.path());
-  ASSERT_TRUE(scope.ok()) << scope.error().msg;
-  auto sock = netlink::Socket::Open();
-  ASSERT_TRUE(sock.ok());
+  auto sock = SocketIn(node);
+  ASSERT_TRUE(sock.ok()) << sock.error().msg;
   auto first = netlink::CreateIfb(
       *sock, netlink::IfbSpec{.name = "bwpnew", .mtu = 1400, .alias = "first owner"});
   ASSERT_TRUE(first.ok()) << first.error().msg;
