@@ -15,6 +15,7 @@ for spec in "$@"; do
     "check_$spec"
   fi
   netns_del_all  # also after a check that stopped at a failure
+  echo "   ($spec took $SECONDS s since the start)"
 done
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
