@@ -189,25 +189,23 @@ Json With(Json conf, const std::string& key, Json value) {
 TEST(KeySpelling, PortmapReadsEveryKeyInAnyCase) {
   NG_REQUIRE_ROOT();
   NodeWithContainer topo;
-  // One restore per family: table nat replaced by just the KUBE-MARK-MASQ chain.
+  // One restore per family (one command for both): table nat replaced by just the
+  // KUBE-MARK-MASQ chain.
   auto ResetNat = [&] {
-    for (const bool v6 : {false, true}) {
-      topo.node.MustRun("printf '*nat\\n:KUBE-MARK-MASQ - [0:0]\\nCOMMIT\\n' | " +
-                        portmap::testing::IptablesTool(v6) + "-restore");
-    }
+    const std::string table = "printf '*nat\\n:KUBE-MARK-MASQ - [0:0]\\nCOMMIT\\n' | ";
+    topo.node.MustRun(table + portmap::testing::IptablesTool(false) + "-restore && " + table +
+                      portmap::testing::IptablesTool(true) + "-restore");
   };
   ResetNat();
   auto runner = [&](bool reference) -> Runner {
     return [&, reference](const Json& conf) {
       const auto add =
           portmap::testing::Portmap(topo.node, "ADD", "keyctr", conf.dump(), reference);
-      const std::string state =
-          portmap::testing::SaveNat(topo.node) + portmap::testing::SaveNat(topo.node, true);
+      const std::string state = portmap::testing::SaveNatBothFamilies(topo.node);
       const auto del =
           portmap::testing::Portmap(topo.node, "DEL", "keyctr", conf.dump(), reference);
       // The shared chains stay (both plugins keep them); the container's rules must go.
-      const std::string left =
-          portmap::testing::SaveNat(topo.node) + portmap::testing::SaveNat(topo.node, true);
+      const std::string left = portmap::testing::SaveNatBothFamilies(topo.node);
       EXPECT_EQ(portmap::testing::CountLines(left, "CNI-DN-"), 0)
           << (reference ? "reference" : "ours") << " DEL left rules; DEL said " << del.out;
       ResetNat();  // the next run starts from the same tables

@@ -220,14 +220,25 @@ std::string ModeParamName(const ::testing::TestParamInfo<IptablesMode>& info) {
   return std::string(IptablesModeName(info.param));
 }
 
-std::string SaveNat(const TestNetns& node, bool v6) {
-  const auto r = node.Run(IptablesTool(v6) + "-save -t nat 2>/dev/null");
-  std::istringstream in(r.output);
+namespace {
+std::string WithoutComments(const std::string& save) {
+  std::istringstream in(save);
   std::string line, out;
   while (std::getline(in, line)) {
     if (!line.empty() && line[0] != '#') out += line + "\n";
   }
   return out;
+}
+}  // namespace
+
+std::string SaveNat(const TestNetns& node, bool v6) {
+  return WithoutComments(node.Run(IptablesTool(v6) + "-save -t nat 2>/dev/null").output);
+}
+
+std::string SaveNatBothFamilies(const TestNetns& node) {
+  return WithoutComments(node.Run(IptablesTool(false) + "-save -t nat 2>/dev/null; " +
+                                  IptablesTool(true) + "-save -t nat 2>/dev/null")
+                             .output);
 }
 
 std::string NftRuleset(const TestNetns& node) { return node.Run("nft list ruleset").output; }

@@ -77,6 +77,8 @@ PluginOutput PortmapAndHelper(const TestNetns& node, const std::string& command,
 
 // `iptables-save -t nat` (or ip6tables) of the mode under test, without comment lines.
 std::string SaveNat(const TestNetns& node, bool v6 = false);
+// SaveNat(node) + SaveNat(node, true), in one command.
+std::string SaveNatBothFamilies(const TestNetns& node);
 // `nft list ruleset`.
 std::string NftRuleset(const TestNetns& node);
 

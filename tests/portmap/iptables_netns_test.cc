@@ -215,7 +215,7 @@ TEST_P(PortmapIptables, BadInputChangesNothing) {
   NG_REQUIRE_ROOT();
   TestNetns node("ng-pmbad");
   ASSERT_EQ(Portmap(node, "ADD", "keep", Conf("iptables", kMappings, kPrev)).exit_code, 0);
-  const std::string before = SaveNat(node) + SaveNat(node, true);
+  const std::string before = SaveNatBothFamilies(node);
   const std::vector<std::string> bad = {
       Conf("iptables", R"([{"hostPort":0,"containerPort":80,"protocol":"tcp"}])", kPrev),
       Conf("iptables", R"([{"hostPort":65536,"containerPort":80,"protocol":"tcp"}])", kPrev),
@@ -232,7 +232,7 @@ TEST_P(PortmapIptables, BadInputChangesNothing) {
     EXPECT_EQ(out.exit_code, 1) << conf;
     EXPECT_NE(out.out.find("\"code\": 7"), std::string::npos) << conf << "\n" << out.out;
   }
-  EXPECT_EQ(SaveNat(node) + SaveNat(node, true), before);
+  EXPECT_EQ(SaveNatBothFamilies(node), before);
 }
 
 TEST_P(PortmapIptables, ReAddReplacesCheckFindsGapsAndGcRemovesStale) {
@@ -266,7 +266,7 @@ TEST_P(PortmapIptables, ReAddReplacesCheckFindsGapsAndGcRemovesStale) {
       R"("cni.dev/valid-attachments":[{"containerID":"ctr2","ifname":"eth0"}]})";
   const auto out = Portmap(node, "GC", "", gc);
   ASSERT_EQ(out.exit_code, 0) << out.out << out.err;
-  save = SaveNat(node) + SaveNat(node, true);
+  save = SaveNatBothFamilies(node);
   EXPECT_EQ(CountLines(save, R"(name: \"rnet\" id: \"ctr1\")"), 0) << save;
   EXPECT_EQ(CountLines(save, R"(name: \"rnet\" id: \"ctr3\")"), 0) << save;
   EXPECT_EQ(CountLines(save, R"(name: \"rnet\" id: \"ctr2\")"), 4) << save;
@@ -287,7 +287,7 @@ TEST_P(PortmapIptables, DelWithoutNetnsOrPrevResult) {
   call.run_in_netns = node.path();
   const auto del = nodegate::testing::RunPlugin(call);
   EXPECT_EQ(del.exit_code, 0) << del.out << del.err;
-  EXPECT_EQ(CountLines(SaveNat(node) + SaveNat(node, true), "CNI-DN-"), 0);
+  EXPECT_EQ(CountLines(SaveNatBothFamilies(node), "CNI-DN-"), 0);
 }
 
 // A runtime stops tearing down a chain at the first failing DEL, so a DEL whose config cannot
@@ -302,7 +302,7 @@ TEST_P(PortmapIptables, DelWithAnUnreadableConfigRemovesTheContainersRules) {
                          PrevResult("10.88.0.9/16", "")))
                 .exit_code,
             0);
-  const int others = CountLines(SaveNat(node) + SaveNat(node, true), "CNI-DN-");
+  const int others = CountLines(SaveNatBothFamilies(node), "CNI-DN-");
   ASSERT_GT(others, 0);
   const std::vector<std::string> unreadable = {
       Conf("", R"([{"hostPort":"x","containerPort":80,"protocol":"tcp"}])", kPrev),
@@ -315,7 +315,7 @@ TEST_P(PortmapIptables, DelWithAnUnreadableConfigRemovesTheContainersRules) {
     ASSERT_EQ(Portmap(node, "ADD", "ctr1", Conf("iptables", kMappings, kPrev)).exit_code, 0);
     const auto del = Portmap(node, "DEL", "ctr1", bad);
     EXPECT_EQ(del.exit_code, 0) << del.out << del.err;
-    const std::string save = SaveNat(node) + SaveNat(node, true);
+    const std::string save = SaveNatBothFamilies(node);
     EXPECT_EQ(CountLines(save, R"(id: \"ctr1\")"), 0) << save;
     EXPECT_EQ(CountLines(save, "CNI-DN-"), others) << save;
   }
@@ -406,7 +406,7 @@ TEST_P(PortmapIptables, ExternalMarkChainMadeByTheNodesIptables) {
   EXPECT_EQ(Portmap(node, "CHECK", "ctr1", conf).exit_code, 0);
   const auto del = Portmap(node, "DEL", "ctr1", conf, /*reference=*/true);
   ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
-  EXPECT_EQ(CountLines(SaveNat(node) + SaveNat(node, true), "CNI-DN-"), 0);
+  EXPECT_EQ(CountLines(SaveNatBothFamilies(node), "CNI-DN-"), 0);
   EXPECT_EQ(CountLines(SaveNat(node), ":KUBE-MARK-MASQ"), 1);
 }
 

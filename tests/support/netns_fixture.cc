@@ -1,30 +1,64 @@
 #include "tests/support/netns_fixture.h"
 
+#include <fcntl.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdio>
+#include <cerrno>
 #include <cstdlib>
 
 namespace nodegate::testing {
 
-CommandResult RunCommand(const std::string& command) {
+namespace {
+
+// `sh -c command`, its stdout and stderr captured, run in the network namespace at
+// `netns_path` when there is one. The child is a vfork: netns tests run thousands of these,
+// and a shell plus nsenter in front of each command cost about 5 ms more here.
+CommandResult RunShell(const std::string& command, const std::string& netns_path) {
   CommandResult result;
-  const std::string full = "(" + command + ") 2>&1";
-  FILE* pipe = ::popen(full.c_str(), "r");
-  if (pipe == nullptr) {
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return result;
+  const char* const argv[] = {"sh", "-c", command.c_str(), nullptr};
+  const char* const netns = netns_path.empty() ? nullptr : netns_path.c_str();
+  const pid_t pid = ::vfork();
+  if (pid == 0) {
+    // Only system calls here: the child shares the parent's memory until it execs.
+    if (netns != nullptr) {
+      const int fd = ::open(netns, O_RDONLY | O_CLOEXEC);
+      if (fd < 0 || ::setns(fd, CLONE_NEWNET) != 0) ::_exit(126);
+    }
+    ::dup2(out[1], 1);
+    ::dup2(out[1], 2);
+    ::execv("/bin/sh", const_cast<char* const*>(argv));
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  if (pid < 0) {
+    ::close(out[0]);
     return result;
   }
   char buf[4096];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) {
-    result.output.append(buf, n);
+  for (;;) {
+    const ssize_t n = ::read(out[0], buf, sizeof(buf));
+    if (n > 0) {
+      result.output.append(buf, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
   }
-  const int status = ::pclose(pipe);
+  ::close(out[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
 }
+
+}  // namespace
+
+CommandResult RunCommand(const std::string& command) { return RunShell(command, ""); }
 
 bool IsRoot() { return ::geteuid() == 0; }
 
@@ -48,18 +82,7 @@ TestNetns::TestNetns(const std::string& prefix) {
 
 TestNetns::~TestNetns() { RunCommand("ip netns del " + name_ + " 2>/dev/null"); }
 
-CommandResult TestNetns::Run(const std::string& command) const {
-  // Single quotes inside the command are escaped for the outer sh -c.
-  std::string escaped;
-  for (char c : command) {
-    if (c == '\'') {
-      escaped += "'\\''";
-    } else {
-      escaped += c;
-    }
-  }
-  return RunCommand("nsenter --net=" + path() + " sh -c '" + escaped + "'");
-}
+CommandResult TestNetns::Run(const std::string& command) const { return RunShell(command, path()); }
 
 std::string TestNetns::MustRun(const std::string& command) const {
   auto r = Run(command);

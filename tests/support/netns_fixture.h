@@ -38,7 +38,7 @@ class TestNetns {
 
   const std::string& name() const { return name_; }
   std::string path() const { return "/run/netns/" + name_; }
-  // Runs a shell command inside the namespace (nsenter, which keeps /sys as it is).
+  // Runs a shell command inside the namespace (setns, as nsenter: /sys stays as it is).
   CommandResult Run(const std::string& command) const;
   // Like Run, but fails the current test when the command fails.
   std::string MustRun(const std::string& command) const;
