@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/sys/atomic_file.h"
+#include "lib/sys/io.h"
 
 namespace nodegate::portmap {
 namespace {
@@ -17,9 +18,12 @@ std::string EnvOr(const char* name, const char* fallback) {
   return value != nullptr && *value != '\0' ? value : fallback;
 }
 
-// Empty when the file cannot be read.
-std::string ReadSmallFile(const std::filesystem::path& path) {
-  auto text = sys::ReadFile(path.string());
+// A runtime's result cache entry, empty when it cannot be read. Only a regular file, and only
+// its first MiB: an entry is a few KiB, and a FIFO dropped in the cache folder must not stop
+// ADD from reporting its conflict.
+std::string ReadCacheEntry(const std::filesystem::path& path) {
+  constexpr size_t kCacheEntryCap = 1 << 20;
+  auto text = sys::ReadRegularFile(path.string(), kCacheEntryCap);
   return text.ok() ? std::move(*text) : std::string();
 }
 
@@ -78,7 +82,7 @@ std::optional<std::string> PodFromCache(const std::string& dir, const std::strin
                                ? name.find("-" + container_id + "-") != std::string::npos
                                : name.rfind(prefix, 0) == 0;
     if (!candidate) continue;
-    const std::string text = ReadSmallFile(file.path());
+    const std::string text = ReadCacheEntry(file.path());
     const auto doc = nlohmann::json::parse(text, nullptr, false);
     // The file name alone is ambiguous when names contain '-': the entry says whose it is.
     if (doc.is_discarded() || doc.value("containerId", container_id) != container_id) continue;
