@@ -21,6 +21,7 @@
 #   - In a native build, the functions a plugin call runs (cmake/text-order/<plugin>.txt) lie
 #     together: the stretch of code they span is under twice their size (scattered by GNU ld's
 #     input order, portmap's span 2.7 MB for 0.48 MB of them).
+#   - No plugin links iostreams (their static initialisation would run on every exec).
 #   - In a native build, a plugin asks at start for its data, heap and stack in one madvise each
 #     (lib/sys/prefault.h), which a kernel of 5.14 or later grants.
 # In a cross build (cmake/toolchains/debian-cross.cmake) CTest passes NODEGATE_TOOL_PREFIX (the
@@ -113,6 +114,10 @@ text_span() {
 for plugin in portmap bandwidth host-local; do
   exe="$BIN/$plugin"
   [ -x "$exe" ] || continue
+  # No iostreams in a plugin (lib/sys/io.h's ProcessIo instead): their static initialisation
+  # (the standard streams and their locale) would run on every exec.
+  ! "${TOOL}nm" "$exe" | grep -q ' _ZNSt8ios_base4InitC1Ev$' ||
+    fail "$plugin links iostreams (std::ios_base::Init): some object of its uses <iostream>"
   order="$SRC/cmake/text-order/$plugin.txt"
   if [ -z "$TOOL" ] && [ -f "$order" ]; then
     read -r count bytes span < <(text_span "$exe" "$order")
