@@ -19,11 +19,17 @@ set -uo pipefail
 BUILD_DIR="$(cd "${1:-build}" && pwd)"
 ARM64_DIR="$(cd "${2:-build-arm64}" && pwd)"
 JOBS="${JOBS:-$(nproc)}"
+# The debs stay where make deps-arm64 put them (install-deps.sh: the caller's cache, else
+# build/cache/debs) when the roots go to the arm64 build's cache: a fresh clone's bootstrap
+# otherwise found no arm64 busybox-static.
+SOURCE_CACHE="$(cd "$(dirname "$0")/.." && pwd)/build/cache"
+export NODEGATE_DEB_CACHE_DIR="${NODEGATE_DEB_CACHE_DIR:-${NODEGATE_CACHE_DIR:-$SOURCE_CACHE}/debs}"
 export NODEGATE_CACHE_DIR="${NODEGATE_CACHE_DIR:-$ARM64_DIR/cache}"
 # The checks of the Debian 11 tier, all of them: both iptables modes, both directions of a
 # switch between the reference and ours, the nftables backend, bandwidth's rates, nodegate.
 VM_CHECKS=(version host_local portmap_iptables:nft portmap_cross:nft portmap_iptables:legacy
-  portmap_cross:legacy portmap_nftables portmap_nftables_masqall bandwidth admit ports)
+  portmap_cross:legacy portmap_conntrack portmap_nftables portmap_nftables_masqall bandwidth admit
+  ports)
 
 # shellcheck source=lib/stages.sh
 source "$(dirname "$0")/lib/stages.sh"  # stage, stages_verdict

@@ -49,11 +49,12 @@ arch_tool() {
 }
 
 # deb_cache_dir: where foreign-architecture packages that cannot be installed beside the host's
-# are kept as .deb files (NODEGATE_CACHE_DIR/debs; default <source>/build/cache/debs).
+# are kept as .deb files (NODEGATE_DEB_CACHE_DIR, else NODEGATE_CACHE_DIR/debs; default
+# <source>/build/cache/debs).
 deb_cache_dir() {
   local src
   src="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-  echo "${NODEGATE_CACHE_DIR:-$src/build/cache}/debs"
+  echo "${NODEGATE_DEB_CACHE_DIR:-${NODEGATE_CACHE_DIR:-$src/build/cache}/debs}"
 }
 
 # cached_deb PACKAGE ARCH: the path of PACKAGE's .deb for ARCH in deb_cache_dir, or nothing.
