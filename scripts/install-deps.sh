@@ -10,9 +10,9 @@
 # run its executables and unit tests without a machine-wide binfmt_misc entry, qemu-system-arm
 # to boot its kernel, cpio (the arm64 root's bootstrap VM boots from an initramfs:
 # tests/portability/root.sh), and Debian's static busybox of that architecture for the
-# install image. busybox-static is
-# not co-installable across architectures, so that one is fetched with apt-get download into
-# $NODEGATE_CACHE_DIR/debs (default build/cache/debs) and read from there (scripts/lib/arch.sh).
+# install image. busybox-static is not co-installable across architectures, so that one is
+# fetched with apt-get download into $NODEGATE_DEB_CACHE_DIR, else $NODEGATE_CACHE_DIR/debs
+# (default build/cache/debs), and read from there (scripts/lib/arch.sh, deb_cache_dir).
 set -euo pipefail
 
 PACKAGES=(
