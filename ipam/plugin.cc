@@ -1,13 +1,12 @@
 #include "ipam/plugin.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <filesystem>
 
 #include "ipam/allocator.h"
 #include "ipam/disk_store.h"
 #include "ipam/resolv_conf.h"
+#include "lib/cni/logging.h"
 #include "lib/cni/version.h"
 
 namespace nodegate::ipam {
@@ -21,7 +20,7 @@ template <typename T>
 Result<T> Finish(DiskStore& store, Result<T> result) {
   if (Status committed = store.Commit(); !committed.ok()) {
     // The reservation files are already right; only the index is left untrusted.
-    spdlog::warn("host-local: index not updated ({}); the next call rebuilds it",
+    cni::LogWarn("host-local: index not updated ({}); the next call rebuilds it",
                  committed.error().msg);
   }
   return result;
@@ -43,7 +42,7 @@ Status Del(const cni::CmdArgs& args) {
   auto loaded = LoadIpamConfig(args.conf, args.args, Verb::kDel);
   if (!loaded.ok()) {
     // Reservations are found by owner; only where the store is (dataDir) must be known.
-    spdlog::warn("host-local DEL: config unreadable ({}); releasing by owner only",
+    cni::LogWarn("host-local DEL: config unreadable ({}); releasing by owner only",
                  loaded.error().msg);
     NG_ASSIGN_OR_RETURN(IpamConfig where, LoadIpamConfig(args.conf, "", Verb::kGc));
     std::error_code ec;
@@ -56,7 +55,7 @@ Status Del(const cni::CmdArgs& args) {
   NG_ASSIGN_OR_RETURN(auto store, DiskStore::Open(cfg.data_dir, cfg.network_name));
   Status status = DelWith(cfg, OwnerOf(args), *store);
   if (Status committed = store->Commit(); !committed.ok()) {
-    spdlog::warn("host-local: index not updated ({})", committed.error().msg);
+    cni::LogWarn("host-local: index not updated ({})", committed.error().msg);
   }
   return status;
 }
@@ -99,7 +98,7 @@ Result<cni::CniResult> AddWith(const IpamConfig& cfg, const Owner& owner, Store&
   result.cni_version = cfg.cni_version;
   for (const auto& a : allocations) {
     if (a.reused) {
-      spdlog::info("host-local: {} already holds {}; returning it again (idempotent ADD)",
+      cni::LogInfo("host-local: {} already holds {}; returning it again (idempotent ADD)",
                    owner.container_id, a.ip.ToString());
     }
     result.ips.push_back(cni::IpConfig{.interface = std::nullopt,
@@ -185,7 +184,7 @@ Status GcWith(const std::vector<cni::Attachment>& live, Store& store) {
       continue;
     }
     ++released;
-    spdlog::info("host-local GC: released {} (owner {})", e.ip.ToString(),
+    cni::LogInfo("host-local GC: released {} (owner {})", e.ip.ToString(),
                  e.owner ? e.owner->container_id + "/" + e.owner->ifname : "unreadable");
   }
   if (!errors.empty()) {

@@ -24,7 +24,29 @@ spdlog::level::level_enum LevelOr(const std::string& text, spdlog::level::level_
   return level;
 }
 
+spdlog::level::level_enum SpdlogLevel(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug:
+      return spdlog::level::debug;
+    case LogLevel::kInfo:
+      return spdlog::level::info;
+    case LogLevel::kWarn:
+      break;
+  }
+  return spdlog::level::warn;
+}
+
 }  // namespace
+
+void WriteLog(LogLevel level, fmt::string_view format, fmt::format_args args) {
+  spdlog::logger* logger = spdlog::default_logger_raw();
+  const spdlog::level::level_enum spdlog_level = SpdlogLevel(level);
+  if (!logger->should_log(spdlog_level)) {
+    return;
+  }
+  const std::string message = fmt::vformat(format, args);
+  logger->log(spdlog_level, spdlog::string_view_t(message));
+}
 
 void InitLogging(const std::string& plugin_name) {
   auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();

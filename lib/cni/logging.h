@@ -4,6 +4,8 @@
 // that file with size-based rotation at "logLevel" (default info). The reference plugins log
 // nothing; operators asked for this.
 
+#include <fmt/core.h>
+
 #include <string>
 
 namespace nodegate::cni {
@@ -15,5 +17,28 @@ void InitLogging(const std::string& plugin_name);
 // log file that cannot be opened is reported on stderr and ignored.
 void ConfigureFileLogging(const std::string& plugin_name, const std::string& log_file,
                           const std::string& log_level);
+
+enum class LogLevel { kDebug, kInfo, kWarn };
+
+// One record: the format string with its arguments, written to the sinks InitLogging and
+// ConfigureFileLogging set up. Code logs through LogDebug, LogInfo and LogWarn below, whose
+// format strings are checked at compile time; only logging.cc includes spdlog, whose headers
+// cost each translation unit that includes them about 8 s of compile time.
+void WriteLog(LogLevel level, fmt::string_view format, fmt::format_args args);
+
+template <typename... Args>
+void LogDebug(fmt::format_string<Args...> format, Args&&... args) {
+  WriteLog(LogLevel::kDebug, format, fmt::make_format_args(args...));
+}
+
+template <typename... Args>
+void LogInfo(fmt::format_string<Args...> format, Args&&... args) {
+  WriteLog(LogLevel::kInfo, format, fmt::make_format_args(args...));
+}
+
+template <typename... Args>
+void LogWarn(fmt::format_string<Args...> format, Args&&... args) {
+  WriteLog(LogLevel::kWarn, format, fmt::make_format_args(args...));
+}
 
 }  // namespace nodegate::cni

@@ -1,6 +1,5 @@
 #include "lib/cni/skel.h"
 
-#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -133,7 +132,7 @@ Status LoadNetConf(const Plugin& plugin, CmdArgs& args) {
   args.conf = std::move(conf).value();
   ConfigureFileLogging(plugin.name, args.conf.log_file, args.conf.log_level);
   for (const std::string& problem : args.conf.unreadable) {
-    spdlog::warn("{} DEL: ignoring unreadable config: {}", plugin.name, problem);
+    LogWarn("{} DEL: ignoring unreadable config: {}", plugin.name, problem);
   }
   return OkStatus();
 }
@@ -152,7 +151,7 @@ Status ValidateCmdArgs(const Plugin& plugin, const CmdArgs& args) {
     if (args.command != Command::kDel) {
       return s;
     }
-    spdlog::warn("{} DEL: ignoring unreadable CNI_ARGS: {}", plugin.name, s.error().msg);
+    LogWarn("{} DEL: ignoring unreadable CNI_ARGS: {}", plugin.name, s.error().msg);
   }
   return CheckVersion(plugin, args.command, args.conf.cni_version);
 }
@@ -163,7 +162,7 @@ int RunAdd(const Plugin& plugin, const CmdArgs& args, const ProcessIo& io) {
   }
   Result<CniResult> result = plugin.add(args);
   if (!result.ok()) {
-    spdlog::warn("{} ADD {} failed: {}", plugin.name, args.container_id, result.error().msg);
+    LogWarn("{} ADD {} failed: {}", plugin.name, args.container_id, result.error().msg);
     return Fail(io, result.error());
   }
   // Encode fully before printing anything, so a failure never leaves half a result.
@@ -198,8 +197,8 @@ int RunStatusCommand(const Plugin& plugin, const CmdArgs& args, const ProcessIo&
   }
   Status status = (*handler)(args);
   if (!status.ok()) {
-    spdlog::warn("{} {} {} failed: {}", plugin.name, CommandName(args.command), args.container_id,
-                 status.error().msg);
+    LogWarn("{} {} {} failed: {}", plugin.name, CommandName(args.command), args.container_id,
+            status.error().msg);
     return Fail(io, status.error());
   }
   return 0;
@@ -230,9 +229,8 @@ int Dispatch(const Plugin& plugin, const ProcessIo& io) {
   if (Status s = ValidateCmdArgs(plugin, *args); !s.ok()) {
     return Fail(io, s.error());
   }
-  spdlog::debug("{} {} container={} ifname={} netns={} network={}", plugin.name,
-                CommandName(*command), args->container_id, args->ifname, args->netns,
-                args->conf.name);
+  LogDebug("{} {} container={} ifname={} netns={} network={}", plugin.name, CommandName(*command),
+           args->container_id, args->ifname, args->netns, args->conf.name);
   if (*command == Command::kAdd) {
     return RunAdd(plugin, *args, io);
   }

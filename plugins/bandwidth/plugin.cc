@@ -1,9 +1,8 @@
 #include "plugins/bandwidth/plugin.h"
 
-#include <spdlog/spdlog.h>
-
 #include <set>
 
+#include "lib/cni/logging.h"
 #include "lib/cni/version.h"
 #include "lib/netlink/link.h"
 #include "lib/tc/kernel.h"
@@ -34,11 +33,11 @@ std::optional<netlink::LinkInfo> FindHostVethForDel(netlink::Socket& sock,
       return *veth;
     }
     // ADD may have found it through the container's end; so does DEL.
-    spdlog::debug("DEL: host veth not in prevResult: {}", veth.error().msg);
+    cni::LogDebug("DEL: host veth not in prevResult: {}", veth.error().msg);
   }
   auto peer = ContainerVethPeerIndex(args.netns, args.ifname);
   if (!peer.ok()) {
-    spdlog::debug("DEL: {}", peer.error().msg);
+    cni::LogDebug("DEL: {}", peer.error().msg);
     return std::nullopt;
   }
   auto link = netlink::GetLinkByIndex(sock, *peer);
@@ -108,7 +107,7 @@ Result<cni::CniResult> CmdAdd(const cni::CmdArgs& args) {
   const ShapingPlan plan = BuildPlan(config, attachment, clock);
   for (const Direction* d : {&config.ingress, &config.egress}) {
     if (d->enabled() && tc::TbfBufferWrapped(d->rate_bits, d->burst_bits, clock)) {
-      spdlog::warn(
+      cni::LogWarn(
           "burst {} bits at {} bit/s takes longer than the TBF buffer can hold; installing "
           "the reference's (wrapped) buffer",
           d->burst_bits, d->rate_bits);
@@ -133,7 +132,7 @@ Status CmdDel(const cni::CmdArgs& args) {
   // node (the host veth's qdiscs), so a config the reference would reject (its DEL fails
   // and the runtime stops tearing down the chain) is logged and the removal goes on.
   if (Status valid = ValidateConfig(args.conf); !valid.ok()) {
-    spdlog::warn("bandwidth DEL: config unreadable ({}); removing what container {} owns",
+    cni::LogWarn("bandwidth DEL: config unreadable ({}); removing what container {} owns",
                  valid.error().msg, args.container_id);
   }
   NG_ASSIGN_OR_RETURN(netlink::Socket sock, netlink::Socket::Open());
@@ -202,7 +201,7 @@ Status CmdGc(const cni::CmdArgs& args) {
     if (!stale) {
       continue;
     }
-    spdlog::info("GC: deleting stale ifb {} (alias \"{}\")", link.name, link.alias);
+    cni::LogInfo("GC: deleting stale ifb {} (alias \"{}\")", link.name, link.alias);
     if (Status s = RemoveIfb(sock, link.name); !s.ok()) {
       errors.push_back(s.error().msg);  // keep going: GC is best effort per object
     }

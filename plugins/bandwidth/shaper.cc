@@ -1,7 +1,5 @@
 #include "plugins/bandwidth/shaper.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <set>
 #include <utility>

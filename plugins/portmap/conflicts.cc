@@ -1,6 +1,5 @@
 #include "plugins/portmap/conflicts.h"
 
-#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <cstdlib>

@@ -1,9 +1,9 @@
 #include "plugins/portmap/plugin.h"
 
 #include <netinet/in.h>
-#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
+#include "lib/cni/logging.h"
 #include "lib/cni/version.h"
 #include "lib/conntrack/conntrack.h"
 #include "plugins/portmap/conflicts.h"
@@ -35,16 +35,16 @@ void FlushUdpConntrack(const Config& config, bool only_known_families) {
     if (ports.empty()) continue;
     const int af = family == net::Family::kV4 ? AF_INET : AF_INET6;
     if (conntrack::DeleteByDestinationPortAfterExit(af, IPPROTO_UDP, ports)) {
-      spdlog::debug("portmap: UDP conntrack flush of {} ports runs after exit", ports.size());
+      cni::LogDebug("portmap: UDP conntrack flush of {} ports runs after exit", ports.size());
       continue;
     }
     auto deleted = conntrack::DeleteByDestinationPort(af, IPPROTO_UDP, ports);
     if (!deleted.ok()) {
-      spdlog::warn("portmap: UDP conntrack flush failed: {}", deleted.error().msg);
+      cni::LogWarn("portmap: UDP conntrack flush failed: {}", deleted.error().msg);
     } else if (deleted->deleted > 0) {
-      spdlog::info("portmap: deleted {} UDP conntrack entries", deleted->deleted);
+      cni::LogInfo("portmap: deleted {} UDP conntrack entries", deleted->deleted);
     } else if (deleted->dumps == 0) {
-      spdlog::debug("portmap: no conntrack entry in the namespace, nothing to flush");
+      cni::LogDebug("portmap: no conntrack entry in the namespace, nothing to flush");
     }
   }
 }
@@ -95,7 +95,7 @@ Result<cni::CniResult> CmdAdd(const cni::CmdArgs& args) {
   FlushUdpConntrack(config, /*only_known_families=*/true);
   if (config.snat && config.container_v4) {
     if (Status s = EnableRouteLocalnet(config.container_v4->address()); !s.ok()) {
-      spdlog::warn("portmap: route_localnet not set: {}", s.error().msg);
+      cni::LogWarn("portmap: route_localnet not set: {}", s.error().msg);
     }
   }
   return result;
@@ -104,7 +104,7 @@ Result<cni::CniResult> CmdAdd(const cni::CmdArgs& args) {
 // DEL of a config that cannot be read: what the container owns is found by network name and
 // container ID alone, so remove it from every backend that is usable on this node.
 Status UnforwardEverywhere(const cni::CmdArgs& args, const Error& why) {
-  spdlog::warn(
+  cni::LogWarn(
       "portmap DEL: config unreadable ({}); removing every mapping of container {} in "
       "network {}",
       why.msg, args.container_id, args.conf.name);

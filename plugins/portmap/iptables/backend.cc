@@ -7,7 +7,6 @@ extern "C" {  // libip6tc.h lacks its own C linkage block
 #include <libiptc/libip6tc.h>
 }
 #include <libiptc/libiptc.h>
-#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -17,6 +16,7 @@ extern "C" {  // libip6tc.h lacks its own C linkage block
 #include <vector>
 
 #include "lib/base/scope_guard.h"
+#include "lib/cni/logging.h"
 #include "lib/netfilter/query.h"
 #include "lib/sys/fd.h"
 #include "lib/sys/file_lock.h"
@@ -162,7 +162,7 @@ class IptablesMapper : public PortMapper {
     auto& slot = family == net::Family::kV4 ? mode4_ : mode6_;
     if (!slot) {
       const ModeChoice choice = ChooseMode(family, configured_, NodeView::Real());
-      spdlog::debug("portmap: IPv{} iptables layout in {} mode ({})", Digit(family),
+      cni::LogDebug("portmap: IPv{} iptables layout in {} mode ({})", Digit(family),
                     IptablesModeName(choice.mode), choice.reason);
       slot = choice.mode;
     }
@@ -176,7 +176,7 @@ class IptablesMapper : public PortMapper {
       for (auto family : done) {
         Status s = TeardownFamily(family, ModeOf(family), config.network_name, config.container_id);
         if (!s.ok())
-          spdlog::warn("rollback of the IPv{} rules failed: {}", Digit(family), s.error().msg);
+          cni::LogWarn("rollback of the IPv{} rules failed: {}", Digit(family), s.error().msg);
       }
     });
     for (const auto family : {net::Family::kV4, net::Family::kV6}) {
@@ -217,7 +217,7 @@ class IptablesMapper : public PortMapper {
         NG_RETURN_IF_ERROR(TeardownFamily(family, mode, config.network_name, config.container_id));
         ++usable;
       } else {
-        spdlog::info("IPv{} table nat ({}) unavailable, nothing to remove", Digit(family),
+        cni::LogInfo("IPv{} table nat ({}) unavailable, nothing to remove", Digit(family),
                      IptablesModeName(mode));
       }
       // The other mode's rules of this container (a node that switched modes).
@@ -243,7 +243,7 @@ class IptablesMapper : public PortMapper {
           std::set<std::string> stale;
           for (const auto& [chain, owner] : owners) {
             if (owner.network_name == network_name && valid.count(owner.container_id) == 0) {
-              spdlog::info("gc: removing {} mappings of container {}", table.name(),
+              cni::LogInfo("gc: removing {} mappings of container {}", table.name(),
                            owner.container_id);
               stale.insert(chain);
             }

@@ -4,13 +4,13 @@
 // The fast paths (the usual ADD and DEL) read nothing but the owner's markers; reading is for
 // the rarer paths: a network's first ADD or new config, re-ADD, a DEL whose mappings differ
 // from the ADD's, conflicts' messages, CHECK, GC and the reference's leftovers.
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
 
+#include "lib/cni/logging.h"
 #include "lib/netfilter/nft_batch.h"
 #include "lib/netfilter/query.h"
 #include "plugins/portmap/nftables/rules.h"
@@ -171,7 +171,7 @@ Status AppendSetupFromReads(TableReader& reader, const Config& config,
                             const NetworkElements& network,
                             const std::vector<ListedElement>& replaced, Plan& plan) {
   const nft::NetworkNames names = nft::NamesFor(config.network_name);
-  spdlog::info("nftables: writing chains of network {}", config.network_name);
+  cni::LogInfo("nftables: writing chains of network {}", config.network_name);
   // Hairpin sets and rules for every prefix length the network has, this container's and the
   // legacy subnets' (migrated below).
   nft::HairpinLengths lengths = network.lengths;
@@ -253,7 +253,7 @@ Status ForwardSlow(const Config& config, const AddRefusal& why) {
     // Another writer changed the network between the reads and the batch (a concurrent ADD
     // of the same network wrote its chains, an element went): read again.
     if ((again.need_setup || again.readd || again.hairpin) && attempt < kStaleRetries) {
-      spdlog::debug("nftables: slow ADD refused ({}); reading again",
+      cni::LogDebug("nftables: slow ADD refused ({}); reading again",
                     nft::RefusalError(plan, refusals, "add").msg);
       continue;
     }
@@ -317,7 +317,7 @@ void AppendUnneededLegacyHairpin(const std::string& set, net::Family family,
       return ip.family() == family && prefix.Contains(ip);
     });
     if (needed) continue;
-    spdlog::info("nftables: removing hairpin source {} of {}", prefix.Masked().ToString(), set);
+    cni::LogInfo("nftables: removing hairpin source {} of {}", prefix.Masked().ToString(), set);
     const net::IpAddress network = prefix.Network();
     const size_t len = network.byte_length();
     drop.elements.push_back(
@@ -356,7 +356,7 @@ Status AppendLegacyCleanup(TableReader& reader, const std::string& network,
 // their records and its markers in `families`.
 Status DeleteByListing(const Config& config, const std::string& owner,
                        const std::vector<net::Family>& families) {
-  spdlog::info("nftables: DEL of {} reads the network's elements", config.container_id);
+  cni::LogInfo("nftables: DEL of {} reads the network's elements", config.container_id);
   for (int attempt = 1;; ++attempt) {
     NG_ASSIGN_OR_RETURN(TableReader reader, OpenOurTable());
     NG_ASSIGN_OR_RETURN(const NetworkElements network, ReadNetwork(reader, config.network_name));
@@ -393,7 +393,7 @@ Status RemoveReferenceLeftovers(const std::string& container_id) {
       count += nft::AppendReferenceLeftovers(family, rules, container_id, plan);
     }
     if (count == 0) return OkStatus();
-    spdlog::info("nftables: removing {} rules of the reference plugin for {}", count, container_id);
+    cni::LogInfo("nftables: removing {} rules of the reference plugin for {}", count, container_id);
     NG_ASSIGN_OR_RETURN(const auto refusals, Send(plan));
     if (refusals.empty()) return OkStatus();
     // A rule went meanwhile (ENOENT): read again.
@@ -412,7 +412,7 @@ class NftablesMapper : public PortMapper {
     NG_ASSIGN_OR_RETURN(const auto refusals, Send(fast));
     if (refusals.empty()) return OkStatus();
     const AddRefusal refused = Classify(fast, refusals);
-    spdlog::debug("nftables: element batch refused ({})",
+    cni::LogDebug("nftables: element batch refused ({})",
                   nft::RefusalError(fast, refusals, "add").msg);
     if (!refused.Understood(refusals)) return nft::RefusalError(fast, refusals, "add mappings");
     if (refused.conflict && !refused.readd) return Conflict(config, refused.taken);
@@ -468,7 +468,7 @@ class NftablesMapper : public PortMapper {
       }
       Plan plan;
       for (const auto& [comment, elements] : stale) {
-        spdlog::info("gc: removing nftables mappings of container {}", comment);
+        cni::LogInfo("gc: removing nftables mappings of container {}", comment);
         const std::string owner = nft::OwnerTag(network_name, comment);
         nft::AppendForget(owner, elements, nft::RecordTagsOf(owner, records),
                           {net::Family::kV4, net::Family::kV6}, plan);

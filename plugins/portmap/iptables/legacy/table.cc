@@ -1,13 +1,12 @@
 // The legacy writer of the iptables layout: table nat of one family through libiptc.
 #include "plugins/portmap/iptables/legacy/table.h"
 
-#include <spdlog/spdlog.h>
-
 #include <cerrno>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "lib/cni/logging.h"
 #include "lib/sys/file_lock.h"
 #include "plugins/portmap/iptables/legacy/encode.h"
 #include "plugins/portmap/iptables/legacy/ops.h"
@@ -143,7 +142,7 @@ Status TransactWith(const LegacyOps& ops, const NatTableChange& change) {
     if (committed.ok() || table->commit_errno() != EAGAIN || attempt == kCommitAttempts) {
       return committed;
     }
-    spdlog::info("{}: table nat changed during commit, retrying", ops.name);
+    cni::LogInfo("{}: table nat changed during commit, retrying", ops.name);
   }
 }
 

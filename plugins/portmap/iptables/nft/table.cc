@@ -7,7 +7,6 @@
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
-#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -20,6 +19,7 @@
 #include <memory>
 #include <mutex>
 
+#include "lib/cni/logging.h"
 #include "lib/netfilter/nfnl.h"
 #include "lib/netfilter/nlattr.h"
 #include "lib/netfilter/release.h"
@@ -882,7 +882,7 @@ Status TransactNft(net::Family family, const NatTableChange& change,
     }
     Status committed = (*table)->Commit();
     if (committed.ok() || !stale(committed.error())) return committed;
-    spdlog::debug("{}: ruleset changed during the transaction, rebuilding", (*table)->name());
+    cni::LogDebug("{}: ruleset changed during the transaction, rebuilding", (*table)->name());
   }
 }
 
