@@ -252,7 +252,9 @@ struct Outcome {
 // Linux 5.8+; older kernels ignore the filter and send everything, and every entry is checked
 // here anyway), and deletes those whose destination port is in `ports`. The cost of a dump
 // follows the matches, not the table: a node with 20,000 entries took 120 ms per port when
-// the whole table came to user space.
+// the whole table came to user space. A dual-stack pod's port costs one dump per family: the
+// kernel refuses a tuple filter without a family (an AF_UNSPEC dump with CTA_FILTER fails;
+// tried on 6.18), and an unfiltered AF_UNSPEC dump would bring the whole table up again.
 void DumpAndDelete(int dump_fd, int delete_fd, uint8_t family, uint8_t protocol,
                    std::optional<uint16_t> port, const PortSet& ports, uint32_t& seq,
                    Outcome& outcome) {
