@@ -68,7 +68,7 @@ class AdminServer:
 
         self.httpd = Server(("127.0.0.1", port), Handler)
         self.port = self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
 
     def stop(self):
         if self.load:

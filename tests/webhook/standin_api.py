@@ -199,6 +199,8 @@ class ApiServer:
             def finish_request(self, request, client_address):
                 # The TLS handshake in the connection's own thread: a slow client never holds
                 # up accept().
+                # As Go's net/http: no Nagle delay on small writes (watch events).
+                request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 request.settimeout(30)
                 try:
                     tls = ctx.wrap_socket(request, server_side=True)
@@ -219,7 +221,7 @@ class ApiServer:
 
         self.httpd = Threading(("127.0.0.1", port), Handler)
         self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
         self.thread.start()
 
     # --- the state, changed directly (as controllers and kubelets would) ---
@@ -428,7 +430,10 @@ class ApiServer:
         length = int(h.headers.get("Content-Length") or 0)
         too_big = length > MAX_BODY
         if too_big:
-            h.close_connection = True  # its body stays unread
+            # Read up to the limit (and a little more, as Go's server drains a body before it
+            # closes), answer 413 and close.
+            h.rfile.read(min(length, MAX_BODY + (256 << 10)))
+            h.close_connection = True
         elif length:
             body = h.rfile.read(length)
         with self.lock:
@@ -653,8 +658,8 @@ class ApiServer:
         h.wfile.write(b"0\r\n\r\n")
 
     def _write_chunk(self, h, parts, size, sent, cut_at):
-        data = b"".join(parts)
         if cut_at >= 0 and sent + size > cut_at:
+            data = b"".join(parts)
             keep = cut_at - sent
             h.wfile.write(b"%x\r\n" % size + data[:keep])
             try:
@@ -662,7 +667,9 @@ class ApiServer:
             except OSError:
                 pass
             raise _Dropped()
-        h.wfile.write(b"%x\r\n" % size + data + b"\r\n")
+        parts.insert(0, b"%x\r\n" % size)
+        parts.append(b"\r\n")
+        h.wfile.write(b"".join(parts))  # one copy, one write of about 1 MiB
         return sent + size
 
     # --- WATCH ---

@@ -127,8 +127,12 @@ class LoadDriver:
         self._serial += 1
         meta = pod["metadata"]
         base = meta.get("generateName") or (name.rsplit("-", 1)[0] + "-")
-        meta["name"] = "%s%s" % (base, "".join(
-            self.rng.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5)))
+        table = self.api.store.table("pods")
+        while True:  # a name not taken, as generateName retries
+            meta["name"] = "%s%s" % (base, "".join(
+                self.rng.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5)))
+            if ns + "/" + meta["name"] not in table.objects:
+                break
         meta["uid"] = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
         meta["creationTimestamp"] = _stamp(time.time())
         meta.pop("resourceVersion", None)

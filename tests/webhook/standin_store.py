@@ -35,7 +35,7 @@ class Resource:
     """One API resource the stand-in serves: where it lives and what its selectors may test."""
 
     def __init__(self, plural, kind, group="", version="v1", namespaced=True, fields=(),
-                 create_on_update=False, bookmark_body=b"{}"):
+                 field_defaults=("", ""), create_on_update=False, bookmark_body=b"{}"):
         self.plural = plural
         self.kind = kind
         self.group = group
@@ -44,6 +44,8 @@ class Resource:
         # Selectable fields besides metadata.name/metadata.namespace, as registered upstream
         # (pkg/registry/core/pod/strategy.go ToSelectableFields, node/strategy.go, ...).
         self.fields = tuple(fields)
+        # What a selector sees for an absent field (a Go zero value: "false" for a bool).
+        self.field_defaults = tuple(field_defaults)
         # Strategy.AllowCreateOnUpdate(): true for leases (pkg/registry/coordination/lease/
         # strategy.go), so a PUT to a missing lease creates it; false here for the others.
         self.create_on_update = create_on_update
@@ -64,6 +66,7 @@ class Resource:
 
 RESOURCES = {r.plural: r for r in (
     Resource("nodes", "Node", namespaced=False, fields=("spec.unschedulable",),
+             field_defaults=("false", ""),
              bookmark_body=b'"spec":{},"status":{"daemonEndpoints":{"kubeletEndpoint":{"Port":0}},'
                            b'"nodeInfo":{"machineID":"","systemUUID":"","bootID":"","kernelVersion":"",'
                            b'"osImage":"","containerRuntimeVersion":"","kubeletVersion":"",'
@@ -230,9 +233,9 @@ class Store:
     # --- writes ---
 
     def _fields(self, resource, obj):
-        f = resource.fields
-        return (field_value(obj, f[0]) if len(f) > 0 else "",
-                field_value(obj, f[1]) if len(f) > 1 else "")
+        f, d = resource.fields, resource.field_defaults
+        return ((field_value(obj, f[0]) or d[0]) if len(f) > 0 else "",
+                (field_value(obj, f[1]) or d[1]) if len(f) > 1 else "")
 
     def _record(self, table, type_, key, new, old):
         ev = Event(self.rv, type_, key, new, old)

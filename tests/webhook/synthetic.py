@@ -827,6 +827,7 @@ class _Generator:
                         "last_applied": 0, "host_port_pods": 0, "priority_pods": 0,
                         "containers": 0, "unplaced": 0}
         self.cursor = 0
+        self.names = set()
 
     def next_rv(self):
         self.rv += 1
@@ -1021,7 +1022,7 @@ class _Generator:
             team = _TEAMS[i % len(_TEAMS)]
             ns = "%s-prod" % team
             t = BASE_TIME - rng.randint(600, 6 * 86400)
-            name = "report-%s-%d" % (rng.suffix(4), t // 60)
+            name = "report-%s-%d" % (rng.suffix(6), t // 60)
             phase = "Failed" if rng.random() < 1 / 6 else "Succeeded"
             c = _container(rng, "report", rng.choice(app_images), env_count=rng.randint(1, 4),
                            cpu=(100, 250), mem=(128, 256), probes=False,
@@ -1057,7 +1058,10 @@ class _Generator:
             labels_b = _j(labels)
         else:
             name = "%s-%s" % (w.owner_name, rng.suffix(5))
+            while (w.namespace, name) in self.names:  # the controller retries a taken name
+                name = "%s-%s" % (w.owner_name, rng.suffix(5))
             labels, labels_b = w.labels, w.labels_b
+        self.names.add((w.namespace, name))
         name_b = name.encode()
         if node is not None:
             spec = w.spec_b.replace(b"@@NODE@@", node.name.encode())
