@@ -238,7 +238,8 @@ def main(argv=None):
     p.add_argument("--token", default="test-token", help="the bearer token accepted")
     p.add_argument("--token-file", help="read the token from this file, or write it there")
     p.add_argument("--kubeconfig", help="write a kubeconfig for this stand-in here")
-    p.add_argument("--bookmark-interval", type=float, default=1.0)
+    p.add_argument("--bookmark-interval", type=float, default=60.0,
+                   help="seconds between BOOKMARK events (upstream: about a minute)")
     p.add_argument("--paginate-cache-lists", action="store_true",
                    help="page resourceVersion=0 lists (ListFromCacheSnapshot, 1.34+)")
     p.add_argument("--history-limit", type=int, default=100000,
