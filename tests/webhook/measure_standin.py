@@ -20,6 +20,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 
 
 def rss_of(pid):
@@ -134,6 +135,27 @@ def main():
                          n.decode(), c)
             print("%-52s %10s %10.4f" % ("pods of one node, resourceVersion=0 (python, mean)",
                                           "", (time.monotonic() - start) / len(nodes)))
+        # 200 pod events/s with one watcher reading them: what the stand-in's CPU pays.
+        from standin_admin import AdminClient
+        admin = AdminClient(info["admin_port"])
+        rv = admin.status()["resourceVersion"]
+        c = http.client.HTTPSConnection("127.0.0.1", info["port"], context=m.ctx)
+        c.request("GET", "/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion=%d" % rv,
+                  headers=m.auth)
+        r = c.getresponse()
+        cpu = cpu_of(proc.pid)
+        admin.start_load(rate=200, churn=0.1)
+        start = time.monotonic()
+        events = 0
+        while time.monotonic() - start < 10:
+            if r.readline().startswith(b'{"type":"'):
+                events += 1
+        load = admin.stop_load()
+        spent = time.monotonic() - start
+        print("load driver at 200 changes/s for %.0f s: %.0f changes/s, %d events read by one "
+              "watcher, stand-in cpu %.0f%% of a core" % (spent, load["achieved_rate"], events,
+                                                           100 * (cpu_of(proc.pid) - cpu) / spent))
+        c.close()
         print("stand-in RSS after: %.0f MiB" % (rss_of(proc.pid) / 2**20))
     finally:
         proc.terminate()

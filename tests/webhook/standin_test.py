@@ -380,6 +380,29 @@ class WatchTest(ApiCase):
         self.assertIsNone(w.next_event(2))
         self.assertTrue(w.done)
 
+    def test_history_window(self):
+        # A bounded history (the watch cache's window): a version that fell out of it is 410,
+        # and a watch that had not sent the trimmed events yet is ended.
+        api = standin.ApiServer(CERTS["crt"], CERTS["key"], history_limit=3)
+        self.addCleanup(api.stop)
+        client = Client(api.port)
+        start = api.rv
+        w = client.watch("/api/v1/pods?watch=1&resourceVersion=%d" % start)
+        self.addCleanup(w.close)
+        api.stall_watches()
+        for i in range(5):
+            api.put("pods", pod("p%d" % i))
+        self.assertEqual(api.oldest_rv, start + 2)
+        api.release_watches()
+        self.assertIsNone(w.next_event(3))
+        self.assertTrue(w.done)
+        w2 = client.watch("/api/v1/pods?watch=1&resourceVersion=%d" % start)
+        self.addCleanup(w2.close)
+        self.assertEqual(w2.next_event()["object"]["code"], 410)
+        w3 = client.watch("/api/v1/pods?watch=1&resourceVersion=%d" % (start + 2))
+        self.addCleanup(w3.close)
+        self.assertEqual(names(e["object"] for e in w3.events(3)), ["p2", "p3", "p4"])
+
     def test_timeout_seconds_and_end_watches(self):
         start = time.monotonic()
         w = self.client.watch("/api/v1/pods?watch=1&timeoutSeconds=1&resourceVersion=%d"

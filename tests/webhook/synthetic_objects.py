@@ -7,7 +7,7 @@ import json
 import random
 import time
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2  # bump on any change to what is generated (it names the cache files)
 BASE_TIME = 1764547200  # 2025-12-01T00:00:00Z: every generated time lies before it
 NODE_POD_LIMIT = 110
 SAFE = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery rand.String alphabet
