@@ -232,7 +232,7 @@ class ApiServer(Faults):
     def put(self, resource, obj):
         """Creates or replaces an object (a dict; copied); returns it with its new
         resourceVersion (and uid, creationTimestamp, namespace "default" if it had none)."""
-        obj = json.loads(json.dumps(obj))
+        obj = json.loads(json.dumps(obj, default=_json_default))
         return self.store.put(resource, obj)[0]
 
     def delete(self, resource, obj_or_key):
@@ -757,6 +757,13 @@ class ApiServer(Faults):
                                               meta.get("name"), route.name)))
         stored, created = self.store.update(r, key_of(r, route.namespace, route.name), obj)
         return self._send(h, 201 if created else 200, r.object_prefix + _item(stored)[1:])
+
+
+def _json_default(value):
+    """Timestamps that YAML fixtures decode to datetimes, written back as RFC 3339."""
+    if hasattr(value, "isoformat"):
+        return value.isoformat().replace("+00:00", "Z")
+    raise TypeError("not JSON: %r" % (value,))
 
 
 def _item(obj):
