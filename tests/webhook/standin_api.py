@@ -65,6 +65,7 @@ MAX_BODY = 3 * 1024 * 1024  # server/config.go: MaxRequestBodyBytes 3 MiB
 WAIT_FRESH = 3.0  # watch_cache.go: blockTimeout
 CHUNK = 1 << 20  # bytes per write when streaming a list or a watch
 DEFAULT_WATCH_TIMEOUT = 1800  # --min-request-timeout
+EVENT_BATCH = 4096  # events a watch takes from the history at a time
 
 
 class _Dropped(Exception):
@@ -658,16 +659,18 @@ class ApiServer(Faults):
             with self.lock:
                 while self._stalled and not self.stopped and self.store.epoch == epoch:
                     self.lock.wait(0.5)
-                events = self.store.events_after(r.plural, sent)
+                events = self.store.events_after(r.plural, sent, EVENT_BATCH)
                 if not events and not self.stopped and self.store.epoch == epoch:
                     wait = min(end, next_bookmark if bookmarks else end) - time.monotonic()
                     if wait > 0:
                         self.lock.wait(min(wait, 0.5))
-                    events = self.store.events_after(r.plural, sent)
+                    events = self.store.events_after(r.plural, sent, EVENT_BATCH)
                 if self._stalled:
                     continue
                 done = self.stopped or self.store.epoch != epoch
-                current = self.store.rv
+                # A bookmark may only claim the newest version once every change before it
+                # was sent: not while a backlog is sent in batches.
+                current = self.store.rv if len(events) < EVENT_BATCH else 0
                 if sent < self.store.compacted:
                     # History this watch had not sent yet is gone (compact(), or the window
                     # trimmed): end it, as the cacher closes a watcher it cannot feed; resuming
@@ -696,7 +699,7 @@ class ApiServer(Faults):
             now_t = time.monotonic()
             if done or now_t >= end:
                 return
-            if bookmarks and now_t >= next_bookmark:
+            if bookmarks and now_t >= next_bookmark and current:
                 sent = max(sent, current)
                 out.append(self._bookmark_line(r, sent))
                 flush()

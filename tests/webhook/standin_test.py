@@ -380,6 +380,29 @@ class WatchTest(ApiCase):
         self.assertIsNone(w.next_event(2))
         self.assertTrue(w.done)
 
+    def test_a_backlog_arrives_whole_before_a_bookmark(self):
+        w = self.client.watch("/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion=%d"
+                              % self.api.rv)
+        self.addCleanup(w.close)
+        self.api.stall_watches()
+        for i in range(5000):  # more than one batch of the history
+            self.api.put("pods", pod("p%04d" % i))
+        time.sleep(0.4)  # a bookmark falls due meanwhile
+        self.api.release_watches()
+        added, last = 0, 0
+        while added < 5000:
+            ev = w.next_event(5)
+            self.assertIsNotNone(ev, "after %d events" % added)
+            rv = int(ev["object"]["metadata"]["resourceVersion"])
+            if ev["type"] == "BOOKMARK":
+                # never a version past a change not yet sent
+                self.assertLessEqual(rv, last, "bookmark after %d events" % added)
+            else:
+                added += 1
+                self.assertGreater(rv, last)
+            last = max(last, rv)
+        self.assertEqual(last, self.api.rv)
+
     def test_history_window(self):
         # A bounded history (the watch cache's window): a version that fell out of it is 410,
         # and a watch that had not sent the trimmed events yet is ended.
