@@ -699,7 +699,8 @@ class ApiServer(Faults):
             now_t = time.monotonic()
             if done or now_t >= end:
                 return
-            if bookmarks and now_t >= next_bookmark and current:
+            # (current < sent: a watch from a version still to come; no bookmark before it)
+            if bookmarks and now_t >= next_bookmark and current >= sent:
                 sent = max(sent, current)
                 out.append(self._bookmark_line(r, sent))
                 flush()
