@@ -375,6 +375,9 @@ class ApiServer(Faults):
         if url.path == "/version":
             return self._send(h, 200, {"major": "1", "minor": "31", "gitVersion": "v1.31.0-standin",
                                        "platform": "linux/amd64"})
+        found = discovery(url.path, self.port)
+        if found is not None:
+            return self._send(h, 200, found)
         if route.resource is None:
             return self._status(h, status(404, "NotFound",
                                           "the server could not find the requested resource",
@@ -761,6 +764,37 @@ class ApiServer(Faults):
                                               meta.get("name"), route.name)))
         stored, created = self.store.update(r, key_of(r, route.namespace, route.name), obj)
         return self._send(h, 201 if created else 200, r.object_prefix + _item(stored)[1:])
+
+
+_SHORT_NAMES = {"nodes": ["no"], "pods": ["po"], "daemonsets": ["ds"], "deployments": ["deploy"],
+                "replicasets": ["rs"], "statefulsets": ["sts"]}
+
+
+def discovery(path, port):
+    """The legacy discovery documents (/api, /apis, /api/v1, /apis/GROUP/VERSION) for the
+    resources served, so kubectl and client-go find them; None for other paths. Only the verbs
+    the stand-in implements are listed (no patch, no deletecollection)."""
+    groups = {}
+    for r in RESOURCES.values():
+        groups.setdefault((r.group, r.version), []).append(r)
+    if path == "/api":
+        return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
+            {"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:%d" % port}]}
+    if path == "/apis":
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+            {"name": g, "versions": [{"groupVersion": g + "/" + v, "version": v}],
+             "preferredVersion": {"groupVersion": g + "/" + v, "version": v}}
+            for g, v in sorted(groups) if g]}
+    parts = [p for p in path.split("/") if p]
+    key = ("", "v1") if parts == ["api", "v1"] else (
+        (parts[1], parts[2]) if len(parts) == 3 and parts[0] == "apis" else None)
+    if key not in groups:
+        return None
+    return {"kind": "APIResourceList", "apiVersion": "v1",
+            "groupVersion": "/".join(filter(None, key)), "resources": [
+                {"name": r.plural, "singularName": r.kind.lower(), "namespaced": r.namespaced,
+                 "kind": r.kind, "verbs": ["create", "delete", "get", "list", "update", "watch"],
+                 "shortNames": _SHORT_NAMES.get(r.plural, [])} for r in groups[key]]}
 
 
 def _json_default(value):

@@ -300,6 +300,33 @@ class ListTest(ApiCase):
         self.assertEqual((status, body["kind"]), (200, "Node"))
 
 
+class DiscoveryTest(ApiCase):
+    def test_discovery_documents_and_kubectl(self):
+        _, apis = self.client.get("/apis")
+        self.assertEqual(sorted(g["name"] for g in apis["groups"]),
+                         ["apps", "batch", "coordination.k8s.io"])
+        _, v1 = self.client.get("/api/v1")
+        pods = [r for r in v1["resources"] if r["name"] == "pods"][0]
+        self.assertEqual((pods["kind"], pods["namespaced"]), ("Pod", True))
+        self.assertNotIn("patch", pods["verbs"])
+        kubectl = shutil.which("kubectl")
+        if not kubectl:
+            self.skipTest("no kubectl (Debian's kubernetes-client) here")
+        self.api.put("nodes", {"metadata": {"name": "n1"}})
+        self.api.put("pods", pod("web-1", ns="shop"))
+        tmp = tempfile.mkdtemp(prefix="standin_kubectl.")
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        with open(tmp + "/token", "w") as f:
+            f.write(self.api.token)
+        standin.kubeconfig(tmp + "/kubeconfig", self.api.port, CERTS["ca"], tmp + "/token")
+        run = lambda *a: subprocess.run([kubectl, "--kubeconfig", tmp + "/kubeconfig", *a],
+                                        capture_output=True, text=True, timeout=60)
+        out = run("get", "pods", "-A", "-o", "name")
+        self.assertEqual((out.returncode, out.stdout), (0, "pod/web-1\n"), out.stderr)
+        out = run("get", "no", "-o", "jsonpath={.items[*].metadata.name}")
+        self.assertEqual(out.stdout, "n1", out.stderr)
+
+
 class PaginatedCacheTest(ApiCase):
     ARGS = {"paginate_cache_lists": True}
 
