@@ -32,6 +32,9 @@ struct PodFacts {
   Resource requests;        // effective requests (the scheduler's), in comparison units
   Resource eviction_frees;  // what evicting it frees (the kubelet's GetResourceRequest)
   std::vector<WantedPort> ports;
+  // status.startTime in seconds since the epoch, 0 when not started (the scheduler's
+  // preemption prefers, among equal priorities, to keep the pod that started first).
+  int64_t start_time = 0;
 
   // CriticalReason: why the kubelet treats it as critical ("static pod", "mirror pod",
   // "priority 2000001000"), or "" (pkg/kubelet/types IsCriticalPod).

@@ -49,6 +49,11 @@ const Projection& PodProjectionTree() {
                                               {"creationTimestamp", nullptr},
                                               {"annotations", &annotations},
                                               {"ownerReferences", nullptr}});
+  // Only the required anti-affinity of a pod on a node can reject another pod there (the
+  // scheduler's InterPodAffinity Filter): kept so that `explain` can say when it might.
+  static const Projection& anti_affinity =
+      Fields({{"requiredDuringSchedulingIgnoredDuringExecution", nullptr}});
+  static const Projection& affinity = Fields({{"podAntiAffinity", &anti_affinity}});
   static const Projection& spec = Fields({{"nodeName", nullptr},
                                           {"hostNetwork", nullptr},
                                           {"containers", &Each(container)},
@@ -56,9 +61,11 @@ const Projection& PodProjectionTree() {
                                           {"overhead", nullptr},
                                           {"resources", nullptr},
                                           {"priority", nullptr},
-                                          {"priorityClassName", nullptr}});
+                                          {"priorityClassName", nullptr},
+                                          {"affinity", &affinity}});
   static const Projection& status = Fields({{"phase", nullptr},
                                             {"qosClass", nullptr},
+                                            {"startTime", nullptr},
                                             {"containerStatuses", &Each(container_status)},
                                             {"initContainerStatuses", &Each(container_status)}});
   static const Projection& pod =
@@ -212,6 +219,24 @@ std::string StringAt(const json& j, std::initializer_list<const char*> path) {
   return at->is_string() ? at->get<std::string>() : "";
 }
 
+// RequiredAntiAffinity: spec.affinity.podAntiAffinity.requiredDuringScheduling... when it is a
+// non-empty list, else null.
+const json* RequiredAntiAffinity(const json& pod) {
+  const json* at = &pod;
+  for (const char* key :
+       {"spec", "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"}) {
+    if (!at->is_object()) {
+      return nullptr;
+    }
+    auto it = at->find(key);
+    if (it == at->end()) {
+      return nullptr;
+    }
+    at = &*it;
+  }
+  return at->is_array() && !at->empty() ? at : nullptr;
+}
+
 }  // namespace
 
 struct ObjectDecoder::Impl {
@@ -251,6 +276,9 @@ struct ObjectDecoder::Impl {
     record.resource_version = StringAt(projected, {"metadata", "resourceVersion"});
     record.node_name = StringAt(projected, {"spec", "nodeName"});
     record.phase = StringAt(projected, {"status", "phase"});
+    if (const json* terms = RequiredAntiAffinity(projected)) {
+      record.required_anti_affinity = terms->dump();
+    }
     if (known) {
       const std::string uid = StringAt(projected, {"metadata", "uid"});
       if (!uid.empty() && !record.resource_version.empty()) {
