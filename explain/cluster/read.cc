@@ -49,8 +49,7 @@ Result<admit::Ok> ListAll(kube::ApiClient& client, const std::string& path, cons
       return Error{"list " + what + ": " + got.error().message};
     }
     if (got->status != 200) {
-      return Error{kube::StatusMessage("list " + what, got->status, got->body) +
-                   Hint(got->status)};
+      return Error{kube::StatusMessage("list " + what, got->status, got->body) + Hint(got->status)};
     }
     if (got->idle) {
       return Error{"list " + what + ": nothing arrived for " +
@@ -74,8 +73,7 @@ std::string PodPath(const std::string& ns, const std::string& name) {
 }
 
 std::string DaemonSetPath(const std::string& ns, const std::string& name) {
-  return "/apis/apps/v1/namespaces/" + kube::UrlEncode(ns) + "/daemonsets/" +
-         kube::UrlEncode(name);
+  return "/apis/apps/v1/namespaces/" + kube::UrlEncode(ns) + "/daemonsets/" + kube::UrlEncode(name);
 }
 
 Result<Cluster> ReadCluster(kube::ApiClient& client, const ReadOptions& options) {

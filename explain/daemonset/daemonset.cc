@@ -116,8 +116,7 @@ std::string PinnedNode(const json& pod) {
   return names && names->size() == 1 ? names->front() : "";
 }
 
-admit::Result<DaemonSetExplanation> ExplainDaemonSet(const json& daemonset,
-                                                     const Cluster& cluster,
+admit::Result<DaemonSetExplanation> ExplainDaemonSet(const json& daemonset, const Cluster& cluster,
                                                      const Scheduler& scheduler) {
   if (!daemonset.is_object() || Str(daemonset, {"kind"}) != "DaemonSet") {
     return admit::Error{"not a DaemonSet"};
@@ -192,8 +191,8 @@ admit::Result<DaemonSetExplanation> ExplainDaemonSet(const json& daemonset,
               comparison) == nullptr;
     }
     if (!should_run) {
-      n.state = n.pods.empty() ? DaemonSetNode::State::kNotWanted
-                               : DaemonSetNode::State::kRunsUnwanted;
+      n.state =
+          n.pods.empty() ? DaemonSetNode::State::kNotWanted : DaemonSetNode::State::kRunsUnwanted;
       e.nodes.push_back(std::move(n));
       continue;
     }

@@ -53,7 +53,7 @@ struct DaemonSetExplanation {
   size_t desired = 0;  // nodes it should run on
   size_t running = 0;
   size_t blocked = 0;
-  size_t waiting = 0;  // should run, no pod yet, would fit
+  size_t waiting = 0;                      // should run, no pod yet, would fit
   std::vector<std::string> not_evaluated;  // Filters its pods need that nodegate does not run
   std::vector<std::string> notes;
 };

@@ -38,14 +38,17 @@ TEST(DaemonSetTest, SeedStory) {
   for (const char* n : {"n1", "n2", "n3", "n4"}) {
     cluster.AddNode(std::make_shared<const admit::Node>(LinuxNode(n)));
   }
-  cluster.AddNode(std::make_shared<const admit::Node>(
-      MakeNode("gpu-1")
-          .Allocatable({{"cpu", "4"}, {"pods", "110"}})
-          .Label("kubernetes.io/os", "linux")
-          .Taint("nvidia.com/gpu", "present", "NoSchedule")
-          .Obj()));
-  cluster.AddNode(std::make_shared<const admit::Node>(
-      MakeNode("win-1").Allocatable({{"cpu", "4"}, {"pods", "110"}}).Label("kubernetes.io/os", "windows").Obj()));
+  cluster.AddNode(
+      std::make_shared<const admit::Node>(MakeNode("gpu-1")
+                                              .Allocatable({{"cpu", "4"}, {"pods", "110"}})
+                                              .Label("kubernetes.io/os", "linux")
+                                              .Taint("nvidia.com/gpu", "present", "NoSchedule")
+                                              .Obj()));
+  cluster.AddNode(
+      std::make_shared<const admit::Node>(MakeNode("win-1")
+                                              .Allocatable({{"cpu", "4"}, {"pods", "110"}})
+                                              .Label("kubernetes.io/os", "windows")
+                                              .Obj()));
   // Its pods run on n1, n2, n4; on n3 another pod declares 53/UDP and its pod waits.
   for (const char* n : {"n1", "n2", "n4"}) {
     admit::Pod p = MakePod(std::string("coredns-node-") + n)
@@ -114,14 +117,13 @@ TEST(DaemonSetTest, ControllerTolerationsAndPin) {
   for (const json& t : pod["spec"]["tolerations"]) {
     keys.push_back(t["key"].get<std::string>() + ":" + t["effect"].get<std::string>());
   }
-  EXPECT_EQ(keys, (std::vector<std::string>{
-                      "node.kubernetes.io/not-ready:NoExecute",
-                      "node.kubernetes.io/unreachable:NoExecute",
-                      "node.kubernetes.io/disk-pressure:NoSchedule",
-                      "node.kubernetes.io/memory-pressure:NoSchedule",
-                      "node.kubernetes.io/pid-pressure:NoSchedule",
-                      "node.kubernetes.io/unschedulable:NoSchedule",
-                      "node.kubernetes.io/network-unavailable:NoSchedule"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"node.kubernetes.io/not-ready:NoExecute",
+                                            "node.kubernetes.io/unreachable:NoExecute",
+                                            "node.kubernetes.io/disk-pressure:NoSchedule",
+                                            "node.kubernetes.io/memory-pressure:NoSchedule",
+                                            "node.kubernetes.io/pid-pressure:NoSchedule",
+                                            "node.kubernetes.io/unschedulable:NoSchedule",
+                                            "node.kubernetes.io/network-unavailable:NoSchedule"}));
   EXPECT_EQ(PinnedNode(pod), "n7");
   // A cordoned node (its taint node.kubernetes.io/unschedulable) still wants the daemon pod.
   admit::FeatureGates gates;

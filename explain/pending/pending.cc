@@ -136,8 +136,9 @@ PendingReport ExplainPending(const Cluster& cluster, const Scheduler& scheduler,
     }
     report.blockers.push_back(std::move(b));
   }
-  std::stable_sort(report.blockers.begin(), report.blockers.end(),
-                   [](const Blocker& a, const Blocker& b) { return a.pods.size() > b.pods.size(); });
+  std::stable_sort(
+      report.blockers.begin(), report.blockers.end(),
+      [](const Blocker& a, const Blocker& b) { return a.pods.size() > b.pods.size(); });
   return report;
 }
 

@@ -18,8 +18,7 @@ json PendingPod(const std::string& ns, const std::string& name, const std::strin
               {"metadata", {{"name", name}, {"namespace", ns}}},
               {"spec",
                {{"containers",
-                 json::array({{{"name", "c"},
-                               {"resources", {{"requests", {{"cpu", cpu}}}}}}})}}},
+                 json::array({{{"name", "c"}, {"resources", {{"requests", {{"cpu", cpu}}}}}}})}}},
               {"status", {{"phase", "Pending"}}}};
   if (host_port > 0) {
     pod["spec"]["containers"][0]["ports"] =
@@ -43,9 +42,9 @@ TEST(PendingTest, GroupedByWhatBlocksThemWithHoldersAggregated) {
     dns.owner = admit::OwnerReference{"DaemonSet", "node-local-dns"};
     cluster.AddPod(kube::PodRecordOf(dns, gates));
   }
-  for (const json& p : {PendingPod("kube-system", "coredns-a", "10m", 53),
-                        PendingPod("default", "big", "3", 0), PendingPod("default", "small", "1", 0),
-                        PendingPod("other", "big2", "3", 0)}) {
+  for (const json& p :
+       {PendingPod("kube-system", "coredns-a", "10m", 53), PendingPod("default", "big", "3", 0),
+        PendingPod("default", "small", "1", 0), PendingPod("other", "big2", "3", 0)}) {
     cluster.AddUnbound(p);
   }
   Scheduler scheduler(cluster, SchedulerOptions{gates});

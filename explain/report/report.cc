@@ -45,8 +45,8 @@ void NodeLines(std::string& out, const NodeVerdict& v, const std::string& indent
   }
   for (size_t i = 0; i < v.findings.size(); ++i) {
     const Finding& f = v.findings[i];
-    out += indent + (i == 0 ? v.node : std::string(v.node.size(), ' ')) + "  " + v.plugin +
-           ": " + f.reason + "\n";
+    out += indent + (i == 0 ? v.node : std::string(v.node.size(), ' ')) + "  " + v.plugin + ": " +
+           f.reason + "\n";
     if (!f.explanation.empty()) {
       out += indent + std::string(v.node.size() + 4, ' ') + f.explanation + "\n";
     }
@@ -204,8 +204,9 @@ std::string PodText(const PodExplanation& e) {
          (e.owner.empty() ? "" : " (" + e.owner + ")") + ", priority " +
          std::to_string(e.priority) + (e.phase.empty() ? "" : ", " + e.phase) + "\n";
   if (e.summary) {
-    out += "  (the line above is the FitError kube-scheduler builds for this state: the message "
-           "of the FailedScheduling event kubectl describe pod shows)\n";
+    out +=
+        "  (the line above is the FitError kube-scheduler builds for this state: the message "
+        "of the FailedScheduling event kubectl describe pod shows)\n";
   }
   for (const std::string& n : e.notes) {
     out += "  note: " + n + "\n";
@@ -214,8 +215,8 @@ std::string PodText(const PodExplanation& e) {
     out += "  not evaluated by nodegate: " + g + "\n";
   }
   if (!e.pre_filter.empty()) {
-    out += "PreFilter rejected the pod: " + e.pre_filter + " (" + e.not_considered_explanation +
-           ")\n";
+    out +=
+        "PreFilter rejected the pod: " + e.pre_filter + " (" + e.not_considered_explanation + ")\n";
   }
   if (!e.nodes.empty() || e.not_considered > 0) {
     out += "nodes:\n";
@@ -232,12 +233,8 @@ std::string PodText(const PodExplanation& e) {
 }
 
 json PodJson(const PodExplanation& e) {
-  json j = {{"kind", "PodExplanation"},
-            {"pod", e.pod},
-            {"owner", e.owner},
-            {"phase", e.phase},
-            {"priority", e.priority},
-            {"fits", e.fitting > 0},
+  json j = {{"kind", "PodExplanation"}, {"pod", e.pod},           {"owner", e.owner},
+            {"phase", e.phase},         {"priority", e.priority}, {"fits", e.fitting > 0},
             {"fittingNodes", e.fitting}};
   if (!e.node_name.empty()) {
     j["nodeName"] = e.node_name;
@@ -277,9 +274,8 @@ std::string DaemonSetText(const DaemonSetExplanation& e) {
   if (!e.host_ports.empty()) {
     out += std::string(e.host_network ? "," : ":") + " host ports " + Join(e.host_ports, ", ");
   }
-  out += "\nshould run on " + std::to_string(e.desired) + " of " +
-         Plural(e.nodes.size(), "node") + ": runs on " + std::to_string(e.running) +
-         ", blocked on " + std::to_string(e.blocked);
+  out += "\nshould run on " + std::to_string(e.desired) + " of " + Plural(e.nodes.size(), "node") +
+         ": runs on " + std::to_string(e.running) + ", blocked on " + std::to_string(e.blocked);
   if (e.waiting > 0) {
     out += ", would fit but has no pod yet on " + std::to_string(e.waiting);
   }
@@ -307,10 +303,11 @@ std::string DaemonSetText(const DaemonSetExplanation& e) {
                "\n";
         break;
       case DaemonSetNode::State::kWouldFit:
-        out += "  " + n.node + "  should run, " +
-               (n.pending_pod.empty() ? "no pod of it yet; it would fit"
-                                      : "its pod " + n.pending_pod + " fits and waits to be bound") +
-               "\n";
+        out +=
+            "  " + n.node + "  should run, " +
+            (n.pending_pod.empty() ? "no pod of it yet; it would fit"
+                                   : "its pod " + n.pending_pod + " fits and waits to be bound") +
+            "\n";
         break;
       case DaemonSetNode::State::kBlocked:
         out += "  " + n.node + "  should run, " +
@@ -423,12 +420,9 @@ json PendingJson(const PendingReport& r) {
   for (const PodExplanation& e : r.pods) {
     pods.push_back(PodJson(e));
   }
-  return {{"kind", "PendingExplanation"},
-          {"scope", r.scope},
-          {"fitNowhere", r.fit_nowhere},
-          {"fitNow", r.fit_now},
-          {"unreadable", r.unreadable},
-          {"blockers", std::move(blockers)},
+  return {{"kind", "PendingExplanation"}, {"scope", r.scope},
+          {"fitNowhere", r.fit_nowhere},  {"fitNow", r.fit_now},
+          {"unreadable", r.unreadable},   {"blockers", std::move(blockers)},
           {"pods", std::move(pods)}};
 }
 
@@ -473,9 +467,10 @@ void Yaml(std::string& out, const json& v, int indent, bool in_list_item) {
       out += (first && in_list_item ? "" : pad) + Key(key) + ":";
       first = false;
       if (Inline(value)) {
-        out += " " + (value.is_structured() ? std::string(value.is_object() ? "{}" : "[]")
-                                            : Scalar(value)) +
-               "\n";
+        out +=
+            " " +
+            (value.is_structured() ? std::string(value.is_object() ? "{}" : "[]") : Scalar(value)) +
+            "\n";
       } else {
         out += "\n";
         Yaml(out, value, indent + 2, false);
@@ -487,8 +482,7 @@ void Yaml(std::string& out, const json& v, int indent, bool in_list_item) {
     for (const json& item : v) {
       out += pad + "- ";
       if (Inline(item)) {
-        out += (item.is_structured() ? std::string(item.is_object() ? "{}" : "[]")
-                                     : Scalar(item)) +
+        out += (item.is_structured() ? std::string(item.is_object() ? "{}" : "[]") : Scalar(item)) +
                "\n";
       } else if (item.is_object()) {
         Yaml(out, item, indent + 2, true);
@@ -507,8 +501,7 @@ void Yaml(std::string& out, const json& v, int indent, bool in_list_item) {
 std::string ToYaml(const json& value) {
   std::string out;
   if (Inline(value)) {
-    return (value.is_structured() ? std::string(value.is_object() ? "{}" : "[]")
-                                  : Scalar(value)) +
+    return (value.is_structured() ? std::string(value.is_object() ? "{}" : "[]") : Scalar(value)) +
            "\n";
   }
   Yaml(out, value, 0, false);

@@ -15,8 +15,9 @@ PodExplanation Sample() {
   e.owner = "DaemonSet kube-system/coredns-node";
   e.phase = "Pending";
   e.priority = 2000001000;
-  e.summary = "0/2 nodes are available: 1 node(s) didn't have free ports for the requested pod "
-              "ports, 1 node(s) didn't satisfy plugin(s) [NodeAffinity].";
+  e.summary =
+      "0/2 nodes are available: 1 node(s) didn't have free ports for the requested pod "
+      "ports, 1 node(s) didn't satisfy plugin(s) [NodeAffinity].";
   NodeVerdict v;
   v.node = "n3";
   v.state = NodeVerdict::State::kFails;
@@ -24,8 +25,9 @@ PodExplanation Sample() {
   v.code = admit::Code::kUnschedulable;
   Finding f;
   f.reason = "node(s) didn't have free ports for the requested pod ports";
-  f.explanation = "hostPort 53/UDP on 0.0.0.0 (container \"coredns\") is held by pod "
-                  "default/dns-test (no controller), container \"dns\" (53/UDP on 0.0.0.0)";
+  f.explanation =
+      "hostPort 53/UDP on 0.0.0.0 (container \"coredns\") is held by pod "
+      "default/dns-test (no controller), container \"dns\" (53/UDP on 0.0.0.0)";
   f.ports.push_back(PortHolding{"53/UDP on 0.0.0.0", "UDP", 53, "coredns", "default/dns-test",
                                 "dns", "53/UDP on 0.0.0.0", ""});
   v.findings.push_back(f);
@@ -34,8 +36,8 @@ PodExplanation Sample() {
   e.not_considered_reason = "node(s) didn't satisfy plugin(s) [NodeAffinity]";
   e.not_considered_explanation = "the pod's required node affinity names other nodes";
   e.preemption.attempted = true;
-  e.preemption.nodes.push_back(PreemptionNode{
-      "n3", false, {}, {"No preemption victims found for incoming pod"}});
+  e.preemption.nodes.push_back(
+      PreemptionNode{"n3", false, {}, {"No preemption victims found for incoming pod"}});
   return e;
 }
 
@@ -59,7 +61,8 @@ TEST(ReportTest, JsonCarriesTheSameContent) {
 
 TEST(ReportTest, YamlReadsBackAsTheSameValue) {
   json j = PodJson(Sample());
-  j["odd"] = {{"quote\"d", "line\nbreak: # not a comment"}, {"empty", json::object()},
+  j["odd"] = {{"quote\"d", "line\nbreak: # not a comment"},
+              {"empty", json::object()},
               {"list", json::array({1, "-", json::array(), json::array({true, nullptr})})},
               {"unicode", "caf\xc3\xa9"}};
   auto docs = admit::YamlDocumentsToJson(ToYaml(j));

@@ -36,9 +36,11 @@ bool NonEmptyList(const json* at) { return at != nullptr && at->is_array() && !a
 // beyond nodegate's that this pod's own spec makes do something.
 std::vector<std::string> NotEvaluated(const json& spec) {
   std::vector<std::string> out;
-  if (NonEmptyList(At(spec, {"affinity", "podAffinity", "requiredDuringSchedulingIgnoredDuringExecution"}))) {
+  if (NonEmptyList(At(
+          spec, {"affinity", "podAffinity", "requiredDuringSchedulingIgnoredDuringExecution"}))) {
     out.push_back(
-        "InterPodAffinity: spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution");
+        "InterPodAffinity: "
+        "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution");
   }
   if (NonEmptyList(At(spec, {"affinity", "podAntiAffinity",
                              "requiredDuringSchedulingIgnoredDuringExecution"}))) {
@@ -65,10 +67,9 @@ std::vector<std::string> NotEvaluated(const json& spec) {
       }
       // Volumes that bind, attach or have node limits; secrets, config maps, emptyDir, hostPath,
       // projected and downwardAPI volumes are never filtered on.
-      for (const char* kind :
-           {"persistentVolumeClaim", "ephemeral", "csi", "gcePersistentDisk",
-            "awsElasticBlockStore", "azureDisk", "cinder", "rbd", "iscsi", "portworxVolume",
-            "vsphereVolume"}) {
+      for (const char* kind : {"persistentVolumeClaim", "ephemeral", "csi", "gcePersistentDisk",
+                               "awsElasticBlockStore", "azureDisk", "cinder", "rbd", "iscsi",
+                               "portworxVolume", "vsphereVolume"}) {
         if (v.contains(kind)) {
           kinds.insert(kind);
           if (first.empty()) {
@@ -83,8 +84,8 @@ std::vector<std::string> NotEvaluated(const json& spec) {
         list += (list.empty() ? "" : ", ") + k;
       }
       out.push_back(
-          "VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits: spec.volumes (" +
-          list + ", e.g. volume \"" + first + "\")");
+          "VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits: spec.volumes (" + list +
+          ", e.g. volume \"" + first + "\")");
     }
   }
   if (NonEmptyList(At(spec, {"resourceClaims"}))) {
@@ -138,7 +139,8 @@ bool LabelSelectorMatches(const json& selector, const std::map<std::string, std:
       }
     }
   }
-  if (const json* exprs = At(selector, {"matchExpressions"}); exprs != nullptr && exprs->is_array()) {
+  if (const json* exprs = At(selector, {"matchExpressions"});
+      exprs != nullptr && exprs->is_array()) {
     for (const json& e : *exprs) {
       if (!e.is_object() || !ExpressionMatches(e, labels)) {
         return false;

@@ -39,7 +39,7 @@ struct Shortage {
   int64_t requested = 0;
   int64_t used = 0;
   int64_t capacity = 0;
-  size_t consumers = 0;      // pods requesting any of it
+  size_t consumers = 0;       // pods requesting any of it
   std::vector<Consumer> top;  // the largest, at most three
 };
 
@@ -70,8 +70,8 @@ struct Victim {
 // PreemptionNode: one node where preemption was tried (its status was Unschedulable).
 struct PreemptionNode {
   std::string node;
-  bool candidate = false;       // evicting `victims` makes room
-  std::vector<Victim> victims;  // most important first, as the scheduler lists them
+  bool candidate = false;            // evicting `victims` makes room
+  std::vector<Victim> victims;       // most important first, as the scheduler lists them
   std::vector<std::string> reasons;  // when not a candidate: why (the preemption's status)
 };
 
@@ -80,9 +80,9 @@ struct Preemption {
   std::string not_attempted;  // why not (the pod fits, preemptionPolicy Never, ...)
   std::vector<PreemptionNode> nodes;
   size_t candidates = 0;
-  std::string nominated;          // the node the scheduler's choice falls on
-  std::vector<std::string> tied;  // other candidates equal by every rule (the scheduler's
-                                  // evaluation order decides between them)
+  std::string nominated;                  // the node the scheduler's choice falls on
+  std::vector<std::string> tied;          // other candidates equal by every rule (the scheduler's
+                                          // evaluation order decides between them)
   std::vector<std::string> not_modelled;  // what of preemption nodegate does not know
 };
 

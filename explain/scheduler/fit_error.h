@@ -56,11 +56,11 @@ struct PluginOutcome {
 std::string PostFilterMessage(const std::vector<PluginOutcome>& outcomes);
 
 // Strings DefaultPreemption and the framework use.
-inline constexpr std::string_view kPreemptionNotHelpful = "Preemption is not helpful for scheduling";
+inline constexpr std::string_view kPreemptionNotHelpful =
+    "Preemption is not helpful for scheduling";
 inline constexpr std::string_view kNoPreemptionVictims =
     "No preemption victims found for incoming pod";
-inline constexpr std::string_view kNotEligibleNever =
-    "not eligible due to preemptionPolicy=Never.";
+inline constexpr std::string_view kNotEligibleNever = "not eligible due to preemptionPolicy=Never.";
 // DynamicResources' PostFilter for a pod without resource claims.
 inline constexpr std::string_view kNoClaimsToDeallocate = "no new claims to deallocate";
 // NodeAffinity's PreFilter when every term names nodes by metadata.name and they conflict.

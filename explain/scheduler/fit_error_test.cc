@@ -27,14 +27,18 @@ TEST(FitErrorTest, UpstreamFitErrorCases) {
   const std::vector<Case> cases = {
       {"nodes failed Prefilter plugin",
        {3,
-        {{"node1", Unschedulable(pre)}, {"node2", Unschedulable(pre)}, {"node3", Unschedulable(pre)}},
+        {{"node1", Unschedulable(pre)},
+         {"node2", Unschedulable(pre)},
+         {"node3", Unschedulable(pre)}},
         kAbsentUnresolvable,
         pre,
         ""},
        "0/3 nodes are available: Node(s) failed PreFilter plugin FalsePreFilter."},
       {"nodes failed Prefilter plugin and the preemption also failed",
        {3,
-        {{"node1", Unschedulable(pre)}, {"node2", Unschedulable(pre)}, {"node3", Unschedulable(pre)}},
+        {{"node1", Unschedulable(pre)},
+         {"node2", Unschedulable(pre)},
+         {"node3", Unschedulable(pre)}},
         kAbsentUnresolvable,
         pre,
         post},
@@ -72,12 +76,18 @@ TEST(FitErrorTest, UpstreamFitErrorCases) {
        "0/3 nodes are available: 1 Node(s) failed Filter plugin FalseFilter-2, 2 Node(s) failed "
        "Filter plugin FalseFilter-1. Error running PostFilter plugin FailedPostFilter"},
       {"failed to Permit on node",
-       {1, {{"node1", Unschedulable("Node failed Permit plugin Permit-1")}}, kAbsentUnresolvable,
-        "", ""},
+       {1,
+        {{"node1", Unschedulable("Node failed Permit plugin Permit-1")}},
+        kAbsentUnresolvable,
+        "",
+        ""},
        "0/1 nodes are available: 1 Node failed Permit plugin Permit-1."},
       {"failed to Reserve on node",
-       {1, {{"node1", Unschedulable("Node failed Reserve plugin Reserve-1")}}, kAbsentUnresolvable,
-        "", ""},
+       {1,
+        {{"node1", Unschedulable("Node failed Reserve plugin Reserve-1")}},
+        kAbsentUnresolvable,
+        "",
+        ""},
        "0/1 nodes are available: 1 Node failed Reserve plugin Reserve-1."},
   };
   for (const Case& c : cases) {
@@ -95,9 +105,11 @@ TEST(FitErrorTest, UpstreamPreemptionMessages) {
                               {std::string(kNoPreemptionVictims)}};
   const NodeStatus cpu = Unschedulable("Insufficient cpu");
   const std::vector<Case> cases = {
-      {"pod with tied priority is still unschedulable", {1, {{"node1", no_victims}}, not_helpful},
+      {"pod with tied priority is still unschedulable",
+       {1, {{"node1", no_victims}}, not_helpful},
        "0/1 nodes are available: 1 No preemption victims found for incoming pod."},
-      {"preemption should respect filteredNodesStatuses", {1, {}, not_helpful},
+      {"preemption should respect filteredNodesStatuses",
+       {1, {}, not_helpful},
        "0/1 nodes are available: 1 Preemption is not helpful for scheduling."},
       {"no candidate nodes found, no enough resource after removing low priority pods",
        {2, {{"node1", cpu}, {"node2", cpu}}, not_helpful},
@@ -150,9 +162,9 @@ TEST(FitErrorTest, PostFilterPluginsJoinUnlessOneSucceedsOrFailsHard) {
   EXPECT_EQ(PostFilterMessage({{C::kUnschedulable, {"no new claims to deallocate"}},
                                {C::kUnschedulable, {"preemption: x"}}}),
             "no new claims to deallocate, preemption: x");
-  EXPECT_EQ(PostFilterMessage({{C::kUnschedulable, {"no new claims to deallocate"}},
-                               {C::kSuccess, {}}}),
-            "");
+  EXPECT_EQ(
+      PostFilterMessage({{C::kUnschedulable, {"no new claims to deallocate"}}, {C::kSuccess, {}}}),
+      "");
   EXPECT_EQ(PostFilterMessage({{C::kError, {"not found"}}, {C::kUnschedulable, {"later"}}}),
             "not found");
   EXPECT_EQ(PostFilterMessage({}), "");

@@ -34,8 +34,7 @@ Selected SelectVictims(const Scheduler& scheduler, const admit::PodInfo& pod,
     }
   }
   if (potential.empty()) {
-    out.status = {admit::Code::kUnschedulableAndUnresolvable,
-                  {std::string(kNoPreemptionVictims)}};
+    out.status = {admit::Code::kUnschedulableAndUnresolvable, {std::string(kNoPreemptionVictims)}};
     return out;
   }
   admit::NodeInfo node = start;
@@ -134,16 +133,14 @@ bool MoreImportant(const admit::PodFacts& a, const admit::PodFacts& b) {
 }
 
 PluginOutcome Preempt(const Scheduler& scheduler, const CandidatePod& candidate,
-                      const admit::PodInfo& pod, const PreemptionScope& scope,
-                      Preemption& report) {
+                      const admit::PodInfo& pod, const PreemptionScope& scope, Preemption& report) {
   report.not_modelled = {
       "PodDisruptionBudgets are not read: every victim counts as violating none",
       "victims already terminating on the pod's nominated node are not looked for",
   };
   if (candidate.preemption_policy == "Never") {
     report.not_attempted = "the pod's preemptionPolicy is Never";
-    return {PluginOutcome::Code::kUnschedulable,
-            {"preemption: " + std::string(kNotEligibleNever)}};
+    return {PluginOutcome::Code::kUnschedulable, {"preemption: " + std::string(kNotEligibleNever)}};
   }
   report.attempted = true;
   Diagnosis d;

@@ -40,8 +40,7 @@ struct PreemptionScope {
 // Preempt: DefaultPreemption's PostFilter outcome ("preemption: ..." when it cannot help,
 // success when some node can be freed), and what it found in `report`.
 PluginOutcome Preempt(const Scheduler& scheduler, const CandidatePod& candidate,
-                      const admit::PodInfo& pod, const PreemptionScope& scope,
-                      Preemption& report);
+                      const admit::PodInfo& pod, const PreemptionScope& scope, Preemption& report);
 
 // MoreImportant: util.MoreImportantPod on facts (priority, then the earlier start; a pod not
 // started yet counts as starting now).

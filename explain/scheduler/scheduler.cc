@@ -45,8 +45,8 @@ std::vector<Finding> PortFindings(const admit::PodInfo& pod, const admit::NodeIn
     h.owner = OwnerOf(node, h.holder);
     f.explanation += (f.explanation.empty() ? "" : "; ") + std::string("hostPort ") + h.port +
                      " (container \"" + h.container + "\") is held by " +
-                     WithOwner(h.holder, h.owner) + ", container \"" + h.holder_container +
-                     "\" (" + h.holder_port + ")";
+                     WithOwner(h.holder, h.owner) + ", container \"" + h.holder_container + "\" (" +
+                     h.holder_port + ")";
     f.ports.push_back(std::move(h));
   }
   return {std::move(f)};
@@ -160,8 +160,8 @@ std::optional<std::vector<std::string>> NodeNamesOfAffinity(const admit::Pod& po
         term_names = std::move(values);
       } else {
         std::set<std::string> both;
-        std::set_intersection(term_names->begin(), term_names->end(), values.begin(),
-                              values.end(), std::inserter(both, both.begin()));
+        std::set_intersection(term_names->begin(), term_names->end(), values.begin(), values.end(),
+                              std::inserter(both, both.begin()));
         term_names = std::move(both);
       }
     }
@@ -181,9 +181,9 @@ Scheduler::Scheduler(const Cluster& cluster, SchedulerOptions options)
     if (!c.ok() || c->nominated_node.empty() || cluster_.FindNode(c->nominated_node) == nullptr) {
       continue;
     }
-    nominated_[c->nominated_node].push_back(NominatedPod{
-        c->pod.Key(), PriorityOf(c->pod),
-        admit::MakePodFacts(c->pod, options_.gates, /*already_on_node=*/false)});
+    nominated_[c->nominated_node].push_back(
+        NominatedPod{c->pod.Key(), PriorityOf(c->pod),
+                     admit::MakePodFacts(c->pod, options_.gates, /*already_on_node=*/false)});
   }
 }
 

@@ -232,7 +232,9 @@ TEST(SchedulerTest, UpstreamPostFilterCasesSimulated) {
   {
     // "no candidate nodes found with mixed reasons, no lower priority pod and no enough CPU".
     Fixture f(false);
-    f.Node(SmallNode("node1", "4", "1")).Node(SmallNode("node2", "2")).Node(SmallNode("node3", "4", "1"));
+    f.Node(SmallNode("node1", "4", "1"))
+        .Node(SmallNode("node2", "2"))
+        .Node(SmallNode("node3", "4", "1"));
     f.Pod(MakePod("p1").Node("node1").Priority(1000).Container("c").Obj());
     f.Pod(MakePod("big").Node("node2").Priority(1000).Container("c", {{"cpu", "1500m"}}).Obj());
     f.Pod(MakePod("p2").Node("node2").Container("c", {{"cpu", "100m"}}).Obj());
@@ -249,7 +251,11 @@ TEST(SchedulerTest, UpstreamPostFilterCasesSimulated) {
     Fixture f(false);
     for (const char* n : {"node1", "node2"}) {
       f.Node(SmallNode(n, "2"));
-      f.Pod(MakePod(std::string("keep-") + n).Node(n).Priority(1000).Container("c", {{"cpu", "1500m"}}).Obj());
+      f.Pod(MakePod(std::string("keep-") + n)
+                .Node(n)
+                .Priority(1000)
+                .Container("c", {{"cpu", "1500m"}})
+                .Obj());
       f.Pod(MakePod(std::string("low-") + n).Node(n).Container("c", {{"cpu", "100m"}}).Obj());
     }
     f.Node(SmallNode("node3", "500m")).Node(SmallNode("node4", "500m"));
@@ -267,11 +273,9 @@ TEST(SchedulerTest, VictimsAreTheLeastImportantThatMustGo) {
   f.Pod(MakePod("system").Node("n1").Priority(1000).Container("c", {{"cpu", "1"}}).Obj());
   const char* starts[] = {"2026-01-01T00:00:01Z", "2026-01-01T00:00:02Z", "2026-01-01T00:00:03Z"};
   for (int i = 0; i < 3; ++i) {
-    admit::Pod p = Owned(MakePod("batch-" + std::to_string(i))
-                             .Node("n1")
-                             .Container("c", {{"cpu", "1"}})
-                             .Obj(),
-                         "Job", "nightly");
+    admit::Pod p =
+        Owned(MakePod("batch-" + std::to_string(i)).Node("n1").Container("c", {{"cpu", "1"}}).Obj(),
+              "Job", "nightly");
     p.start_time = starts[i];
     f.Pod(p);
   }
@@ -348,8 +352,9 @@ TEST(SchedulerTest, FiltersNodegateDoesNotRunWithholdTheSummary) {
   f.Node(SmallNode("n1", "1"));
   CandidatePod c;
   c.pod = MakePod("web").Container("c", {{"cpu", "2"}}).Obj();
-  c.not_evaluated = {"PodTopologySpread: spec.topologySpreadConstraints (whenUnsatisfiable: "
-                     "DoNotSchedule)"};
+  c.not_evaluated = {
+      "PodTopologySpread: spec.topologySpreadConstraints (whenUnsatisfiable: "
+      "DoNotSchedule)"};
   PodExplanation e = f.Explain(c);
   EXPECT_FALSE(e.summary.has_value());
   EXPECT_NE(e.summary_withheld.find("does not evaluate"), std::string::npos);
@@ -425,11 +430,11 @@ TEST(SchedulerTest, DecodeCandidateFindsWhatNodegateDoesNotEvaluate) {
   ASSERT_EQ(c->not_evaluated.size(), 2u);  // ScheduleAnyway only scores; configMap is nothing
   EXPECT_NE(c->not_evaluated[0].find("data"), std::string::npos);
   EXPECT_EQ(c->not_evaluated[1], "DynamicResources: spec.resourceClaims");
-  EXPECT_FALSE(DecodeCandidate(json::parse(R"({"kind":"Service","metadata":{"name":"x"}})"), "f")
-                   .ok());
-  EXPECT_FALSE(DecodeCandidate(json::parse(R"({"kind":"Pod","metadata":{"name":"x"},"spec":{}})"),
-                               "f")
-                   .ok());
+  EXPECT_FALSE(
+      DecodeCandidate(json::parse(R"({"kind":"Service","metadata":{"name":"x"}})"), "f").ok());
+  EXPECT_FALSE(
+      DecodeCandidate(json::parse(R"({"kind":"Pod","metadata":{"name":"x"},"spec":{}})"), "f")
+          .ok());
 }
 
 TEST(SchedulerTest, LabelSelectors) {

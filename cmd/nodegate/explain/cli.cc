@@ -169,8 +169,8 @@ int RunExplainCli(int argc, char** argv) {
                  "Name=true|false,... as the cluster's scheduler has them (PodLevelResources, "
                  "SidecarContainers, TaintTolerationComparisonOperators, "
                  "InPlacePodVerticalScaling, DynamicResourceAllocation)");
-  auto* pending = app.add_flag("--pending", f.pending,
-                               "every Pending pod, grouped by what blocks it");
+  auto* pending =
+      app.add_flag("--pending", f.pending, "every Pending pod, grouped by what blocks it");
   CLI::App* pod = app.add_subcommand("pod", "one pod: NAME from the API server, or -f FILE");
   pod->alias("po");
   auto* pod_name = pod->add_option("NAME", f.pod_name, "the pod's name");
@@ -224,10 +224,9 @@ int RunExplainCli(int argc, char** argv) {
   if (!client.ok()) {
     return Fail(kExitBadInput, client.error().message);
   }
-  const auto timeout =
-      std::chrono::milliseconds(static_cast<int64_t>(f.request_timeout * 1000.0));
-  const std::string server = " (API server " + config->host + ":" + config->port + ", from " +
-                             config->source + ")";
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(f.request_timeout * 1000.0));
+  const std::string server =
+      " (API server " + config->host + ":" + config->port + ", from " + config->source + ")";
 
   // What the command names, before the whole cluster is listed.
   std::optional<nlohmann::json> named;
@@ -288,8 +287,8 @@ int RunExplainCli(int argc, char** argv) {
   if (want_ds) {
     auto e = explain::ExplainDaemonSet(*named, *cluster, scheduler);
     if (!e.ok()) {
-      return Fail(kExitBadInput, "daemonset " + ns + "/" + f.daemonset_name + ": " +
-                                     e.error().message);
+      return Fail(kExitBadInput,
+                  "daemonset " + ns + "/" + f.daemonset_name + ": " + e.error().message);
     }
     Print(f, explain::DaemonSetJson(*e), explain::DaemonSetText(*e));
     return e->blocked > 0 ? kExitFitsNowhere : kExitFits;
