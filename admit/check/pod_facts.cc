@@ -7,11 +7,9 @@
 #include "admit/kubelet/qos.h"
 
 namespace nodegate::admit {
-namespace {
 
-// SecondsOf: an RFC 3339 time as the API server writes it ("2026-12-06T05:36:02Z", fractions
-// and offsets tolerated), in seconds since the epoch; 0 when it is not one.
-int64_t SecondsOf(const std::string& text) {
+// Fractions of seconds and offsets are tolerated ("2026-12-06T05:36:02.5+01:00").
+int64_t StartTimeSeconds(const std::string& text) {
   std::tm tm{};
   int offset_hours = 0;
   int offset_minutes = 0;
@@ -34,8 +32,6 @@ int64_t SecondsOf(const std::string& text) {
   return seconds;
 }
 
-}  // namespace
-
 PodFactsPtr MakePodFacts(const Pod& pod, const FeatureGates& gates, bool already_on_node) {
   auto facts = std::make_shared<PodFacts>();
   facts->key = pod.Key();
@@ -50,7 +46,7 @@ PodFactsPtr MakePodFacts(const Pod& pod, const FeatureGates& gates, bool already
       ComputePodRequests(pod, PodRequestOptions::FromGates(gates, already_on_node)));
   facts->eviction_frees = kubelet::EvictionFrees(pod, gates);
   facts->ports = GetHostPorts(pod, gates.Enabled(kGateSidecarContainers));
-  facts->start_time = pod.start_time.empty() ? 0 : SecondsOf(pod.start_time);
+  facts->start_time = StartTimeSeconds(pod.start_time);
   return facts;
 }
 

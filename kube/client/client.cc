@@ -257,7 +257,8 @@ Result<HttpResult> ApiClient::Call(const std::string& method, const std::string&
 
 Result<HttpResult> ApiClient::Stream(const std::string& target, std::chrono::milliseconds idle,
                                      const std::function<bool(const StreamHead&)>& on_head,
-                                     const std::function<bool(std::string_view bytes)>& on_body) {
+                                     const std::function<bool(std::string_view bytes)>& on_body,
+                                     bool whole_pieces) {
   if (cancelled_) {
     return Error{"cancelled"};
   }
@@ -288,8 +289,12 @@ Result<HttpResult> ApiClient::Stream(const std::string& target, std::chrono::mil
     parser.get().body().size = chunk.size();
     c.Lowest().expires_after(idle);
     // read_some: whatever has arrived, so an event is handled when its chunk comes, not when
-    // the buffer has filled.
-    ec = c.Run([&](auto handler) { http::async_read_some(c.stream_, c.buffer_, parser, handler); });
+    // the buffer has filled; read (whole pieces): until the buffer is full or the body ends.
+    ec = whole_pieces && go_on
+             ? c.Run([&](auto handler) { http::async_read(c.stream_, c.buffer_, parser, handler); })
+             : c.Run([&](auto handler) {
+                 http::async_read_some(c.stream_, c.buffer_, parser, handler);
+               });
     if (ec == beast::error::timeout) {
       out.idle = true;
       break;
