@@ -37,18 +37,21 @@ std::string Join(const std::vector<std::string>& parts, const std::string& separ
   return out;
 }
 
-// NodeLines: "  NAME  Plugin: reason" then the explanation, indented.
-void NodeLines(std::string& out, const NodeVerdict& v, const std::string& indent) {
+// NodeLines: "  NAME  Plugin: reason" then the explanation, indented; without the name
+// under a heading that has it.
+void NodeLines(std::string& out, const NodeVerdict& v, const std::string& indent,
+               bool with_name = true) {
+  const std::string name = with_name ? v.node + "  " : "";
   if (v.state == NodeVerdict::State::kFits) {
-    out += indent + v.node + "  fits\n";
+    out += indent + name + "fits\n";
     return;
   }
   for (size_t i = 0; i < v.findings.size(); ++i) {
     const Finding& f = v.findings[i];
-    out += indent + (i == 0 ? v.node : std::string(v.node.size(), ' ')) + "  " + v.plugin + ": " +
-           f.reason + "\n";
+    out += indent + (i == 0 ? name : std::string(name.size(), ' ')) + v.plugin + ": " + f.reason +
+           "\n";
     if (!f.explanation.empty()) {
-      out += indent + std::string(v.node.size() + 4, ' ') + f.explanation + "\n";
+      out += indent + std::string(name.size() + 2, ' ') + f.explanation + "\n";
     }
   }
 }
@@ -315,7 +318,7 @@ std::string DaemonSetText(const DaemonSetExplanation& e) {
                                       : "its pod " + n.pending_pod + " is Pending") +
                ":\n";
         if (n.verdict) {
-          NodeLines(out, *n.verdict, pad);
+          NodeLines(out, *n.verdict, pad, /*with_name=*/false);
         }
         if (!n.victims.empty()) {
           out += pad + "preemption would make room by evicting " + VictimsText(n.victims) + "\n";

@@ -3,6 +3,7 @@
 
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <poll.h>
 
 #include <array>
 #include <boost/asio/connect.hpp>
@@ -127,6 +128,89 @@ class ApiClient::Connection {
   }
 
   beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
+
+  // ReadBody: the rest of a response's body in pieces of 256 KiB, read with the TLS stream's
+  // synchronous reads on the non-blocking socket (a poll only when nothing has arrived) and
+  // taken apart by the parser: a list of a gigabyte costs a read per TLS record instead of an
+  // asynchronous operation each. Nothing for `idle` ends it with out.idle set.
+  Result<admit::Ok> ReadBody(http::response_parser<http::buffer_body>& parser,
+                             std::chrono::milliseconds idle,
+                             const std::function<bool(std::string_view)>& on_body,
+                             HttpResult& out) {
+    std::vector<char> piece(256u << 10);
+    std::vector<char> raw(64u << 10);
+    parser.eager(true);
+    // Bytes read and not yet taken by the parser (it waits for a whole chunk header); what
+    // Beast read past the header comes first.
+    std::string pending(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+    buffer_.consume(buffer_.size());
+    parser.get().body().data = piece.data();
+    parser.get().body().size = piece.size();
+    bool stop = false;
+    auto take = [&]() -> Result<admit::Ok> {
+      size_t offset = 0;
+      while (!stop && !parser.is_done() && offset < pending.size()) {
+        beast::error_code ec;
+        const size_t used =
+            parser.put(asio::buffer(pending.data() + offset, pending.size() - offset), ec);
+        offset += used;
+        const size_t filled = piece.size() - parser.get().body().size;
+        if (ec == http::error::need_buffer || filled == piece.size()) {
+          stop = !on_body(std::string_view(piece.data(), filled));
+          parser.get().body().data = piece.data();
+          parser.get().body().size = piece.size();
+          continue;
+        }
+        if (ec == http::error::need_more || (!ec && used == 0)) {
+          break;  // the rest of a chunk header or of the body is still to come
+        }
+        if (ec) {
+          return Error{"body: " + ec.message()};
+        }
+      }
+      pending.erase(0, offset);
+      return admit::Ok{};
+    };
+    if (auto ok = take(); !ok.ok()) {
+      return ok;
+    }
+    beast::error_code ec;
+    Lowest().socket().non_blocking(true, ec);
+    const int fd = Lowest().socket().native_handle();
+    const int64_t step = std::min<int64_t>(idle.count(), 200);
+    int64_t waited = 0;
+    while (!stop && !parser.is_done()) {
+      if (cancelled_.load() || interrupt_.load()) {
+        open_ = false;
+        return Error{"cancelled"};
+      }
+      const size_t n = stream_.read_some(asio::buffer(raw), ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, static_cast<int>(step)) == 0 && (waited += step) >= idle.count()) {
+          out.idle = true;
+          open_ = false;
+          return admit::Ok{};
+        }
+        continue;
+      }
+      if (ec) {
+        open_ = false;
+        return Fail("read", ec);
+      }
+      waited = 0;
+      pending.append(raw.data(), n);
+      if (auto ok = take(); !ok.ok()) {
+        return ok;
+      }
+    }
+    const size_t filled = piece.size() - parser.get().body().size;
+    if (!stop && filled > 0) {
+      on_body(std::string_view(piece.data(), filled));
+    }
+    open_ = false;  // the socket's mode changed: not reused
+    return admit::Ok{};
+  }
 
   // Run: one asynchronous operation to its end. Cancellation is looked at five times a second.
   template <class Start>
@@ -283,6 +367,12 @@ Result<HttpResult> ApiClient::Stream(const std::string& target, std::chrono::mil
   out.status = static_cast<int>(parser.get().result_int());
   out.retry_after = RetryAfterOf(parser.get());
   const bool go_on = on_head(StreamHead{out.status, out.retry_after});
+  if (whole_pieces && go_on) {
+    if (auto read = c.ReadBody(parser, idle, on_body, out); !read.ok()) {
+      return Error{"GET " + target + ": " + read.error().message};
+    }
+    return out;
+  }
   std::array<char, 256u << 10> chunk;
   while (!parser.is_done()) {
     parser.get().body().data = chunk.data();

@@ -108,9 +108,12 @@ int Count(uint64_t x) {
 // PrefixXor: bit i is the parity of the set bits at i and below: with quotes as input, the
 // bytes from an opening quote up to (not including) its closing quote.
 uint64_t PrefixXor(uint64_t x) {
-  for (int shift = 1; shift < 64; shift *= 2) {
-    x ^= x << shift;
-  }
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
   return x;
 }
 

@@ -258,10 +258,15 @@ int RunExplainCli(int argc, char** argv) {
   if (want_ds) {
     read.track_owner = "DaemonSet " + ns + "/" + f.daemonset_name;
   }
-  auto cluster = explain::ReadCluster(**client, read);
-  if (!cluster.ok()) {
-    return Fail(kExitUnreachable, cluster.error().message + server);
+  auto read_cluster = explain::ReadCluster(**client, read);
+  if (!read_cluster.ok()) {
+    return Fail(kExitUnreachable, read_cluster.error().message + server);
   }
+  // Kept to the end of the process: freeing 150,000 pods' records one by one would cost a
+  // tenth of the run, and the process ends right after printing.
+  static explain::Cluster* kept = nullptr;
+  kept = new explain::Cluster(std::move(read_cluster).value());
+  const explain::Cluster* cluster = kept;
   if (cluster->counts().unreadable > 0) {
     std::cerr << "nodegate explain: " << cluster->counts().unreadable
               << " pod(s) could not be read and are left out; the first: "
