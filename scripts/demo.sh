@@ -199,3 +199,10 @@ say "with nodegate webhook (a stand-in API server: node worker-1, the mirror pod
 python3 "$SRC/scripts/demo-webhook.py" "$NG" "$SRC" || true
 say "(the CREATE fails with the kubelet's reason and the holder of port 8080; no Failed pod, no storm)"
 
+
+heading "12. kubectl nodegate explain: the seed story from the cluster's side"
+say "a stand-in of the API server's contract (no kube-apiserver here) with five nodes: the CoreDNS"
+say "DaemonSet (hostNetwork, 53/UDP) runs on four; on n3 its pod stays Pending. Which pod is in the way?"
+python3 "$SRC/scripts/demo-explain.py" "$BIN" "$SRC" || true
+say "(the scheduler's line says only that ports were not free on 1 node; nodegate names the pod"
+say " holding 53/UDP there and its DaemonSet, and that preemption cannot help: same priority)"
