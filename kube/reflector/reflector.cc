@@ -39,10 +39,10 @@ ReflectorCounters Reflector::counters() const {
   return ReflectorCounters{lists_.load(), relists_.load(), watch_errors_.load(), events_.load()};
 }
 
-void Reflector::Log(const std::string& text) const {
+void Reflector::Log(const std::string& text, bool problem) const {
   const std::string line = std::string(name()) + ": " + text;
   if (options_.log) {
-    options_.log(line);
+    options_.log(problem, line);
   } else {
     std::cerr << "nodegate: " << line << "\n";
   }
@@ -68,29 +68,48 @@ std::chrono::milliseconds Reflector::NextBackoff(const Attempt& failed) {
 }
 
 std::string Reflector::Target(const std::string& query) const {
-  std::string target = options_.path + "?" + query;
+  std::string target = options_.path;
+  std::string params = query;
   if (!options_.field_selector.empty()) {
-    target += "&fieldSelector=" + options_.field_selector;
+    params += (params.empty() ? "" : "&") + std::string("fieldSelector=") + options_.field_selector;
   }
-  return target;
+  return params.empty() ? target : target + "?" + params;
 }
 
 Reflector::Attempt Reflector::List(const std::string& resource_version,
                                    std::string& listed_version) {
+  const auto started = Clock::now();
   std::vector<NodeRecord> nodes;
   std::vector<PodRecord> pods;
+  // Room for what the last list held and a little more: a vector grown by doubling would hold
+  // up to twice the list at its peak, while a relist's peak is what the cache must fit under.
+  if (options_.kind == Kind::kPod) {
+    pods.reserve(last_count_ + last_count_ / 16);
+  } else {
+    nodes.reserve(last_count_ + last_count_ / 16);
+  }
   size_t skipped = 0;
+  size_t bytes = 0;
   std::string first_skip;
   std::string continue_token;
   const KnownFacts known = [this](std::string_view uid, std::string_view rv) {
     return sink_.KnownPod(uid, rv);
   };
+  // A list from a version other than 0 is paged only when the API server paged the first one
+  // (its watch cache is off): with a limit such a list is an exact read of etcd, without one
+  // the watch cache serves it (client-go's reflector makes the same choice).
+  const bool paged =
+      resource_version.empty() || resource_version == "0" || paginated_result_.load();
   do {
-    std::string query = "limit=" + std::to_string(options_.page_size);
+    std::string query;
+    if (paged) {
+      query = "limit=" + std::to_string(options_.page_size);
+    }
     if (!continue_token.empty()) {
       query += "&continue=" + UrlEncode(continue_token);  // a continuation carries no version
     } else if (!resource_version.empty()) {
-      query += "&resourceVersion=" + UrlEncode(resource_version);
+      query += (query.empty() ? "" : "&") + std::string("resourceVersion=") +
+               UrlEncode(resource_version);
     }
     ListStream list([&](std::string_view item) {
       if (options_.kind == Kind::kPod) {
@@ -142,6 +161,7 @@ Reflector::Attempt Reflector::List(const std::string& resource_version,
     if (broken) {
       return Attempt{Outcome::kFailed, broken->message, std::nullopt};
     }
+    bytes += list.bytes();
     if (auto done = list.Finish(); !done.ok()) {
       return Attempt{Outcome::kFailed, done.error().message, std::nullopt};
     }
@@ -150,6 +170,9 @@ Reflector::Attempt Reflector::List(const std::string& resource_version,
     }
     listed_version = list.resource_version();
     continue_token = list.continue_token();
+    if (!continue_token.empty() && resource_version == "0") {
+      paginated_result_ = true;
+    }
   } while (!continue_token.empty() && !stopped_);
   if (stopped_) {
     return Attempt{Outcome::kFailed, "stopped", std::nullopt};
@@ -158,11 +181,22 @@ Reflector::Attempt Reflector::List(const std::string& resource_version,
     Log(std::to_string(skipped) +
         " object(s) could not be read and are left out; the first: " + first_skip);
   }
+  const auto received = Clock::now();
+  const size_t count = options_.kind == Kind::kPod ? pods.size() : nodes.size();
+  last_count_ = count;
   if (options_.kind == Kind::kPod) {
     sink_.ReplacePods(std::move(pods));
   } else {
     sink_.ReplaceNodes(std::move(nodes));
   }
+  auto ms = [](Clock::duration d) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+  };
+  Log("listed " + std::to_string(count) + " at resourceVersion " +
+          (resource_version.empty() ? "\"\"" : resource_version) + " in " + ms(received - started) +
+          " ms (" + std::to_string(bytes >> 20) + " MiB), stored in " +
+          ms(Clock::now() - received) + " ms",
+      /*problem=*/false);
   return Attempt{};
 }
 
