@@ -1,4 +1,4 @@
-"""deploy/webhook checked as a whole (CTest manifests_test, label unit).
+"""deploy/webhook checked as a whole (CTest webhook_manifests_test, label unit).
 
 - Every YAML file there parses, each object is of a kind and apiVersion this test knows, in the
   namespace it belongs to.
