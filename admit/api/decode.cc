@@ -416,6 +416,21 @@ void DecodeMetadata(const json& object, const std::string& path, Pod& pod) {
   pod.creation_timestamp = StringField(*metadata, "creationTimestamp", mpath);
   pod.labels = StringMapField(*metadata, "labels", mpath);
   pod.annotations = StringMapField(*metadata, "annotations", mpath);
+  if (const json* owners = ListField(*metadata, "ownerReferences", mpath)) {
+    for (size_t i = 0; i < owners->size(); ++i) {
+      const json& ref = (*owners)[i];
+      const std::string rpath = Index(Join(mpath, "ownerReferences"), i);
+      if (!ref.is_object()) {
+        WrongType(rpath, "object", ref);
+      }
+      // The controller is the owner an explanation names (kubectl describe's "Controlled By").
+      if (BoolField(ref, "controller", rpath)) {
+        pod.owner =
+            OwnerReference{StringField(ref, "kind", rpath), StringField(ref, "name", rpath)};
+        break;
+      }
+    }
+  }
 }
 
 void DecodeSpec(const json& spec, const std::string& spath, Pod& pod) {

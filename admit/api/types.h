@@ -74,6 +74,16 @@ struct NodeSelector {
   std::vector<NodeSelectorTerm> terms;
 };
 
+// QosClass: status.qosClass (pkg/apis/core/v1/helper/qos; admit/kubelet/qos.h computes it).
+enum class QosClass { kBestEffort, kBurstable, kGuaranteed };
+
+// OwnerReference: the pod's controller (metadata.ownerReferences with controller: true), for
+// explanations ("DaemonSet kube-system/node-local-dns").
+struct OwnerReference {
+  std::string kind;
+  std::string name;
+};
+
 inline constexpr std::string_view kAnnotationConfigSource = "kubernetes.io/config.source";
 inline constexpr std::string_view kAnnotationConfigMirror = "kubernetes.io/config.mirror";
 // The values of kubernetes.io/config.source for the kubelet's two local pod sources.
@@ -91,6 +101,7 @@ struct Pod {
   std::string creation_timestamp;
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;
+  std::optional<OwnerReference> owner;
   // spec
   std::string node_name;
   bool host_network = false;

@@ -3,6 +3,7 @@
 #include <optional>
 #include <utility>
 
+#include "admit/check/pod_facts.h"
 #include "admit/predicates/registry.h"
 
 namespace nodegate::admit {
@@ -46,10 +47,12 @@ ExistingPodsSummary Checker::AddExistingPods(std::vector<Pod> pods) {
     } else {
       ++summary.added;
     }
-    node_info_.AddPod(MakePodInfo(std::move(pod), options_.gates, /*already_on_node=*/true));
+    node_info_.AddPod(MakePodFacts(pod, options_.gates, /*already_on_node=*/true));
   }
   return summary;
 }
+
+void Checker::AddExistingPod(PodFactsPtr pod) { node_info_.AddPod(std::move(pod)); }
 
 PodVerdict Checker::Evaluate(const Pod& candidate) {
   PodVerdict v;
@@ -83,15 +86,14 @@ PodVerdict Checker::Evaluate(const Pod& candidate) {
 
 PodVerdict Checker::Check(const Pod& candidate) {
   // The previous version of the candidate leaves the node first, and comes back afterwards.
-  std::optional<PodInfo> previous;
-  if (const PodInfo* p = node_info_.FindPod(candidate.Key())) {
-    previous = *p;
+  PodFactsPtr previous = node_info_.FindPodPtr(candidate.Key());
+  if (previous) {
     node_info_.RemovePod(candidate.Key());
   }
   PodVerdict v = Evaluate(candidate);
-  v.replaced_previous = previous.has_value();
+  v.replaced_previous = previous != nullptr;
   if (previous) {
-    node_info_.AddPod(std::move(*previous));
+    node_info_.AddPod(std::move(previous));
   }
   return v;
 }
@@ -103,7 +105,7 @@ PodVerdict Checker::CheckAndAdmit(const Pod& candidate) {
     for (const kubelet::Eviction& e : v.evictions) {
       node_info_.RemovePod(e.pod);
     }
-    node_info_.AddPod(MakePodInfo(candidate, options_.gates, /*already_on_node=*/false));
+    node_info_.AddPod(MakePodFacts(candidate, options_.gates, /*already_on_node=*/false));
   }
   return v;
 }

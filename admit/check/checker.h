@@ -69,6 +69,9 @@ class Checker {
 
   // AddExistingPods: pods on the node. Terminal pods and pods bound to another node are skipped.
   ExistingPodsSummary AddExistingPods(std::vector<Pod> pods);
+  // AddExistingPod: a pod already reduced to its facts (shared with a cache; its node is this
+  // one, and it is not terminal).
+  void AddExistingPod(PodFactsPtr pod);
   // RemoveExistingPod: the pod NAMESPACE/NAME left the node (deleted, finished); false when it
   // was not on it. A cache that follows the API server's watch keeps one Checker this way.
   bool RemoveExistingPod(std::string_view key) { return node_info_.RemovePod(key); }

@@ -21,28 +21,28 @@ PodInfo MakePodInfoWithRequests(Pod pod, const ResourceList& requests, const Fea
 NodeInfo::NodeInfo(Node node)
     : node_(std::move(node)), allocatable_(Resource::FromResourceList(node_.allocatable)) {}
 
-void NodeInfo::AddPod(PodInfo pod) {
-  const std::string key = pod.pod.Key();
-  RemovePod(key);  // a pod is on a node once
-  requested_.Add(pod.requests);
-  for (const WantedPort& p : pod.ports) {
-    used_ports_.Add(p.port, PortHolder{key, p.container, pod.pod.source});
+void NodeInfo::AddPod(PodFactsPtr pod) {
+  RemovePod(pod->key);  // a pod is on a node once
+  requested_.Add(pod->requests);
+  for (const WantedPort& p : pod->ports) {
+    used_ports_.Add(p.port, PortHolder{pod->key, p.container, pod->source});
   }
-  index_[key] = pods_.size();
+  index_[pod->key] = pods_.size();
   pods_.push_back(std::move(pod));
 }
 
 bool NodeInfo::RemovePod(std::string_view key) {
-  auto it = index_.find(std::string(key));
+  auto it = index_.find(key);
   if (it == index_.end()) {
     return false;
   }
   const size_t pos = it->second;
-  requested_.Subtract(pods_[pos].requests);
-  if (!pods_[pos].ports.empty()) {
+  index_.erase(it);
+  requested_.Subtract(pods_[pos]->requests);
+  if (!pods_[pos]->ports.empty()) {
     used_ports_.RemovePod(key);
   }
-  index_.erase(it);
+  // Order kept: the kubelet's preemption breaks ties by position (the later pod wins).
   pods_.erase(pods_.begin() + static_cast<std::ptrdiff_t>(pos));
   for (auto& [k, p] : index_) {
     if (p > pos) {
@@ -52,9 +52,14 @@ bool NodeInfo::RemovePod(std::string_view key) {
   return true;
 }
 
-const PodInfo* NodeInfo::FindPod(std::string_view key) const {
-  auto it = index_.find(std::string(key));
-  return it == index_.end() ? nullptr : &pods_[it->second];
+const PodFacts* NodeInfo::FindPod(std::string_view key) const {
+  auto it = index_.find(key);
+  return it == index_.end() ? nullptr : pods_[it->second].get();
+}
+
+PodFactsPtr NodeInfo::FindPodPtr(std::string_view key) const {
+  auto it = index_.find(key);
+  return it == index_.end() ? nullptr : pods_[it->second];
 }
 
 }  // namespace nodegate::admit

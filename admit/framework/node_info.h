@@ -1,10 +1,12 @@
 #pragma once
 // PodInfo and NodeInfo: the node as the predicates see it (pkg/scheduler/framework/types.go):
-// the Node object, its allocatable, the pods on it with their effective requests, the sum of
-// those requests, and the host ports they hold (with holders, for explanations).
+// the Node object, its allocatable, the pods on it (their PodFacts: effective requests, host
+// ports, what the kubelet's preemption reads), the sum of those requests, and the host ports
+// they hold (with holders, for explanations). A candidate is a PodInfo: the whole pod, whose
+// every field a predicate may read.
 //
 //   NodeInfo info(node);
-//   info.AddPod(MakePodInfo(existing, gates, /*already_on_node=*/true));
+//   info.AddPod(MakePodFacts(existing, gates, /*already_on_node=*/true));  // check/pod_facts.h
 //   PodInfo candidate = MakePodInfo(pod, gates, false);
 
 #include <string>
@@ -15,6 +17,7 @@
 #include "admit/api/types.h"
 #include "admit/framework/feature_gates.h"
 #include "admit/framework/host_port_set.h"
+#include "admit/framework/pod_facts.h"
 #include "admit/framework/resource.h"
 
 namespace nodegate::admit {
@@ -40,21 +43,23 @@ class NodeInfo {
   const Node& node() const { return node_; }
   const Resource& allocatable() const { return allocatable_; }
   const Resource& requested() const { return requested_; }
-  const std::vector<PodInfo>& pods() const { return pods_; }
+  const std::vector<PodFactsPtr>& pods() const { return pods_; }
   const HostPortSet& used_ports() const { return used_ports_; }
 
-  // AddPod: account the pod's requests and host ports.
-  void AddPod(PodInfo pod);
+  // AddPod: account the pod's requests and host ports (it replaces a pod of the same key).
+  void AddPod(PodFactsPtr pod);
   // RemovePod: drop the pod with that NAMESPACE/NAME; false when absent.
   bool RemovePod(std::string_view key);
-  const PodInfo* FindPod(std::string_view key) const;
+  const PodFacts* FindPod(std::string_view key) const;
+  PodFactsPtr FindPodPtr(std::string_view key) const;
 
  private:
   Node node_;
   Resource allocatable_;
   Resource requested_;
-  std::vector<PodInfo> pods_;
-  std::unordered_map<std::string, size_t> index_;  // key -> position in pods_
+  std::vector<PodFactsPtr> pods_;
+  // key -> position in pods_; the views point into the PodFacts that pods_ keeps alive.
+  std::unordered_map<std::string_view, size_t> index_;
   HostPortSet used_ports_;
 };
 

@@ -137,7 +137,7 @@ void GeneralFilter(KubeletVerdict& v, const Pod& pod, const NodeInfo& node,
 }
 
 Eviction ToEviction(const Preemptee& victim, const AdmissionRequirements& shortfall) {
-  Eviction e{victim.pod->Key(), victim.qos, {}};
+  Eviction e{victim.pod->key, victim.qos(), {}};
   for (const AdmissionRequirement& r : shortfall) {
     if (const int64_t amount = victim.Request(r.resource); amount != 0) {
       e.frees.emplace_back(r.resource, amount);
@@ -159,13 +159,12 @@ KubeletVerdict Admit(const Pod& candidate, const NodeInfo& node, const KubeletOp
   GeneralFilter(v, RemoveMissingExtendedResources(candidate, node.node()), node, options);
   Finish(v);
   if (!v.admitted) {
-    HandleAdmissionFailure(candidate, node, options, v);
+    HandleAdmissionFailure(candidate, node, v);
   }
   return v;
 }
 
-void HandleAdmissionFailure(const Pod& candidate, const NodeInfo& node,
-                            const KubeletOptions& options, KubeletVerdict& v) {
+void HandleAdmissionFailure(const Pod& candidate, const NodeInfo& node, KubeletVerdict& v) {
   v.critical = CriticalReason(candidate);
   if (v.critical.empty()) {
     return;
@@ -181,7 +180,7 @@ void HandleAdmissionFailure(const Pod& candidate, const NodeInfo& node,
     }
     shortfall.push_back(RequirementFor(*f.insufficient));
   }
-  const std::vector<Preemptee> pods = MakePreemptees(node.pods(), shortfall, options.gates);
+  const std::vector<Preemptee> pods = MakePreemptees(node.pods());
   auto victims = PodsToPreempt(candidate, pods, shortfall);
   if (!victims.ok()) {
     v.reason = std::string(kReasonUnexpectedAdmissionError);

@@ -93,8 +93,8 @@ KubeletVerdict Admit(const Pod& candidate, const NodeInfo& node, const KubeletOp
 
 // HandleAdmissionFailure: step 7 on a verdict with failures (the candidate as it was given,
 // before step 4; `node` holds the pods that may be evicted).
-void HandleAdmissionFailure(const Pod& candidate, const NodeInfo& node,
-                            const KubeletOptions& options, KubeletVerdict& verdict);
+// The pods' PodFacts carry what the kubelet reads of them (QoS, what each frees).
+void HandleAdmissionFailure(const Pod& candidate, const NodeInfo& node, KubeletVerdict& verdict);
 
 // InsufficientResourceMessage: "Node didn't have enough resource: cpu, requested: 500, used: 0,
 // capacity: 400".

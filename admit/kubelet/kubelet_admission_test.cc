@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "admit/check/pod_facts.h"
 #include "admit/testing/builders.h"
 
 namespace nodegate::admit::kubelet {
@@ -24,7 +25,7 @@ KubeletVerdict Run(const Pod& pod, const Node& node_object, const std::vector<Po
                    const KubeletOptions& options = {}) {
   NodeInfo node(PrepareNode(node_object, options.host_os));
   for (const Pod& e : existing) {
-    node.AddPod(MakePodInfo(e, options.gates, true));
+    node.AddPod(MakePodFacts(e, options.gates, true));
   }
   return Admit(pod, node, options);
 }

@@ -111,20 +111,11 @@ Result<std::vector<Preemptee>> PodsToPreemptByDistance(std::vector<Preemptee> po
 }  // namespace
 
 std::string CriticalReason(const Pod& pod) {
-  if (pod.IsStaticPod()) {
-    return "static pod";
-  }
-  if (pod.IsMirrorPod()) {
-    return "mirror pod";
-  }
-  if (pod.priority.has_value() && *pod.priority >= kSystemCriticalPriority) {
-    return "priority " + std::to_string(*pod.priority);
-  }
-  return "";
+  return CriticalReasonOf(pod.IsStaticPod(), pod.IsMirrorPod(), pod.priority);
 }
 
-bool Preemptable(const Pod& preemptor, const Pod& preemptee) {
-  if (IsCriticalPod(preemptor) && !IsCriticalPod(preemptee)) {
+bool Preemptable(const Pod& preemptor, const PodFacts& preemptee) {
+  if (IsCriticalPod(preemptor) && preemptee.CriticalReason().empty()) {
     return true;
   }
   if (preemptor.priority.has_value() && preemptee.priority.has_value()) {
@@ -133,21 +124,33 @@ bool Preemptable(const Pod& preemptor, const Pod& preemptee) {
   return false;
 }
 
+namespace {
+
+// SpecRequests: what GetResourceRequest counts, for every resource: spec requests without
+// overhead, then the overhead of each resource the pod requests at all.
+ResourceList SpecRequests(const Pod& pod, const FeatureGates& gates) {
+  ResourceList requests = SpecRequestsWithoutOverhead(pod, gates);
+  for (auto& [name, total] : requests) {
+    if (auto it = pod.overhead.find(name); it != pod.overhead.end() && !total.IsZero()) {
+      total.Add(it->second);
+    }
+  }
+  return requests;
+}
+
+}  // namespace
+
 int64_t ResourceRequest(const Pod& pod, std::string_view resource, const FeatureGates& gates) {
   if (resource == kResourcePods) {
     return 1;
   }
-  const ResourceList requests = SpecRequestsWithoutOverhead(pod, gates);
-  Quantity total;
-  if (auto it = requests.find(std::string(resource)); it != requests.end()) {
-    total = it->second;
-  }
-  // Overhead counts only for a resource the pod requests at all.
-  if (auto it = pod.overhead.find(std::string(resource));
-      it != pod.overhead.end() && !total.IsZero()) {
-    total.Add(it->second);
-  }
-  return InComparisonUnits(resource, total);
+  const ResourceList requests = SpecRequests(pod, gates);
+  auto it = requests.find(std::string(resource));
+  return it == requests.end() ? 0 : InComparisonUnits(resource, it->second);
+}
+
+Resource EvictionFrees(const Pod& pod, const FeatureGates& gates) {
+  return Resource::FromPodRequests(SpecRequests(pod, gates));
 }
 
 AdmissionRequirement RequirementFor(const InsufficientResource& insufficient) {
@@ -164,31 +167,14 @@ std::string RequirementsToString(const AdmissionRequirements& requirements) {
 }
 
 int64_t Preemptee::Request(std::string_view resource) const {
-  auto it = requests.find(resource);
-  return it == requests.end() ? 0 : it->second;
+  return resource == kResourcePods ? 1 : pod->eviction_frees.Get(resource);
 }
 
-Preemptee MakePreemptee(const Pod& pod, const AdmissionRequirements& requirements,
-                        const FeatureGates& gates) {
-  Preemptee p;
-  p.pod = &pod;
-  p.qos = GetPodQos(pod, gates.Enabled(kGatePodLevelResources));
-  for (std::string_view resource : {kResourceMemory, kResourceCpu}) {
-    p.requests.emplace(resource, ResourceRequest(pod, resource, gates));
-  }
-  for (const AdmissionRequirement& r : requirements) {
-    p.requests.emplace(r.resource, ResourceRequest(pod, r.resource, gates));
-  }
-  return p;
-}
-
-std::vector<Preemptee> MakePreemptees(const std::vector<PodInfo>& pods,
-                                      const AdmissionRequirements& requirements,
-                                      const FeatureGates& gates) {
+std::vector<Preemptee> MakePreemptees(const std::vector<PodFactsPtr>& pods) {
   std::vector<Preemptee> out;
   out.reserve(pods.size());
-  for (const PodInfo& info : pods) {
-    out.push_back(MakePreemptee(info.pod, requirements, gates));
+  for (const PodFactsPtr& pod : pods) {
+    out.push_back(Preemptee{pod});
   }
   return out;
 }
@@ -231,9 +217,9 @@ Result<std::vector<Preemptee>> PodsToPreempt(const Pod& preemptor,
     if (!Preemptable(preemptor, *p.pod)) {
       continue;
     }
-    (p.qos == QosClass::kBestEffort  ? best_effort
-     : p.qos == QosClass::kBurstable ? burstable
-                                     : guaranteed)
+    (p.qos() == QosClass::kBestEffort  ? best_effort
+     : p.qos() == QosClass::kBurstable ? burstable
+                                       : guaranteed)
         .push_back(p);
   }
   const AdmissionRequirements unmet =

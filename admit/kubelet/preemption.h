@@ -18,7 +18,7 @@
 // summed, init containers as a peak, pod-level requests when set, overhead only on a non-zero
 // total; every pod frees exactly 1 of "pods".
 //
-//   auto victims = PodsToPreempt(candidate, MakePreemptees(node.pods(), reqs, gates), reqs);
+//   auto victims = PodsToPreempt(candidate, MakePreemptees(node.pods()), reqs);
 
 #include <cstdint>
 #include <map>
@@ -30,6 +30,8 @@
 #include "admit/api/types.h"
 #include "admit/framework/feature_gates.h"
 #include "admit/framework/node_info.h"
+#include "admit/framework/pod_facts.h"
+#include "admit/framework/resource.h"
 #include "admit/framework/status.h"
 #include "admit/kubelet/qos.h"
 
@@ -43,12 +45,15 @@ inline constexpr int32_t kSystemCriticalPriority = 2000000000;
 std::string CriticalReason(const Pod& pod);
 inline bool IsCriticalPod(const Pod& pod) { return !CriticalReason(pod).empty(); }
 
-// Preemptable: may `preemptor` evict `preemptee`?
-bool Preemptable(const Pod& preemptor, const Pod& preemptee);
+// Preemptable: may `preemptor` evict `preemptee` (a pod on the node)?
+bool Preemptable(const Pod& preemptor, const PodFacts& preemptee);
 
 // ResourceRequest: what the kubelet counts a pod as freeing of one resource, in comparison
 // units (cpu in millicores): GetResourceRequest.
 int64_t ResourceRequest(const Pod& pod, std::string_view resource, const FeatureGates& gates);
+// EvictionFrees: ResourceRequest of every resource the pod requests, at once (pods left out:
+// every pod frees exactly 1).
+Resource EvictionFrees(const Pod& pod, const FeatureGates& gates);
 
 // AdmissionRequirement: an amount of a resource still to be freed.
 struct AdmissionRequirement {
@@ -65,21 +70,16 @@ AdmissionRequirement RequirementFor(const InsufficientResource& insufficient);
 // RequirementsToString: "[(res: cpu, q: 500), ]", the kubelet's rendering in its error.
 std::string RequirementsToString(const AdmissionRequirements& requirements);
 
-// Preemptee: a pod on the node, with its QoS class and what it would free of the resources
-// that matter (the requirements' and memory and cpu, which break ties).
+// Preemptee: a pod on the node that the kubelet may pick, with its QoS class and what evicting
+// it frees (PodFacts, computed when it joined the node).
 struct Preemptee {
-  const Pod* pod = nullptr;
-  QosClass qos = QosClass::kBestEffort;
-  std::map<std::string, int64_t, std::less<>> requests;
+  PodFactsPtr pod;
 
+  QosClass qos() const { return pod->qos; }
   int64_t Request(std::string_view resource) const;
 };
 
-Preemptee MakePreemptee(const Pod& pod, const AdmissionRequirements& requirements,
-                        const FeatureGates& gates);
-std::vector<Preemptee> MakePreemptees(const std::vector<PodInfo>& pods,
-                                      const AdmissionRequirements& requirements,
-                                      const FeatureGates& gates);
+std::vector<Preemptee> MakePreemptees(const std::vector<PodFactsPtr>& pods);
 
 // Subtract: what is still missing once `pods` are gone (requirements met drop out).
 AdmissionRequirements Subtract(const AdmissionRequirements& requirements,

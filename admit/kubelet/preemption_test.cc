@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "admit/check/pod_facts.h"
 #include "admit/testing/builders.h"
 
 namespace nodegate::admit::kubelet {
@@ -57,9 +58,12 @@ AdmissionRequirements Requirements(int64_t cpu, int64_t memory_mi, int64_t pods)
   return out;
 }
 
-Preemptee PreempteeOf(const Pod& pod, const AdmissionRequirements& requirements) {
-  return MakePreemptee(pod, requirements, FeatureGates());
+Preemptee PreempteeOf(const Pod& pod, const AdmissionRequirements& /*requirements*/) {
+  return Preemptee{MakePodFacts(pod, FeatureGates(), /*already_on_node=*/true)};
 }
+
+// NameOf: the NAME of a preemptee's NAMESPACE/NAME.
+std::string NameOf(const Preemptee& p) { return p.pod->key.substr(p.pod->key.find('/') + 1); }
 
 struct PreemptCase {
   std::string name;
@@ -85,7 +89,7 @@ void RunPreemptCases(const std::vector<PreemptCase>& cases) {
     }
     std::vector<std::string> names;
     for (const Preemptee& p : *got) {
-      names.push_back(p.pod->name);
+      names.push_back(NameOf(p));
     }
     std::vector<std::string> want = c.want;
     std::sort(names.begin(), names.end());
@@ -261,7 +265,7 @@ TEST(PreemptionTest, VictimsInTheKubeletsOrder) {
   ASSERT_TRUE(got.ok()) << got.error().message;
   std::vector<std::string> names;
   for (const Preemptee& p : *got) {
-    names.push_back(p.pod->name);
+    names.push_back(NameOf(p));
   }
   // All BestEffort and Burstable pods free 100m: the Guaranteed one is needed for the other
   // 300m; then the Burstable one, which also covers the pod; no BestEffort pod is left to take.
@@ -280,7 +284,7 @@ TEST(PreemptionTest, TiesGoToTheLaterPod) {
       requirements);
   ASSERT_TRUE(got.ok()) << got.error().message;
   ASSERT_EQ(got->size(), 1u);
-  EXPECT_EQ(got->front().pod->name, "b");  // c asks for more memory; b comes after a
+  EXPECT_EQ(NameOf(got->front()), "b");  // c asks for more memory; b comes after a
 }
 
 TEST(PreemptionTest, CriticalReason) {
@@ -335,7 +339,7 @@ TEST(PreemptionTest, Preemptable) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    EXPECT_EQ(Preemptable(c.preemptor, c.preemptee), c.want);
+    EXPECT_EQ(Preemptable(c.preemptor, *MakePodFacts(c.preemptee, FeatureGates(), true)), c.want);
   }
 }
 

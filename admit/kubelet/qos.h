@@ -14,7 +14,8 @@
 
 namespace nodegate::admit::kubelet {
 
-enum class QosClass { kBestEffort, kBurstable, kGuaranteed };
+// The class itself is an API value (admit/api/types.h); this namespace names it too.
+using QosClass = admit::QosClass;
 
 // QosClassName: "BestEffort", "Burstable" or "Guaranteed".
 std::string_view QosClassName(QosClass qos);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "admit/check/pod_facts.h"
 #include "admit/framework/node_info.h"
 
 namespace nodegate::admit::testing {
@@ -10,7 +11,7 @@ void CheckFilter(const Predicate& predicate, const FeatureGates& gates, const Fi
                  bool want_fit, const FilterFailure& failure, std::string_view detail_part) {
   NodeInfo node(input.node);
   for (const Pod& existing : input.existing) {
-    node.AddPod(MakePodInfo(existing, gates, true));
+    node.AddPod(MakePodFacts(existing, gates, true));
   }
   const Status s = predicate.Filter(MakePodInfo(input.pod, gates, false), node);
   EXPECT_EQ(s.IsSuccess(), want_fit);

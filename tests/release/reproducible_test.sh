@@ -28,6 +28,10 @@ mkdir -p "$T/elsewhere/tree"
 (cd "$SRC" && git ls-files -z --cached --others --exclude-standard | xargs -0 tar -cf -) |
   tar -xf - -C "$T/elsewhere/tree"
 COPY="$T/elsewhere/tree"
+# The copy has no git history: the commit and source date the first build read from git
+# (lib/CMakeLists.txt, build_info) come from the environment instead.
+export NODEGATE_COMMIT="${NODEGATE_COMMIT:-$(git -C "$SRC" rev-parse HEAD)}"
+export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git -C "$SRC" log -1 --format=%ct)}"
 
 first=()
 second=()

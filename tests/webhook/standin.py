@@ -1,12 +1,15 @@
-"""Stand-ins for the two sides of the API server that `nodegate webhook` talks to (there is no
-kube-apiserver to run here, so the tests exercise the contract):
+"""Stand-ins for the two sides of the API server that `nodegate webhook` and `nodegate explain`
+talk to. There is no kube-apiserver to run here, so the tests exercise a stand-in of the API
+server's contract, never Kubernetes itself (tests/webhook/README.md lists what it cannot show):
 
-ApiServer     an HTTPS endpoint serving nodes and pods as the API server does for the webhook's
-              reads: GET of one node, lists (fieldSelector on spec.nodeName and status.phase,
-              resourceVersion in the list metadata), watches (chunked, one JSON event a line,
-              BOOKMARK events with allowWatchBookmarks, objects that stop matching a selector
-              sent as DELETED, ERROR 410 "too old resource version" for a version compacted
-              away, timeoutSeconds), bearer-token authentication.
+ApiServer     (standin_api.py) an HTTPS endpoint serving nodes, pods, Leases and workload kinds
+              as the API server does: consistent, cached and exact lists with paging, watches
+              with bookmarks and 410s, optimistic concurrency on writes, bearer-token
+              authentication, and switchable faults. Its state lives in standin_store.Store.
+synthetic     (synthetic.py) realistic clusters of any size, deterministic from a seed.
+LoadDriver    (standin_load.py) watch events at a given rate.
+AdminServer   (standin_admin.py) a plain-HTTP control channel on loopback, for a stand-in run
+              as its own process (`python3 standin.py --serve ...`, see main()).
 
 WebhookClient the API server's webhook client: requests built as CreateV1AdmissionReview builds
               them (every field, the object with the system fields BeforeCreate fills), POSTed to
@@ -15,260 +18,27 @@ WebhookClient the API server's webhook client: requests built as CreateV1Admissi
               as ToStatusErr shows it (kubernetes/apiserver pkg/admission/plugin/webhook).
 """
 
-import base64
+import argparse
 import copy
 import http.client
-import http.server
 import json
+import os
+import signal
 import socket
-import socketserver
 import ssl
 import subprocess
+import sys
 import threading
 import time
-import urllib.parse
 import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from standin_api import ApiServer  # noqa: E402,F401
+from standin_load import LoadDriver  # noqa: E402,F401
 
 
 class StandinError(Exception):
     pass
-
-
-def _field(obj, path):
-    value = obj
-    for part in path.split("."):
-        if not isinstance(value, dict):
-            return ""
-        value = value.get(part)
-    return value if isinstance(value, str) else ("" if value is None else str(value))
-
-
-def parse_selector(text):
-    """spec.nodeName=x,status.phase!=Failed -> [(field, op, value)]."""
-    out = []
-    for term in filter(None, (text or "").split(",")):
-        if "!=" in term:
-            field, value = term.split("!=", 1)
-            out.append((field, "!=", value))
-        else:
-            field, value = term.split("=", 1)
-            out.append((field.rstrip("="), "=", value))
-    return out
-
-
-def matches(obj, selector):
-    for field, op, value in selector:
-        have = _field(obj, field)
-        if (op == "=") != (have == value):
-            return False
-    return True
-
-
-class ApiServer:
-    """Nodes and pods, with a resourceVersion per change and the history a watch replays."""
-
-    def __init__(self, cert, key, token="test-token", bookmark_interval=0.5):
-        self.token = token
-        self.bookmark_interval = bookmark_interval
-        self.lock = threading.Condition()
-        self.rv = 100
-        self.oldest_rv = 100  # watches from before this get 410
-        self.objects = {"nodes": {}, "pods": {}}
-        self.history = []  # (rv, resource, type, old, new)
-        self.requests = []  # (method, path) seen, for assertions
-        self.watches_open = 0
-        self.stopped = False
-        server = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                server._serve(self)
-
-        class Threading(socketserver.ThreadingMixIn, http.server.HTTPServer):
-            daemon_threads = True
-            allow_reuse_address = True
-
-        self.httpd = Threading(("127.0.0.1", 0), Handler)
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(cert, key)
-        self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
-        self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    # --- changes, as controllers and kubelets would make them ---
-
-    def _key(self, resource, obj):
-        meta = obj["metadata"]
-        return meta["name"] if resource == "nodes" else (meta.get("namespace", "default"), meta["name"])
-
-    def put(self, resource, obj):
-        """Creates or replaces an object; returns it with its new resourceVersion."""
-        with self.lock:
-            obj = copy.deepcopy(obj)
-            meta = obj.setdefault("metadata", {})
-            if resource == "pods":
-                meta.setdefault("namespace", "default")
-            meta.setdefault("uid", str(uuid.uuid4()))
-            self.rv += 1
-            meta["resourceVersion"] = str(self.rv)
-            key = self._key(resource, obj)
-            old = self.objects[resource].get(key)
-            self.objects[resource][key] = obj
-            self.history.append((self.rv, resource, "MODIFIED" if old else "ADDED", old, obj))
-            self.lock.notify_all()
-            return copy.deepcopy(obj)  # the stored object stays as it was put
-
-    def delete(self, resource, obj_or_key):
-        with self.lock:
-            key = obj_or_key if not isinstance(obj_or_key, dict) else self._key(resource, obj_or_key)
-            old = self.objects[resource].pop(key)
-            self.rv += 1
-            gone = copy.deepcopy(old)
-            gone["metadata"]["resourceVersion"] = str(self.rv)
-            self.history.append((self.rv, resource, "DELETED", old, gone))
-            self.lock.notify_all()
-
-    def compact(self):
-        """Forgets all history: every watch resumed from an older version gets 410 Gone."""
-        with self.lock:
-            self.oldest_rv = self.rv
-            self.history.clear()
-
-    def end_watches(self):
-        """Ends every open watch (as an API server restart would), without compacting."""
-        with self.lock:
-            self.watch_epoch = getattr(self, "watch_epoch", 0) + 1
-            self.lock.notify_all()
-
-    def stop(self):
-        with self.lock:
-            self.stopped = True
-            self.lock.notify_all()
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    def count(self, method_path_prefix):
-        return sum(1 for m, p in self.requests if (m + " " + p).startswith(method_path_prefix))
-
-    # --- serving ---
-
-    def _send_json(self, h, status, body):
-        data = json.dumps(body).encode()
-        h.send_response(status)
-        h.send_header("Content-Type", "application/json")
-        h.send_header("Content-Length", str(len(data)))
-        h.end_headers()
-        h.wfile.write(data)
-
-    def _status(self, h, code, reason, message):
-        self._send_json(h, code, {"kind": "Status", "apiVersion": "v1", "metadata": {},
-                                  "status": "Failure", "message": message, "reason": reason,
-                                  "code": code})
-
-    def _serve(self, h):
-        url = urllib.parse.urlsplit(h.path)
-        query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
-        with self.lock:
-            self.requests.append(("GET", url.path + ("?" + url.query if url.query else "")))
-        if h.headers.get("Authorization") != "Bearer " + self.token:
-            return self._status(h, 401, "Unauthorized", "Unauthorized")
-        parts = url.path.strip("/").split("/")
-        if parts[:2] != ["api", "v1"] or len(parts) < 3 or parts[2] not in ("nodes", "pods"):
-            return self._status(h, 404, "NotFound", "the server could not find the requested resource")
-        resource = parts[2]
-        if len(parts) == 4 and resource == "nodes":
-            with self.lock:
-                node = self.objects["nodes"].get(parts[3])
-            if node is None:
-                return self._status(h, 404, "NotFound", 'nodes "%s" not found' % parts[3])
-            return self._send_json(h, 200, node)
-        selector = parse_selector(query.get("fieldSelector", ""))
-        if query.get("watch") in ("1", "true"):
-            return self._watch(h, resource, selector, query)
-        with self.lock:
-            items = [copy.deepcopy(o) for o in self.objects[resource].values() if matches(o, selector)]
-            rv = self.rv
-        kind = "NodeList" if resource == "nodes" else "PodList"
-        for item in items:  # items of a list carry no kind, as the API server sends them
-            item.pop("kind", None)
-            item.pop("apiVersion", None)
-        self._send_json(h, 200, {"kind": kind, "apiVersion": "v1",
-                                 "metadata": {"resourceVersion": str(rv)}, "items": items})
-
-    def _watch(self, h, resource, selector, query):
-        since = int(query.get("resourceVersion") or 0)
-        bookmarks = query.get("allowWatchBookmarks") in ("1", "true")
-        timeout = float(query.get("timeoutSeconds") or 300)
-        h.send_response(200)
-        h.send_header("Content-Type", "application/json")
-        h.send_header("Transfer-Encoding", "chunked")
-        h.end_headers()
-
-        def send(event):
-            data = (json.dumps(event) + "\n").encode()
-            h.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-            h.wfile.flush()
-
-        with self.lock:
-            self.watches_open += 1
-            epoch = getattr(self, "watch_epoch", 0)
-        try:
-            with self.lock:
-                too_old = since < self.oldest_rv
-            if too_old:
-                send({"type": "ERROR", "object": {
-                    "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                    "message": "too old resource version: %d (%d)" % (since, self.oldest_rv),
-                    "reason": "Expired", "code": 410}})
-                h.wfile.write(b"0\r\n\r\n")
-                return
-            sent = since
-            end = time.monotonic() + timeout
-            next_bookmark = time.monotonic() + self.bookmark_interval
-            while True:
-                with self.lock:
-                    pending = [e for e in self.history if e[0] > sent and e[1] == resource]
-                    if not pending and not self.stopped and getattr(self, "watch_epoch", 0) == epoch:
-                        self.lock.wait(timeout=0.1)
-                        pending = [e for e in self.history if e[0] > sent and e[1] == resource]
-                    stopped = self.stopped or getattr(self, "watch_epoch", 0) != epoch
-                    current = self.rv
-                for rv, _, kind, old, new in pending:
-                    sent = rv
-                    was = old is not None and matches(old, selector)
-                    now = kind != "DELETED" and matches(new, selector)
-                    if kind == "DELETED":
-                        event = "DELETED" if was else None
-                    elif was and now:
-                        event = "MODIFIED"
-                    elif now:
-                        event = "ADDED"
-                    elif was:
-                        event = "DELETED"  # no longer matches the selector
-                    else:
-                        event = None
-                    if event:
-                        send({"type": event, "object": new})
-                if stopped or time.monotonic() >= end:
-                    break
-                if bookmarks and time.monotonic() >= next_bookmark:
-                    sent = max(sent, current)
-                    send({"type": "BOOKMARK", "object": {
-                        "kind": "Pod" if resource == "pods" else "Node", "apiVersion": "v1",
-                        "metadata": {"resourceVersion": str(sent)}}})
-                    next_bookmark = time.monotonic() + self.bookmark_interval
-            h.wfile.write(b"0\r\n\r\n")
-        except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
-            pass
-        finally:
-            with self.lock:
-                self.watches_open -= 1
 
 
 def kubeconfig(path, port, ca_file, token_file):
@@ -440,3 +210,97 @@ def make_certs(script, out_dir, extra_sans="IP:127.0.0.1"):
                                                                "PATH": "/usr/bin:/bin"},
                    stderr=subprocess.DEVNULL)
     return out_dir + "/ca.crt", out_dir + "/tls.crt", out_dir + "/tls.key"
+
+
+# --- the stand-in as its own process ---
+
+SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+
+def main(argv=None):
+    """`python3 standin.py --serve ...`: a stand-in of the API server's contract in its own
+    process, with a synthetic cluster and the admin channel (standin_admin.py). Prints one JSON
+    line on stdout once it serves ({"port", "admin_port", "url", "ca", "token", ...}), then runs
+    until SIGTERM or SIGINT."""
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("--serve", action="store_true", required=True)
+    p.add_argument("--nodes", type=int, default=5, help="synthetic nodes (0: none)")
+    p.add_argument("--pods-per-node", type=int, default=100)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--cache-dir", help="where generated clusters are kept between runs")
+    p.add_argument("--port", type=int, default=0, help="HTTPS port (0: any free one)")
+    p.add_argument("--admin-port", type=int, default=0, help="admin HTTP port (0: any)")
+    p.add_argument("--cert", help="serving certificate (PEM); with --key")
+    p.add_argument("--key")
+    p.add_argument("--ca", help="the CA of --cert, for --kubeconfig")
+    p.add_argument("--certs-dir", help="make a CA and a serving certificate here (with "
+                   "deploy/webhook/make-cert.sh) unless they exist; instead of --cert/--key")
+    p.add_argument("--token", default="test-token", help="the bearer token accepted")
+    p.add_argument("--token-file", help="read the token from this file, or write it there")
+    p.add_argument("--kubeconfig", help="write a kubeconfig for this stand-in here")
+    p.add_argument("--bookmark-interval", type=float, default=60.0,
+                   help="seconds between BOOKMARK events (upstream: about a minute)")
+    p.add_argument("--paginate-cache-lists", action="store_true",
+                   help="page resourceVersion=0 lists (ListFromCacheSnapshot, 1.34+)")
+    p.add_argument("--history-limit", type=int, default=100000,
+                   help="events kept for watches and old reads (the watch cache's window)")
+    p.add_argument("--load-rate", type=float, default=0, help="start the load driver (events/s)")
+    p.add_argument("--load-churn", type=float, default=0.1)
+    args = p.parse_args(argv)
+
+    import synthetic  # noqa: E402
+    from standin_admin import AdminServer, rss_bytes  # noqa: E402
+
+    if args.certs_dir:
+        ca, cert, key = (os.path.join(args.certs_dir, f) for f in ("ca.crt", "tls.crt", "tls.key"))
+        if not (os.path.exists(cert) and os.path.exists(key)):
+            make_certs(os.path.join(SOURCE_DIR, "deploy", "webhook", "make-cert.sh"), args.certs_dir)
+    elif args.cert and args.key:
+        ca, cert, key = args.ca, args.cert, args.key
+    else:
+        p.error("give --certs-dir, or --cert and --key")
+    token = args.token
+    if args.token_file:
+        if os.path.exists(args.token_file):
+            with open(args.token_file) as f:
+                token = f.read().strip()
+        else:
+            with open(args.token_file, "w") as f:
+                f.write(token + "\n")
+    started = time.monotonic()
+    api = ApiServer(cert, key, token=token, bookmark_interval=args.bookmark_interval,
+                    paginate_cache_lists=args.paginate_cache_lists,
+                    history_limit=args.history_limit, port=args.port)
+    loaded = {}
+    if args.nodes:
+        cluster = synthetic.generate(nodes=args.nodes, pods_per_node=args.pods_per_node,
+                                     seed=args.seed, cache_dir=args.cache_dir)
+        loaded = api.load_cluster(cluster)
+        del cluster
+    admin = AdminServer(api, port=args.admin_port)
+    load = None
+    if args.load_rate:
+        load = LoadDriver(api, rate=args.load_rate, churn=args.load_churn).start()
+        admin.load = load
+    if args.kubeconfig:
+        token_file = args.token_file or args.kubeconfig + ".token"
+        if not args.token_file:
+            with open(token_file, "w") as f:
+                f.write(token + "\n")
+        kubeconfig(args.kubeconfig, api.port, ca, token_file)
+    print(json.dumps({"port": api.port, "admin_port": admin.port,
+                      "url": "https://127.0.0.1:%d" % api.port, "ca": ca, "token": token,
+                      "kubeconfig": args.kubeconfig, "resourceVersion": api.rv,
+                      "objects": loaded, "rss_bytes": rss_bytes(),
+                      "ready_seconds": round(time.monotonic() - started, 2)}), flush=True)
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
+    done.wait()
+    admin.stop()
+    api.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -104,9 +104,9 @@ def wait_for(condition, what, timeout=WAIT):
 
 
 class Webhook:
-    """A running `nodegate webhook`, its ports read from its first stderr line."""
+    """A running `nodegate webhook` (JSON log lines), its ports read from its "serving" line."""
 
-    def __init__(self, tmp, kubeconfig_path, certs, extra=()):
+    def __init__(self, tmp, kubeconfig_path, certs, extra=(), shutdown_delay="0s"):
         self.cert_dir = os.path.join(tmp, "serving")
         os.makedirs(self.cert_dir, exist_ok=True)
         for f in ("tls.crt", "tls.key"):
@@ -115,17 +115,30 @@ class Webhook:
             [NODEGATE, "webhook", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
              "--tls-cert", os.path.join(self.cert_dir, "tls.crt"),
              "--tls-key", os.path.join(self.cert_dir, "tls.key"),
-             "--kubeconfig", kubeconfig_path, *extra],
+             "--kubeconfig", kubeconfig_path, "--log-format", "json",
+             "--shutdown-delay", shutdown_delay, *extra],
             stderr=subprocess.PIPE, text=True)
         self.log = []
         first = self.proc.stderr.readline()
         self.log.append(first)
-        m = re.search(r"serving reviews on .* \(port (\d+)\), metrics on .* \(port (\d+)\)", first)
-        if not m:
+        try:
+            line = json.loads(first)
+        except ValueError:
+            line = {}
+        if line.get("msg") != "serving":
             self.proc.kill()
             raise AssertionError("nodegate webhook did not start: " + first + self.proc.stderr.read())
-        self.port, self.metrics_port = int(m.group(1)), int(m.group(2))
+        self.port, self.metrics_port = line["port"], line["metrics_port"]
         threading.Thread(target=self._drain, daemon=True).start()
+
+    def events(self, msg=None):
+        """The JSON log lines so far (each must parse), those with `msg` when given."""
+        out = []
+        for line in list(self.log):
+            event = json.loads(line)
+            if msg is None or event.get("msg") == msg:
+                out.append(event)
+        return out
 
     def _drain(self):
         for line in self.proc.stderr:
@@ -331,13 +344,16 @@ class ReviewTest(Cluster):
                  "the failed pod's cpu freed")
 
     def test_410_gone_relists(self):
-        lists = self.webhook.metric("nodegate_webhook_cache_lists")
+        lists = self.webhook.metric("nodegate_webhook_cache_lists_total")
+        relists = self.webhook.metric("nodegate_webhook_cache_relists_total")
         self.api.put("nodes", node("relist"))
         self.api.compact()
         self.api.end_watches()
-        wait_for(lambda: self.webhook.metric("nodegate_webhook_cache_lists") >= lists + 2,
+        wait_for(lambda: self.webhook.metric("nodegate_webhook_cache_lists_total") >= lists + 2,
                  "both caches listed again")
-        self.assertTrue(any("is gone (410)" in line for line in self.webhook.log))
+        self.assertGreaterEqual(self.webhook.metric("nodegate_webhook_cache_relists_total"),
+                                relists + 2)
+        self.assertTrue(any("is gone (410)" in e["msg"] for e in self.webhook.events()))
         self.api.put("pods", pod_from("web-deployment.json", "late", "relist",
                                       host_ports=[(7000, "TCP")]))
         wait_for(lambda: self.review(pod_from("web-deployment.json", "late2", "relist",

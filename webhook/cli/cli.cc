@@ -1,30 +1,35 @@
-// `nodegate webhook`: flags, wiring and the signal wait. The parts are libraries: review/
-// (AdmissionReview), judge/ (the verdict), state/ (cache and watch), kube/ (API client),
-// net/ (HTTPS server, TLS), metrics/.
+// `nodegate webhook`: flags, wiring, the signal wait and the shutdown. The parts are libraries:
+// handler/ (what each request gets), review/ (AdmissionReview), judge/ (the verdict),
+// state/ (cache, sources), claims/ (agreement between replicas), kube/ (API client, watch),
+// net/ (HTTPS server), metrics/, log/.
 
 #include "webhook/cli/cli.h"
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
-#include <iostream>
+#include <fstream>
 #include <map>
 #include <thread>
 
 #include "admit/framework/feature_gates.h"
+#include "kube/client/client.h"
+#include "kube/client/config.h"
+#include "kube/reflector/reflector.h"
 #include "lib/cli/parse_flags.h"
+#include "lib/tls/tls.h"
+#include "webhook/claims/claims.h"
+#include "webhook/claims/coordinator.h"
 #include "webhook/cli/duration.h"
-#include "webhook/judge/judge.h"
-#include "webhook/kube/client.h"
-#include "webhook/kube/config.h"
+#include "webhook/handler/handler.h"
+#include "webhook/log/log.h"
 #include "webhook/metrics/metrics.h"
 #include "webhook/net/server.h"
-#include "webhook/net/tls.h"
-#include "webhook/review/review.h"
 #include "webhook/state/node_states.h"
-#include "webhook/state/reflector.h"
+#include "webhook/state/sources.h"
 
 extern char** environ;
 
@@ -33,6 +38,10 @@ namespace {
 
 constexpr int kExitOk = 0;
 constexpr int kExitBadInput = 2;
+// The serving certificate is looked at this often, and a warning logged when it has less than
+// kCertificateWarning left.
+constexpr auto kHousekeeping = std::chrono::seconds(60);
+constexpr auto kCertificateWarning = std::chrono::hours(24 * 30);
 
 struct Flags {
   std::string listen = "0.0.0.0:8443";
@@ -45,10 +54,15 @@ struct Flags {
   std::string feature_gates;
   std::string watch_timeout = "5m";
   std::string read_timeout = "10s";
+  std::string max_cache_age = "60s";
+  std::string shutdown_delay = "10s";
+  std::string log_format = "text";
+  std::string claims_namespace;
+  std::string identity;
 };
 
 int Fail(const std::string& message) {
-  std::cerr << "nodegate webhook: " << message << "\n";
+  Log(Level::kError, message);
   return kExitBadInput;
 }
 
@@ -64,6 +78,11 @@ std::map<std::string, std::string> Environment() {
   return env;
 }
 
+std::string EnvOr(const std::map<std::string, std::string>& env, const std::string& key) {
+  auto it = env.find(key);
+  return it == env.end() ? "" : it->second;
+}
+
 // RaiseFileLimit: every connection is a descriptor; the soft limit (often 1024) goes up to the
 // hard one.
 void RaiseFileLimit() {
@@ -74,142 +93,63 @@ void RaiseFileLimit() {
   }
 }
 
-// Webhook: the running parts and the two request handlers.
-class Webhook {
- public:
-  Webhook(NodeStates& states, Reflector& nodes, Reflector& pods, kube::ApiClient& reader,
-          Metrics& metrics, std::chrono::nanoseconds timeout)
-      : states_(states),
-        nodes_(nodes),
-        pods_(pods),
-        reader_(reader),
-        metrics_(metrics),
-        timeout_(timeout) {}
-
-  bool Synced() const { return nodes_.synced() && pods_.synced(); }
-
-  net::HttpResponse Serve(const net::HttpRequest& request) {
-    const std::string_view path =
-        std::string_view(request.target).substr(0, std::string_view(request.target).find('?'));
-    if (path == "/validate") {
-      if (request.method != "POST") {
-        metrics_.RecordRefused(405);
-        return {405, "text/plain", "POST an AdmissionReview\n"};
-      }
-      return Validate(request);
-    }
-    return Probe(request, path);
-  }
-
-  net::HttpResponse ServeMetrics(const net::HttpRequest& request) {
-    const std::string_view path =
-        std::string_view(request.target).substr(0, std::string_view(request.target).find('?'));
-    if (path == "/metrics" && request.method == "GET") {
-      return {200, "text/plain; version=0.0.4", metrics_.Render(Gauges())};
-    }
-    return Probe(request, path);
-  }
-
- private:
-  net::HttpResponse Probe(const net::HttpRequest& request, std::string_view path) {
-    if (request.method == "GET" && path == "/healthz") {
-      return {200, "text/plain", "ok\n"};
-    }
-    if (request.method == "GET" && path == "/readyz") {
-      return Synced()
-                 ? net::HttpResponse{200, "text/plain", "ok\n"}
-                 : net::HttpResponse{503, "text/plain", "the node and pod cache has not synced\n"};
-    }
-    metrics_.RecordRefused(404);
-    return {404, "text/plain", "not found\n"};
-  }
-
-  net::HttpResponse Validate(const net::HttpRequest& request) {
-    const auto started = Clock::now();
-    auto review = DecodeReview(request.body);
-    if (!review.ok()) {
-      metrics_.RecordRefused(400);
-      return {400, "text/plain", review.error().message + "\n"};
-    }
-    // Answer before the API server gives up: its ?timeout= (timeoutSeconds) or ours, less a
-    // margin for the answer's way back.
-    std::chrono::nanoseconds budget = timeout_;
-    if (auto param = QueryParameter(request.target, "timeout")) {
-      if (auto asked = ParseDuration(*param); asked && *asked > std::chrono::nanoseconds(0)) {
-        budget = std::min(budget, std::max(*asked / 2, *asked - std::chrono::seconds(1)));
-      }
-    }
-    JudgeContext context;
-    context.states = &states_;
-    context.synced = [this] { return Synced(); };
-    context.read_node = [this](const std::string& node, Clock::time_point deadline) {
-      return ReadNode(reader_, node, deadline);
-    };
-    Judgement judgement = Judge(*review, context, started + budget);
-    if (!judgement.response.allowed || !judgement.response.warnings.empty()) {
-      // One write per line, so lines of concurrent reviews do not interleave.
-      const std::string line = "nodegate webhook: " + judgement.verdict + " " +
-                               review->namespace_name + "/" + review->name + " (" +
-                               judgement.reason + "): " +
-                               (judgement.response.allowed ? judgement.response.warnings.front()
-                                                           : judgement.response.message) +
-                               "\n";
-      std::cerr << line << std::flush;
-    }
-    std::string body = EncodeReviewResponse(judgement.response);
-    metrics_.RecordReview(judgement.verdict, judgement.reason,
-                          std::chrono::duration<double>(Clock::now() - started).count());
-    return {200, "application/json", std::move(body)};
-  }
-
-  std::vector<Gauge> Gauges() {
-    std::vector<Gauge> gauges;
-    const auto now = Clock::now();
-    for (const Reflector* r : {&nodes_, &pods_}) {
-      const std::string labels =
-          "resource=\"" +
-          std::string(ResourceName(r == &nodes_ ? Resource::kNodes : Resource::kPods)) + "\"";
-      const double age =
-          r->synced() ? std::chrono::duration<double>(now - r->LastHeard()).count() : -1;
-      gauges.push_back({"nodegate_webhook_cache_age_seconds",
-                        "Seconds since the API server last told the cache anything (list, "
-                        "event, bookmark); -1 before the first list.",
-                        age, labels});
-    }
-    for (const Reflector* r : {&nodes_, &pods_}) {
-      const std::string labels =
-          "resource=\"" +
-          std::string(ResourceName(r == &nodes_ ? Resource::kNodes : Resource::kPods)) + "\"";
-      gauges.push_back({"nodegate_webhook_cache_lists", "Lists made (the first and every relist).",
-                        static_cast<double>(r->relists()), labels});
-    }
-    gauges.push_back({"nodegate_webhook_cache_synced",
-                      "1 once nodes and pods are listed (readyz), else 0.", Synced() ? 1.0 : 0.0,
-                      ""});
-    gauges.push_back({"nodegate_webhook_cached_nodes", "Nodes in the cache.",
-                      static_cast<double>(states_.Nodes()), ""});
-    gauges.push_back({"nodegate_webhook_cached_pods", "Pods bound to a node in the cache.",
-                      static_cast<double>(states_.Pods()), ""});
-    gauges.push_back({"nodegate_webhook_assumed_pods",
-                      "Pods allowed but not yet seen in the watch.",
-                      static_cast<double>(states_.AssumedPods()), ""});
-    return gauges;
-  }
-
-  NodeStates& states_;
-  Reflector& nodes_;
-  Reflector& pods_;
-  kube::ApiClient& reader_;
-  Metrics& metrics_;
-  const std::chrono::nanoseconds timeout_;
-};
-
-Result<std::chrono::nanoseconds> DurationFlag(const std::string& flag, const std::string& value) {
+Result<std::chrono::nanoseconds> DurationFlag(const std::string& flag, const std::string& value,
+                                              bool zero_ok = false) {
   auto d = ParseDuration(value);
-  if (!d || *d <= std::chrono::nanoseconds(0)) {
+  if (!d || (*d <= std::chrono::nanoseconds(0) && !zero_ok)) {
     return Error{flag + " " + value + ": expected a duration such as 4s or 500ms"};
   }
   return *d;
+}
+
+// ClaimsNamespace: --claims-namespace, else the pod's namespace (POD_NAMESPACE from the
+// downward API, or the service account's namespace file in a cluster); "" switches the
+// agreement between replicas off.
+std::string ClaimsNamespace(const Flags& f, const std::map<std::string, std::string>& env) {
+  if (!f.claims_namespace.empty()) {
+    return f.claims_namespace;
+  }
+  if (std::string ns = EnvOr(env, "POD_NAMESPACE"); !ns.empty()) {
+    return ns;
+  }
+  if (f.kubeconfig.empty()) {
+    std::ifstream file(std::string(kube::kServiceAccountDir) + "/namespace");
+    std::string ns;
+    std::getline(file, ns);
+    return ns;
+  }
+  return "";
+}
+
+std::string Identity(const Flags& f, const std::map<std::string, std::string>& env) {
+  if (!f.identity.empty()) {
+    return f.identity;
+  }
+  if (std::string name = EnvOr(env, "POD_NAME"); !name.empty()) {
+    return name;
+  }
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+std::string Seconds(std::chrono::nanoseconds d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count() / 1000.0)
+             .substr(0, 5) +
+         "s";
+}
+
+void WarnIfCertificateExpires(tls::ServerCertificate& cert) {
+  auto expiry = tls::NotAfter(cert.Current());
+  if (!expiry) {
+    return;
+  }
+  const auto left = *expiry - std::chrono::system_clock::now();
+  if (left < kCertificateWarning) {
+    Log(Level::kWarn, "the serving certificate expires soon",
+        {{"not_after", FormatTime(*expiry)},
+         {"days_left", std::chrono::duration_cast<std::chrono::hours>(left).count() / 24}});
+  }
 }
 
 }  // namespace
@@ -226,7 +166,7 @@ int RunWebhookCli(int argc, char** argv) {
   app.add_option("--listen", f.listen, "HTTPS address for reviews and probes, ADDR:PORT")
       ->capture_default_str();
   app.add_option("--metrics-listen", f.metrics_listen,
-                 "plain-HTTP address for /metrics (and probes), ADDR:PORT")
+                 "plain-HTTP address for /metrics (and probes), ADDR:PORT; empty: none")
       ->capture_default_str();
   app.add_option("--tls-cert", f.tls_cert, "serving certificate chain (PEM), reloaded on change")
       ->required();
@@ -242,24 +182,47 @@ int RunWebhookCli(int argc, char** argv) {
                  "how long an allowed pod counts on its node before the watch shows it")
       ->capture_default_str();
   app.add_option("--watch-timeout", f.watch_timeout,
-                 "timeoutSeconds of each watch request (the API server then ends it and the "
-                 "watch resumes)")
+                 "the longest timeoutSeconds of a watch request (at most half of "
+                 "--max-cache-age: the API server's bookmark before each watch's end is what "
+                 "keeps a quiet cache current); the watch then resumes")
       ->capture_default_str();
   app.add_option("--read-timeout", f.read_timeout,
                  "a request (TLS handshake, header and body) must arrive within it, however "
                  "steadily a client trickles bytes; an idle keep-alive connection is closed "
                  "after it")
       ->capture_default_str();
+  app.add_option("--max-cache-age", f.max_cache_age,
+                 "past this without word from the API server (a list, an event, a bookmark), "
+                 "reviews are allowed unchecked with a warning and /readyz "
+                 "answers 503, until the watch resumes")
+      ->capture_default_str();
+  app.add_option("--shutdown-delay", f.shutdown_delay,
+                 "after SIGTERM: /readyz answers 503 and reviews are still served this long "
+                 "(while endpoints move elsewhere), then the reviews in flight finish and the "
+                 "process exits; 0 for no delay")
+      ->capture_default_str();
+  app.add_option("--log-format", f.log_format, "json (one object a line) or text")
+      ->check(CLI::IsMember({"json", "text"}))
+      ->capture_default_str();
+  app.add_option("--claims-namespace", f.claims_namespace,
+                 "namespace of the Leases through which replicas agree on allowed pods "
+                 "(default: POD_NAMESPACE, else the service account's; none: no agreement)");
+  app.add_option("--identity", f.identity,
+                 "this replica's name in the claims (default: POD_NAME, else the host name)");
   app.add_option("--feature-gates", f.feature_gates,
                  "the kubelet's gates, as for nodegate admit (Name=true|false,...)");
   if (auto code = cli::ParseFlags(app, argc, argv)) {
     return *code;
   }
+  SetLogFormat(f.log_format == "json" ? LogFormat::kJson : LogFormat::kText);
   auto timeout = DurationFlag("--timeout", f.timeout);
   auto assume_ttl = DurationFlag("--assume-ttl", f.assume_ttl);
   auto watch_timeout = DurationFlag("--watch-timeout", f.watch_timeout);
   auto read_timeout = DurationFlag("--read-timeout", f.read_timeout);
-  for (const auto* d : {&timeout, &assume_ttl, &watch_timeout, &read_timeout}) {
+  auto max_cache_age = DurationFlag("--max-cache-age", f.max_cache_age);
+  auto shutdown_delay = DurationFlag("--shutdown-delay", f.shutdown_delay, /*zero_ok=*/true);
+  for (const auto* d :
+       {&timeout, &assume_ttl, &watch_timeout, &read_timeout, &max_cache_age, &shutdown_delay}) {
     if (!d->ok()) {
       return Fail(d->error().message);
     }
@@ -268,8 +231,9 @@ int RunWebhookCli(int argc, char** argv) {
   if (!gates.ok()) {
     return Fail(gates.error().message);
   }
+  const auto env = Environment();
   auto config = f.kubeconfig.empty()
-                    ? kube::InClusterConfig(Environment(), std::string(kube::kServiceAccountDir))
+                    ? kube::InClusterConfig(env, std::string(kube::kServiceAccountDir))
                     : kube::LoadKubeconfig(f.kubeconfig);
   if (!config.ok()) {
     return Fail(config.error().message);
@@ -283,12 +247,12 @@ int RunWebhookCli(int argc, char** argv) {
       return Fail(c->error().message);
     }
   }
-  auto cert = net::ServerCertificate::Load(f.tls_cert, f.tls_key);
+  auto cert = tls::ServerCertificate::Load(f.tls_cert, f.tls_key);
   if (!cert.ok()) {
     return Fail(cert.error().message);
   }
   RaiseFileLimit();
-  // Signals are taken by sigwait below, never by a handler on some other thread.
+  // Signals are taken by sigtimedwait below, never by a handler on some other thread.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
@@ -299,25 +263,56 @@ int RunWebhookCli(int argc, char** argv) {
   admit::CheckOptions options;
   options.profile = admit::Profile::kKubelet;
   options.gates = *gates;
-  NodeStates states(options, std::chrono::duration_cast<Clock::duration>(*assume_ttl));
-  const auto watch_seconds =
-      std::chrono::duration_cast<std::chrono::seconds>(*watch_timeout) + std::chrono::seconds(0);
-  Reflector nodes(Resource::kNodes, **node_client, states,
-                  std::max(watch_seconds, std::chrono::seconds(1)));
-  Reflector pods(Resource::kPods, **pod_client, states,
-                 std::max(watch_seconds, std::chrono::seconds(1)));
+  const auto ttl = std::chrono::duration_cast<Clock::duration>(*assume_ttl);
+  NodeStates states(options, ttl);
+  auto watch_options = [&](kube::ReflectorOptions o) {
+    // Each watch ends with the API server's bookmark 2 s before its timeoutSeconds: asked for
+    // at most half the cache's allowed age, a quiet watch proves the cache current in time.
+    using std::chrono::seconds;
+    const seconds longest =
+        std::max(seconds(3), std::min(std::chrono::duration_cast<seconds>(*watch_timeout),
+                                      std::chrono::duration_cast<seconds>(*max_cache_age / 2)));
+    o.max_watch_timeout = longest;
+    o.min_watch_timeout = std::max(seconds(3), longest * 3 / 4);
+    o.watch_idle_timeout = longest + seconds(5);
+    o.log = [](const std::string& message) { Log(Level::kWarn, message); };
+    return o;
+  };
+  kube::Reflector nodes(watch_options(NodeWatch(*gates)), **node_client, states);
+  kube::Reflector pods(watch_options(PodWatch(*gates)), **pod_client, states);
+
+  const std::string claims_namespace = ClaimsNamespace(f, env);
+  std::unique_ptr<ClaimStore> claim_store;
+  std::unique_ptr<Coordinator> coordinator;
+  if (!claims_namespace.empty()) {
+    claim_store =
+        std::make_unique<ClaimStore>(**reader, ClaimsOptions{claims_namespace, Identity(f, env)});
+    coordinator = std::make_unique<Coordinator>(states, *claim_store, ttl);
+  }
   Metrics metrics;
-  Webhook webhook(states, nodes, pods, **reader, metrics, *timeout);
+  HandlerParts parts;
+  parts.states = &states;
+  parts.watches = {&nodes, &pods};
+  parts.read_node = [&reader, gates = *gates](const std::string& node, Clock::time_point deadline) {
+    return ReadNode(**reader, gates, node, deadline);
+  };
+  parts.coordinator = coordinator.get();
+  parts.metrics = &metrics;
+  parts.certificate_expiry = [&cert] { return tls::NotAfter((*cert)->Current()); };
+  HandlerOptions handler_options;
+  handler_options.timeout = *timeout;
+  handler_options.max_cache_age = *max_cache_age;
+  Handler handler(std::move(parts), handler_options);
 
   net::ServerOptions server_options;
   server_options.listen = f.listen;
   server_options.request_timeout =
       std::chrono::duration_cast<std::chrono::milliseconds>(*read_timeout);
-  // Once the cache has synced a review waits for nothing (microseconds of CPU): it runs on the
-  // I/O thread. Before, it may read the API server, and goes to the worker pool.
-  server_options.run_inline = [&webhook](const net::HttpRequest&) { return webhook.Synced(); };
+  // Once the cache has synced, a review without claims to record waits for nothing
+  // (microseconds of CPU): it runs on the I/O thread. Otherwise it goes to the worker pool.
+  server_options.run_inline = [&handler](const net::HttpRequest&) { return handler.QuickNow(); };
   auto server = net::Server::Start(
-      server_options, [&webhook](const net::HttpRequest& r) { return webhook.Serve(r); },
+      server_options, [&handler](const net::HttpRequest& r) { return handler.Serve(r); },
       cert->get(), [&metrics](int status) { metrics.RecordRefused(status); });
   if (!server.ok()) {
     return Fail(server.error().message);
@@ -331,30 +326,60 @@ int RunWebhookCli(int argc, char** argv) {
     metrics_options.max_connections = 64;
     metrics_options.request_timeout = server_options.request_timeout;
     auto started = net::Server::Start(
-        metrics_options, [&webhook](const net::HttpRequest& r) { return webhook.ServeMetrics(r); },
+        metrics_options, [&handler](const net::HttpRequest& r) { return handler.ServeMetrics(r); },
         nullptr);
     if (!started.ok()) {
       return Fail(started.error().message);
     }
     metrics_server = std::move(started).value();
   }
-  std::cerr << "nodegate webhook: serving reviews on " << f.listen << " (port " << (*server)->port()
-            << ")";
-  if (metrics_server) {
-    std::cerr << ", metrics on " << f.metrics_listen << " (port " << metrics_server->port() << ")";
+  Log(Level::kInfo, "serving",
+      {{"listen", f.listen},
+       {"port", (*server)->port()},
+       {"metrics_port", metrics_server ? metrics_server->port() : 0},
+       {"api_server", config->host + ":" + config->port},
+       {"api_source", config->source},
+       {"claims_namespace", claims_namespace},
+       {"identity", claim_store ? claim_store->options().identity : ""}});
+  if (claims_namespace.empty()) {
+    Log(Level::kWarn,
+        "no claims namespace: replicas do not agree on allowed pods (one replica only, or set "
+        "--claims-namespace)");
   }
-  std::cerr << "; API server " << config->host << ":" << config->port << " (" << config->source
-            << ")" << std::endl;
+  WarnIfCertificateExpires(**cert);
   std::thread node_thread([&nodes] { nodes.Run(); });
   std::thread pod_thread([&pods] { pods.Run(); });
 
-  int signal = 0;
-  do {
-    sigwait(&signals, &signal);
-  } while (signal == SIGPIPE);
-  std::cerr << "nodegate webhook: stopping (" << (signal == SIGTERM ? "SIGTERM" : "SIGINT") << ")"
-            << std::endl;
-  (*server)->Stop();
+  auto wait_signal = [&signals](std::chrono::nanoseconds limit) {
+    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(limit);
+    struct timespec ts = {static_cast<time_t>(secs.count()),
+                          static_cast<long>((limit - secs).count())};
+    for (;;) {
+      const int got = sigtimedwait(&signals, nullptr, &ts);
+      if (got != SIGPIPE) {
+        return got;  // a signal, or -1 when the time is up
+      }
+    }
+  };
+  int signal = -1;
+  auto last_check = Clock::now();
+  while ((signal = wait_signal(kHousekeeping)) < 0) {
+    if (Clock::now() - last_check >= kHousekeeping) {
+      WarnIfCertificateExpires(**cert);
+      last_check = Clock::now();
+    }
+  }
+  handler.BeginShutdown();
+  Log(Level::kInfo, "stopping: /readyz answers 503; reviews are still served",
+      {{"signal", signal == SIGTERM ? "SIGTERM" : "SIGINT"},
+       {"shutdown_delay", Seconds(*shutdown_delay)}});
+  // A second signal cuts the delay short.
+  if (*shutdown_delay > std::chrono::nanoseconds(0)) {
+    wait_signal(*shutdown_delay);
+  }
+  const auto grace =
+      std::chrono::duration_cast<std::chrono::milliseconds>(*timeout) + std::chrono::seconds(1);
+  (*server)->Drain(grace);
   if (metrics_server) {
     metrics_server->Stop();
   }
@@ -362,6 +387,7 @@ int RunWebhookCli(int argc, char** argv) {
   pods.Stop();
   node_thread.join();
   pod_thread.join();
+  Log(Level::kInfo, "stopped");
   return kExitOk;
 }
 

@@ -30,6 +30,13 @@ Judgement Allow(const ReviewRequest& request, std::string reason,
   return j;
 }
 
+// Named: the judgement with the pod and node it was about, for the log.
+Judgement Named(Judgement j, const admit::Pod& pod) {
+  j.pod = pod.Key();
+  j.node = pod.node_name;
+  return j;
+}
+
 // EvictionWarning: "... evicts ns/a, ns/b and 3 more to admit this pod" within the limit.
 std::string EvictionWarning(const std::string& node, const admit::PodVerdict& verdict) {
   const std::string head = "nodegate: the kubelet on " + node + " admits this pod by evicting ";
@@ -106,29 +113,47 @@ Judgement Judge(const ReviewRequest& request, const JudgeContext& context,
   pod.source = "request";
   const bool assume = !request.dry_run;  // a dry run changes nothing, not even our state
   NodeVerdict judged;
+  std::optional<std::string> uncoordinated;
   if (context.synced && context.synced()) {
-    judged = context.states->JudgeCached(pod, assume);
+    if (auto stale = context.stale ? context.stale() : std::nullopt) {
+      return Named(Allow(request, "cache-stale",
+                         "nodegate: node " + pod.node_name + " not checked: " + *stale),
+                   pod);
+    }
+    if (context.coordinator != nullptr) {
+      CoordinatedVerdict coordinated = context.coordinator->Judge(pod, request.dry_run, deadline);
+      judged = std::move(coordinated.judged);
+      uncoordinated = std::move(coordinated.warning);
+    } else {
+      judged = context.states->JudgeCached(pod, assume);
+    }
   } else {
     auto snapshot = context.read_node(pod.node_name, deadline);
     if (!snapshot.ok()) {
-      return Allow(request, "node-unreadable",
-                   "nodegate: node " + pod.node_name + " not checked: " + snapshot.error().message);
+      return Named(
+          Allow(request, "node-unreadable",
+                "nodegate: node " + pod.node_name + " not checked: " + snapshot.error().message),
+          pod);
     }
     if (snapshot->has_value()) {
       judged = context.states->JudgeSnapshot(pod, std::move(**snapshot), assume);
     }
   }
   if (!judged.node_known) {
-    return Allow(
-        request, "unknown-node",
-        "nodegate: node " + pod.node_name + " is not known to the API server; not checked");
+    return Named(
+        Allow(request, "unknown-node",
+              "nodegate: node " + pod.node_name + " is not known to the API server; not checked"),
+        pod);
   }
   const admit::PodVerdict& verdict = judged.verdict;
   if (verdict.admitted) {
-    if (!verdict.evictions.empty()) {
-      return Allow(request, "preemption", EvictionWarning(pod.node_name, verdict));
+    Judgement j = verdict.evictions.empty()
+                      ? Allow(request, "fits")
+                      : Allow(request, "preemption", EvictionWarning(pod.node_name, verdict));
+    if (uncoordinated) {
+      j.response.warnings.push_back(FitWarning(*uncoordinated));
     }
-    return Allow(request, "fits");
+    return Named(std::move(j), pod);
   }
   Judgement j;
   j.response.uid = request.uid;
@@ -138,7 +163,7 @@ Judgement Judge(const ReviewRequest& request, const JudgeContext& context,
   j.response.message = DenialMessage(pod.node_name, verdict);
   j.verdict = "denied";
   j.reason = verdict.admit_reason;
-  return j;
+  return Named(std::move(j), pod);
 }
 
 }  // namespace nodegate::webhook

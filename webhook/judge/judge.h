@@ -6,8 +6,10 @@
 //   - allowed without a check: anything but a pod CREATE, a pod without spec.nodeName, a
 //     mirror pod (kubernetes.io/config.mirror), a request from system:nodes;
 //   - allowed with a warning: a node not known to the API server, a node that cannot be read
-//     in time, a pod that cannot be read; a pod the kubelet admits only by evicting others
-//     (the warning names them);
+//     in time, a pod that cannot be read; a cache with no word from the API server for longer
+//     than --max-cache-age (its verdict could be wrong either way: the node is not checked); a
+//     pod the kubelet admits only by evicting others (the warning names them); a pod allowed
+//     while the replicas' claims could not be read or written (coordinator.h);
 //   - denied (403, reason = the kubelet's admitReason such as OutOfcpu or NodePorts): what the
 //     kubelet would reject, with its message and which pods hold the port or use the resource.
 //
@@ -17,6 +19,7 @@
 #include <optional>
 #include <string>
 
+#include "webhook/claims/coordinator.h"
 #include "webhook/review/review.h"
 #include "webhook/state/node_states.h"
 
@@ -31,12 +34,18 @@ struct JudgeContext {
   NodeStates* states = nullptr;
   std::function<bool()> synced;  // the cache has listed nodes and pods
   ReadNodeFn read_node;          // the fallback until then
+  // Stale: why the cache may not be trusted now (no word from the API server for too long),
+  // or nullopt.
+  std::function<std::optional<std::string>()> stale;
+  Coordinator* coordinator = nullptr;  // null: one replica, or agreement switched off
 };
 
 struct Judgement {
   ReviewResponse response;
   std::string verdict;  // "allowed" or "denied"
-  std::string reason;   // "fits", "preemption", "mirror-pod", "OutOfcpu", "NodePorts", ...
+  std::string reason;   // "fits", "preemption", "mirror-pod", "cache-stale", "OutOfcpu", ...
+  std::string pod;      // NAMESPACE/NAME as judged ("" when the request held no pod)
+  std::string node;     // spec.nodeName ("" when none)
 };
 
 Judgement Judge(const ReviewRequest& request, const JudgeContext& context,

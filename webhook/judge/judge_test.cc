@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "admit/testing/builders.h"
+#include "webhook/testing/records.h"
 
 namespace nodegate::webhook {
 namespace {
@@ -47,17 +48,18 @@ admit::CheckOptions Kubelet() {
 class JudgeTest : public ::testing::Test {
  protected:
   JudgeTest() {
-    states_.ReplaceNodes({MakeNode("n1")
-                              .Label("kubernetes.io/os", "linux")
-                              .Allocatable({{"cpu", "1"}, {"memory", "1Gi"}, {"pods", "3"}})
-                              .Obj()});
-    states_.ReplacePods({MakePod("dns")
-                             .Namespace("kube-system")
-                             .Uid("u-dns")
-                             .Node("n1")
-                             .Container("dns", {{"cpu", "800m"}})
-                             .HostPort("UDP//53")
-                             .Obj()});
+    states_.ReplaceNodes(
+        testing::Nodes({MakeNode("n1")
+                            .Label("kubernetes.io/os", "linux")
+                            .Allocatable({{"cpu", "1"}, {"memory", "1Gi"}, {"pods", "3"}})
+                            .Obj()}));
+    states_.ReplacePods(testing::Recs({MakePod("dns")
+                                           .Namespace("kube-system")
+                                           .Uid("u-dns")
+                                           .Node("n1")
+                                           .Container("dns", {{"cpu", "800m"}})
+                                           .HostPort("UDP//53")
+                                           .Obj()}));
     context_.states = &states_;
     context_.synced = [this] { return synced_; };
     context_.read_node = [this](const std::string& node, Clock::time_point) {
@@ -215,6 +217,30 @@ TEST_F(JudgeTest, AGeneratedNameIsStillUniquePerRequest) {
   EXPECT_EQ(states_.AssumedPods(), 2u);
   // The node takes 3 pods: dns and the two above.
   EXPECT_EQ(Run(Request(pod, "r-3")).response.reason, "OutOfpods");
+}
+
+// A stale cache's verdict could be wrong either way: the pod is allowed, unchecked, and the
+// warning says why; nothing is assumed.
+TEST_F(JudgeTest, AStaleCacheChecksNothing) {
+  context_.stale = [] {
+    return std::optional<std::string>(
+        "the cache has had no word from the API server about "
+        "pods for 75 s (--max-cache-age 60s)");
+  };
+  json pod = PodObject("dns2", "n1");
+  pod["spec"]["containers"][0]["ports"] =
+      json::array({{{"containerPort", 53}, {"hostPort", 53}, {"protocol", "UDP"}}});
+  const Judgement j = Run(Request(pod));
+  EXPECT_TRUE(j.response.allowed);
+  EXPECT_EQ(j.reason, "cache-stale");
+  ASSERT_EQ(j.response.warnings.size(), 1u);
+  EXPECT_NE(j.response.warnings[0].find("not checked"), std::string::npos);
+  EXPECT_LE(j.response.warnings[0].size(), kMaxWarningBytes);
+  EXPECT_EQ(j.pod, "team/dns2");
+  EXPECT_EQ(j.node, "n1");
+  EXPECT_EQ(states_.AssumedPods(), 0u);
+  context_.stale = [] { return std::optional<std::string>(); };
+  EXPECT_EQ(Run(Request(pod)).reason, "NodePorts");
 }
 
 }  // namespace

@@ -1,13 +1,21 @@
 #include "webhook/metrics/metrics.h"
 
+#include <cmath>
 #include <cstdio>
+
+#include "webhook/metrics/names.h"
 
 namespace nodegate::webhook {
 namespace {
 
+// Whole numbers in full (a timestamp in seconds, a byte count), others to 9 digits.
 std::string FormatDouble(double v) {
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.9g", v);
+  if (v == std::floor(v) && std::fabs(v) < 9007199254740992.0) {
+    std::snprintf(buf, sizeof(buf), "%.0f", v);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.9g", v);
+  }
   return buf;
 }
 
@@ -47,46 +55,44 @@ void Metrics::RecordRefused(int http_status) {
   ++refused_[http_status];
 }
 
-std::string Metrics::Render(const std::vector<Gauge>& gauges) const {
+std::string Metrics::Render(const std::vector<Sample>& samples) const {
   std::lock_guard lock(mu_);
   std::string out;
-  out +=
-      "# HELP nodegate_webhook_reviews_total AdmissionReviews answered, by verdict and reason.\n"
-      "# TYPE nodegate_webhook_reviews_total counter\n";
+  const std::string reviews(kReviewsTotal);
+  out += "# HELP " + reviews + " AdmissionReviews answered, by verdict and reason.\n# TYPE " +
+         reviews + " counter\n";
   for (const auto& [key, n] : reviews_) {
-    out += "nodegate_webhook_reviews_total{verdict=\"" + EscapeLabel(key.first) + "\",reason=\"" +
+    out += reviews + "{verdict=\"" + EscapeLabel(key.first) + "\",reason=\"" +
            EscapeLabel(key.second) + "\"} " + std::to_string(n) + "\n";
   }
-  out +=
-      "# HELP nodegate_webhook_requests_refused_total Requests answered with an HTTP error "
-      "instead of a review.\n"
-      "# TYPE nodegate_webhook_requests_refused_total counter\n";
+  const std::string refused(kRequestsRefusedTotal);
+  out += "# HELP " + refused + " Requests answered with an HTTP error instead of a review.\n" +
+         "# TYPE " + refused + " counter\n";
   for (const auto& [code, n] : refused_) {
-    out += "nodegate_webhook_requests_refused_total{code=\"" + std::to_string(code) + "\"} " +
-           std::to_string(n) + "\n";
+    out += refused + "{code=\"" + std::to_string(code) + "\"} " + std::to_string(n) + "\n";
   }
-  out +=
-      "# HELP nodegate_webhook_review_duration_seconds Time from a review's arrival to its "
-      "answer.\n"
-      "# TYPE nodegate_webhook_review_duration_seconds histogram\n";
+  const std::string duration(kReviewDurationSeconds);
+  out += "# HELP " + duration + " Time from a review's arrival to its answer.\n# TYPE " + duration +
+         " histogram\n";
   uint64_t cumulative = 0;
   for (size_t i = 0; i < kBuckets.size(); ++i) {
     cumulative += bucket_counts_[i];
-    out += "nodegate_webhook_review_duration_seconds_bucket{le=\"" + FormatDouble(kBuckets[i]) +
-           "\"} " + std::to_string(cumulative) + "\n";
+    out += duration + "_bucket{le=\"" + FormatDouble(kBuckets[i]) + "\"} " +
+           std::to_string(cumulative) + "\n";
   }
-  out += "nodegate_webhook_review_duration_seconds_bucket{le=\"+Inf\"} " + std::to_string(count_) +
-         "\n";
-  out += "nodegate_webhook_review_duration_seconds_sum " + FormatDouble(sum_) + "\n";
-  out += "nodegate_webhook_review_duration_seconds_count " + std::to_string(count_) + "\n";
-  std::string last_name;
-  for (const Gauge& g : gauges) {
-    if (g.name != last_name) {
-      out += "# HELP " + g.name + " " + g.help + "\n# TYPE " + g.name + " gauge\n";
-      last_name = g.name;
+  out += duration + "_bucket{le=\"+Inf\"} " + std::to_string(count_) + "\n";
+  out += duration + "_sum " + FormatDouble(sum_) + "\n";
+  out += duration + "_count " + std::to_string(count_) + "\n";
+  std::string_view last_name;
+  for (const Sample& sample : samples) {
+    const std::string name(sample.name);
+    if (sample.name != last_name) {
+      out += "# HELP " + name + " " + std::string(sample.help) + "\n# TYPE " + name +
+             (sample.counter ? " counter\n" : " gauge\n");
+      last_name = sample.name;
     }
-    out += g.name + (g.labels.empty() ? "" : "{" + g.labels + "}") + " " + FormatDouble(g.value) +
-           "\n";
+    out += name + (sample.labels.empty() ? "" : "{" + sample.labels + "}") + " " +
+           FormatDouble(sample.value) + "\n";
   }
   return out;
 }

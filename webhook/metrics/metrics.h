@@ -1,25 +1,30 @@
 #pragma once
 // Metrics: what `nodegate webhook` exposes to Prometheus (text format 0.0.4) on its metrics
-// port: reviews by verdict and reason, the review latency as a histogram, and gauges the
-// caller supplies when rendering (cache age, synced, assumed pods).
+// port: reviews by verdict and reason, the review latency as a histogram, and the samples the
+// caller supplies when rendering (cache age and staleness, lists, watch errors, claims, the
+// process). Every metric name is defined in webhook/metrics/names.h.
 //
 //   metrics.RecordReview("denied", "NodePorts", 0.0004);
-//   std::string text = metrics.Render({{"nodegate_webhook_cache_synced", "...", 1}});
+//   std::string text = metrics.Render({{kCacheSynced, "...", 1}});
 
 #include <array>
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace nodegate::webhook {
 
-struct Gauge {
-  std::string name;
-  std::string help;
+// Sample: one value of a metric the caller reads when rendering. Samples of one metric follow
+// each other (its HELP and TYPE are written once).
+struct Sample {
+  std::string_view name;
+  std::string_view help;
   double value = 0;
-  std::string labels;  // `resource="pods"`, or empty
+  std::string labels;    // `resource="pods"`, or empty
+  bool counter = false;  // TYPE counter (a name ending in _total), else gauge
 };
 
 class Metrics {
@@ -31,7 +36,7 @@ class Metrics {
   void RecordReview(const std::string& verdict, const std::string& reason, double seconds);
   // RecordRefused: a request that was not a review (bad body, too large, wrong path).
   void RecordRefused(int http_status);
-  std::string Render(const std::vector<Gauge>& gauges) const;
+  std::string Render(const std::vector<Sample>& samples) const;
 
  private:
   mutable std::mutex mu_;

@@ -32,6 +32,22 @@ TEST(Metrics, CountsReviewsAndFillsCumulativeBuckets) {
   EXPECT_TRUE(Has(text, "# TYPE nodegate_webhook_review_duration_seconds histogram"));
 }
 
+TEST(Metrics, SamplesOfOneMetricShareTheirHeaderAndCountersSaySo) {
+  Metrics m;
+  const std::string text = m.Render({{"x_lists_total", "lists", 3, "resource=\"nodes\"", true},
+                                     {"x_lists_total", "lists", 4, "resource=\"pods\"", true},
+                                     {"x_age", "age", 1, ""}});
+  EXPECT_TRUE(Has(text, "# TYPE x_lists_total counter"));
+  EXPECT_TRUE(Has(text, "# TYPE x_age gauge"));
+  EXPECT_TRUE(Has(text, "x_lists_total{resource=\"pods\"} 4"));
+  size_t headers = 0;
+  for (size_t at = text.find("# TYPE x_lists_total"); at != std::string::npos;
+       at = text.find("# TYPE x_lists_total", at + 1)) {
+    ++headers;
+  }
+  EXPECT_EQ(headers, 1u);
+}
+
 TEST(EscapeLabel, EscapesQuotesBackslashesAndNewlines) {
   EXPECT_EQ(EscapeLabel("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
 }

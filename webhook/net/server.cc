@@ -13,6 +13,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -53,7 +55,7 @@ Result<std::pair<std::string, uint16_t>> ParseListen(const std::string& listen) 
 }
 
 struct Server::Impl {
-  Impl(const ServerOptions& o, Handler h, ServerCertificate* t, RefusedFn r)
+  Impl(const ServerOptions& o, Handler h, tls::ServerCertificate* t, RefusedFn r)
       : options(o),
         handler(std::move(h)),
         refused(std::move(r)),
@@ -71,7 +73,7 @@ struct Server::Impl {
   const ServerOptions options;
   const Handler handler;
   const RefusedFn refused;
-  ServerCertificate* const tls;
+  tls::ServerCertificate* const tls;
   // Declared before the io_context: sessions destroyed with its queue still count down.
   std::atomic<size_t> connections{0};
   asio::io_context ioc;
@@ -84,10 +86,27 @@ struct Server::Impl {
   ssl_ctx_st* tls_raw = nullptr;
   std::shared_ptr<asio::ssl::context> tls_context;
   std::once_flag stop_once;
+  // Drain: no new connection, no keep-alive; `busy` requests are being handled or answered;
+  // connections waiting for a next request are closed through `idle_closers`.
+  std::atomic<bool> draining{false};
+  std::atomic<size_t> busy{0};
+  std::mutex idle_mu;
+  uint64_t next_idle_id = 0;
+  std::map<uint64_t, std::function<void()>> idle_closers;
+
+  uint64_t AddIdle(std::function<void()> closer) {
+    std::lock_guard lock(idle_mu);
+    idle_closers.emplace(++next_idle_id, std::move(closer));
+    return next_idle_id;
+  }
+  void RemoveIdle(uint64_t id) {
+    std::lock_guard lock(idle_mu);
+    idle_closers.erase(id);
+  }
 };
 
 std::shared_ptr<asio::ssl::context> Server::Impl::TlsContext() {
-  SslContext current = tls->Current();
+  tls::SslContext current = tls->Current();
   std::lock_guard lock(tls_mu);
   if (current.get() != tls_raw) {
     // asio's context takes a reference of its own; the raw one stays with ServerCertificate.
@@ -155,12 +174,30 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(server_.options.max_header));
     parser_->body_limit(server_.options.max_body);
+    if (!first) {
+      // Waiting for the next request of a kept-alive connection: a drain closes it unless a
+      // request has begun to arrive.
+      std::weak_ptr<Session> weak = this->shared_from_this();
+      idle_id_ = server_.AddIdle([weak] {
+        if (auto self = weak.lock()) {
+          asio::post(self->stream_.get_executor(), [self] {
+            if (self->parser_ && !self->parser_->got_some() && self->buffer_.size() == 0) {
+              self->Lowest().close();
+            }
+          });
+        }
+      });
+    }
     http::async_read(
         stream_, buffer_, *parser_,
         [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->OnRead(ec); });
   }
 
   void OnRead(beast::error_code ec) {
+    if (idle_id_ != 0) {
+      server_.RemoveIdle(idle_id_);
+      idle_id_ = 0;
+    }
     if (ec) {
       if (ec == http::error::body_limit) {
         Refuse(413, "request body larger than " + std::to_string(server_.options.max_body >> 20) +
@@ -180,7 +217,10 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     request.target = std::string(message.target());
     request.content_type = std::string(message[http::field::content_type]);
     request.body = std::move(message.body());
-    const bool keep_alive = message.keep_alive();
+    // Draining: this answer is the connection's last, so the client opens its next elsewhere.
+    const bool keep_alive = message.keep_alive() && !server_.draining.load();
+    ++server_.busy;
+    counted_ = true;
     Lowest().expires_never();  // the handler's time is bounded by the handler
     if (server_.options.run_inline && server_.options.run_inline(request)) {
       Write(Call(request), keep_alive);
@@ -222,6 +262,10 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     http::async_write(
         stream_, response_,
         [self = this->shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
+          if (self->counted_) {
+            self->counted_ = false;
+            --self->server_.busy;
+          }
           if (ec) {
             self->Lowest().close();
           } else if (keep_alive) {
@@ -250,6 +294,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   beast::flat_buffer buffer_{64u << 10};
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> response_;
+  uint64_t idle_id_ = 0;  // registered as waiting for a next request
+  bool counted_ = false;  // a request of this session is in `busy`
 };
 
 }  // namespace
@@ -286,7 +332,7 @@ Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Server::~Server() { Stop(); }
 
 Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, Handler handler,
-                                              ServerCertificate* tls, RefusedFn refused) {
+                                              tls::ServerCertificate* tls, RefusedFn refused) {
   auto listen = ParseListen(options.listen);
   if (!listen.ok()) {
     return listen.error();
@@ -317,6 +363,35 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, Hand
 uint16_t Server::port() const { return impl_->acceptor.local_endpoint().port(); }
 
 size_t Server::open_connections() const { return impl_->connections.load(); }
+
+void Server::Drain(std::chrono::milliseconds grace) {
+  if (!impl_) {
+    return;
+  }
+  impl_->draining = true;
+  asio::post(impl_->ioc, [impl = impl_.get()] {
+    beast::error_code ignored;
+    impl->acceptor.close(ignored);
+  });
+  const auto stop = std::chrono::steady_clock::now() + grace;
+  while (std::chrono::steady_clock::now() < stop) {
+    std::vector<std::function<void()>> closers;
+    {
+      std::lock_guard lock(impl_->idle_mu);
+      for (auto& [id, closer] : impl_->idle_closers) {
+        closers.push_back(closer);
+      }
+    }
+    for (auto& closer : closers) {
+      closer();
+    }
+    if (impl_->busy.load() == 0) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  Stop();
+}
 
 void Server::Stop() {
   if (!impl_) {

@@ -18,9 +18,12 @@
 #include <string>
 
 #include "admit/api/result.h"
-#include "webhook/net/tls.h"
+#include "lib/tls/tls.h"
 
 namespace nodegate::webhook::net {
+
+using admit::Error;
+using admit::Result;
 
 struct HttpRequest {
   std::string method;
@@ -56,13 +59,17 @@ struct ServerOptions {
 class Server {
  public:
   static Result<std::unique_ptr<Server>> Start(const ServerOptions& options, Handler handler,
-                                               ServerCertificate* tls, RefusedFn refused = nullptr);
+                                               tls::ServerCertificate* tls,
+                                               RefusedFn refused = nullptr);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
   uint16_t port() const;
   size_t open_connections() const;
+  // Drain: stop accepting, answer what has arrived (each answer closing its connection), close
+  // the connections that wait for a next request, then Stop; at most `grace`.
+  void Drain(std::chrono::milliseconds grace);
   void Stop();
 
   struct Impl;

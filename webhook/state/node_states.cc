@@ -3,6 +3,8 @@
 #include <set>
 #include <utility>
 
+#include "admit/check/pod_facts.h"
+
 namespace nodegate::webhook {
 
 NodeStates::NodeStates(admit::CheckOptions options, Clock::duration assume_ttl,
@@ -11,6 +13,10 @@ NodeStates::NodeStates(admit::CheckOptions options, Clock::duration assume_ttl,
 
 std::string NodeStates::PodIdentity(const admit::Pod& pod) {
   return pod.uid.empty() ? pod.Key() : pod.uid;
+}
+
+std::string_view NodeStates::IdentityOf(const admit::PodFacts& facts) {
+  return facts.uid.empty() ? std::string_view(facts.key) : std::string_view(facts.uid);
 }
 
 admit::CheckOptions NodeStates::OptionsFor(const admit::Node& node) const {
@@ -31,13 +37,13 @@ void NodeStates::DropEntryIfEmpty(const std::string& node_name) {
   }
 }
 
-void NodeStates::ReplaceNodes(std::vector<admit::Node> nodes) {
+void NodeStates::ReplaceNodes(std::vector<kube::NodeRecord> nodes) {
   std::lock_guard lock(mu_);
-  std::set<std::string> listed;
-  for (admit::Node& node : nodes) {
-    listed.insert(node.name);
-    NodeEntry& entry = Entry(node.name);
-    entry.node = std::move(node);
+  std::set<std::string, std::less<>> listed;
+  for (kube::NodeRecord& record : nodes) {
+    listed.insert(record.node->name);
+    NodeEntry& entry = Entry(record.node->name);
+    entry.node = std::move(record.node);
     entry.checker.reset();
   }
   for (auto it = nodes_.begin(); it != nodes_.end();) {
@@ -54,10 +60,10 @@ void NodeStates::ReplaceNodes(std::vector<admit::Node> nodes) {
   }
 }
 
-void NodeStates::UpsertNode(admit::Node node) {
+void NodeStates::UpsertNode(kube::NodeRecord record) {
   std::lock_guard lock(mu_);
-  NodeEntry& entry = Entry(node.name);
-  entry.node = std::move(node);
+  NodeEntry& entry = Entry(record.node->name);
+  entry.node = std::move(record.node);
   entry.checker.reset();  // allocatable, labels or taints may have changed
 }
 
@@ -72,58 +78,91 @@ void NodeStates::DeleteNode(const std::string& name) {
   DropEntryIfEmpty(name);
 }
 
-void NodeStates::RemovePodLocked(const std::string& identity) {
+void NodeStates::RemovePodLocked(std::string_view identity) {
   auto bound = pod_node_.find(identity);
   if (bound == pod_node_.end()) {
     return;
   }
-  const std::string node_name = bound->second;
+  NodeEntry& entry = *bound->second;
   pod_node_.erase(bound);
-  NodeEntry& entry = Entry(node_name);
-  auto pod = entry.pods.find(identity);
-  if (pod != entry.pods.end()) {
-    const std::string key = pod->second.Key();
-    entry.pods.erase(pod);
-    if (entry.checker) {
-      entry.checker->RemoveExistingPod(key);
-      // A pod assumed under the same NAMESPACE/NAME (deleted and created again) stays.
-      for (const auto& [id, assumed] : entry.assumed) {
-        if (assumed.pod.Key() == key) {
-          entry.checker->AddExistingPods({assumed.pod});
-        }
+  auto slot = entry.pods.find(identity);
+  if (slot == entry.pods.end()) {
+    return;
+  }
+  const admit::PodFactsPtr gone = std::move(slot->second.facts);  // alive until we are done
+  entry.pods.erase(slot);
+  if (entry.checker) {
+    entry.checker->RemoveExistingPod(gone->key);
+    // A pod assumed under the same NAMESPACE/NAME (deleted and created again) stays.
+    for (const auto& [id, assumed] : entry.assumed) {
+      if (assumed.facts->key == gone->key) {
+        entry.checker->AddExistingPod(assumed.facts);
       }
     }
   }
-  DropEntryIfEmpty(node_name);
+  if (!entry.node && entry.pods.empty() && entry.assumed.empty()) {
+    for (auto it = nodes_.begin(); it != nodes_.end(); ++it) {
+      if (&it->second == &entry) {
+        nodes_.erase(it);
+        break;
+      }
+    }
+  }
 }
 
-void NodeStates::UpsertPod(admit::Pod pod) {
-  std::lock_guard lock(mu_);
-  const std::string identity = PodIdentity(pod);
-  auto bound = pod_node_.find(identity);
-  if (pod.node_name.empty() || pod.IsTerminal() ||
-      (bound != pod_node_.end() && bound->second != pod.node_name)) {
+void NodeStates::UpsertPodLocked(kube::PodRecord pod) {
+  const std::string identity(pod.Identity());
+  const bool holds = !pod.node_name.empty() && !pod.Terminal();
+  if (!holds) {
     RemovePodLocked(identity);
+  } else if (auto bound = pod_node_.find(identity);
+             bound != pod_node_.end() && bound->second != &Entry(pod.node_name)) {
+    RemovePodLocked(identity);  // moved to another node (a new binding after a delete)
   }
-  if (pod.node_name.empty() || pod.IsTerminal()) {
+  if (!pod.node_name.empty()) {
+    // Seen at last (or finished): the watch's copy counts from now on, not the assumed one.
+    NodeEntry& entry = Entry(pod.node_name);
+    if (auto a = entry.assumed.find(identity); a != entry.assumed.end()) {
+      const std::string key = a->second.facts->key;
+      entry.assumed.erase(a);
+      if (entry.checker) {
+        entry.checker->RemoveExistingPod(key);
+      }
+    }
+  }
+  if (!holds) {
+    if (!pod.node_name.empty()) {
+      DropEntryIfEmpty(pod.node_name);
+    }
     return;  // holds nothing on any node
   }
   NodeEntry& entry = Entry(pod.node_name);
-  entry.assumed.erase(identity);  // seen at last: the watch's copy counts from now on
   auto previous = entry.pods.find(identity);
-  if (entry.checker) {
-    if (previous != entry.pods.end() && previous->second.Key() != pod.Key()) {
-      entry.checker->RemoveExistingPod(previous->second.Key());
+  if (previous != entry.pods.end()) {
+    if (entry.checker && previous->second.facts->key != pod.facts->key) {
+      entry.checker->RemoveExistingPod(previous->second.facts->key);
     }
-    entry.checker->AddExistingPods({pod});  // replaces the pod with the same NAMESPACE/NAME
+    // The keys view into the facts being replaced: unlink them first.
+    pod_node_.erase(identity);
+    const admit::PodFactsPtr old = std::move(previous->second.facts);
+    entry.pods.erase(previous);
   }
-  pod_node_[identity] = pod.node_name;
-  entry.pods[identity] = std::move(pod);
+  if (entry.checker) {
+    entry.checker->AddExistingPod(pod.facts);  // replaces the pod with the same NAMESPACE/NAME
+  }
+  const std::string_view key = IdentityOf(*pod.facts);
+  entry.pods.emplace(key, PodSlot{std::move(pod.facts), std::move(pod.resource_version)});
+  pod_node_[key] = &entry;
 }
 
-void NodeStates::DeletePod(const admit::Pod& pod) {
+void NodeStates::UpsertPod(kube::PodRecord pod) {
   std::lock_guard lock(mu_);
-  const std::string identity = PodIdentity(pod);
+  UpsertPodLocked(std::move(pod));
+}
+
+void NodeStates::DeletePod(const kube::PodRecord& pod) {
+  std::lock_guard lock(mu_);
+  const std::string identity(pod.Identity());
   RemovePodLocked(identity);
   // A pod deleted before the watch showed it (or deleted at once) is no longer assumed.
   if (!pod.node_name.empty()) {
@@ -135,22 +174,25 @@ void NodeStates::DeletePod(const admit::Pod& pod) {
   }
 }
 
-void NodeStates::ReplacePods(std::vector<admit::Pod> pods) {
+void NodeStates::ReplacePods(std::vector<kube::PodRecord> pods) {
   std::lock_guard lock(mu_);
+  pod_node_.clear();  // first: its keys view into the facts the entries drop below
   for (auto& [name, entry] : nodes_) {
     entry.pods.clear();
     entry.checker.reset();
   }
-  pod_node_.clear();
-  for (admit::Pod& pod : pods) {
-    if (pod.node_name.empty() || pod.IsTerminal()) {
+  for (kube::PodRecord& pod : pods) {
+    if (pod.node_name.empty() || pod.Terminal()) {
       continue;
     }
-    const std::string identity = PodIdentity(pod);
     NodeEntry& entry = Entry(pod.node_name);
-    entry.assumed.erase(identity);
-    pod_node_[identity] = pod.node_name;
-    entry.pods[identity] = std::move(pod);
+    entry.assumed.erase(pod.Identity());
+    const std::string_view key = IdentityOf(*pod.facts);
+    auto [slot, added] =
+        entry.pods.emplace(key, PodSlot{std::move(pod.facts), std::move(pod.resource_version)});
+    if (added) {
+      pod_node_[key] = &entry;
+    }
   }
   for (auto it = nodes_.begin(); it != nodes_.end();) {
     const NodeEntry& entry = it->second;
@@ -160,6 +202,19 @@ void NodeStates::ReplacePods(std::vector<admit::Pod> pods) {
       ++it;
     }
   }
+}
+
+admit::PodFactsPtr NodeStates::KnownPod(std::string_view uid, std::string_view resource_version) {
+  std::lock_guard lock(mu_);
+  auto bound = pod_node_.find(uid);
+  if (bound == pod_node_.end()) {
+    return nullptr;
+  }
+  auto slot = bound->second->pods.find(uid);
+  if (slot == bound->second->pods.end() || slot->second.resource_version != resource_version) {
+    return nullptr;
+  }
+  return slot->second.facts;
 }
 
 void NodeStates::ExpireAssumed(NodeEntry& entry) {
@@ -179,17 +234,22 @@ void NodeStates::ExpireAssumed(NodeEntry& entry) {
 admit::Checker& NodeStates::CheckerFor(NodeEntry& entry) {
   if (!entry.checker) {
     entry.checker.emplace(*entry.node, OptionsFor(*entry.node));
-    std::vector<admit::Pod> pods;
-    pods.reserve(entry.pods.size() + entry.assumed.size());
-    for (const auto& [id, pod] : entry.pods) {
-      pods.push_back(pod);
+    for (const auto& [id, slot] : entry.pods) {
+      entry.checker->AddExistingPod(slot.facts);
     }
     for (const auto& [id, assumed] : entry.assumed) {
-      pods.push_back(assumed.pod);
+      entry.checker->AddExistingPod(assumed.facts);
     }
-    entry.checker->AddExistingPods(std::move(pods));
   }
   return *entry.checker;
+}
+
+void NodeStates::AssumeLocked(NodeEntry& entry, admit::PodFactsPtr facts) {
+  if (entry.checker) {
+    entry.checker->AddExistingPod(facts);
+  }
+  const std::string identity(IdentityOf(*facts));
+  entry.assumed[identity] = Claim{std::move(facts), now_() + assume_ttl_};
 }
 
 NodeVerdict NodeStates::JudgeLocked(const admit::Pod& candidate, admit::Checker& checker,
@@ -201,11 +261,11 @@ NodeVerdict NodeStates::JudgeLocked(const admit::Pod& candidate, admit::Checker&
   if (out.verdict.admitted && assume) {
     // The kubelet's victims stay counted until the watch shows them gone: a later review may
     // be refused where the node would have had room, never allowed where it has none.
-    checker.AddExistingPods({candidate});
-    entry.assumed[PodIdentity(candidate)] = Assumed{candidate, now_() + assume_ttl_};
+    auto facts = admit::MakePodFacts(candidate, options_.gates, /*already_on_node=*/false);
     if (!entry.checker || &*entry.checker != &checker) {
-      entry.checker.reset();
+      checker.AddExistingPod(facts);  // a snapshot's checker, for what follows in this call
     }
+    AssumeLocked(entry, std::move(facts));
   }
   return out;
 }
@@ -227,16 +287,46 @@ NodeVerdict NodeStates::JudgeSnapshot(const admit::Pod& candidate, NodeSnapshot 
   NodeEntry& entry = Entry(candidate.node_name);
   ExpireAssumed(entry);
   admit::Checker checker(snapshot.node, OptionsFor(snapshot.node));
+  for (admit::PodFactsPtr& pod : snapshot.pods) {
+    checker.AddExistingPod(std::move(pod));
+  }
   // Assumed pods already stored are in the snapshot too, under the same NAMESPACE/NAME: the
   // later copy replaces the earlier, so none counts twice.
-  std::vector<admit::Pod> pods = std::move(snapshot.pods);
   for (const auto& [id, assumed] : entry.assumed) {
-    pods.push_back(assumed.pod);
+    checker.AddExistingPod(assumed.facts);
   }
-  checker.AddExistingPods(std::move(pods));
   NodeVerdict out = JudgeLocked(candidate, checker, entry, assume);
   DropEntryIfEmpty(candidate.node_name);
   return out;
+}
+
+void NodeStates::Assume(const admit::Pod& candidate) {
+  std::lock_guard lock(mu_);
+  AssumeLocked(Entry(candidate.node_name),
+               admit::MakePodFacts(candidate, options_.gates, /*already_on_node=*/false));
+}
+
+void NodeStates::AdoptClaims(const std::string& node, const std::vector<Claim>& claims) {
+  std::lock_guard lock(mu_);
+  NodeEntry& entry = Entry(node);
+  ExpireAssumed(entry);
+  const Clock::time_point now = now_();
+  for (const Claim& claim : claims) {
+    const std::string_view identity = IdentityOf(*claim.facts);
+    if (claim.expires <= now || pod_node_.count(identity) > 0) {
+      continue;  // over, or the watch shows the pod itself
+    }
+    auto [it, added] = entry.assumed.try_emplace(std::string(identity), claim);
+    if (added && entry.checker) {
+      entry.checker->AddExistingPod(claim.facts);
+    }
+  }
+  DropEntryIfEmpty(node);
+}
+
+bool NodeStates::Watched(std::string_view identity) {
+  std::lock_guard lock(mu_);
+  return pod_node_.count(identity) > 0;
 }
 
 size_t NodeStates::AssumedPods() {

@@ -5,6 +5,7 @@
 #include <initializer_list>
 
 #include "admit/api/decode.h"
+#include "admit/check/pod_facts.h"
 #include "admit/testing/builders.h"
 #include "admit/testing/filter_check.h"
 
@@ -126,7 +127,7 @@ TEST(NodePortsTest, HostNetworkContainerPortsAreHostPorts) {
   ApplyHostNetworkPortDefaults(dns);
   const FeatureGates gates;
   NodeInfo node(MakeNode("m1").Obj());
-  node.AddPod(MakePodInfo(dns, gates, true));
+  node.AddPod(MakePodFacts(dns, gates, true));
   Status s = New(PredicateOptions{gates})
                  ->Filter(MakePodInfo(NewPod("p", {"UDP/10.0.0.1/53"}), gates, false), node);
   ASSERT_FALSE(s.IsSuccess());
@@ -138,13 +139,13 @@ TEST(NodePortsTest, HostNetworkContainerPortsAreHostPorts) {
 TEST(NodePortsTest, DetailNamesPortAndHolder) {
   const FeatureGates gates;
   NodeInfo node(MakeNode("m1").Obj());
-  node.AddPod(MakePodInfo(MakePod("web")
-                              .Namespace("kube-system")
-                              .Source("/etc/kubernetes/manifests/web.yaml")
-                              .Container("nginx")
-                              .HostPort("TCP/127.0.0.1/8080")
-                              .Obj(),
-                          gates, true));
+  node.AddPod(MakePodFacts(MakePod("web")
+                               .Namespace("kube-system")
+                               .Source("/etc/kubernetes/manifests/web.yaml")
+                               .Container("nginx")
+                               .HostPort("TCP/127.0.0.1/8080")
+                               .Obj(),
+                           gates, true));
   Pod pod = MakePod("dns").Container("node-cache").HostPort("UDP//53").HostPort("//8080").Obj();
   Status s = New(PredicateOptions{gates})->Filter(MakePodInfo(pod, gates, false), node);
   ASSERT_FALSE(s.IsSuccess());

@@ -91,11 +91,11 @@ std::string Explain(const Insufficient& insufficient, const NodeInfo& node) {
     s += " (the node does not offer " + resource + ")";
   }
   // The pods using most of it.
-  std::vector<std::pair<int64_t, const PodInfo*>> users;
-  for (const PodInfo& p : node.pods()) {
-    const int64_t amount = p.requests.Get(resource);
+  std::vector<std::pair<int64_t, const PodFacts*>> users;
+  for (const PodFactsPtr& p : node.pods()) {
+    const int64_t amount = p->requests.Get(resource);
     if (amount > 0) {
-      users.emplace_back(amount, &p);
+      users.emplace_back(amount, p.get());
     }
   }
   s += " and " + FormatResourceAmount(resource, n.used) + " already requested by " +
@@ -112,11 +112,11 @@ std::string Explain(const Insufficient& insufficient, const NodeInfo& node) {
                         if (a.first != b.first) {
                           return a.first > b.first;
                         }
-                        return a.second->pod.Key() < b.second->pod.Key();
+                        return a.second->key < b.second->key;
                       });
     s += "; top: ";
     for (size_t i = 0; i < top; ++i) {
-      s += (i ? ", " : "") + users[i].second->pod.Key() + " " +
+      s += (i ? ", " : "") + users[i].second->key + " " +
            FormatResourceAmount(resource, users[i].first);
     }
   }

@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "admit/check/pod_facts.h"
 #include "admit/testing/builders.h"
 
 namespace nodegate::admit::node_resources_fit {
@@ -100,7 +101,7 @@ void RunCases(const std::vector<Case>& cases, const Node& node_object,
     int i = 0;
     for (Pod e : c.existing) {
       e.name = "existing-" + std::to_string(i++);
-      node.AddPod(MakePodInfo(e, gates, true));
+      node.AddPod(MakePodFacts(e, gates, true));
     }
     Status s = plugin->Filter(MakePodInfo(c.pod, gates, false), node);
     ASSERT_EQ(s.failures().size(), c.want.size());
@@ -374,11 +375,11 @@ TEST(NodeResourcesFitTest, PodLevelResourcesFollowTheGate) {
 TEST(NodeResourcesFitTest, DetailNamesRequestAllocatableUseAndTopConsumers) {
   const FeatureGates gates;
   NodeInfo node(MakeNode().Allocatable({{"cpu", "2"}, {"memory", "4Gi"}, {"pods", "110"}}).Obj());
-  node.AddPod(MakePodInfo(MakePod("big").Container("c", {{"cpu", "1200m"}}).Obj(), gates, true));
-  node.AddPod(MakePodInfo(MakePod("mid").Container("c", {{"cpu", "500m"}}).Obj(), gates, true));
-  node.AddPod(MakePodInfo(MakePod("small").Container("c", {{"cpu", "100m"}}).Obj(), gates, true));
-  node.AddPod(MakePodInfo(MakePod("tiny").Container("c", {{"cpu", "50m"}}).Obj(), gates, true));
-  node.AddPod(MakePodInfo(MakePod("none").Container("c").Obj(), gates, true));
+  node.AddPod(MakePodFacts(MakePod("big").Container("c", {{"cpu", "1200m"}}).Obj(), gates, true));
+  node.AddPod(MakePodFacts(MakePod("mid").Container("c", {{"cpu", "500m"}}).Obj(), gates, true));
+  node.AddPod(MakePodFacts(MakePod("small").Container("c", {{"cpu", "100m"}}).Obj(), gates, true));
+  node.AddPod(MakePodFacts(MakePod("tiny").Container("c", {{"cpu", "50m"}}).Obj(), gates, true));
+  node.AddPod(MakePodFacts(MakePod("none").Container("c").Obj(), gates, true));
   Status s =
       New(PredicateOptions{gates})
           ->Filter(MakePodInfo(MakePod("p").Container("c", {{"cpu", "500m"}}).Obj(), gates, false),

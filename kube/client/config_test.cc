@@ -1,4 +1,4 @@
-#include "webhook/kube/config.h"
+#include "kube/client/config.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace nodegate::webhook::kube {
+namespace nodegate::kube {
 namespace {
 
 namespace fs = std::filesystem;
@@ -117,4 +117,4 @@ TEST(ParseServer, Forms) {
 }
 
 }  // namespace
-}  // namespace nodegate::webhook::kube
+}  // namespace nodegate::kube

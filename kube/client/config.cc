@@ -1,11 +1,11 @@
-#include "webhook/kube/config.h"
+#include "kube/client/config.h"
 
 #include <filesystem>
 
 #include "admit/api/load.h"
 #include "lib/base/base64.h"
 
-namespace nodegate::webhook::kube {
+namespace nodegate::kube {
 namespace {
 
 using nlohmann::json;
@@ -224,4 +224,4 @@ Result<std::string> BearerToken(const ClientConfig& config) {
   return token;
 }
 
-}  // namespace nodegate::webhook::kube
+}  // namespace nodegate::kube

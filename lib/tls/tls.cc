@@ -1,4 +1,4 @@
-#include "webhook/net/tls.h"
+#include "lib/tls/tls.h"
 
 #include <openssl/bio.h>
 #include <openssl/err.h>
@@ -8,7 +8,7 @@
 
 #include <utility>
 
-namespace nodegate::webhook::net {
+namespace nodegate::tls {
 namespace {
 
 SslContext Wrap(SSL_CTX* ctx) { return SslContext(ctx, SSL_CTX_free); }
@@ -163,4 +163,19 @@ Result<SslContext> MakeClientContext(const ClientTlsConfig& config) {
   return ctx;
 }
 
-}  // namespace nodegate::webhook::net
+std::optional<std::chrono::system_clock::time_point> NotAfter(const SslContext& context) {
+  if (!context) {
+    return std::nullopt;
+  }
+  X509* cert = SSL_CTX_get0_certificate(context.get());
+  if (cert == nullptr) {
+    return std::nullopt;
+  }
+  struct tm tm = {};
+  if (ASN1_TIME_to_tm(X509_get0_notAfter(cert), &tm) != 1) {
+    return std::nullopt;
+  }
+  return std::chrono::system_clock::from_time_t(timegm(&tm));
+}
+
+}  // namespace nodegate::tls

@@ -8,9 +8,9 @@
 #include <string>
 
 #include "admit/api/result.h"
-#include "webhook/net/tls.h"
+#include "lib/tls/tls.h"
 
-namespace nodegate::webhook::kube {
+namespace nodegate::kube {
 
 using admit::Error;
 using admit::Result;
@@ -19,7 +19,7 @@ struct ClientConfig {
   std::string host;  // IP address or name, without brackets
   std::string port = "443";
   std::string server_name;  // the name the server's certificate must hold (default: host)
-  net::ClientTlsConfig tls;
+  tls::ClientTlsConfig tls;
   std::string token;       // a fixed bearer token
   std::string token_file;  // or a file read again for every request
   std::string source;      // "in-cluster" or the kubeconfig's path, for messages
@@ -41,4 +41,4 @@ Result<std::pair<std::string, std::string>> ParseServer(const std::string& url);
 // BearerToken: the token to send now ("" for none).
 Result<std::string> BearerToken(const ClientConfig& config);
 
-}  // namespace nodegate::webhook::kube
+}  // namespace nodegate::kube

@@ -1,22 +1,23 @@
 #pragma once
-// TLS for the webhook's two sides, on OpenSSL (linked from libssl.a/libcrypto.a): the serving
-// certificate, reloaded when its files change (cert-manager and kubelet-projected secrets
-// replace them in place), and the API client's context (the cluster's CA, an optional client
-// certificate, the server name checked). OpenSSL is initialised without reading openssl.cnf,
-// so no engine, provider or configuration is loaded from disk at run time.
+// TLS for the API server's clients and the webhook's server, on OpenSSL (linked from
+// libssl.a/libcrypto.a): the serving certificate, reloaded when its files change (cert-manager and
+// kubelet-projected secrets replace them in place), and the API client's context (the cluster's CA,
+// an optional client certificate, the server name checked). OpenSSL is initialised without reading
+// openssl.cnf, so no engine, provider or configuration is loaded from disk at run time.
 
 #include <sys/stat.h>
 
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "admit/api/result.h"
 
 struct ssl_ctx_st;  // OpenSSL's SSL_CTX
 
-namespace nodegate::webhook::net {
+namespace nodegate::tls {
 
 using admit::Error;
 using admit::Result;
@@ -73,7 +74,10 @@ struct ClientTlsConfig {
   bool insecure_skip_verify = false;
 };
 
+// NotAfter: when the certificate a server context serves expires.
+std::optional<std::chrono::system_clock::time_point> NotAfter(const SslContext& context);
+
 // MakeClientContext: a context that verifies the server's chain against ca_pem.
 Result<SslContext> MakeClientContext(const ClientTlsConfig& config);
 
-}  // namespace nodegate::webhook::net
+}  // namespace nodegate::tls
