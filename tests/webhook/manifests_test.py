@@ -10,12 +10,14 @@
   anti-affinity, PodDisruptionBudget, our own PriorityClass, probes, a grace period covering
   --shutdown-delay + --timeout, the image `make image` builds.
 - The Deployment's args are flags that `nodegate webhook --help` lists, and they start the
-  built binary (against tests/webhook/standin.py): its probes answer as the Deployment asks
-  them, and every API request it makes is one that rbac.yaml allows; rbac.yaml grants exactly
-  the rights listed in RBAC_USED.
+  built binary (against tests/webhook/standin.py, which refuses with 403 every verb and
+  resource rbac.yaml does not grant): its probes answer as the Deployment asks them, it judges
+  a pod each way and records the allowed one's claim in a Lease, and every API request it
+  makes is one that rbac.yaml allows; rbac.yaml grants exactly the rights in RBAC_USED.
 - The alerts: promtool (from Debian's prometheus package, scripts/install-deps.sh) checks them
   and runs their unit tests (testdata/monitoring_rules_test.yaml); they name only metrics the
-  webhook exports (WEBHOOK_METRICS), Prometheus's `up`, or the API server's.
+  webhook exports (webhook/metrics/names.h), Prometheus's `up`, or the API server's, and the
+  running binary exports every one of its own they read.
 - make-cert.sh --fill makes a copy of webhook.yaml use its CA.
 
 What it cannot show: how a real API server, cert-manager or Prometheus Operator accepts these
@@ -42,6 +44,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import standin  # noqa: E402
+from standin_store import RESOURCES  # noqa: E402
 
 SRC = os.environ.get("NODEGATE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.environ.get("NODEGATE_BIN_DIR", os.path.join(SRC, "build", "bin"))
@@ -66,44 +69,32 @@ CLUSTER_SCOPED = {"Namespace", "PriorityClass", "ClusterRole", "ClusterRoleBindi
                   "ValidatingWebhookConfiguration"}
 NAMESPACE = "nodegate"
 
-# The API calls of nodegate webhook (issue 48): nodes and pods cluster-wide for its cache and
-# the reads before it has synced; in its own namespace one Lease per node for the claims.
-# (group, resource, namespace or None for cluster-wide): verbs. rbac.yaml must grant exactly
-# these; the requests the running binary makes are checked against rbac.yaml itself.
+# The API calls of nodegate webhook: nodes and pods cluster-wide for its cache (kube/reflector)
+# and the reads before it has synced; in its own namespace one Lease per node for the claims,
+# read, created and updated (webhook/claims/claims.cc). (group, resource, namespace or None for
+# cluster-wide): verbs. rbac.yaml must grant exactly these; the running binary's requests are
+# checked against rbac.yaml itself.
+ALL_VERBS = {"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
 RBAC_USED = {
     ("", "nodes", None): {"get", "list", "watch"},
     ("", "pods", None): {"get", "list", "watch"},
-    ("coordination.k8s.io", "leases", NAMESPACE): {"get", "list", "watch", "create", "update",
-                                                   "delete"},
+    ("coordination.k8s.io", "leases", NAMESPACE): {"get", "create", "update"},
 }
 
-# The metrics nodegate webhook exports on --metrics-listen (issue 48; webhook/README.md). Alert
-# expressions may name only these, Prometheus's own `up`, and the API server's below.
-WEBHOOK_METRICS = {
-    "nodegate_webhook_reviews_total", "nodegate_webhook_review_duration_seconds",
-    "nodegate_webhook_requests_refused_total", "nodegate_webhook_cache_age_seconds",
-    "nodegate_webhook_cache_stale", "nodegate_webhook_cache_lists_total",
-    "nodegate_webhook_cache_relists_total", "nodegate_webhook_watch_errors_total",
-    "nodegate_webhook_cached_nodes", "nodegate_webhook_cached_pods",
-    "nodegate_webhook_assumed_pods", "nodegate_webhook_claims_total",
-    "nodegate_webhook_certificate_expiry_timestamp_seconds", "nodegate_webhook_build_info",
-    "process_resident_memory_bytes", "process_cpu_seconds_total", "process_open_fds",
-    "process_max_fds", "process_start_time_seconds",
-}
-# kube-apiserver's (k8s.io/apiserver pkg/admission/metrics): counters labelled name, type, ...
+# Alert expressions may name only the metrics nodegate webhook exports (every name in
+# webhook/metrics/names.h), Prometheus's own `up`, and these of the API server
+# (k8s.io/apiserver pkg/admission/metrics: counters labelled name, type, ...).
+METRIC_NAMES_H = os.path.join(SRC, "webhook", "metrics", "names.h")
 APISERVER_METRICS = {"apiserver_admission_webhook_fail_open_count",
                      "apiserver_admission_webhook_rejection_count"}
 
-# ---- Until the lead's rewrite of nodegate webhook (issue 48) lands ----
-# Flags deployment.yaml passes that the binary of this tree does not have yet, and metrics the
-# alerts read that it does not export yet. The start-up check leaves these flags out and does
-# not look for these metrics. Once `--help` lists such a flag or /metrics has such a metric,
-# this test fails until it is removed from here: these sets only shrink.
-PENDING_FLAGS = {"--max-cache-age", "--shutdown-delay", "--log-format", "--claims-namespace",
-                 "--identity"}
-PENDING_METRICS = {"nodegate_webhook_cache_stale", "nodegate_webhook_claims_total",
-                   "nodegate_webhook_certificate_expiry_timestamp_seconds",
-                   "process_resident_memory_bytes"}
+
+def webhook_metrics():
+    with open(METRIC_NAMES_H) as f:
+        names = set(re.findall(r'"((?:nodegate_webhook|process)_[a-z_]+)"', f.read()))
+    if len(names) < 10:
+        raise AssertionError("no metric names read from " + METRIC_NAMES_H)
+    return names
 
 
 def load_docs(path):
@@ -436,7 +427,7 @@ class ManifestTest(unittest.TestCase):
                 self.assertGreater(len(r["annotations"].get(a, "")), 20, "%s: %s" % (what, a))
             names = promql_metric_names(r["expr"])
             self.assertTrue(names, what)
-            unknown = names - WEBHOOK_METRICS - APISERVER_METRICS - {"up"}
+            unknown = names - webhook_metrics() - APISERVER_METRICS - {"up"}
             self.assertFalse(unknown, "%s reads metrics nobody exports: %s" % (what, unknown))
             for j in re.findall(r'\bjob="([^"]*)"', r["expr"]):
                 self.assertEqual(j, job, what)
@@ -534,12 +525,8 @@ class DeploymentArgsTest(unittest.TestCase):
 
     def test_args_are_flags_of_the_binary(self):
         m = Manifests()
-        known = help_flags()
         self.assertEqual(m.container["args"][0], "webhook")
-        landed = PENDING_FLAGS & known
-        self.assertFalse(landed, "nodegate webhook now has %s: remove them from PENDING_FLAGS in "
-                         "tests/webhook/manifests_test.py" % sorted(landed))
-        unknown = set(m.flags()) - known - PENDING_FLAGS
+        unknown = set(m.flags()) - help_flags()
         self.assertFalse(unknown, "the Deployment passes flags nodegate webhook does not have")
         names = {e["name"] for e in m.container["env"]}
         for value in m.flags().values():
@@ -558,6 +545,14 @@ class DeploymentArgsTest(unittest.TestCase):
         ca, crt, key = (os.path.join(certs, f) for f in ("ca.crt", "tls.crt", "tls.key"))
         api = standin.ApiServer(crt, key)
         self.addCleanup(api.stop)
+        # RBAC as rbac.yaml grants it (by verb and resource; the namespaces are checked on
+        # the requests' log below).
+        rights = granted(m)
+        for resource in RESOURCES.values():
+            allowed = set().union(*[v for (g, r, _), v in rights.items()
+                                    if (g, r) == (resource.group, resource.plural)])
+            for verb in sorted(ALL_VERBS - allowed):
+                api.forbid(verb, resource.plural)
         token = os.path.join(tmp, "token")
         with open(token, "w") as f:
             f.write(api.token + "\n")
@@ -579,8 +574,6 @@ class DeploymentArgsTest(unittest.TestCase):
         ports = {"https": free_port(), "metrics": free_port()}
         args = ["webhook"]
         for flag, value in m.flags().items():
-            if flag in PENDING_FLAGS:
-                continue
             value = re.sub(r"\$\(([A-Z_]+)\)", lambda v: env[v.group(1)], value)
             if flag in ("--tls-cert", "--tls-key"):
                 value = tmp + value
@@ -648,26 +641,26 @@ class DeploymentArgsTest(unittest.TestCase):
         self.assertIn("(OutOfcpu)", error)
         client.connection().close()
 
-        # Every metric an alert reads of the webhook is exported (but those still pending).
-        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % ports["metrics"],
-                                    timeout=5) as r:
-            text = r.read().decode()
+        # Every metric an alert reads of the webhook is exported, and the allowed pod's claim
+        # was recorded in a Lease.
+        def metrics():
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % ports["metrics"],
+                                        timeout=5) as r:
+                return r.read().decode()
+        wait_for(lambda: re.search(r'^nodegate_webhook_claims_total\{result="recorded"\} [1-9]',
+                                   metrics(), re.M), "the allowed pod's claim recorded")
+        text = metrics()
         exported = set(re.findall(r"^# TYPE (\S+)", text, re.M))
-        exported |= set(re.findall(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)[{ ]", text, re.M))
         read = set()
         for g in m.one("PrometheusRule")["spec"]["groups"]:
             for r in g["rules"]:
-                read |= promql_metric_names(r["expr"]) & WEBHOOK_METRICS
-        landed = PENDING_METRICS & exported
-        self.assertFalse(landed, "nodegate webhook now exports %s: remove them from "
-                         "PENDING_METRICS in tests/webhook/manifests_test.py" % sorted(landed))
-        self.assertEqual(read - exported - PENDING_METRICS, set(),
+                read |= promql_metric_names(r["expr"]) & webhook_metrics()
+        self.assertEqual(read - exported, set(),
                          "metrics the alerts read that the webhook does not export")
 
         # Every request it made is allowed by rbac.yaml.
-        rights = granted(m)
         with api.lock:
-            requests = list(api.requests)
+            requests = [(method, path) for method, path, _ in api.requests]
         seen = {rbac_request(m, p)[:3] for m, p in requests if rbac_request(m, p)}
         for needed in (("list", "", "nodes"), ("watch", "", "nodes"), ("list", "", "pods"),
                        ("watch", "", "pods")):
