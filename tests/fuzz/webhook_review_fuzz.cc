@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "admit/api/decode.h"
+#include "kube/decode/objects.h"
 #include "tests/fuzz/fuzz_target.h"
 #include "webhook/judge/judge.h"
 #include "webhook/review/review.h"
@@ -26,8 +27,12 @@ nodegate::webhook::NodeStates& States() {
           "uid": "u1"}, "spec": {"nodeName": "n1", "containers": [{"name": "dns",
           "ports": [{"containerPort": 53, "hostPort": 53, "protocol": "UDP"}]}]}})"),
         "pod");
-    s->ReplaceNodes({std::move(node).value()});
-    s->ReplacePods({std::move(pod).value()});
+    std::vector<nodegate::kube::NodeRecord> nodes;
+    nodes.push_back({std::make_shared<const nodegate::admit::Node>(std::move(node).value()), "1"});
+    s->ReplaceNodes(std::move(nodes));
+    std::vector<nodegate::kube::PodRecord> pods;
+    pods.push_back(nodegate::kube::PodRecordOf(*pod, options.gates));
+    s->ReplacePods(std::move(pods));
     return s;
   }();
   return *states;
