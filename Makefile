@@ -42,7 +42,8 @@ build-arm64: configure-arm64
 	@cmake --build $(ARM64_DIR) -j $(JOBS) --target portmap bandwidth host-local nodegate
 
 # build/release/: per architecture the plugins' tarball, nodegate, the .deb (each with .sha256
-# and .sha512) and the install image as one multi-architecture OCI index (scripts/release.sh).
+# and .sha512), and the install image and the webhook's image, each as one multi-architecture
+# OCI index (scripts/release.sh).
 # Fails when an artifact is not static, not of its architecture, or a checksum does not verify.
 release: build build-arm64
 	@bash scripts/release.sh $(BUILD_DIR)/release amd64=$(BUILD_DIR)/bin arm64=$(ARM64_DIR)/bin
@@ -97,10 +98,12 @@ install: build
 deb: build
 	@bash scripts/deb.sh $(BUILD_DIR)/bin $(BUILD_DIR)
 
-# The OCI image localhost/nodegate-cni:<version> (podman, FROM scratch, nothing fetched): the
-# plugins and their node installer, for deploy/daemonset.yaml.
+# The OCI images (podman, FROM scratch, nothing fetched): localhost/nodegate-cni:<version>, the
+# plugins and their node installer, for deploy/daemonset.yaml; localhost/nodegate:<version>,
+# the static nodegate alone, for deploy/webhook/deployment.yaml (scripts/webhook-image.sh).
 image: build
 	@bash scripts/image.sh $(BUILD_DIR)/bin
+	@bash scripts/webhook-image.sh $(BUILD_DIR)/bin
 
 # clang-format over the tree; format-check only reports (make test runs it as format_check).
 format:

@@ -94,8 +94,14 @@ missing_busybox=()
 for a in "${ARCHES[@]}"; do
   [ -n "$(cached_deb busybox-static "$a")" ] || missing_busybox+=("$a")
 done
+# promtool checks and unit-tests deploy/webhook/monitoring.yaml's alerts
+# (tests/webhook/manifests_test.py). It comes in Debian's prometheus package, kept as a .deb in
+# the cache and read from there, never installed: installing it would set up and start a
+# Prometheus server on the machine.
+missing_promtool=0
+[ -n "$(cached_deb prometheus "$HOST_ARCH")" ] || missing_promtool=1
 
-if [ "${#missing[@]}" -eq 0 ] && [ "${#missing_busybox[@]}" -eq 0 ]; then
+if [ "${#missing[@]}" -eq 0 ] && [ "${#missing_busybox[@]}" -eq 0 ] && [ "$missing_promtool" = 0 ]; then
   exit 0
 fi
 
@@ -122,3 +128,7 @@ for a in "${missing_busybox[@]}"; do
   [ "$updated" = 1 ] || { apt-get update -qq; updated=1; }
   fetch_deb busybox-static "$a"
 done
+if [ "$missing_promtool" = 1 ]; then
+  [ "$updated" = 1 ] || { apt-get update -qq; updated=1; }
+  fetch_deb prometheus "$HOST_ARCH"
+fi
