@@ -114,7 +114,7 @@ def table(args):
             total_cases[k] += r["cases"][k]
         print(f"  {r['name']}: {r['status']} ({r['seconds']} s)\n"
               f"      tests {counted(r['tests'])}; cases {counted(r['cases'])}")
-    print(f"  total: {len(rows)} stages ({seconds // 60} min {seconds % 60} s)\n"
+    print(f"  total: {len(rows)} stages, {seconds // 60} min {seconds % 60} s in them\n"
           f"      tests {counted(total_tests)}; cases {counted(total_cases)}")
     failed = [r["name"] for r in rows if r["status"] != "passed"]
     if not rows:
