@@ -139,13 +139,10 @@ if [ "$RUNTIME" = podman ]; then
 else
   show cni del demo "$CTR" --container-id demo
 fi
-rules="$({ in_node iptables-nft-save -t nat; in_node iptables-legacy-save -t nat; in_node nft list ruleset; } 2>/dev/null | grep -c -E 'CNI-DN-|dport 8080' || true)"
-addrs="$(ls "$T/ipam/demo" | grep -E '^[0-9a-f.:]+$' | grep -c '[.:]' || true)"
-for _ in $(seq 50); do  # DEL's helper deletes the retired (bwpdel*) ifb moments later
-  in_node ip -o link show type ifb | grep -q bwpdel || break
-  sleep 0.1
-done
-ifbs="$(in_node ip -o link show type ifb | grep -c bwp || true)"
+# (each count is the listing's, or "could not look: ..." when a listing fails)
+rules="$(node_rules_matching 'CNI-DN-\|dport 8080')" || true  # shown as it is
+addrs="$(node_reservations)" || true
+ifbs="$(node_bwp_devices)" || true  # once DEL's helper has deleted the retired (bwpdel*) ifb
 say "per-container rules left: $rules   reserved addresses left: $addrs   bwp devices left: $ifbs"
 
 heading "7. admission: will this DNS DaemonSet pod fit on the node?"
