@@ -24,7 +24,7 @@ struct Allocator::View {
 
 // What one attempt of ADD would write.
 struct Allocator::Plan {
-  std::map<std::string, Block> changed;  // node-block key -> new value
+  std::map<std::string, Block> changed;                 // node-block key -> new value
   std::vector<std::pair<size_t, HandleAddress>> added;  // (range set, address)
 };
 
@@ -96,8 +96,8 @@ Status Allocator::DecodeNodeBlocks(const etcd::RangeResponse& range, View& view)
     }
     NG_ASSIGN_OR_RETURN(Block block, DecodeBlock(kv.key, kv.value));
     if (block.block != where->second || block.node != cfg_.node_name) {
-      return Error(kErrStoreCorrupt, kv.key + ": holds block " + block.block.ToString() +
-                                         " of node " + block.node);
+      return Error(kErrStoreCorrupt,
+                   kv.key + ": holds block " + block.block.ToString() + " of node " + block.node);
     }
     NG_ASSIGN_OR_RETURN(Place place, PlaceOfBlock(kv.key, block.block));
     view.blocks[kv.key] = View::BlockState{std::move(block), kv.mod_revision, place};
@@ -105,15 +105,16 @@ Status Allocator::DecodeNodeBlocks(const etcd::RangeResponse& range, View& view)
   return OkStatus();
 }
 
-Result<Allocator::View> Allocator::Read(const std::string& container_id,
-                                        const std::string& ifname, bool serializable) {
+Result<Allocator::View> Allocator::Read(const std::string& container_id, const std::string& ifname,
+                                        bool serializable) {
   TxnRequest read;
   // Without a handle, an empty range of the pool key takes its place.
-  read.success = {Key(keys_.Pool(), serializable),
-                  container_id.empty() ? RangeRequest{.key = keys_.Pool(), .count_only = true,
-                                                      .serializable = serializable}
-                                       : Key(keys_.Handle(container_id, ifname), serializable),
-                  Prefix(keys_.NodeBlocksPrefix(cfg_.node_name), serializable)};
+  read.success = {
+      Key(keys_.Pool(), serializable),
+      container_id.empty()
+          ? RangeRequest{.key = keys_.Pool(), .count_only = true, .serializable = serializable}
+          : Key(keys_.Handle(container_id, ifname), serializable),
+      Prefix(keys_.NodeBlocksPrefix(cfg_.node_name), serializable)};
   NG_ASSIGN_OR_RETURN(etcd::TxnResponse response, kv_.Txn(read));
   View view;
   if (const auto* pool = response.RangeAt(0); pool && !pool->kvs.empty()) {
@@ -166,7 +167,8 @@ Result<std::vector<Versioned<Block>>> Allocator::ReadBlocks(
       }
       NG_ASSIGN_OR_RETURN(Block block, DecodeBlock(range->kvs[0].key, range->kvs[0].value));
       if (block.block != where[i].second) {
-        return Error(kErrStoreCorrupt, range->kvs[0].key + ": holds block " + block.block.ToString());
+        return Error(kErrStoreCorrupt,
+                     range->kvs[0].key + ": holds block " + block.block.ToString());
       }
       out.push_back(Versioned<Block>{std::move(block), range->kvs[0].mod_revision});
     }
@@ -203,45 +205,52 @@ Result<bool> Allocator::ClaimBlock(size_t set_index, View& view) {
   for (uint64_t i = 0; i < blocks.count(); ++i) {
     const auto [block, r] = blocks.At((start + i) % blocks.count());
     if (claimed_->count(block) || UsableCount(block, set.range_set.ranges[r]) == 0) continue;
-    const std::string claim_key = keys_.Claim(block);
-    const std::string block_key = keys_.NodeBlock(cfg_.node_name, block);
-    TxnRequest txn;
-    txn.compare = {Compare::Absent(claim_key), Compare::Absent(block_key)};
-    if (view.pool_exists) {
-      txn.compare.push_back(Compare::ModRevision(keys_.Pool(), view.pool_revision));
-    } else {
-      // The first claim of the network writes its pool; every later one must find the same.
-      txn.compare.push_back(Compare::Absent(keys_.Pool()));
-      txn.success.push_back(PutRequest{keys_.Pool(), EncodePool(cfg_.pool, NowRfc3339())});
-    }
-    const Block empty{block, cfg_.node_name, 0, {}};
-    txn.success.push_back(PutRequest{claim_key, EncodeClaim({block, cfg_.node_name, NowRfc3339()})});
-    txn.success.push_back(PutRequest{block_key, EncodeBlock(empty)});
-    txn.failure = {Key(keys_.Pool())};
-    ++counters_.transactions;
-    NG_ASSIGN_OR_RETURN(etcd::TxnResponse response, kv_.Txn(txn));
-    if (response.succeeded) {
-      ++counters_.claims;
-      claimed_->insert(block);
-      if (!view.pool_exists) {
-        view.pool_exists = true;
-        view.pool_revision = response.revision;
-        view.stored_pool = cfg_.pool;
-      }
-      view.blocks[block_key] = View::BlockState{empty, response.revision, Place{set_index, r}};
-      cni::LogDebug("cluster-ipam: node {} claimed block {}", cfg_.node_name, block.ToString());
-      return true;
-    }
-    ++counters_.conflicts;
-    claimed_->insert(block);  // someone else's now (or this node's, from a concurrent ADD)
-    if (const auto* pool = response.RangeAt(0); pool && !pool->kvs.empty()) {
-      NG_ASSIGN_OR_RETURN(view.stored_pool, DecodePool(pool->kvs[0].key, pool->kvs[0].value));
-      view.pool_exists = true;
-      view.pool_revision = pool->kvs[0].mod_revision;
-      NG_RETURN_IF_ERROR(CheckPool(view));
-    }
+    NG_ASSIGN_OR_RETURN(bool claimed, TryClaim(block, Place{set_index, r}, view));
+    (void)claimed;
     // A concurrent ADD of this node may have claimed it: its blocks are read again next.
     return true;
+  }
+  return false;
+}
+
+Result<bool> Allocator::TryClaim(const net::IpPrefix& block, const Place& place, View& view) {
+  if (!claimed_) claimed_.emplace();
+  const std::string claim_key = keys_.Claim(block);
+  const std::string block_key = keys_.NodeBlock(cfg_.node_name, block);
+  TxnRequest txn;
+  txn.compare = {Compare::Absent(claim_key), Compare::Absent(block_key)};
+  if (view.pool_exists) {
+    txn.compare.push_back(Compare::ModRevision(keys_.Pool(), view.pool_revision));
+  } else {
+    // The first claim of the network writes its pool; every later one must find the same.
+    txn.compare.push_back(Compare::Absent(keys_.Pool()));
+    txn.success.push_back(PutRequest{keys_.Pool(), EncodePool(cfg_.pool, NowRfc3339())});
+  }
+  const Block empty{block, cfg_.node_name, 0, {}};
+  txn.success.push_back(PutRequest{claim_key, EncodeClaim({block, cfg_.node_name, NowRfc3339()})});
+  txn.success.push_back(PutRequest{block_key, EncodeBlock(empty)});
+  txn.failure = {Key(keys_.Pool())};
+  ++counters_.transactions;
+  NG_ASSIGN_OR_RETURN(etcd::TxnResponse response, kv_.Txn(txn));
+  if (response.succeeded) {
+    ++counters_.claims;
+    claimed_->insert(block);
+    if (!view.pool_exists) {
+      view.pool_exists = true;
+      view.pool_revision = response.revision;
+      view.stored_pool = cfg_.pool;
+    }
+    view.blocks[block_key] = View::BlockState{empty, response.revision, place};
+    cni::LogDebug("cluster-ipam: node {} claimed block {}", cfg_.node_name, block.ToString());
+    return true;
+  }
+  ++counters_.conflicts;
+  claimed_->insert(block);  // someone else's now (or this node's, from a concurrent ADD)
+  if (const auto* pool = response.RangeAt(0); pool && !pool->kvs.empty()) {
+    NG_ASSIGN_OR_RETURN(view.stored_pool, DecodePool(pool->kvs[0].key, pool->kvs[0].value));
+    view.pool_exists = true;
+    view.pool_revision = pool->kvs[0].mod_revision;
+    NG_RETURN_IF_ERROR(CheckPool(view));
   }
   return false;
 }
@@ -274,9 +283,9 @@ Result<bool> Allocator::Borrow(size_t set_index, View& view, Plan& plan,
       const std::string& key = batch[i].first;
       auto state = view.blocks.find(key);
       if (state == view.blocks.end()) {
-        state = view.blocks
-                    .emplace(key, View::BlockState{blocks[i].value, blocks[i].revision, place})
-                    .first;
+        state =
+            view.blocks.emplace(key, View::BlockState{blocks[i].value, blocks[i].revision, place})
+                .first;
       }
       const Block current = plan.changed.count(key) ? plan.changed[key] : state->second.block;
       const auto ordinal = FreeOrdinal(current, RangeOf(place), {});
@@ -311,8 +320,7 @@ Result<std::vector<AddressInRange>> Allocator::Confirm(const Handle& handle, Vie
                      "run nodegate ipam check");
       }
       NG_ASSIGN_OR_RETURN(Place place, PlaceOfBlock(missing[i].first, missing[i].second));
-      view.blocks[missing[i].first] =
-          View::BlockState{blocks[i].value, blocks[i].revision, place};
+      view.blocks[missing[i].first] = View::BlockState{blocks[i].value, blocks[i].revision, place};
     }
   }
   for (const auto& a : handle.addresses) {
@@ -321,17 +329,177 @@ Result<std::vector<AddressInRange>> Allocator::Confirm(const Handle& handle, Vie
     if (entry == state.block.allocations.end() || entry->second.aid != handle.aid ||
         entry->second.handle != handle.name()) {
       return Error(kErrStoreCorrupt,
-                   keys_.Handle(handle.container_id, handle.ifname) + " holds " +
-                       a.ip.ToString() + ", which its block does not record for it",
+                   keys_.Handle(handle.container_id, handle.ifname) + " holds " + a.ip.ToString() +
+                       ", which its block does not record for it",
                    "run nodegate ipam check");
     }
     out.emplace_back(state.place.set, AddressInRange{a.ip, &RangeOf(state.place)});
   }
-  std::sort(out.begin(), out.end(),
-            [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   std::vector<AddressInRange> addresses;
   for (auto& [set, a] : out) addresses.push_back(a);
   return addresses;
+}
+
+Result<std::optional<std::vector<AddressInRange>>> Allocator::Commit(
+    View& view, const Plan& plan, const std::string& container_id, const std::string& ifname,
+    const std::string& aid) {
+  const std::string handle_key = keys_.Handle(container_id, ifname);
+  Handle handle = view.handle ? *view.handle : Handle{cfg_.network_name, container_id, ifname,
+                                                      cfg_.node_name,    aid,          {},
+                                                      cfg_.pod,          NowRfc3339()};
+  std::vector<std::pair<size_t, HandleAddress>> all;
+  for (const auto& a : handle.addresses) all.emplace_back(LocateAddress(cfg_.pool, a.ip)->set, a);
+  all.insert(all.end(), plan.added.begin(), plan.added.end());
+  std::sort(all.begin(), all.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  handle.addresses.clear();
+  for (const auto& [set, a] : all) handle.addresses.push_back(a);
+
+  TxnRequest txn;
+  txn.compare.push_back(view.handle ? Compare::ModRevision(handle_key, view.handle_revision)
+                                    : Compare::Absent(handle_key));
+  for (const auto& [key, block] : plan.changed) {
+    txn.compare.push_back(Compare::ModRevision(key, view.blocks[key].revision));
+    txn.success.push_back(PutRequest{key, EncodeBlock(block)});
+  }
+  txn.success.push_back(PutRequest{handle_key, EncodeHandle(handle)});
+  txn.success.push_back(
+      PutRequest{keys_.NodeHandle(handle.node, container_id, ifname), handle.aid});
+  txn.failure = {Key(handle_key), Prefix(keys_.NodeBlocksPrefix(cfg_.node_name))};
+  std::vector<std::string> foreign;
+  for (const auto& [key, block] : plan.changed) {
+    if (block.node != cfg_.node_name) {
+      foreign.push_back(key);
+      txn.failure.push_back(Key(key));
+    }
+  }
+  ++counters_.transactions;
+  NG_ASSIGN_OR_RETURN(etcd::TxnResponse response, kv_.Txn(txn));
+  if (response.succeeded) {
+    std::vector<AddressInRange> out;
+    for (const auto& a : handle.addresses) {
+      out.push_back({a.ip, &RangeOf(*LocateAddress(cfg_.pool, a.ip))});
+    }
+    return std::optional<std::vector<AddressInRange>>(std::move(out));
+  }
+  ++counters_.conflicts;
+  NG_RETURN_IF_ERROR(RefreshFromFailure(response, foreign, view));
+  return std::optional<std::vector<AddressInRange>>();
+}
+
+// The failure branch read what overtook the attempt: the handle, the node's blocks and the
+// borrowed blocks, as they are now.
+Status Allocator::RefreshFromFailure(const etcd::TxnResponse& response,
+                                     const std::vector<std::string>& foreign, View& view) {
+  const auto* handle_now = response.RangeAt(0);
+  const auto* blocks_now = response.RangeAt(1);
+  if (handle_now == nullptr || blocks_now == nullptr) {
+    return Error(kErrIo, "etcd answered a transaction incompletely");
+  }
+  view.handle.reset();
+  view.handle_revision = 0;
+  if (!handle_now->kvs.empty()) {
+    NG_ASSIGN_OR_RETURN(view.handle,
+                        DecodeHandle(handle_now->kvs[0].key, handle_now->kvs[0].value));
+    view.handle_revision = handle_now->kvs[0].mod_revision;
+  }
+  NG_RETURN_IF_ERROR(DecodeNodeBlocks(*blocks_now, view));
+  for (size_t i = 0; i < foreign.size(); ++i) {
+    const auto* range = response.RangeAt(2 + i);
+    view.blocks.erase(foreign[i]);
+    if (range && !range->kvs.empty()) {
+      NG_ASSIGN_OR_RETURN(Block block, DecodeBlock(range->kvs[0].key, range->kvs[0].value));
+      NG_ASSIGN_OR_RETURN(Place place, PlaceOfBlock(foreign[i], block.block));
+      view.blocks[foreign[i]] =
+          View::BlockState{std::move(block), range->kvs[0].mod_revision, place};
+    }
+  }
+  return OkStatus();
+}
+
+Result<std::vector<AddressInRange>> Allocator::Assign(const std::string& container_id,
+                                                      const std::string& ifname,
+                                                      const std::vector<net::IpAddress>& ips) {
+  const std::string handle_key = keys_.Handle(container_id, ifname);
+  const std::string handle_name = container_id + "/" + ifname;
+  const std::string fresh_aid = NewAllocationId();
+  std::vector<std::pair<Place, net::IpAddress>> wanted;
+  for (const auto& ip : ips) {
+    const auto place = LocateAddress(cfg_.pool, ip);
+    if (!place || !Usable(RangeOf(*place), ip)) {
+      return ConfigError(ip.ToString() + " is not an address of the pool (" +
+                         DescribePool(cfg_.pool) + ")");
+    }
+    for (const auto& [other, other_ip] : wanted) {
+      if (other.set == place->set) {
+        return ConfigError(handle_name + ": " + other_ip.ToString() + " and " + ip.ToString() +
+                           " are of one range set");
+      }
+    }
+    wanted.emplace_back(*place, ip);
+  }
+  NG_ASSIGN_OR_RETURN(View view, Read(container_id, ifname, /*serializable=*/false));
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    NG_RETURN_IF_ERROR(CheckPool(view));
+    const std::string aid = view.handle ? view.handle->aid : fresh_aid;
+    Plan plan;
+    bool again = false;
+    for (const auto& [place, ip] : wanted) {
+      if (view.handle) {
+        const auto held = std::find_if(view.handle->addresses.begin(), view.handle->addresses.end(),
+                                       [&](const HandleAddress& a) {
+                                         return LocateAddress(cfg_.pool, a.ip)->set == place.set;
+                                       });
+        if (held != view.handle->addresses.end()) {
+          if (held->ip == ip) continue;
+          return Error(kErrAddressInUse, handle_name + " already holds " + held->ip.ToString() +
+                                             " in the range set of " + ip.ToString());
+        }
+      }
+      const net::IpPrefix block = BlockOf(ip, cfg_.pool.sets[place.set].block_sizes[place.range]);
+      NG_ASSIGN_OR_RETURN(etcd::RangeResponse claim, kv_.Range(Key(keys_.Claim(block))));
+      if (claim.kvs.empty()) {
+        NG_ASSIGN_OR_RETURN(bool claimed, TryClaim(block, place, view));
+        (void)claimed;
+        again = true;
+        break;
+      }
+      NG_ASSIGN_OR_RETURN(Claim owner, DecodeClaim(claim.kvs[0].key, claim.kvs[0].value));
+      const std::string key = keys_.NodeBlock(owner.node, block);
+      if (!view.blocks.count(key)) {
+        NG_ASSIGN_OR_RETURN(auto read, ReadBlocks({{key, block}}, /*serializable=*/false));
+        if (read[0].revision == 0) {
+          return Error(kErrStoreCorrupt, keys_.Claim(block) + " names node " + owner.node +
+                                             ", which has no such block");
+        }
+        view.blocks[key] = View::BlockState{read[0].value, read[0].revision, place};
+      }
+      Block current = plan.changed.count(key) ? plan.changed[key] : view.blocks[key].block;
+      const uint64_t ordinal = OrdinalOf(block, ip);
+      if (const auto taken = current.allocations.find(ordinal);
+          taken != current.allocations.end()) {
+        return Error(kErrAddressInUse, ip.ToString() + " is held by " + taken->second.handle +
+                                           " (block " + block.ToString() + " of node " +
+                                           owner.node + ")");
+      }
+      const bool borrowed = owner.node != cfg_.node_name;
+      current.allocations[ordinal] = Allocation{handle_name, aid, borrowed ? cfg_.node_name : ""};
+      plan.changed[key] = std::move(current);
+      plan.added.emplace_back(place.set, HandleAddress{ip, block, owner.node});
+      if (borrowed) ++counters_.borrowed;
+    }
+    if (again) {
+      NG_ASSIGN_OR_RETURN(view, Read(container_id, ifname, /*serializable=*/false));
+      continue;
+    }
+    if (plan.added.empty()) {
+      if (!view.handle) return std::vector<AddressInRange>{};
+      return Confirm(*view.handle, view);
+    }
+    NG_ASSIGN_OR_RETURN(auto committed, Commit(view, plan, container_id, ifname, aid));
+    if (committed) return std::move(*committed);
+  }
+  return TooManyConflicts("assign " + handle_key);
 }
 
 Result<std::vector<AddressInRange>> Allocator::Add(const std::string& container_id,
@@ -405,67 +573,8 @@ Result<std::vector<AddressInRange>> Allocator::Add(const std::string& container_
       NG_ASSIGN_OR_RETURN(view, Read(container_id, ifname, /*serializable=*/false));
       continue;
     }
-    Handle handle = view.handle ? *view.handle
-                                : Handle{cfg_.network_name, container_id, ifname, cfg_.node_name,
-                                         aid, {}, cfg_.pod, NowRfc3339()};
-    std::vector<std::pair<size_t, HandleAddress>> all;
-    for (const auto& a : handle.addresses) all.emplace_back(LocateAddress(cfg_.pool, a.ip)->set, a);
-    all.insert(all.end(), plan.added.begin(), plan.added.end());
-    std::sort(all.begin(), all.end(),
-              [](const auto& x, const auto& y) { return x.first < y.first; });
-    handle.addresses.clear();
-    for (const auto& [set, a] : all) handle.addresses.push_back(a);
-
-    TxnRequest txn;
-    txn.compare.push_back(view.handle ? Compare::ModRevision(handle_key, view.handle_revision)
-                                      : Compare::Absent(handle_key));
-    for (const auto& [key, block] : plan.changed) {
-      txn.compare.push_back(Compare::ModRevision(key, view.blocks[key].revision));
-      txn.success.push_back(PutRequest{key, EncodeBlock(block)});
-    }
-    txn.success.push_back(PutRequest{handle_key, EncodeHandle(handle)});
-    txn.success.push_back(
-        PutRequest{keys_.NodeHandle(handle.node, container_id, ifname), handle.aid});
-    txn.failure = {Key(handle_key), Prefix(keys_.NodeBlocksPrefix(cfg_.node_name))};
-    std::vector<std::string> foreign;
-    for (const auto& [key, block] : plan.changed) {
-      if (block.node != cfg_.node_name) {
-        foreign.push_back(key);
-        txn.failure.push_back(Key(key));
-      }
-    }
-    ++counters_.transactions;
-    NG_ASSIGN_OR_RETURN(etcd::TxnResponse response, kv_.Txn(txn));
-    if (response.succeeded) {
-      std::vector<AddressInRange> out;
-      for (const auto& a : handle.addresses) {
-        out.push_back({a.ip, &RangeOf(*LocateAddress(cfg_.pool, a.ip))});
-      }
-      return out;
-    }
-    ++counters_.conflicts;
-    // The failure branch read what overtook this attempt: the handle, the node's blocks and
-    // the borrowed blocks, as they are now.
-    const auto* handle_now = response.RangeAt(0);
-    view.handle.reset();
-    view.handle_revision = 0;
-    if (handle_now && !handle_now->kvs.empty()) {
-      NG_ASSIGN_OR_RETURN(view.handle,
-                          DecodeHandle(handle_now->kvs[0].key, handle_now->kvs[0].value));
-      view.handle_revision = handle_now->kvs[0].mod_revision;
-    }
-    const auto* blocks_now = response.RangeAt(1);
-    if (blocks_now == nullptr) return Error(kErrIo, "etcd answered a transaction incompletely");
-    NG_RETURN_IF_ERROR(DecodeNodeBlocks(*blocks_now, view));
-    for (size_t i = 0; i < foreign.size(); ++i) {
-      const auto* range = response.RangeAt(2 + i);
-      view.blocks.erase(foreign[i]);
-      if (range && !range->kvs.empty()) {
-        NG_ASSIGN_OR_RETURN(Block block, DecodeBlock(range->kvs[0].key, range->kvs[0].value));
-        NG_ASSIGN_OR_RETURN(Place place, PlaceOfBlock(foreign[i], block.block));
-        view.blocks[foreign[i]] = View::BlockState{std::move(block), range->kvs[0].mod_revision, place};
-      }
-    }
+    NG_ASSIGN_OR_RETURN(auto committed, Commit(view, plan, container_id, ifname, aid));
+    if (committed) return std::move(*committed);
   }
   return TooManyConflicts("ADD " + handle_key);
 }
@@ -497,8 +606,9 @@ Status Allocator::Release(const std::string& container_id, const std::string& if
     std::vector<Versioned<Block>> blocks(where.size());
     std::vector<std::pair<std::string, net::IpPrefix>> elsewhere;
     for (size_t i = 0; i < where.size(); ++i) {
-      const auto kv = std::find_if(own->kvs.begin(), own->kvs.end(),
-                                   [&](const etcd::KeyValue& k) { return k.key == where[i].first; });
+      const auto kv = std::find_if(own->kvs.begin(), own->kvs.end(), [&](const etcd::KeyValue& k) {
+        return k.key == where[i].first;
+      });
       if (kv == own->kvs.end()) {
         elsewhere.push_back(where[i]);
         continue;
@@ -509,7 +619,8 @@ Status Allocator::Release(const std::string& container_id, const std::string& if
     if (!elsewhere.empty()) {
       NG_ASSIGN_OR_RETURN(std::vector<Versioned<Block>> read_blocks, ReadBlocks(elsewhere, false));
       for (size_t i = 0, j = 0; i < where.size(); ++i) {
-        if (blocks[i].revision == 0 && j < elsewhere.size() && elsewhere[j].first == where[i].first) {
+        if (blocks[i].revision == 0 && j < elsewhere.size() &&
+            elsewhere[j].first == where[i].first) {
           blocks[i] = std::move(read_blocks[j++]);
         }
       }
@@ -565,8 +676,8 @@ Status Allocator::Check(const std::string& container_id, const std::string& ifna
     in_result.push_back(address);
     if (std::none_of(held.begin(), held.end(), [&](const auto& h) { return h.ip == address; })) {
       return Error(kErrCheckFailed, "cluster-ipam: " + address.ToString() +
-                                        " of the result is not held by container " +
-                                        container_id + " (" + ifname + ")");
+                                        " of the result is not held by container " + container_id +
+                                        " (" + ifname + ")");
     }
   }
   for (const auto& h : held) {
@@ -623,10 +734,9 @@ Status Allocator::ReleaseOrphans() {
     // The handles judged gone must still be gone, and those judged other still the same.
     for (const auto& name : handles) {
       const auto it = aid_of.find(name);
-      txn.compare.push_back(it == aid_of.end()
-                                ? Compare::Absent(keys_.HandlesPrefix() + name)
-                                : Compare::ModRevision(keys_.HandlesPrefix() + name,
-                                                       it->second.revision));
+      txn.compare.push_back(it == aid_of.end() ? Compare::Absent(keys_.HandlesPrefix() + name)
+                                               : Compare::ModRevision(keys_.HandlesPrefix() + name,
+                                                                      it->second.revision));
     }
     txn.success = {PutRequest{kv.key, EncodeBlock(kept)}};
     ++counters_.transactions;
@@ -666,8 +776,8 @@ Status Allocator::Gc(const std::vector<cni::Attachment>& live) {
   }
   if (Status s = ReleaseOrphans(); !s.ok()) errors.push_back(s.error().msg);
   if (!errors.empty()) {
-    return Error(kErrIo, "GC failed for " + std::to_string(errors.size()) + " item(s): " +
-                             Join(errors, "; "));
+    return Error(kErrIo, "GC failed for " + std::to_string(errors.size()) +
+                             " item(s): " + Join(errors, "; "));
   }
   return OkStatus();
 }
@@ -703,11 +813,10 @@ Status Allocator::Availability() {
       if (!borrowed.ok()) return Error(kErrPluginNotAvailable, borrowed.error().msg);
       if (*borrowed) continue;
     }
-    return Error(kErrPluginNotAvailable,
-                 "no IP addresses available in range set: " +
-                     cfg_.pool.sets[s].range_set.ToString(),
-                 "range set " + std::to_string(s) + " has no address left for node " +
-                     cfg_.node_name);
+    return Error(
+        kErrPluginNotAvailable,
+        "no IP addresses available in range set: " + cfg_.pool.sets[s].range_set.ToString(),
+        "range set " + std::to_string(s) + " has no address left for node " + cfg_.node_name);
   }
   return OkStatus();
 }

@@ -64,6 +64,14 @@ class Allocator {
   Result<std::vector<AddressInRange>> Add(const std::string& container_id,
                                           const std::string& ifname);
   Status Release(const std::string& container_id, const std::string& ifname);
+  // Records `ips` (one per range set at most) for the attachment, as ADD would have chosen
+  // them: an unclaimed block is claimed for this node, an address in another node's block is
+  // borrowed. For `nodegate ipam import`. Already held by the attachment: nothing to do.
+  // Errors: 102 an address held by another attachment, 7 an address outside the pool or two
+  // of one range set.
+  Result<std::vector<AddressInRange>> Assign(const std::string& container_id,
+                                             const std::string& ifname,
+                                             const std::vector<net::IpAddress>& ips);
   Status Check(const std::string& container_id, const std::string& ifname,
                const std::optional<cni::CniResult>& prev_result);
   Status Gc(const std::vector<cni::Attachment>& live);
@@ -77,12 +85,23 @@ class Allocator {
   struct Plan;
 
   // The pool, the handle (when container_id is not empty) and this node's blocks.
-  Result<View> Read(const std::string& container_id, const std::string& ifname,
-                    bool serializable);
+  Result<View> Read(const std::string& container_id, const std::string& ifname, bool serializable);
   Status DecodeNodeBlocks(const etcd::RangeResponse& range, View& view);
   Status CheckPool(const View& view) const;
   Result<std::vector<AddressInRange>> Confirm(const Handle& handle, View& view);
+  // Claims some free block of `set` for this node. false: none is free. true: claimed, or
+  // lost to a concurrent claimer (read the node's blocks again either way).
   Result<bool> ClaimBlock(size_t set, View& view);
+  // Tries to claim this block for this node; false when the compare failed.
+  Result<bool> TryClaim(const net::IpPrefix& block, const Place& place, View& view);
+  // Writes the plan with the handle in one transaction. nullopt: a compare failed, and `view`
+  // now holds what overtook it.
+  Result<std::optional<std::vector<AddressInRange>>> Commit(View& view, const Plan& plan,
+                                                            const std::string& container_id,
+                                                            const std::string& ifname,
+                                                            const std::string& aid);
+  Status RefreshFromFailure(const etcd::TxnResponse& response,
+                            const std::vector<std::string>& foreign, View& view);
   Result<std::set<net::IpPrefix>> ListClaims();
   // Takes a free address of another node's block of `set` into `plan` for the handle.
   Result<bool> Borrow(size_t set, View& view, Plan& plan, const std::string& handle_name,

@@ -272,7 +272,8 @@ TEST_F(AllocatorTest, StoredValuesNotOursFailTheVerbAndChangeNothing) {
   const ClusterConfig cfg = Config("n1", {{"10.1.0.0/24", 26}});
   ASSERT_TRUE(Add(cfg, "c1").ok());
   const std::string block_key = KeysUnder(keys_.NodeBlocksPrefix("n1")).front();
-  for (const char* junk : {"{\"format\":1}", "\xff\xfe", "{\"format\":1,\"block\":\"10.9.0.0/26\","
+  for (const char* junk : {"{\"format\":1}", "\xff\xfe",
+                           "{\"format\":1,\"block\":\"10.9.0.0/26\","
                            "\"node\":\"n1\",\"next\":0,\"allocations\":{}}"}) {
     kv_.Put(block_key, junk);
     const auto before = kv_.Dump();

@@ -91,8 +91,8 @@ Result<Pool> ParsePool(const Json& ipam, const std::string& cni_version) {
       const Range& a = pool.sets[i].range_set.ranges[j];
       for (const Range* b : all) {
         if (a.subnet.Overlaps(b->subnet)) {
-          return ConfigError("range set " + std::to_string(i) + ": subnet " +
-                             a.subnet.ToString() + " overlaps " + b->subnet.ToString() +
+          return ConfigError("range set " + std::to_string(i) + ": subnet " + a.subnet.ToString() +
+                             " overlaps " + b->subnet.ToString() +
                              " of another range; cluster-ipam needs a subnet of its own for "
                              "each range");
         }
@@ -119,7 +119,8 @@ Result<std::chrono::milliseconds> Duration(const Json& etcd, const char* key,
 Result<EtcdConfig> ParseEtcd(const Json& ipam) {
   NG_ASSIGN_OR_RETURN(const Json* etcd,
                       cni::ReadObject(ipam, "etcd").GetOr(nullptr, MustBeAt("ipam.")));
-  if (etcd == nullptr) return ConfigError("ipam.etcd is missing: cluster-ipam keeps its pool in etcd");
+  if (etcd == nullptr)
+    return ConfigError("ipam.etcd is missing: cluster-ipam keeps its pool in etcd");
   EtcdConfig out;
   const auto must_be = MustBeAt("ipam.etcd.");
   NG_ASSIGN_OR_RETURN(auto endpoints, cni::ReadStringList(*etcd, "endpoints").Get(must_be));
@@ -131,7 +132,8 @@ Result<EtcdConfig> ParseEtcd(const Json& ipam) {
   NG_ASSIGN_OR_RETURN(out.tls.key_file, cni::ReadString(*etcd, "keyFile").GetOr("", must_be));
   NG_ASSIGN_OR_RETURN(out.prefix,
                       cni::ReadString(*etcd, "prefix").GetOr(std::string(kDefaultPrefix), must_be));
-  if (out.prefix.empty() || out.prefix.front() != '/' || out.prefix.find('\0') != std::string::npos) {
+  if (out.prefix.empty() || out.prefix.front() != '/' ||
+      out.prefix.find('\0') != std::string::npos) {
     return ConfigError("ipam.etcd.prefix \"" + out.prefix + "\" must start with /");
   }
   NG_ASSIGN_OR_RETURN(out.username, cni::ReadString(*etcd, "username").GetOr("", must_be));
@@ -150,8 +152,8 @@ Result<PodAttributes> ParseCniArgs(std::string_view cni_args) {
                       cni::CniArgs::Parse(cni_args, {"IP", "K8S_POD_NAMESPACE", "K8S_POD_NAME",
                                                      "K8S_POD_INFRA_CONTAINER_ID", "K8S_POD_UID"}));
   if (auto ip = args.Get("IP"); ip && !ip->empty()) {
-    return Error(kErrUnsupportedField, "CNI_ARGS IP=" + *ip +
-                                           ": cluster-ipam does not take requested addresses yet");
+    return Error(kErrUnsupportedField,
+                 "CNI_ARGS IP=" + *ip + ": cluster-ipam does not take requested addresses yet");
   }
   PodAttributes pod;
   pod.namespace_name = args.Get("K8S_POD_NAMESPACE").value_or("");
@@ -168,12 +170,14 @@ Status RefuseUnsupported(const cni::NetConf& conf) {
                  "runtimeConfig.ipRanges " + ranges->dump() +
                      ": cluster-ipam allocates from its pool only (drop the ipRanges capability)");
   }
-  for (const auto& [object, path] : {std::pair{&conf.runtime_config, "runtimeConfig.ips"},
-                                     std::pair{cni::GivenField(conf.args, "cni"), "args.cni.ips"}}) {
+  for (const auto& [object, path] :
+       {std::pair{&conf.runtime_config, "runtimeConfig.ips"},
+        std::pair{cni::GivenField(conf.args, "cni"), "args.cni.ips"}}) {
     if (object == nullptr) continue;
     if (const Json* ips = cni::GivenField(*object, "ips"); ips != nullptr && !ips->empty()) {
-      return Error(kErrUnsupportedField, std::string(path) + " " + ips->dump() +
-                                             ": cluster-ipam does not take requested addresses yet");
+      return Error(kErrUnsupportedField,
+                   std::string(path) + " " + ips->dump() +
+                       ": cluster-ipam does not take requested addresses yet");
     }
   }
   return OkStatus();
@@ -211,14 +215,14 @@ const cni::gojson::Shape& ConfigShape() {
                               {"timeout", Any(), Null::kKeep},
                               {"dialTimeout", Any(), Null::kKeep},
                               {"requestTimeout", Any(), Null::kKeep}});
-    const auto ipam = cni::gojson::Embed(
-        {Struct(range)}, {{"type", Any(), Null::kKeep},
-                          {"routes", ListOf(cni::RouteShape())},
-                          {"resolvConf", Any(), Null::kKeep},
-                          {"ranges", ListOf(ListOf(Struct(range)))},
-                          {"nodeName", Any(), Null::kKeep},
-                          {"strictAffinity", Any(), Null::kKeep},
-                          {"etcd", etcd}});
+    const auto ipam =
+        cni::gojson::Embed({Struct(range)}, {{"type", Any(), Null::kKeep},
+                                             {"routes", ListOf(cni::RouteShape())},
+                                             {"resolvConf", Any(), Null::kKeep},
+                                             {"ranges", ListOf(ListOf(Struct(range)))},
+                                             {"nodeName", Any(), Null::kKeep},
+                                             {"strictAffinity", Any(), Null::kKeep},
+                                             {"etcd", etcd}});
     return cni::NetConfShape({{"ipam", ipam}});
   }();
   return shape;
@@ -255,6 +259,13 @@ Result<ClusterConfig> LoadClusterConfig(const cni::NetConf& conf, std::string_vi
   NG_ASSIGN_OR_RETURN(cfg.routes, ParseRoutes(ipam));
   NG_ASSIGN_OR_RETURN(cfg.pool, ParsePool(ipam, conf.cni_version));
   return cfg;
+}
+
+Status ValidateConfig(const cni::NetConf& conf) {
+  NG_ASSIGN_OR_RETURN(ClusterConfig cfg, LoadClusterConfig(conf, "", Purpose::kAllocate,
+                                                           NodeNameSources::FromProcess()));
+  (void)cfg;
+  return OkStatus();
 }
 
 etcd::ClientOptions ClientOptionsFor(const ClusterConfig& cfg,

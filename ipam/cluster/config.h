@@ -81,6 +81,10 @@ const cni::gojson::Shape& ConfigShape();
 Result<ClusterConfig> LoadClusterConfig(const cni::NetConf& conf, std::string_view cni_args,
                                         Purpose purpose, const NodeNameSources& node_sources);
 
+// The validation ADD runs before its first connection, without per-call inputs: for
+// `nodegate conf validate` (the etcd files are not read, the node name may come from the host).
+Status ValidateConfig(const cni::NetConf& conf);
+
 // The etcd client options of a config: the plugin's verb never outlives `deadline`, and nodes
 // start at different members (by node name).
 etcd::ClientOptions ClientOptionsFor(const ClusterConfig& cfg,

@@ -39,14 +39,18 @@ TEST(ClusterConfig, TheIssuesExample) {
 }
 
 TEST(ClusterConfig, DefaultsAndNodeNameSources) {
-  auto cfg = Load(std::string(R"("ranges":[[{"subnet":"10.9.0.0/28"}],[{"subnet":"fd00::/64"}]],)") + kEtcd);
+  auto cfg = Load(
+      std::string(R"("ranges":[[{"subnet":"10.9.0.0/28"}],[{"subnet":"fd00::/64"}]],)") + kEtcd);
   ASSERT_TRUE(cfg.ok()) << cfg.error().msg;
   EXPECT_EQ(cfg->node_name, "from-env");
   EXPECT_EQ(cfg->pool.sets[0].block_sizes[0], 28);  // the subnet is smaller than /26
   EXPECT_EQ(cfg->pool.sets[1].block_sizes[0], 122);
   EXPECT_EQ(cfg->etcd.prefix, "/nodegate/ipam");
   EXPECT_EQ(cfg->etcd.dial_timeout, std::chrono::seconds(1));
-  const std::string text = std::string(R"({"cniVersion":"1.0.0","name":"n","ipam":{"ranges":[[{"subnet":"10.9.0.0/24"}]],)") + kEtcd + "}}";
+  const std::string text =
+      std::string(
+          R"({"cniVersion":"1.0.0","name":"n","ipam":{"ranges":[[{"subnet":"10.9.0.0/24"}]],)") +
+      kEtcd + "}}";
   auto conf = cni::ParseNetConf(text, ConfigShape());
   ASSERT_TRUE(conf.ok());
   auto from_host = LoadClusterConfig(*conf, "", Purpose::kAllocate, {"", "host-a"});
@@ -79,7 +83,8 @@ TEST(ClusterConfig, BadPoolsAreRefusedWithTheReason) {
       {R"("ranges":[[{"subnet":"10.0.0.0/16"}],[{"subnet":"10.0.128.0/17"}]])", 7, "overlaps"},
       {R"("ranges":[[{"subnet":"10.0.0.0/24","rangeEnd":"10.0.0.100"},{"subnet":"10.0.0.0/24","rangeStart":"10.0.0.101"}]])",
        7, "a subnet of its own"},
-      {R"("ranges":[[{"subnet":"10.0.0.0/24"},{"subnet":"fd00::/64"}]])", 7, "mixed address families"},
+      {R"("ranges":[[{"subnet":"10.0.0.0/24"},{"subnet":"fd00::/64"}]])", 7,
+       "mixed address families"},
       {R"("ranges":[])", 7, "no IP ranges specified"},
       {R"("ranges":[[]])", 7, "empty range set"},
   };
@@ -87,7 +92,8 @@ TEST(ClusterConfig, BadPoolsAreRefusedWithTheReason) {
     auto cfg = Load(c.ranges + e);
     ASSERT_FALSE(cfg.ok()) << c.ranges;
     EXPECT_EQ(cfg.error().code, c.code) << c.ranges << ": " << cfg.error().msg;
-    EXPECT_NE(cfg.error().msg.find(c.says), std::string::npos) << c.ranges << ": " << cfg.error().msg;
+    EXPECT_NE(cfg.error().msg.find(c.says), std::string::npos)
+        << c.ranges << ": " << cfg.error().msg;
   }
 }
 
@@ -97,7 +103,8 @@ TEST(ClusterConfig, BadEtcdSettings) {
       {R"("etcd":{"endpoints":[]})", "endpoints is empty"},
       {R"("etcd":{"endpoints":["127.0.0.1:2379"]})", "scheme"},
       {R"("etcd":{"endpoints":["https://127.0.0.1:2379"],"timeout":"soon"})", "a duration"},
-      {R"("etcd":{"endpoints":["https://127.0.0.1:2379"],"prefix":"nodegate"})", "must start with /"},
+      {R"("etcd":{"endpoints":["https://127.0.0.1:2379"],"prefix":"nodegate"})",
+       "must start with /"},
       {R"("etcd":{"endpoints":["https://127.0.0.1:2379"],"username":"u"})", "go together"},
       {R"("nodeName":"a/b","etcd":{"endpoints":["https://127.0.0.1:2379"]})", "node name"},
   };

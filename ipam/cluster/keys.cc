@@ -33,8 +33,8 @@ std::optional<net::IpPrefix> ParseBlockName(std::string_view name) {
   int length = -1;
   const auto [end, ec] =
       std::from_chars(length_text.data(), length_text.data() + length_text.size(), length);
-  if (!ip || ec != std::errc() || end != length_text.data() + length_text.size() ||
-      length < 0 || length > ip->bit_length()) {
+  if (!ip || ec != std::errc() || end != length_text.data() + length_text.size() || length < 0 ||
+      length > ip->bit_length()) {
     return std::nullopt;
   }
   net::IpPrefix block(*ip, length);
@@ -54,8 +54,7 @@ std::optional<net::IpPrefix> Keys::BlockOfClaim(std::string_view key) const {
   return ParseBlockName(*rest);
 }
 
-std::optional<std::pair<std::string, net::IpPrefix>> Keys::NodeBlockOf(
-    std::string_view key) const {
+std::optional<std::pair<std::string, net::IpPrefix>> Keys::NodeBlockOf(std::string_view key) const {
   const auto rest = After(key, NodesPrefix());
   if (!rest) return std::nullopt;
   const size_t slash = rest->find("/blocks/");
@@ -73,8 +72,8 @@ std::optional<std::pair<std::string, std::string>> Keys::HandleOf(std::string_vi
   return SplitHandle(*rest);
 }
 
-std::optional<std::pair<std::string, std::string>> Keys::NodeHandleOf(
-    std::string_view node, std::string_view key) const {
+std::optional<std::pair<std::string, std::string>> Keys::NodeHandleOf(std::string_view node,
+                                                                      std::string_view key) const {
   const auto rest = After(key, NodeHandlesPrefix(node));
   if (!rest) return std::nullopt;
   return SplitHandle(*rest);

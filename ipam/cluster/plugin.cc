@@ -24,7 +24,7 @@ Result<Session> Open(const cni::CmdArgs& args, Purpose purpose) {
   const auto start = Clock::now();
   Session session;
   NG_ASSIGN_OR_RETURN(session.cfg, LoadClusterConfig(args.conf, args.args, purpose,
-                                                      NodeNameSources::FromProcess()));
+                                                     NodeNameSources::FromProcess()));
   NG_ASSIGN_OR_RETURN(session.client, etcd::Client::Create(ClientOptionsFor(
                                           session.cfg, start + session.cfg.etcd.timeout)));
   return session;
@@ -33,11 +33,12 @@ Result<Session> Open(const cni::CmdArgs& args, Purpose purpose) {
 void LogCounters(const char* verb, const cni::CmdArgs& args, const Session& session,
                  const Allocator& allocator) {
   const Counters& c = allocator.counters();
-  cni::LogDebug("cluster-ipam {} {}/{} node {}: {} requests, {} transactions ({} conflicts), {} "
-                "claims, {} borrowed, {} released, last endpoint {}",
-                verb, args.container_id, args.ifname, session.cfg.node_name,
-                session.client->requests_sent(), c.transactions, c.conflicts, c.claims,
-                c.borrowed, c.released, session.client->current_endpoint());
+  cni::LogDebug(
+      "cluster-ipam {} {}/{} node {}: {} requests, {} transactions ({} conflicts), {} "
+      "claims, {} borrowed, {} released, last endpoint {}",
+      verb, args.container_id, args.ifname, session.cfg.node_name, session.client->requests_sent(),
+      c.transactions, c.conflicts, c.claims, c.borrowed, c.released,
+      session.client->current_endpoint());
 }
 
 Result<cni::CniResult> Add(const cni::CmdArgs& args) {
@@ -69,8 +70,7 @@ Status Check(const cni::CmdArgs& args) {
 }
 
 Status Gc(const cni::CmdArgs& args) {
-  NG_ASSIGN_OR_RETURN(std::vector<cni::Attachment> live,
-                      cni::ParseValidAttachments(args.conf.raw));
+  NG_ASSIGN_OR_RETURN(std::vector<cni::Attachment> live, cni::ParseValidAttachments(args.conf.raw));
   NG_ASSIGN_OR_RETURN(Session session, Open(args, Purpose::kRelease));
   Allocator allocator(*session.client, session.cfg);
   Status status = allocator.Gc(live);

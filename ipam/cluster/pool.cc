@@ -25,9 +25,7 @@ net::IpAddress FromNumber(net::Family family, U128 value) {
   return net::IpAddress::FromBytes(family, bytes);
 }
 
-int HostBits(const net::IpPrefix& block) {
-  return block.address().bit_length() - block.length();
-}
+int HostBits(const net::IpPrefix& block) { return block.address().bit_length() - block.length(); }
 
 }  // namespace
 
@@ -93,8 +91,7 @@ std::optional<Place> LocateBlock(const Pool& pool, const net::IpPrefix& block) {
     const PoolSet& set = pool.sets[s];
     for (size_t r = 0; r < set.range_set.ranges.size(); ++r) {
       const Range& range = set.range_set.ranges[r];
-      if (RangeBlocks(range, set.block_sizes[r]).IndexOf(block) &&
-          UsableCount(block, range) > 0) {
+      if (RangeBlocks(range, set.block_sizes[r]).IndexOf(block) && UsableCount(block, range) > 0) {
         return Place{s, r};
       }
     }

@@ -43,7 +43,8 @@ TEST(RangeBlocks, HugeIpv6PoolsAreCappedNotOverflowed) {
   const RangeBlocks blocks(r, 122);
   EXPECT_EQ(blocks.count(), uint64_t{1} << 62);
   EXPECT_EQ(blocks.At(1), P("fd00:244::40/122"));
-  EXPECT_EQ(blocks.At((uint64_t{1} << 62) - 1).address().ToString(), "fd00:244:0:f:ffff:ffff:ffff:ffc0");
+  EXPECT_EQ(blocks.At((uint64_t{1} << 62) - 1).address().ToString(),
+            "fd00:244:0:f:ffff:ffff:ffff:ffc0");
   EXPECT_EQ(blocks.IndexOf(P("fd00:244::1:0/122")), 1024u);
 }
 

@@ -46,8 +46,8 @@ class Reader {
   Result<uint64_t> Number(const char* name, uint64_t max) const {
     const auto it = object_.find(name);
     if (it == object_.end() || !it->is_number_unsigned() || it->get<uint64_t>() > max) {
-      return Corrupt(key_, std::string("\"") + name + "\" is not a number up to " +
-                               std::to_string(max));
+      return Corrupt(key_,
+                     std::string("\"") + name + "\" is not a number up to " + std::to_string(max));
     }
     return it->get<uint64_t>();
   }
@@ -100,7 +100,7 @@ Result<StoredJson> ParseObject(std::string_view key, std::string_view value) {
 }
 
 Result<const StoredJson*> Member(std::string_view key, const StoredJson& object, const char* name,
-                           bool (StoredJson::*kind)() const noexcept, const char* described) {
+                                 bool (StoredJson::*kind)() const noexcept, const char* described) {
   const auto it = object.find(name);
   if (it == object.end() || !((*it).*kind)()) {
     return Corrupt(key, std::string("\"") + name + "\" is not " + described);
@@ -121,8 +121,8 @@ Status CheckHandleName(std::string_view key, std::string_view handle) {
   if (slash == std::string_view::npos ||
       !cni::ValidateContainerId(std::string(handle.substr(0, slash))).ok() ||
       !cni::ValidateInterfaceName(std::string(handle.substr(slash + 1))).ok()) {
-    return Corrupt(key, "\"" + std::string(handle.substr(0, 80)) +
-                            "\" is not <container id>/<ifname>");
+    return Corrupt(key,
+                   "\"" + std::string(handle.substr(0, 80)) + "\" is not <container id>/<ifname>");
   }
   return OkStatus();
 }
@@ -179,14 +179,15 @@ std::string EncodePool(const Pool& pool, std::string_view created) {
     }
     sets.push_back(std::move(ranges));
   }
-  return StoredJson{{"format", kFormat}, {"created", std::string(created)}, {"rangeSets", sets}}.dump();
+  return StoredJson{{"format", kFormat}, {"created", std::string(created)}, {"rangeSets", sets}}
+      .dump();
 }
 
 std::string EncodeClaim(const Claim& claim) {
   return StoredJson{{"format", kFormat},
-              {"block", claim.block.ToString()},
-              {"node", claim.node},
-              {"claimed", claim.claimed}}
+                    {"block", claim.block.ToString()},
+                    {"node", claim.node},
+                    {"claimed", claim.claimed}}
       .dump();
 }
 
@@ -198,10 +199,10 @@ std::string EncodeBlock(const Block& block) {
     allocations[std::to_string(ordinal)] = std::move(entry);
   }
   return StoredJson{{"format", kFormat},
-              {"block", block.block.ToString()},
-              {"node", block.node},
-              {"next", block.next},
-              {"allocations", std::move(allocations)}}
+                    {"block", block.block.ToString()},
+                    {"node", block.node},
+                    {"next", block.next},
+                    {"allocations", std::move(allocations)}}
       .dump();
 }
 
@@ -211,10 +212,13 @@ std::string EncodeHandle(const Handle& handle) {
     addresses.push_back(
         {{"ip", a.ip.ToString()}, {"block", a.block.ToString()}, {"blockNode", a.block_node}});
   }
-  StoredJson j = {{"format", kFormat},         {"network", handle.network},
-            {"containerID", handle.container_id}, {"ifname", handle.ifname},
-            {"node", handle.node},       {"aid", handle.aid},
-            {"addresses", std::move(addresses)}};
+  StoredJson j = {{"format", kFormat},
+                  {"network", handle.network},
+                  {"containerID", handle.container_id},
+                  {"ifname", handle.ifname},
+                  {"node", handle.node},
+                  {"aid", handle.aid},
+                  {"addresses", std::move(addresses)}};
   if (!handle.pod.empty()) {
     StoredJson pod = StoredJson::object();
     if (!handle.pod.namespace_name.empty()) pod["namespace"] = handle.pod.namespace_name;
@@ -233,7 +237,8 @@ Result<Pool> DecodePool(std::string_view key, std::string_view value) {
   NG_ASSIGN_OR_RETURN(StoredJson j, ParseObject(key, value));
   const Reader top(key, j);
   NG_RETURN_IF_ERROR(top.Format());
-  NG_ASSIGN_OR_RETURN(const StoredJson* sets, Member(key, j, "rangeSets", &StoredJson::is_array, "a list"));
+  NG_ASSIGN_OR_RETURN(const StoredJson* sets,
+                      Member(key, j, "rangeSets", &StoredJson::is_array, "a list"));
   if (sets->empty() || sets->size() > 64) return Corrupt(key, "\"rangeSets\" holds 1 to 64 sets");
   Pool pool;
   for (const StoredJson& set_json : *sets) {
@@ -254,8 +259,8 @@ Result<Pool> DecodePool(std::string_view key, std::string_view value) {
       const int bits = spec.subnet->address().bit_length();
       if (static_cast<int>(size) > bits || static_cast<int>(size) < spec.subnet->length() ||
           static_cast<int>(size) < MinBlockSize(spec.subnet->family())) {
-        return Corrupt(key, "blockSize " + std::to_string(size) + " for " +
-                                spec.subnet->ToString());
+        return Corrupt(key,
+                       "blockSize " + std::to_string(size) + " for " + spec.subnet->ToString());
       }
       specs.push_back(spec);
       sizes.push_back(static_cast<int>(size));
@@ -302,12 +307,12 @@ Result<Block> DecodeBlock(std::string_view key, std::string_view value) {
                       Member(key, j, "allocations", &StoredJson::is_object, "an object"));
   for (const auto& [ordinal_text, entry] : allocations->items()) {
     uint64_t ordinal = 0;
-    const auto [end, ec] = std::from_chars(ordinal_text.data(),
-                                           ordinal_text.data() + ordinal_text.size(), ordinal);
+    const auto [end, ec] =
+        std::from_chars(ordinal_text.data(), ordinal_text.data() + ordinal_text.size(), ordinal);
     if (ec != std::errc() || end != ordinal_text.data() + ordinal_text.size() ||
         ordinal >= capacity || std::to_string(ordinal) != ordinal_text) {
-      return Corrupt(key, "allocation \"" + ordinal_text.substr(0, 40) +
-                              "\" is not an ordinal of the block");
+      return Corrupt(
+          key, "allocation \"" + ordinal_text.substr(0, 40) + "\" is not an ordinal of the block");
     }
     if (!entry.is_object()) return Corrupt(key, "an allocation is not an object");
     const Reader e(key, entry);

@@ -33,10 +33,15 @@ TEST(Records, EveryRecordRoundTrips) {
   ASSERT_TRUE(b.ok()) << b.error().msg;
   EXPECT_EQ(*b, block);
 
-  Handle handle{"net1", "abc", "eth0", "node-1", "0123456789abcdef",
+  Handle handle{"net1",
+                "abc",
+                "eth0",
+                "node-1",
+                "0123456789abcdef",
                 {{A("10.244.0.66"), P("10.244.0.64/26"), "node-1"},
                  {A("fd00:244::42"), P("fd00:244::40/122"), "node-2"}},
-                {"default", "web-1", "uid-1", "infra"}, "2026-12-06T05:00:00Z"};
+                {"default", "web-1", "uid-1", "infra"},
+                "2026-12-06T05:00:00Z"};
   auto h = DecodeHandle("k", EncodeHandle(handle));
   ASSERT_TRUE(h.ok()) << h.error().msg;
   EXPECT_EQ(*h, handle);

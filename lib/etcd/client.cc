@@ -59,8 +59,8 @@ Status Client::Authenticate(size_t i, Deadline deadline) {
       return Error(kErrTryAgainLater, endpoints_[i].url + ": authenticate: " + error.message);
     }
     // Wrong name or password, or auth not enabled: the same on every member.
-    return Error(kErrInvalidConfig, endpoints_[i].url + ": authenticate as \"" +
-                                        options_.username + "\": " + error.message);
+    return Error(kErrInvalidConfig, endpoints_[i].url + ": authenticate as \"" + options_.username +
+                                        "\": " + error.message);
   }
   NG_ASSIGN_OR_RETURN(token_, DecodeAuthenticateResponse(response.body));
   return OkStatus();
@@ -75,8 +75,7 @@ Result<HttpResponse> Client::Attempt(size_t i, const std::string& path, const st
     if (!connection_ || current_ != i) {
       connection_.reset();
       current_ = i;
-      const Deadline dial =
-          Earliest(deadline, Clock::now() + options_.dial_timeout);
+      const Deadline dial = Earliest(deadline, Clock::now() + options_.dial_timeout);
       NG_ASSIGN_OR_RETURN(connection_,
                           Connection::Open(endpoint, endpoint.tls ? tls_.get() : nullptr, dial));
     }
@@ -89,12 +88,11 @@ Result<HttpResponse> Client::Attempt(size_t i, const std::string& path, const st
     }
     const bool reused = connection_->used();
     ++requests_sent_;
-    auto response =
-        connection_->RoundTrip(FormatPost(endpoint.Authority(), path, body, token_), answer,
-                               options_.max_body);
+    auto response = connection_->RoundTrip(FormatPost(endpoint.Authority(), path, body, token_),
+                                           answer, options_.max_body);
     if (!response.ok()) {
-      const bool closed_meanwhile = reused && !connection_->timed_out() &&
-                                    response.error().code == kErrTryAgainLater;
+      const bool closed_meanwhile =
+          reused && !connection_->timed_out() && response.error().code == kErrTryAgainLater;
       connection_.reset();
       if (closed_meanwhile && fresh == 0) continue;
       return response.error();
@@ -142,10 +140,10 @@ Result<std::string> Client::Post(const std::string& path, const std::string& bod
         ++k;
         continue;
       }
-      const int code = error.code == static_cast<int>(GrpcCode::kPermissionDenied) ||
-                               error.unauthenticated()
-                           ? kErrInvalidConfig
-                           : kErrIo;
+      const int code =
+          error.code == static_cast<int>(GrpcCode::kPermissionDenied) || error.unauthenticated()
+              ? kErrInvalidConfig
+              : kErrIo;
       return Error(code, "etcd refused the request (" + endpoints_[i].url + "): " + error.message);
     }
     if (std::all_of(permanent.begin(), permanent.end(), [](bool p) { return p; })) {

@@ -49,6 +49,7 @@ Json RangeJson(const RangeRequest& r) {
   if (r.keys_only) j["keys_only"] = true;
   if (r.count_only) j["count_only"] = true;
   if (r.serializable) j["serializable"] = true;
+  if (r.revision > 0) j["revision"] = std::to_string(r.revision);
   return j;
 }
 
@@ -57,7 +58,8 @@ Json OpJson(const Op& op) {
     return {{"request_range", RangeJson(*range)}};
   }
   if (const auto* put = std::get_if<PutRequest>(&op)) {
-    return {{"request_put", {{"key", Base64Encode(put->key)}, {"value", Base64Encode(put->value)}}}};
+    return {
+        {"request_put", {{"key", Base64Encode(put->key)}, {"value", Base64Encode(put->value)}}}};
   }
   const auto& del = std::get<DeleteRequest>(op);
   Json j = {{"key", Base64Encode(del.key)}};
@@ -66,7 +68,8 @@ Json OpJson(const Op& op) {
 }
 
 Json CompareJson(const Compare& c) {
-  Json j = {{"key", Base64Encode(c.key)}, {"target", TargetName(c.target)}, {"result", OpName(c.op)}};
+  Json j = {
+      {"key", Base64Encode(c.key)}, {"target", TargetName(c.target)}, {"result", OpName(c.op)}};
   switch (c.target) {
     case Compare::Target::kVersion:
       j["version"] = std::to_string(c.number);

@@ -24,11 +24,12 @@ TEST(EncodeTxn, GatewayFieldsBase64AndStrings) {
   txn.compare.push_back(value);
   txn.success.push_back(PutRequest{"/k", "v"});
   txn.success.push_back(DeleteRequest{"/d", ""});
-  txn.failure.push_back(RangeRequest{.key = "/n/", .range_end = PrefixEnd("/n/"),
-                                     .keys_only = true, .serializable = true});
+  txn.failure.push_back(RangeRequest{
+      .key = "/n/", .range_end = PrefixEnd("/n/"), .keys_only = true, .serializable = true});
   const Json j = Json::parse(EncodeTxn(txn));
-  EXPECT_EQ(j["compare"][0],
-            Json::parse(R"({"key":"L2s=","target":"CREATE","result":"EQUAL","create_revision":"0"})"));
+  EXPECT_EQ(
+      j["compare"][0],
+      Json::parse(R"({"key":"L2s=","target":"CREATE","result":"EQUAL","create_revision":"0"})"));
   EXPECT_EQ(j["compare"][1],
             Json::parse(R"({"key":"L2I=","target":"MOD","result":"EQUAL","mod_revision":"155"})"));
   EXPECT_EQ(j["compare"][2],
@@ -76,9 +77,9 @@ TEST(DecodeTxnResponse, RefusesWhatEtcdNeverSends) {
   const char* bad[] = {
       "not json",
       "[]",
-      R"({"succeeded":true})",                                      // no response to the put
-      R"({"succeeded":true,"responses":[{},{}]})",                  // two responses to one op
-      R"({"succeeded":"yes","responses":[{}]})",                    // not a boolean
+      R"({"succeeded":true})",                      // no response to the put
+      R"({"succeeded":true,"responses":[{},{}]})",  // two responses to one op
+      R"({"succeeded":"yes","responses":[{}]})",    // not a boolean
       R"({"header":{"revision":"x3"},"succeeded":true,"responses":[{}]})",
       R"({"succeeded":true,"responses":[{"response_put":[]}]})",
   };
@@ -104,7 +105,8 @@ TEST(DecodeRangeResponse, KeyValuesAndNumbersAsStringsOrNumbers) {
 
 TEST(DecodeGatewayError, EtcdErrorsAndOthers) {
   GatewayError e = DecodeGatewayError(
-      503, R"({"error":"etcdserver: leader changed","message":"etcdserver: leader changed","code":14})");
+      503,
+      R"({"error":"etcdserver: leader changed","message":"etcdserver: leader changed","code":14})");
   EXPECT_EQ(e.code, 14);
   EXPECT_EQ(e.message, "etcdserver: leader changed");
   EXPECT_TRUE(e.retryable());

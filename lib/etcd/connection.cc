@@ -108,8 +108,8 @@ Result<std::vector<sockaddr_storage>> Addresses(const Endpoint& endpoint) {
   const std::string port = std::to_string(endpoint.port);
   const int rc = ::getaddrinfo(endpoint.host.c_str(), port.c_str(), &hints, &list);
   if (rc != 0) {
-    return Transient(endpoint.url, std::string("cannot resolve ") + endpoint.host + ": " +
-                                       ::gai_strerror(rc));
+    return Transient(endpoint.url,
+                     std::string("cannot resolve ") + endpoint.host + ": " + ::gai_strerror(rc));
   }
   std::vector<sockaddr_storage> out;
   for (addrinfo* a = list; a != nullptr; a = a->ai_next) {
@@ -135,7 +135,8 @@ Result<sys::UniqueFd> ConnectTo(const sockaddr_storage& address, const std::stri
   if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), length) != 0) {
     if (errno != EINPROGRESS) return Transient(peer, "connect: " + ErrnoText(errno));
     if (!WaitFor(fd.get(), POLLOUT, deadline)) {
-      return Transient(peer, errno == ETIMEDOUT ? "connect: timed out" : "connect: " + ErrnoText(errno));
+      return Transient(peer,
+                       errno == ETIMEDOUT ? "connect: timed out" : "connect: " + ErrnoText(errno));
     }
     int error = 0;
     socklen_t size = sizeof(error);
@@ -203,9 +204,8 @@ Status Connection::Handshake(const Endpoint& endpoint, TlsContext& tls, Deadline
     if (verify != X509_V_OK) {
       ERR_clear_error();
       // Not a member's passing trouble: this CA or this name will never verify.
-      return Error(kErrInvalidConfig,
-                   peer_ + ": TLS: the server's certificate does not verify (" +
-                       X509_verify_cert_error_string(verify) + ")");
+      return Error(kErrInvalidConfig, peer_ + ": TLS: the server's certificate does not verify (" +
+                                          X509_verify_cert_error_string(verify) + ")");
     }
     const std::string detail = error == SSL_ERROR_SYSCALL && ERR_peek_error() == 0
                                    ? (errno != 0 ? ErrnoText(errno) : "connection closed")

@@ -33,18 +33,12 @@ TEST(ParseEndpoint, Forms) {
 
 TEST(ParseEndpoint, RefusesWithTheReason) {
   const std::pair<const char*, const char*> cases[] = {
-      {"127.0.0.1:2379", "scheme"},
-      {"ftp://127.0.0.1:2379", "scheme"},
-      {"https://127.0.0.1:0", "port"},
-      {"https://127.0.0.1:65536", "port"},
-      {"https://127.0.0.1:", "port"},
-      {"https://127.0.0.1:23x", "port"},
-      {"https://127.0.0.1:2379/v3", "path"},
-      {"https://user@127.0.0.1:2379", "user info"},
-      {"https://fd00::5:2379", "brackets"},
-      {"https://[10.0.0.1]:2379", "IPv6"},
-      {"https://[fd00::5", "unterminated"},
-      {"https://", "host"},
+      {"127.0.0.1:2379", "scheme"},          {"ftp://127.0.0.1:2379", "scheme"},
+      {"https://127.0.0.1:0", "port"},       {"https://127.0.0.1:65536", "port"},
+      {"https://127.0.0.1:", "port"},        {"https://127.0.0.1:23x", "port"},
+      {"https://127.0.0.1:2379/v3", "path"}, {"https://user@127.0.0.1:2379", "user info"},
+      {"https://fd00::5:2379", "brackets"},  {"https://[10.0.0.1]:2379", "IPv6"},
+      {"https://[fd00::5", "unterminated"},  {"https://", "host"},
       {"https://bad host:2379", "neither"},
   };
   for (const auto& [url, why] : cases) {

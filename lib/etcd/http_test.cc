@@ -25,7 +25,8 @@ TEST(FormatPost, RequestLineHeadersBody) {
 
 TEST(ResponseParser, ContentLengthInAnyPieces) {
   const std::string text =
-      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"a\":\"bcd\"}";
+      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+      "11\r\n\r\n{\"a\":\"bcd\"}";
   for (size_t step : {1u, 3u, 7u, 1000u}) {
     auto r = Parse(text, step);
     ASSERT_TRUE(r.ok()) << r.error().msg;
@@ -80,10 +81,9 @@ TEST(ResponseParser, RefusesWhatIsNotHttpOrTooLarge) {
   auto big = Parse("HTTP/1.1 200 OK\r\nContent-Length: 2000\r\n\r\n", 100, 1000);
   ASSERT_FALSE(big.ok());
   EXPECT_NE(big.error().msg.find("2000 bytes"), std::string::npos) << big.error().msg;
-  auto big_chunks = Parse(
-      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3e8\r\n" + std::string(1000, 'a') +
-          "\r\n3e8\r\n",
-      100, 1500);
+  auto big_chunks = Parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3e8\r\n" +
+                              std::string(1000, 'a') + "\r\n3e8\r\n",
+                          100, 1500);
   EXPECT_FALSE(big_chunks.ok());
   EXPECT_FALSE(Parse(std::string(70000, 'a'), 1000).ok());
 }

@@ -62,6 +62,8 @@ struct RangeRequest {
   // Answered by the member from its own state without asking the leader: cheaper, possibly a
   // little behind. Only for reads whose result a later compare re-checks.
   bool serializable = false;
+  // Read the store as it was at this revision (0: now), for a consistent read in pages.
+  int64_t revision = 0;
   bool operator==(const RangeRequest&) const = default;
 };
 

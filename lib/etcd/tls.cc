@@ -93,7 +93,8 @@ Result<std::unique_ptr<TlsContext>> TlsContext::Create(const TlsFiles& files) {
 
   NG_ASSIGN_OR_RETURN(std::vector<X509Ptr> chain, Certificates("etcd.certFile", files.cert_file));
   if (SSL_CTX_use_certificate(raw, chain.front().get()) != 1) {
-    return Error(kErrInvalidConfig, "etcd.certFile " + files.cert_file + ": " + TakeOpenSslErrors());
+    return Error(kErrInvalidConfig,
+                 "etcd.certFile " + files.cert_file + ": " + TakeOpenSslErrors());
   }
   for (size_t i = 1; i < chain.size(); ++i) {
     if (SSL_CTX_add1_chain_cert(raw, chain[i].get()) != 1) {

@@ -50,7 +50,7 @@ bool FakeKv::CompareLocked(const etcd::Compare& c) const {
         return cmp < 0;
     }
   }
-  const int64_t actual = c.target == etcd::Compare::Target::kVersion ? kv.version
+  const int64_t actual = c.target == etcd::Compare::Target::kVersion  ? kv.version
                          : c.target == etcd::Compare::Target::kCreate ? kv.create_revision
                                                                       : kv.mod_revision;
   switch (c.op) {
