@@ -7,6 +7,8 @@
 #
 #   etcd_cluster.sh start DIR [MEMBERS]   # DIR/endpoints: one https URL per line;
 #                                         # DIR/pki/{ca,client}.{crt,key}; DIR/m<i>.{pid,log}
+#   etcd_cluster.sh plan DIR [MEMBERS]    # as start, but only writes DIR/m<i>.args, each
+#                                         # member's command line (one argument per line)
 #   etcd_cluster.sh restart DIR I         # member I again, on its ports and data (after kill -9)
 #   etcd_cluster.sh stop DIR              # every member: SIGTERM, then SIGKILL after 1 s
 #
@@ -14,8 +16,8 @@
 # machine's disk). ETCD_EXTRA_FLAGS is appended to every member's command line.
 set -euo pipefail
 
-cmd="${1:?usage: etcd_cluster.sh start|restart|stop DIR [ARG]}"
-DIR="${2:?usage: etcd_cluster.sh start|restart|stop DIR [ARG]}"
+cmd="${1:?usage: etcd_cluster.sh start|plan|restart|stop DIR [ARG]}"
+DIR="${2:?usage: etcd_cluster.sh start|plan|restart|stop DIR [ARG]}"
 
 make_pki() {
   local pki="$DIR/pki"
@@ -58,13 +60,14 @@ data_dir() {
   echo "$root/m$1.data"
 }
 
-# Starts member $1 in the background, in its own session; records its PID.
-run_member() {
+# Member $1's command line, one argument per line (DIR/m<i>.args): what `start` and
+# `restart` run, and what tests/cluster_ipam/etcd_cluster.cc runs itself as its own children.
+member_args() {
   local i="$1" client_port peer_port
   read -r client_port peer_port <"$DIR/m$i.ports"
   local pki="$DIR/pki"
   # shellcheck disable=SC2086  # ETCD_EXTRA_FLAGS is a list of flags
-  setsid etcd --name "m$i" --data-dir "$(data_dir "$i")" \
+  printf '%s\n' etcd --name "m$i" --data-dir "$(data_dir "$i")" \
     --listen-client-urls "https://127.0.0.1:$client_port" \
     --advertise-client-urls "https://127.0.0.1:$client_port" \
     --listen-peer-urls "https://127.0.0.1:$peer_port" \
@@ -74,8 +77,31 @@ run_member() {
     --cert-file "$pki/server.crt" --key-file "$pki/server.key" --trusted-ca-file "$pki/ca.crt" \
     --client-cert-auth --peer-cert-file "$pki/server.crt" --peer-key-file "$pki/server.key" \
     --peer-trusted-ca-file "$pki/ca.crt" --peer-client-cert-auth \
-    --logger zap --log-outputs "$DIR/m$i.log" ${ETCD_EXTRA_FLAGS:-} \
-    </dev/null >>"$DIR/m$i.out" 2>&1 &
+    --logger zap --log-outputs "$DIR/m$i.log" ${ETCD_EXTRA_FLAGS:-}
+}
+
+# Ports, tokens and every member's command line (DIR/m<i>.args); removes old member data.
+plan() {
+  local members="$1" c p cluster=""
+  read -r -a ports <<<"$(free_ports $((2 * members)))"
+  : >"$DIR/endpoints"
+  for i in $(seq 1 "$members"); do
+    c="${ports[$((2 * i - 2))]}" p="${ports[$((2 * i - 1))]}"
+    echo "$c $p" >"$DIR/m$i.ports"
+    echo "https://127.0.0.1:$c" >>"$DIR/endpoints"
+    cluster="${cluster:+$cluster,}m$i=https://127.0.0.1:$p"
+    rm -rf "$(data_dir "$i")"
+  done
+  echo "$cluster" >"$DIR/initial-cluster"
+  echo "ng-$$-$RANDOM-$SECONDS" >"$DIR/token"
+  for i in $(seq 1 "$members"); do member_args "$i" >"$DIR/m$i.args"; done
+}
+
+# Starts member $1 in the background, in its own session; records its PID.
+run_member() {
+  local i="$1"
+  mapfile -t args <"$DIR/m$i.args"
+  setsid "${args[@]}" </dev/null >>"$DIR/m$i.out" 2>&1 &
   echo $! >"$DIR/m$i.pid"
 }
 
@@ -126,18 +152,7 @@ case "$cmd" in
     [ -f "$DIR/pki/ca.crt" ] || make_pki
     # Another process may take a port between its pick and etcd's bind: pick again then.
     for try in 1 2 3; do
-      read -r -a ports <<<"$(free_ports $((2 * members)))"
-      : >"$DIR/endpoints"
-      cluster=""
-      for i in $(seq 1 "$members"); do
-        c="${ports[$((2 * i - 2))]}" p="${ports[$((2 * i - 1))]}"
-        echo "$c $p" >"$DIR/m$i.ports"
-        echo "https://127.0.0.1:$c" >>"$DIR/endpoints"
-        cluster="${cluster:+$cluster,}m$i=https://127.0.0.1:$p"
-        rm -rf "$(data_dir "$i")"
-      done
-      echo "$cluster" >"$DIR/initial-cluster"
-      echo "ng-$$-$RANDOM-$try" >"$DIR/token"
+      plan "$members"
       for i in $(seq 1 "$members"); do run_member "$i"; done
       if wait_healthy 30; then exit 0; fi
       if ! grep -qs "address already in use" "$DIR"/m*.log "$DIR"/m*.out; then break; fi
@@ -147,6 +162,11 @@ case "$cmd" in
     stop_all
     tail -n 5 "$DIR"/m*.out >&2 2>/dev/null || true
     exit 1
+    ;;
+  plan)
+    mkdir -p "$DIR"
+    [ -f "$DIR/pki/ca.crt" ] || make_pki
+    plan "${3:-3}"
     ;;
   restart)
     i="${3:?member number}"
