@@ -47,11 +47,10 @@ Result<Snapshot> ReadSnapshot(etcd::Kv& kv, const Keys& keys, const std::string&
   const std::string end = etcd::PrefixEnd(root);
   std::string from = root;
   for (;;) {
-    NG_ASSIGN_OR_RETURN(etcd::RangeResponse page,
-                        kv.Range(RangeRequest{.key = from,
-                                              .range_end = end,
-                                              .limit = kPage,
-                                              .revision = snapshot.revision}));
+    NG_ASSIGN_OR_RETURN(
+        etcd::RangeResponse page,
+        kv.Range(RangeRequest{
+            .key = from, .range_end = end, .limit = kPage, .revision = snapshot.revision}));
     if (snapshot.revision == 0) snapshot.revision = page.revision;
     for (const auto& kv_entry : page.kvs) {
       const std::string& key = kv_entry.key;
@@ -135,8 +134,8 @@ Usage Summarize(const Snapshot& snapshot, const Pool& configured) {
     for (const auto& [ordinal, a] : b.block.allocations) {
       if (!a.node.empty() && a.node != b.node) {
         ++row.lent;
-        usage.borrowed.push_back({AddressAt(b.block.block, ordinal), b.block.block, b.node,
-                                  a.node, a.handle});
+        usage.borrowed.push_back(
+            {AddressAt(b.block.block, ordinal), b.block.block, b.node, a.node, a.handle});
         ++nodes[a.node].borrowed;
       }
     }
@@ -174,9 +173,9 @@ std::vector<Problem> FindProblems(const Snapshot& snapshot, const Pool& configur
     problems.push_back({"unreadable", u.substr(0, u.find(": ")), u});
   }
   if (snapshot.pool && !SamePool(*snapshot.pool, configured)) {
-    problems.push_back({"pool-differs", "pool",
-                        "stored: " + DescribePool(*snapshot.pool) +
-                            "; configured: " + DescribePool(configured)});
+    problems.push_back(
+        {"pool-differs", "pool",
+         "stored: " + DescribePool(*snapshot.pool) + "; configured: " + DescribePool(configured)});
   }
   std::map<std::string, const Snapshot::HandleEntry*> handles;
   for (const auto& h : snapshot.handles) handles[h.handle.name()] = &h;
@@ -197,21 +196,22 @@ std::vector<Problem> FindProblems(const Snapshot& snapshot, const Pool& configur
     if (claim == claims.end()) {
       problems.push_back({"claim-mismatch", cidr.ToString(), b.key + " has no claim"});
     } else if (claim->second->claim.node != b.node) {
-      problems.push_back({"claim-mismatch", cidr.ToString(),
-                          "claimed by " + claim->second->claim.node + ", held under node " + b.node});
+      problems.push_back(
+          {"claim-mismatch", cidr.ToString(),
+           "claimed by " + claim->second->claim.node + ", held under node " + b.node});
     }
     for (const auto& [ordinal, a] : b.block.allocations) {
       const net::IpAddress ip = AddressAt(cidr, ordinal);
       holders[ip].insert(a.handle);
       const auto h = handles.find(a.handle);
       if (h == handles.end()) {
-        problems.push_back({"orphan-entry", ip.ToString(),
-                            "block " + cidr.ToString() + " gives it to " + a.handle +
-                                ", which has no handle"});
+        problems.push_back(
+            {"orphan-entry", ip.ToString(),
+             "block " + cidr.ToString() + " gives it to " + a.handle + ", which has no handle"});
       } else if (h->second->handle.aid != a.aid) {
-        problems.push_back({"orphan-entry", ip.ToString(),
-                            "block " + cidr.ToString() + " gives it to an earlier allocation of " +
-                                a.handle});
+        problems.push_back(
+            {"orphan-entry", ip.ToString(),
+             "block " + cidr.ToString() + " gives it to an earlier allocation of " + a.handle});
       }
     }
   }
@@ -230,7 +230,8 @@ std::vector<Problem> FindProblems(const Snapshot& snapshot, const Pool& configur
     }
   }
   std::set<std::string> indexed;
-  for (const auto& i : snapshot.index) indexed.insert(i.node + "/" + i.container_id + "/" + i.ifname);
+  for (const auto& i : snapshot.index)
+    indexed.insert(i.node + "/" + i.container_id + "/" + i.ifname);
   for (const auto& h : snapshot.handles) {
     const Handle& handle = h.handle;
     for (const auto& a : handle.addresses) {
@@ -256,9 +257,9 @@ std::vector<Problem> FindProblems(const Snapshot& snapshot, const Pool& configur
         !inputs.live->count(handle.name())) {
       std::string ips;
       for (const auto& a : handle.addresses) ips += (ips.empty() ? "" : ",") + a.ip.ToString();
-      problems.push_back({"leaked", handle.name(),
-                          "node " + handle.node + "'s runtime has no such attachment; holds " +
-                              ips});
+      problems.push_back(
+          {"leaked", handle.name(),
+           "node " + handle.node + "'s runtime has no such attachment; holds " + ips});
     }
     if (inputs.nodes && !inputs.nodes->count(handle.node)) {
       problems.push_back({"node-gone", handle.name(), "of node " + handle.node});
@@ -292,10 +293,11 @@ Result<NodeRelease> ReleaseNode(etcd::Kv& kv, const ClusterConfig& cfg, const st
   const Keys keys = cfg.keys();
   NodeRelease out;
   if (with_handles) {
-    NG_ASSIGN_OR_RETURN(etcd::RangeResponse index,
-                        kv.Range(RangeRequest{.key = keys.NodeHandlesPrefix(node),
-                                              .range_end = etcd::PrefixEnd(keys.NodeHandlesPrefix(node)),
-                                              .keys_only = true}));
+    NG_ASSIGN_OR_RETURN(
+        etcd::RangeResponse index,
+        kv.Range(RangeRequest{.key = keys.NodeHandlesPrefix(node),
+                              .range_end = etcd::PrefixEnd(keys.NodeHandlesPrefix(node)),
+                              .keys_only = true}));
     ClusterConfig as_node = cfg;
     as_node.node_name = node;
     for (const auto& entry : index.kvs) {
@@ -306,9 +308,10 @@ Result<NodeRelease> ReleaseNode(etcd::Kv& kv, const ClusterConfig& cfg, const st
       out.released_handles.push_back(handle->first + "/" + handle->second);
     }
   }
-  NG_ASSIGN_OR_RETURN(etcd::RangeResponse blocks,
-                      kv.Range(RangeRequest{.key = keys.NodeBlocksPrefix(node),
-                                            .range_end = etcd::PrefixEnd(keys.NodeBlocksPrefix(node))}));
+  NG_ASSIGN_OR_RETURN(
+      etcd::RangeResponse blocks,
+      kv.Range(RangeRequest{.key = keys.NodeBlocksPrefix(node),
+                            .range_end = etcd::PrefixEnd(keys.NodeBlocksPrefix(node))}));
   for (const auto& entry : blocks.kvs) {
     NG_ASSIGN_OR_RETURN(Block block, DecodeBlock(entry.key, entry.value));
     // Which entries belong to a live handle (one that exists and carries the entry's id)?
@@ -331,11 +334,9 @@ Result<NodeRelease> ReleaseNode(etcd::Kv& kv, const ClusterConfig& cfg, const st
         continue;
       }
       NG_ASSIGN_OR_RETURN(Handle handle, DecodeHandle(found->kvs[0].key, found->kvs[0].value));
-      const bool holds = std::any_of(block.allocations.begin(), block.allocations.end(),
-                                     [&](const auto& e) {
-                                       return e.second.handle == names[i] &&
-                                              e.second.aid == handle.aid;
-                                     });
+      const bool holds = std::any_of(
+          block.allocations.begin(), block.allocations.end(),
+          [&](const auto& e) { return e.second.handle == names[i] && e.second.aid == handle.aid; });
       if (holds) {
         live += (live.empty() ? "" : ", ") + names[i];
       } else {
@@ -389,8 +390,8 @@ Result<std::vector<ImportEntry>> ReadHostLocalState(const std::string& data_dir,
     if (!content.ok()) continue;
     const auto owner = DecodeOwner(*content);
     if (!owner) continue;  // a crash leftover holds no owner
-    out.push_back({CanonicalIp(*ip), owner->container_id,
-                   owner->legacy() ? legacy_ifname : owner->ifname});
+    out.push_back(
+        {CanonicalIp(*ip), owner->container_id, owner->legacy() ? legacy_ifname : owner->ifname});
   }
   return out;
 }

@@ -65,10 +65,10 @@ Result<Snapshot> ReadSnapshot(etcd::Kv& kv, const Keys& keys, const std::string&
 struct Usage {
   struct SetRow {
     size_t set = 0;
-    std::string ranges;       // "10.244.0.0/16 blockSize 26"
-    uint64_t blocks = 0;      // blocks of the set (capped as pool.h says)
-    uint64_t claimed = 0;     // claimed blocks
-    uint64_t addresses = 0;   // usable addresses in claimed blocks
+    std::string ranges;      // "10.244.0.0/16 blockSize 26"
+    uint64_t blocks = 0;     // blocks of the set (capped as pool.h says)
+    uint64_t claimed = 0;    // claimed blocks
+    uint64_t addresses = 0;  // usable addresses in claimed blocks
     uint64_t allocated = 0;
   };
   struct NodeRow {

@@ -303,42 +303,54 @@ Result<bool> Allocator::Borrow(size_t set_index, View& view, Plan& plan,
   return false;
 }
 
-Result<std::vector<AddressInRange>> Allocator::Confirm(const Handle& handle, View& view) {
-  std::vector<std::pair<size_t, AddressInRange>> out;
+Result<std::optional<std::vector<AddressInRange>>> Allocator::Confirm(const Handle& handle,
+                                                                      View& view) {
+  const std::string handle_key = keys_.Handle(handle.container_id, handle.ifname);
   std::vector<std::pair<std::string, net::IpPrefix>> missing;
   for (const auto& a : handle.addresses) {
     const std::string key = keys_.NodeBlock(a.block_node, a.block);
     if (!view.blocks.count(key)) missing.emplace_back(key, a.block);
   }
   if (!missing.empty()) {
-    NG_ASSIGN_OR_RETURN(std::vector<Versioned<Block>> blocks, ReadBlocks(missing, false));
+    // Other nodes' blocks, read with the handle itself: both as of one revision.
+    TxnRequest read;
+    read.success.push_back(Key(handle_key));
+    for (const auto& [key, block] : missing) read.success.push_back(Key(key));
+    NG_ASSIGN_OR_RETURN(etcd::TxnResponse response, kv_.Txn(read));
+    const auto* now = response.RangeAt(0);
+    if (now == nullptr || now->kvs.empty() || now->kvs[0].mod_revision != view.handle_revision) {
+      return std::optional<std::vector<AddressInRange>>();
+    }
     for (size_t i = 0; i < missing.size(); ++i) {
-      if (blocks[i].revision == 0) {
+      const auto* range = response.RangeAt(i + 1);
+      if (range == nullptr || range->kvs.empty()) {
         return Error(kErrStoreCorrupt,
-                     keys_.Handle(handle.container_id, handle.ifname) + ": its block " +
-                         missing[i].second.ToString() + " is not in etcd",
+                     handle_key + ": its block " + missing[i].second.ToString() + " is not in etcd",
                      "run nodegate ipam check");
       }
-      NG_ASSIGN_OR_RETURN(Place place, PlaceOfBlock(missing[i].first, missing[i].second));
-      view.blocks[missing[i].first] = View::BlockState{blocks[i].value, blocks[i].revision, place};
+      NG_ASSIGN_OR_RETURN(Block block, DecodeBlock(range->kvs[0].key, range->kvs[0].value));
+      NG_ASSIGN_OR_RETURN(Place place, PlaceOfBlock(missing[i].first, block.block));
+      view.blocks[missing[i].first] =
+          View::BlockState{std::move(block), range->kvs[0].mod_revision, place};
     }
   }
+  std::vector<std::pair<size_t, AddressInRange>> out;
   for (const auto& a : handle.addresses) {
     const auto& state = view.blocks[keys_.NodeBlock(a.block_node, a.block)];
     const auto entry = state.block.allocations.find(OrdinalOf(a.block, a.ip));
     if (entry == state.block.allocations.end() || entry->second.aid != handle.aid ||
         entry->second.handle != handle.name()) {
-      return Error(kErrStoreCorrupt,
-                   keys_.Handle(handle.container_id, handle.ifname) + " holds " + a.ip.ToString() +
-                       ", which its block does not record for it",
-                   "run nodegate ipam check");
+      return Error(
+          kErrStoreCorrupt,
+          handle_key + " holds " + a.ip.ToString() + ", which its block does not record for it",
+          "run nodegate ipam check");
     }
     out.emplace_back(state.place.set, AddressInRange{a.ip, &RangeOf(state.place)});
   }
   std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   std::vector<AddressInRange> addresses;
   for (auto& [set, a] : out) addresses.push_back(a);
-  return addresses;
+  return std::optional<std::vector<AddressInRange>>(std::move(addresses));
 }
 
 Result<std::optional<std::vector<AddressInRange>>> Allocator::Commit(
@@ -494,7 +506,10 @@ Result<std::vector<AddressInRange>> Allocator::Assign(const std::string& contain
     }
     if (plan.added.empty()) {
       if (!view.handle) return std::vector<AddressInRange>{};
-      return Confirm(*view.handle, view);
+      NG_ASSIGN_OR_RETURN(auto confirmed, Confirm(*view.handle, view));
+      if (confirmed) return std::move(*confirmed);
+      NG_ASSIGN_OR_RETURN(view, Read(container_id, ifname, /*serializable=*/false));
+      continue;
     }
     NG_ASSIGN_OR_RETURN(auto committed, Commit(view, plan, container_id, ifname, aid));
     if (committed) return std::move(*committed);
@@ -522,7 +537,10 @@ Result<std::vector<AddressInRange>> Allocator::Add(const std::string& container_
       }
       if (std::all_of(covered.begin(), covered.end(), [](bool c) { return c; })) {
         cni::LogInfo("cluster-ipam: {} already holds its addresses (idempotent ADD)", handle_key);
-        return Confirm(*view.handle, view);
+        NG_ASSIGN_OR_RETURN(auto confirmed, Confirm(*view.handle, view));
+        if (confirmed) return std::move(*confirmed);
+        NG_ASSIGN_OR_RETURN(view, Read(container_id, ifname, /*serializable=*/false));
+        continue;
       }
     }
     const std::string aid = view.handle ? view.handle->aid : fresh_aid;
@@ -661,13 +679,21 @@ Status Allocator::Release(const std::string& container_id, const std::string& if
 
 Status Allocator::Check(const std::string& container_id, const std::string& ifname,
                         const std::optional<cni::CniResult>& prev_result) {
-  NG_ASSIGN_OR_RETURN(View view, Read(container_id, ifname, /*serializable=*/false));
-  NG_RETURN_IF_ERROR(CheckPool(view));
-  if (!view.handle) {
-    return Error(kErrCheckFailed, "cluster-ipam: container " + container_id + " (" + ifname +
-                                      ") holds no address in network " + cfg_.network_name);
+  std::vector<AddressInRange> held;
+  for (int attempt = 0;; ++attempt) {
+    NG_ASSIGN_OR_RETURN(View view, Read(container_id, ifname, /*serializable=*/false));
+    NG_RETURN_IF_ERROR(CheckPool(view));
+    if (!view.handle) {
+      return Error(kErrCheckFailed, "cluster-ipam: container " + container_id + " (" + ifname +
+                                        ") holds no address in network " + cfg_.network_name);
+    }
+    NG_ASSIGN_OR_RETURN(auto confirmed, Confirm(*view.handle, view));
+    if (confirmed) {
+      held = std::move(*confirmed);
+      break;
+    }
+    if (attempt + 1 == kMaxAttempts) return TooManyConflicts("CHECK");
   }
-  NG_ASSIGN_OR_RETURN(std::vector<AddressInRange> held, Confirm(*view.handle, view));
   if (!prev_result) return OkStatus();
   std::vector<net::IpAddress> in_result;
   for (const auto& ip : prev_result->ips) {

@@ -88,7 +88,9 @@ class Allocator {
   Result<View> Read(const std::string& container_id, const std::string& ifname, bool serializable);
   Status DecodeNodeBlocks(const etcd::RangeResponse& range, View& view);
   Status CheckPool(const View& view) const;
-  Result<std::vector<AddressInRange>> Confirm(const Handle& handle, View& view);
+  // The handle's addresses, each confirmed in its block as of one revision. nullopt: the
+  // handle changed since `view` was read (read again).
+  Result<std::optional<std::vector<AddressInRange>>> Confirm(const Handle& handle, View& view);
   // Claims some free block of `set` for this node. false: none is free. true: claimed, or
   // lost to a concurrent claimer (read the node's blocks again either way).
   Result<bool> ClaimBlock(size_t set, View& view);

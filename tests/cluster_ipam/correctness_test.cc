@@ -37,7 +37,8 @@ EtcdCluster* CorrectnessTest::etcd_ = nullptr;
 TEST_F(CorrectnessTest, TenNodesAllocatingAtOnceNeverShareAnAddressOrABlock) {
   constexpr int kNodes = 10, kPerNode = 30;
   auto conf = [](int node) {
-    return C({.network = "many", .node = "node-" + std::to_string(node),
+    return C({.network = "many",
+              .node = "node-" + std::to_string(node),
               .ranges = R"([[{"subnet":"10.50.0.0/20","blockSize":27}]])"});
   };
   const auto adds = InParallel(kNodes * kPerNode, 8, [&](int i) {
@@ -94,14 +95,14 @@ TEST_F(CorrectnessTest, BorrowsWhenThePoolHasNoFreeBlockUnlessStrict) {
   // Four /28 blocks; four nodes claim one each, the fifth can only borrow.
   const std::string ranges = R"([[{"subnet":"10.51.0.0/26","blockSize":28}]])";
   for (int n = 1; n <= 4; ++n) {
-    const auto out = Cni("ADD", C({.network = "borrow", .node = "n" + std::to_string(n),
-                                   .ranges = ranges}),
-                         "own" + std::to_string(n));
+    const auto out =
+        Cni("ADD", C({.network = "borrow", .node = "n" + std::to_string(n), .ranges = ranges}),
+            "own" + std::to_string(n));
     ASSERT_EQ(out.exit_code, 0) << out.out;
   }
-  const auto strict = Cni("ADD", C({.network = "borrow", .node = "n5", .ranges = ranges,
-                                    .strict_affinity = true}),
-                          "strict");
+  const auto strict =
+      Cni("ADD", C({.network = "borrow", .node = "n5", .ranges = ranges, .strict_affinity = true}),
+          "strict");
   EXPECT_EQ(strict.exit_code, 1);
   EXPECT_EQ(ErrorCode(strict), 101) << strict.out;
   const std::string n5 = C({.network = "borrow", .node = "n5", .ranges = ranges});
@@ -120,17 +121,21 @@ TEST_F(CorrectnessTest, BorrowsWhenThePoolHasNoFreeBlockUnlessStrict) {
 }
 
 TEST_F(CorrectnessTest, ExhaustionIsACleanErrorThatChangesNothing) {
-  const std::string conf = C({.network = "tiny", .ranges = R"([[{"subnet":"10.52.0.0/29","blockSize":29}]])"});
+  const std::string conf =
+      C({.network = "tiny", .ranges = R"([[{"subnet":"10.52.0.0/29","blockSize":29}]])"});
   for (int i = 0; i < 5; ++i) ASSERT_EQ(Cni("ADD", conf, "t" + std::to_string(i)).exit_code, 0);
   const auto before = Keys("tiny");
   const auto full = Cni("ADD", conf, "t5");
   EXPECT_EQ(full.exit_code, 1);
   EXPECT_EQ(ErrorCode(full), 101);
-  EXPECT_EQ(Json::parse(full.out)["msg"], "no IP addresses available in range set: 10.52.0.1-10.52.0.6")
+  EXPECT_EQ(Json::parse(full.out)["msg"],
+            "no IP addresses available in range set: 10.52.0.1-10.52.0.6")
       << full.out;
   EXPECT_EQ(Keys("tiny"), before);
-  const auto status = Cni("STATUS", C({.version = "1.1.0", .network = "tiny",
-                                       .ranges = R"([[{"subnet":"10.52.0.0/29","blockSize":29}]])"}),
+  const auto status = Cni("STATUS",
+                          C({.version = "1.1.0",
+                             .network = "tiny",
+                             .ranges = R"([[{"subnet":"10.52.0.0/29","blockSize":29}]])"}),
                           "");
   EXPECT_EQ(ErrorCode(status), 50) << status.out;
   ASSERT_EQ(Cni("DEL", conf, "t3").exit_code, 0);
@@ -170,14 +175,14 @@ TEST_F(CorrectnessTest, GcReleasesThisNodesAttachmentsNotInTheList) {
     const size_t at = key.find("/gc/handles/");
     if (at != std::string::npos) handles.insert(key.substr(at + 12));
   }
-  EXPECT_EQ(handles, (std::set<std::string>{"a/eth0", "a/net1", "c/eth0", "e/eth0", "x/eth0",
-                                            "y/eth0"}));
+  EXPECT_EQ(handles,
+            (std::set<std::string>{"a/eth0", "a/net1", "c/eth0", "e/eth0", "x/eth0", "y/eth0"}));
   EXPECT_EQ(ProblemKinds(n1), std::vector<std::string>{});
 }
 
 TEST_F(CorrectnessTest, DualStackGivesOneAddressPerFamilyAndCheckConfirmsIt) {
-  const std::string conf = C({.network = "dual",
-                              .ranges = R"([[{"subnet":"10.53.0.0/16","blockSize":26}],
+  const std::string conf =
+      C({.network = "dual", .ranges = R"([[{"subnet":"10.53.0.0/16","blockSize":26}],
                                             [{"subnet":"fd00:53::/48","blockSize":122}]])"});
   const auto add = Cni("ADD", conf, "ds");
   ASSERT_EQ(add.exit_code, 0) << add.out;
@@ -234,10 +239,9 @@ TEST_F(CorrectnessTest, EveryCniVersion) {
 
 TEST_F(CorrectnessTest, StatusSaysWhenNoEndpointAnswers) {
   // A port nothing listens on (the first member's peer port is etcd's, but not its gateway).
-  const auto out = Cni("STATUS",
-                       C({.network = "status", .timeout = "1s",
-                          .endpoints = {"https://127.0.0.1:1"}}),
-                       "");
+  const auto out =
+      Cni("STATUS", C({.network = "status", .timeout = "1s", .endpoints = {"https://127.0.0.1:1"}}),
+          "");
   EXPECT_EQ(out.exit_code, 1);
   EXPECT_EQ(ErrorCode(out), 50) << out.out;
   EXPECT_NE(out.out.find("127.0.0.1:1"), std::string::npos) << out.out;

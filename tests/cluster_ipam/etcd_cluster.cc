@@ -51,8 +51,8 @@ EtcdCluster::EtcdCluster(int members, const std::string& data_root) : data_root_
   dir_ = tmpl;
   for (int attempt = 0; attempt < 3; ++attempt) {
     const std::string env = data_root_.empty() ? "" : "ETCD_DATA_ROOT=" + Quote(data_root_) + " ";
-    const auto planned = nodegate::testing::RunCommand(
-        env + "bash " + Script() + " plan " + Quote(dir_) + " " + std::to_string(members));
+    const auto planned = nodegate::testing::RunCommand(env + "bash " + Script() + " plan " +
+                                                       Quote(dir_) + " " + std::to_string(members));
     if (planned.exit_code != 0) {
       failure_ = "etcd_cluster.sh plan: " + planned.output;
       return;
@@ -66,9 +66,8 @@ EtcdCluster::EtcdCluster(int members, const std::string& data_root) : data_root_
       return;
     }
     // A port picked free may have been taken before etcd bound it: plan again then.
-    const auto taken = nodegate::testing::RunCommand("grep -ls 'address already in use' " +
-                                                     Quote(dir_) + "/m*.out " + Quote(dir_) +
-                                                     "/m*.log");
+    const auto taken = nodegate::testing::RunCommand(
+        "grep -ls 'address already in use' " + Quote(dir_) + "/m*.out " + Quote(dir_) + "/m*.log");
     for (int m = 1; m <= members; ++m) Kill(m);
     failure_ = "etcd did not become healthy: " +
                nodegate::testing::RunCommand("tail -n 3 " + Quote(dir_) + "/m*.out").output;
@@ -115,11 +114,12 @@ void EtcdCluster::Kill(int member) {
   pid = -1;
 }
 
-bool EtcdCluster::Restart(int member) {
+bool EtcdCluster::Relaunch(int member) {
   Kill(member);
-  if (!StartMember(member)) return false;
-  return WaitHealthy(30);
+  return StartMember(member);
 }
+
+bool EtcdCluster::Restart(int member) { return Relaunch(member) && WaitHealthy(30); }
 
 void EtcdCluster::Pause(int member) { ::kill(Pid(member), SIGSTOP); }
 void EtcdCluster::Resume(int member) { ::kill(Pid(member), SIGCONT); }
@@ -130,9 +130,9 @@ std::string EtcdCluster::Ctl(const std::string& args, int* exit_code) const {
     if (pids_[i] > 0) endpoints += (endpoints.empty() ? "" : ",") + endpoints_[i];
   }
   const auto r = nodegate::testing::RunCommand(
-      "ETCDCTL_API=3 etcdctl --endpoints " + endpoints + " --cacert " + Quote(ca()) +
-      " --cert " + Quote(cert()) + " --key " + Quote(key()) +
-      " --dial-timeout 2s --command-timeout 5s " + args + " 2>/dev/null");
+      "ETCDCTL_API=3 etcdctl --endpoints " + endpoints + " --cacert " + Quote(ca()) + " --cert " +
+      Quote(cert()) + " --key " + Quote(key()) + " --dial-timeout 2s --command-timeout 5s " + args +
+      " 2>/dev/null");
   if (exit_code) *exit_code = r.exit_code;
   return r.output;
 }

@@ -36,10 +36,11 @@ class EtcdCluster {
   int members() const { return static_cast<int>(pids_.size()); }
 
   pid_t Pid(int member) const { return pids_.at(member - 1); }
-  void Kill(int member);     // SIGKILL, reaped
-  bool Restart(int member);  // on its ports and data; true once it answers again
-  void Pause(int member);    // SIGSTOP
-  void Resume(int member);   // SIGCONT
+  void Kill(int member);      // SIGKILL, reaped
+  bool Restart(int member);   // on its ports and data; true once it answers again
+  bool Relaunch(int member);  // the same, without waiting (for a cluster without quorum)
+  void Pause(int member);     // SIGSTOP
+  void Resume(int member);    // SIGCONT
   // The member (1-based) that leads, or 0 when none answers.
   int Leader();
   // Waits until every running member answers a health check (at most `seconds`).

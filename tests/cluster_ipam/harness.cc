@@ -1,5 +1,7 @@
 #include "tests/cluster_ipam/harness.h"
 
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -7,12 +9,8 @@
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <thread>
-
-#include <fcntl.h>
-#include <sys/wait.h>
-
 #include <sstream>
+#include <thread>
 
 namespace nodegate::cluster_ipam::testing {
 namespace {
@@ -63,13 +61,13 @@ std::string JoinQuoted(const std::vector<std::string>& items) {
 
 std::string Conf(const EtcdCluster& etcd, const ConfOptions& o) {
   const auto& endpoints = o.endpoints.empty() ? etcd.endpoints() : o.endpoints;
-  return R"({"cniVersion":")" + o.version + R"(","name":")" + o.network +
-         R"(","type":"ptp",)" + o.extra_top + R"("ipam":{"type":"cluster-ipam",)" +
-         o.extra_ipam + R"("ranges":)" + o.ranges + R"(,"nodeName":")" + o.node +
-         R"(","strictAffinity":)" + (o.strict_affinity ? "true" : "false") +
-         R"(,"etcd":{)" + o.extra_etcd + R"("endpoints":[)" + JoinQuoted(endpoints) +
-         R"(],"caFile":")" + etcd.ca() + R"(","certFile":")" + etcd.cert() +
-         R"(","keyFile":")" + etcd.key() + R"(","timeout":")" + o.timeout + R"("}}})";
+  return R"({"cniVersion":")" + o.version + R"(","name":")" + o.network + R"(","type":"ptp",)" +
+         o.extra_top + R"("ipam":{"type":"cluster-ipam",)" + o.extra_ipam + R"("ranges":)" +
+         o.ranges + R"(,"nodeName":")" + o.node + R"(","strictAffinity":)" +
+         (o.strict_affinity ? "true" : "false") + R"(,"etcd":{)" + o.extra_etcd +
+         R"("endpoints":[)" + JoinQuoted(endpoints) + R"(],"caFile":")" + etcd.ca() +
+         R"(","certFile":")" + etcd.cert() + R"(","keyFile":")" + etcd.key() + R"(","timeout":")" +
+         o.timeout + R"("}}})";
 }
 
 PluginOutput Cni(const std::string& command, const std::string& conf, const std::string& id,

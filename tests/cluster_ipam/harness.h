@@ -29,9 +29,9 @@ struct ConfOptions {
   std::string ranges = R"([[{"subnet":"10.244.0.0/16","blockSize":26}]])";
   bool strict_affinity = false;
   std::string timeout = "5s";
-  std::string extra_ipam;   // more "key":value pairs inside ipam, with a trailing comma
-  std::string extra_etcd;   // more pairs inside ipam.etcd, with a trailing comma
-  std::string extra_top;    // more pairs at the top, with a trailing comma
+  std::string extra_ipam;              // more "key":value pairs inside ipam, with a trailing comma
+  std::string extra_etcd;              // more pairs inside ipam.etcd, with a trailing comma
+  std::string extra_top;               // more pairs at the top, with a trailing comma
   std::vector<std::string> endpoints;  // default: the cluster's
 };
 

@@ -3,13 +3,14 @@
 
 #include "ipam/cluster/cli/cli.h"
 
+#include <sys/stat.h>
+
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
-#include <set>
 #include <nlohmann/json.hpp>
-#include <sys/stat.h>
+#include <set>
 
 #include "ipam/cluster/admin.h"
 #include "ipam/cluster/config.h"
@@ -51,7 +52,7 @@ struct Flags {
 // object with the list's name and cniVersion.
 Result<ClusterConfig> LoadNetworkConfig(const Flags& f) {
   std::vector<std::string> files;
-  struct stat st{};
+  struct stat st {};
   if (::stat(f.conf.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
     NG_ASSIGN_OR_RETURN(files, runtime::ConfFilesInLoadOrder(f.conf));
   } else {
@@ -125,26 +126,37 @@ void PrintUsage(const Usage& u, bool json) {
     OrderedJson j = {{"network", u.network}, {"revision", u.revision}};
     j["rangeSets"] = OrderedJson::array();
     for (const auto& s : u.sets) {
-      j["rangeSets"].push_back({{"index", s.set}, {"ranges", s.ranges}, {"blocks", s.blocks},
-                                {"claimedBlocks", s.claimed}, {"addresses", s.addresses},
+      j["rangeSets"].push_back({{"index", s.set},
+                                {"ranges", s.ranges},
+                                {"blocks", s.blocks},
+                                {"claimedBlocks", s.claimed},
+                                {"addresses", s.addresses},
                                 {"allocated", s.allocated}});
     }
     j["nodes"] = OrderedJson::array();
     for (const auto& n : u.nodes) {
-      j["nodes"].push_back({{"node", n.node}, {"blocks", n.blocks}, {"addresses", n.addresses},
-                            {"allocated", n.allocated}, {"lent", n.lent},
-                            {"borrowed", n.borrowed}, {"handles", n.handles}});
+      j["nodes"].push_back({{"node", n.node},
+                            {"blocks", n.blocks},
+                            {"addresses", n.addresses},
+                            {"allocated", n.allocated},
+                            {"lent", n.lent},
+                            {"borrowed", n.borrowed},
+                            {"handles", n.handles}});
     }
     j["blocks"] = OrderedJson::array();
     for (const auto& b : u.blocks) {
-      j["blocks"].push_back({{"block", b.block.ToString()}, {"node", b.node},
-                             {"addresses", b.addresses}, {"allocated", b.allocated},
+      j["blocks"].push_back({{"block", b.block.ToString()},
+                             {"node", b.node},
+                             {"addresses", b.addresses},
+                             {"allocated", b.allocated},
                              {"lent", b.lent}});
     }
     j["borrowed"] = OrderedJson::array();
     for (const auto& b : u.borrowed) {
-      j["borrowed"].push_back({{"ip", b.ip.ToString()}, {"block", b.block.ToString()},
-                               {"blockNode", b.block_node}, {"node", b.node},
+      j["borrowed"].push_back({{"ip", b.ip.ToString()},
+                               {"block", b.block.ToString()},
+                               {"blockNode", b.block_node},
+                               {"node", b.node},
                                {"handle", b.handle}});
     }
     std::cout << j.dump(2) << "\n";
@@ -161,8 +173,8 @@ void PrintUsage(const Usage& u, bool json) {
   std::vector<std::vector<std::string>> nodes{
       {"NODE", "BLOCKS", "ADDRESSES", "ALLOCATED", "LENT", "BORROWED", "HANDLES"}};
   for (const auto& n : u.nodes) {
-    nodes.push_back({n.node, N(n.blocks), N(n.addresses), N(n.allocated), N(n.lent),
-                     N(n.borrowed), N(n.handles)});
+    nodes.push_back({n.node, N(n.blocks), N(n.addresses), N(n.allocated), N(n.lent), N(n.borrowed),
+                     N(n.handles)});
   }
   PrintRows(nodes);
   std::cout << "\n";
@@ -223,15 +235,17 @@ int Check(const Flags& f) {
   if (!f.nodes.empty()) inputs.nodes = std::set<std::string>(f.nodes.begin(), f.nodes.end());
   const auto problems = FindProblems(*snapshot, cfg->pool, inputs);
   if (f.output == "json") {
-    OrderedJson j = {{"network", cfg->network_name}, {"revision", snapshot->revision},
+    OrderedJson j = {{"network", cfg->network_name},
+                     {"revision", snapshot->revision},
                      {"problems", OrderedJson::array()}};
     for (const auto& p : problems) {
       j["problems"].push_back({{"kind", p.kind}, {"subject", p.subject}, {"detail", p.detail}});
     }
     std::cout << j.dump(2) << "\n";
   } else if (problems.empty()) {
-    std::cout << "network " << cfg->network_name << ": no problem found (" <<
-        snapshot->handles.size() << " handles, " << snapshot->blocks.size() << " blocks)\n";
+    std::cout << "network " << cfg->network_name << ": no problem found ("
+              << snapshot->handles.size() << " handles, " << snapshot->blocks.size()
+              << " blocks)\n";
   } else {
     std::vector<std::vector<std::string>> rows{{"KIND", "SUBJECT", "DETAIL"}};
     for (const auto& p : problems) rows.push_back({p.kind, p.subject, p.detail});
@@ -267,8 +281,10 @@ int Release(const Flags& f) {
   auto released = ReleaseNode(**client, *cfg, f.node, f.handles);
   if (!released.ok()) return Fail(released.error());
   if (f.output == "json") {
-    OrderedJson j = {{"node", f.node}, {"releasedHandles", released->released_handles},
-                     {"releasedBlocks", OrderedJson::array()}, {"keptBlocks", OrderedJson::array()}};
+    OrderedJson j = {{"node", f.node},
+                     {"releasedHandles", released->released_handles},
+                     {"releasedBlocks", OrderedJson::array()},
+                     {"keptBlocks", OrderedJson::array()}};
     for (const auto& b : released->released_blocks) j["releasedBlocks"].push_back(b.ToString());
     for (const auto& [b, why] : released->kept_blocks) {
       j["keptBlocks"].push_back({{"block", b.ToString()}, {"why", why}});
@@ -276,7 +292,8 @@ int Release(const Flags& f) {
     std::cout << j.dump(2) << "\n";
   } else {
     for (const auto& h : released->released_handles) std::cout << "released handle " << h << "\n";
-    for (const auto& b : released->released_blocks) std::cout << "released block " << b.ToString() << "\n";
+    for (const auto& b : released->released_blocks)
+      std::cout << "released block " << b.ToString() << "\n";
     for (const auto& [b, why] : released->kept_blocks) {
       std::cout << "kept block " << b.ToString() << ": " << why << "\n";
     }
@@ -291,20 +308,21 @@ int Import(const Flags& f) {
   }
   auto cfg = LoadNetworkConfig(f);
   if (!cfg.ok()) return Fail(cfg.error());
-  auto entries = ReadHostLocalState(f.data_dir,
-                                    f.from_network.empty() ? cfg->network_name : f.from_network,
-                                    f.legacy_ifname);
+  auto entries = ReadHostLocalState(
+      f.data_dir, f.from_network.empty() ? cfg->network_name : f.from_network, f.legacy_ifname);
   if (!entries.ok()) return Fail(entries.error());
   auto client = Connect(*cfg);
   if (!client.ok()) return Fail(client.error());
   const auto outcomes = ImportHostLocal(**client, *cfg, *entries, f.dry_run);
   int refused = 0;
-  OrderedJson j = {{"node", cfg->node_name}, {"dryRun", f.dry_run}, {"handles", OrderedJson::array()}};
+  OrderedJson j = {
+      {"node", cfg->node_name}, {"dryRun", f.dry_run}, {"handles", OrderedJson::array()}};
   std::vector<std::vector<std::string>> rows{{"HANDLE", "ADDRESSES", "RESULT"}};
   for (const auto& o : outcomes) {
     std::string ips;
     for (const auto& ip : o.ips) ips += (ips.empty() ? "" : ",") + ip.ToString();
-    const std::string result = o.error.empty() ? (f.dry_run ? "would import" : "imported") : o.error;
+    const std::string result =
+        o.error.empty() ? (f.dry_run ? "would import" : "imported") : o.error;
     if (!o.error.empty()) ++refused;
     rows.push_back({o.handle, ips, result});
     j["handles"].push_back({{"handle", o.handle}, {"ips", ips}, {"result", result}});
@@ -336,10 +354,12 @@ int RunIpamCli(int argc, char** argv) {
       ->capture_default_str();
   app.require_subcommand(1);
   CLI::App* show = app.add_subcommand("show", "pools, blocks by node, use, borrowed addresses");
-  CLI::App* check = app.add_subcommand("check", "duplicates, leaks, blocks of nodes gone, "
-                                                "values that disagree");
-  check->add_option("--node", f.node, "with --cache-dir: this node's handles are checked against "
-                                      "its runtime's attachments");
+  CLI::App* check = app.add_subcommand("check",
+                                       "duplicates, leaks, blocks of nodes gone, "
+                                       "values that disagree");
+  check->add_option("--node", f.node,
+                    "with --cache-dir: this node's handles are checked against "
+                    "its runtime's attachments");
   check->add_option("--cache-dir", f.cache_dir, "the runtime's libcni cache (its root)")
       ->capture_default_str();
   check->add_option("--nodes", f.nodes, "the cluster's nodes (comma-separated): others are gone")
@@ -353,8 +373,9 @@ int RunIpamCli(int argc, char** argv) {
   import->add_option("--data-dir", f.data_dir, "host-local's dataDir")->capture_default_str();
   import->add_option("--from-network", f.from_network,
                      "host-local's network name, when it is not this network's");
-  import->add_option("--legacy-ifname", f.legacy_ifname,
-                     "the interface of reservations that name none (very old files)")
+  import
+      ->add_option("--legacy-ifname", f.legacy_ifname,
+                   "the interface of reservations that name none (very old files)")
       ->capture_default_str();
   import->add_flag("--dry-run", f.dry_run, "say what would be imported, change nothing");
   if (auto code = cli::ParseFlags(app, argc, argv)) return *code;
