@@ -43,7 +43,8 @@ TEST(CrashTest, KilledAtRandomPointsOfAddAndDelThenGcAndCheckLeaveNothingWrong) 
   EtcdCluster etcd;
   ASSERT_TRUE(etcd.ok()) << etcd.failure();
   auto conf = [&](int node) {
-    return Conf(etcd, {.network = "crash", .node = "node-" + std::to_string(node),
+    return Conf(etcd, {.network = "crash",
+                       .node = "node-" + std::to_string(node),
                        .ranges = R"([[{"subnet":"10.70.0.0/22","blockSize":28}],
                                      [{"subnet":"fd00:70::/64","blockSize":124}]])"});
   };
@@ -125,7 +126,8 @@ TEST(CrashTest, KilledAtRandomPointsOfAddAndDelThenGcAndCheckLeaveNothingWrong) 
     Json gc = Json::parse(conf(n));
     gc["cni.dev/valid-attachments"] = Json::array();
     for (int i = 0; i < kIds; ++i) {
-      if (Live(i)) gc["cni.dev/valid-attachments"].push_back({{"containerID", Id(n, i)}, {"ifname", "eth0"}});
+      if (Live(i))
+        gc["cni.dev/valid-attachments"].push_back({{"containerID", Id(n, i)}, {"ifname", "eth0"}});
     }
     const auto out = Cni("GC", gc.dump(), "");
     ASSERT_EQ(out.exit_code, 0) << out.out << out.err;

@@ -26,9 +26,11 @@ class FaultsTest : public ::testing::Test {
   void SetUp() override { ASSERT_TRUE(etcd_.ok()) << etcd_.failure(); }
 
   std::string NodeConf(int node) {
-    return Conf(etcd_, {.network = "faults", .node = "node-" + std::to_string(node),
+    return Conf(etcd_, {.network = "faults",
+                        .node = "node-" + std::to_string(node),
                         .ranges = R"([[{"subnet":"10.60.0.0/16","blockSize":27}]])",
-                        .timeout = "5s", .extra_etcd = R"("dialTimeout":"500ms","requestTimeout":"1s",)"});
+                        .timeout = "5s",
+                        .extra_etcd = R"("dialTimeout":"500ms","requestTimeout":"1s",)"});
   }
 
   // ADD until it succeeds, as a runtime does; the attempts it took.
@@ -80,7 +82,8 @@ TEST_F(FaultsTest, MemberKilledAndRestartedDuringAStormOfAThousandAdds) {
     nodes.emplace_back([&, n] {
       for (int i = 0; i < kPerNode; ++i) {
         std::string address;
-        const int attempts = AddUntilDone(n, "s" + std::to_string(n) + "-" + std::to_string(i), address);
+        const int attempts =
+            AddUntilDone(n, "s" + std::to_string(n) + "-" + std::to_string(i), address);
         if (attempts > 1) retried += attempts - 1;
         std::lock_guard lock(mu);
         if (!address.empty() && !addresses.insert(address).second) ++duplicates;
@@ -94,7 +97,8 @@ TEST_F(FaultsTest, MemberKilledAndRestartedDuringAStormOfAThousandAdds) {
   EXPECT_EQ(addresses.size(), size_t{kNodes * kPerNode});
   EXPECT_EQ(Handles(), size_t{kNodes * kPerNode});
   EXPECT_EQ(ProblemKinds(NodeConf(0)), std::vector<std::string>{});
-  std::cout << "storm: 1000 ADDs from 10 nodes, " << retried << " retried while the member was down\n";
+  std::cout << "storm: 1000 ADDs from 10 nodes, " << retried
+            << " retried while the member was down\n";
 }
 
 TEST_F(FaultsTest, LeaderStoppedForFiveSeconds) {
@@ -145,8 +149,8 @@ TEST_F(FaultsTest, LeaderStoppedForFiveSeconds) {
 }
 
 TEST_F(FaultsTest, EveryMemberGoneThenBack) {
-  const std::string conf = Conf(etcd_, {.network = "faults", .timeout = "2s",
-                                        .extra_etcd = R"("dialTimeout":"500ms",)"});
+  const std::string conf = Conf(
+      etcd_, {.network = "faults", .timeout = "2s", .extra_etcd = R"("dialTimeout":"500ms",)"});
   ASSERT_EQ(Cni("ADD", conf, "before").exit_code, 0);
   const auto before = etcd_.Dump("/nodegate/ipam/");
   for (int m = 1; m <= 3; ++m) etcd_.Kill(m);
