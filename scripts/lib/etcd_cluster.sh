@@ -13,7 +13,9 @@
 #   etcd_cluster.sh stop DIR              # every member: SIGTERM, then SIGKILL after 1 s
 #
 # ETCD_DATA_ROOT puts the members' data elsewhere than DIR (make bench: a tmpfs beside the
-# machine's disk). ETCD_EXTRA_FLAGS is appended to every member's command line.
+# machine's disk). ETCD_EXTRA_FLAGS is appended to every member's command line. ETCD_PLAIN=1
+# adds a plain-HTTP client listener per member on loopback (DIR/endpoints-plain): make bench
+# times what TLS costs an exec'd client by comparing the two.
 set -euo pipefail
 
 cmd="${1:?usage: etcd_cluster.sh start|plan|restart|stop DIR [ARG]}"
@@ -63,12 +65,14 @@ data_dir() {
 # Member $1's command line, one argument per line (DIR/m<i>.args): what `start` and
 # `restart` run, and what tests/cluster_ipam/etcd_cluster.cc runs itself as its own children.
 member_args() {
-  local i="$1" client_port peer_port
-  read -r client_port peer_port <"$DIR/m$i.ports"
+  local i="$1" client_port peer_port plain_port
+  read -r client_port peer_port plain_port <"$DIR/m$i.ports"
   local pki="$DIR/pki"
+  local listen="https://127.0.0.1:$client_port"
+  [ -z "$plain_port" ] || listen="$listen,http://127.0.0.1:$plain_port"
   # shellcheck disable=SC2086  # ETCD_EXTRA_FLAGS is a list of flags
   printf '%s\n' etcd --name "m$i" --data-dir "$(data_dir "$i")" \
-    --listen-client-urls "https://127.0.0.1:$client_port" \
+    --listen-client-urls "$listen" \
     --advertise-client-urls "https://127.0.0.1:$client_port" \
     --listen-peer-urls "https://127.0.0.1:$peer_port" \
     --initial-advertise-peer-urls "https://127.0.0.1:$peer_port" \
@@ -82,13 +86,17 @@ member_args() {
 
 # Ports, tokens and every member's command line (DIR/m<i>.args); removes old member data.
 plan() {
-  local members="$1" c p cluster=""
-  read -r -a ports <<<"$(free_ports $((2 * members)))"
+  local members="$1" c p h cluster="" per=2
+  [ "${ETCD_PLAIN:-0}" != 1 ] || per=3
+  read -r -a ports <<<"$(free_ports $((per * members)))"
   : >"$DIR/endpoints"
+  : >"$DIR/endpoints-plain"
   for i in $(seq 1 "$members"); do
-    c="${ports[$((2 * i - 2))]}" p="${ports[$((2 * i - 1))]}"
-    echo "$c $p" >"$DIR/m$i.ports"
+    c="${ports[$((per * i - per))]}" p="${ports[$((per * i - per + 1))]}" h=""
+    [ "$per" = 2 ] || h="${ports[$((per * i - 1))]}"
+    echo "$c $p $h" >"$DIR/m$i.ports"
     echo "https://127.0.0.1:$c" >>"$DIR/endpoints"
+    [ -z "$h" ] || echo "http://127.0.0.1:$h" >>"$DIR/endpoints-plain"
     cluster="${cluster:+$cluster,}m$i=https://127.0.0.1:$p"
     rm -rf "$(data_dir "$i")"
   done
