@@ -83,10 +83,10 @@ int main(int argc, char** argv) {
       if (!next.ok()) return Fail(next.error());
       revision = *next;
       if (mode == "txn") {
-        std::printf("%lld\n", static_cast<long long>(
-                                  std::chrono::duration_cast<std::chrono::microseconds>(
-                                      std::chrono::steady_clock::now() - start)
-                                      .count()));
+        std::printf("%lld\n",
+                    static_cast<long long>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                               std::chrono::steady_clock::now() - start)
+                                               .count()));
       }
     }
     return 0;
@@ -104,14 +104,16 @@ int main(int argc, char** argv) {
             ++failed[t];
             continue;
           }
-          auto client = nodegate::etcd::Client::Create(cluster::ClientOptionsFor(*node_cfg, std::nullopt));
+          auto client =
+              nodegate::etcd::Client::Create(cluster::ClientOptionsFor(*node_cfg, std::nullopt));
           if (!client.ok()) {
             ++failed[t];
             continue;
           }
           for (int i = 0; i < per_node; ++i) {
             cluster::Allocator allocator(**client, *node_cfg);
-            if (!allocator.Add("fill-" + std::to_string(n) + "-" + std::to_string(i), "eth0").ok()) {
+            if (!allocator.Add("fill-" + std::to_string(n) + "-" + std::to_string(i), "eth0")
+                     .ok()) {
               ++failed[t];
             }
           }

@@ -58,7 +58,8 @@ TEST_F(HostileTest, PoolsThatCannotWork) {
   // A pool already stored differently: every node must carve the same blocks.
   ASSERT_EQ(Cni("ADD", Conf(*etcd_, {.network = "stored"}), "first").exit_code, 0);
   ExpectRefused("ADD",
-                Conf(*etcd_, {.network = "stored", .node = "node-2",
+                Conf(*etcd_, {.network = "stored",
+                              .node = "node-2",
                               .ranges = R"([[{"subnet":"10.244.0.0/16","blockSize":24}]])"}),
                 7, "differs from this configuration");
   ExpectRefused("ADD", Conf(*etcd_, {.network = "badpool", .ranges = R"("10.80.0.0/16")"}), 6);
@@ -75,9 +76,11 @@ TEST_F(HostileTest, EndpointsAndCertificatesThatAreWrong) {
   ExpectRefused("ADD", conf({.endpoints = {"https://127.0.0.1:1"}}), 11, "no endpoint answered");
   ExpectRefused("DEL", conf({.endpoints = {"https://127.0.0.1:1"}}), 11, "no endpoint answered");
   // Something that speaks TLS and HTTP but is not the gateway: a member's peer port.
-  const std::string args = nodegate::testing::RunCommand("cat " + etcd_->dir() + "/m1.ports").output;
+  const std::string args =
+      nodegate::testing::RunCommand("cat " + etcd_->dir() + "/m1.ports").output;
   const std::string peer = "https://127.0.0.1:" + args.substr(args.find(' ') + 1, 5);
-  const auto odd = Cni("ADD", conf({.endpoints = {peer.substr(0, peer.find_last_not_of("\n ") + 1)}}), "c9");
+  const auto odd =
+      Cni("ADD", conf({.endpoints = {peer.substr(0, peer.find_last_not_of("\n ") + 1)}}), "c9");
   EXPECT_EQ(odd.exit_code, 1) << odd.out;
   EXPECT_GT(ErrorCode(odd), 0) << odd.out;
 
@@ -118,7 +121,8 @@ TEST_F(HostileTest, ValuesInEtcdThatAreNotOurs) {
   const auto added = Cni("ADD", conf, "c1");
   ASSERT_EQ(added.exit_code, 0) << added.out;
   std::string block_key;
-  for (const auto& [key, value] : etcd_->Dump("/nodegate/ipam/junk/nodes/j1/blocks/")) block_key = key;
+  for (const auto& [key, value] : etcd_->Dump("/nodegate/ipam/junk/nodes/j1/blocks/"))
+    block_key = key;
   ASSERT_FALSE(block_key.empty());
   const std::string handle_key = "/nodegate/ipam/junk/handles/c1/eth0";
   const std::string pool_key = "/nodegate/ipam/junk/pool";

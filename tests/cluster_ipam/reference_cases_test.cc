@@ -33,10 +33,13 @@ class ReferenceCasesTest : public ::testing::TestWithParam<std::string> {
     std::replace(suffix_.begin(), suffix_.end(), '.', '-');
   }
 
-  std::string Conf(const std::string& name, const std::string& ranges, const std::string& extra = "") {
+  std::string Conf(const std::string& name, const std::string& ranges,
+                   const std::string& extra = "") {
     // One block per range (blockSize = the subnet's length): the reference's addresses.
-    return testing::Conf(*etcd_, {.version = version_, .network = name + "-" + suffix_,
-                                  .ranges = ranges, .extra_ipam = extra});
+    return testing::Conf(*etcd_, {.version = version_,
+                                  .network = name + "-" + suffix_,
+                                  .ranges = ranges,
+                                  .extra_ipam = extra});
   }
   bool HasIpVersion() const { return version_ >= "0.3.0" && version_ < "1.0.0"; }
   bool Old() const { return version_ < "0.3.0"; }
@@ -60,7 +63,8 @@ class ReferenceCasesTest : public ::testing::TestWithParam<std::string> {
   std::vector<std::string> Routes(const Json& j) const {
     std::vector<std::string> out;
     auto add = [&](const Json& routes) {
-      for (const auto& r : routes) out.push_back(r["dst"].get<std::string>() + " " + r.value("gw", ""));
+      for (const auto& r : routes)
+        out.push_back(r["dst"].get<std::string>() + " " + r.value("gw", ""));
     };
     if (Old()) {
       for (const char* f : {"ip4", "ip6"}) {
@@ -83,11 +87,11 @@ EtcdCluster* ReferenceCasesTest::etcd_ = nullptr;
 TEST_P(ReferenceCasesTest, AllocatesAndReleasesAddressesWithAddDel) {
   const std::string resolv = etcd_->dir() + "/resolv.conf";
   std::ofstream(resolv) << "nameserver 192.0.2.3";
-  const std::string conf = Conf(
-      "mynet",
-      R"([[{"subnet":"10.1.2.0/24","blockSize":24},{"subnet":"10.2.2.0/24","blockSize":24}],
+  const std::string conf =
+      Conf("mynet",
+           R"([[{"subnet":"10.1.2.0/24","blockSize":24},{"subnet":"10.2.2.0/24","blockSize":24}],
           [{"subnet":"2001:db8:1::/64","blockSize":122}]])",
-      R"("resolvConf":")" + resolv + R"(","routes":[{"dst":"0.0.0.0/0"},{"dst":"::/0"},
+           R"("resolvConf":")" + resolv + R"(","routes":[{"dst":"0.0.0.0/0"},{"dst":"::/0"},
           {"dst":"192.168.0.0/16","gw":"1.1.1.1"},{"dst":"2001:db8:2::0/64","gw":"2001:db8:3::1"}],)");
   const auto add = Cni("ADD", conf, "dummy");
   ASSERT_EQ(add.exit_code, 0) << add.out;
