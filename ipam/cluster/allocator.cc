@@ -456,12 +456,14 @@ Result<std::vector<AddressInRange>> Allocator::Assign(const std::string& contain
     const std::string aid = view.handle ? view.handle->aid : fresh_aid;
     Plan plan;
     bool again = false;
-    for (const auto& [place, ip] : wanted) {
+    for (const auto& want : wanted) {
+      const Place& place = want.first;
+      const net::IpAddress& ip = want.second;
       if (view.handle) {
-        const auto held = std::find_if(view.handle->addresses.begin(), view.handle->addresses.end(),
-                                       [&](const HandleAddress& a) {
-                                         return LocateAddress(cfg_.pool, a.ip)->set == place.set;
-                                       });
+        const size_t set = place.set;
+        const auto held = std::find_if(
+            view.handle->addresses.begin(), view.handle->addresses.end(),
+            [&](const HandleAddress& a) { return LocateAddress(cfg_.pool, a.ip)->set == set; });
         if (held != view.handle->addresses.end()) {
           if (held->ip == ip) continue;
           return Error(kErrAddressInUse, handle_name + " already holds " + held->ip.ToString() +
@@ -784,7 +786,8 @@ Status Allocator::Gc(const std::vector<cni::Attachment>& live) {
   for (const auto& kv : listed.kvs) {
     const auto handle = keys_.NodeHandleOf(cfg_.node_name, kv.key);
     if (!handle) continue;
-    const auto& [container_id, ifname] = *handle;
+    const std::string container_id = handle->first;
+    const std::string ifname = handle->second;
     const bool is_live = std::any_of(live.begin(), live.end(), [&](const cni::Attachment& a) {
       return a.container_id == container_id && (a.ifname.empty() || a.ifname == ifname);
     });

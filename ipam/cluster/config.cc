@@ -9,6 +9,7 @@
 #include "lib/base/duration.h"
 #include "lib/cni/args.h"
 #include "lib/cni/json_field.h"
+#include "lib/cni/skel.h"
 
 namespace nodegate::ipam::cluster {
 namespace {

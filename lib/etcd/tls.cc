@@ -6,6 +6,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include <vector>
+
 #include "lib/sys/io.h"
 
 namespace nodegate::etcd {

@@ -6,7 +6,8 @@
 # Members are stopped by the PIDs this script records, never by name.
 #
 #   etcd_cluster.sh start DIR [MEMBERS]   # DIR/endpoints: one https URL per line;
-#                                         # DIR/pki/{ca,client}.{crt,key}; DIR/m<i>.{pid,log}
+#                                         # DIR/pki/{ca,client,client-nocn}.{crt,key};
+#                                         # DIR/m<i>.{pid,log}
 #   etcd_cluster.sh plan DIR [MEMBERS]    # as start, but only writes DIR/m<i>.args, each
 #                                         # member's command line (one argument per line)
 #   etcd_cluster.sh restart DIR I         # member I again, on its ports and data (after kill -9)
@@ -40,6 +41,14 @@ make_pki() {
         -extfile "$name.ext" -out "$name.crt" 2>/dev/null
       rm -f "$name.csr" "$name.ext"
     done
+    # A client certificate without a CommonName: with etcd's own authentication enabled, etcd
+    # 3.4 refuses gateway requests from a certificate that has one (its CN would be ignored).
+    openssl ecparam -name prime256v1 -genkey -noout -out client-nocn.key 2>/dev/null
+    openssl req -new -key client-nocn.key -subj "/O=nodegate-test" -out client-nocn.csr 2>/dev/null
+    printf 'extendedKeyUsage=clientAuth\n' >client-nocn.ext
+    openssl x509 -req -in client-nocn.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+      -extfile client-nocn.ext -out client-nocn.crt 2>/dev/null
+    rm -f client-nocn.csr client-nocn.ext
     chmod 0600 ./*.key
   )
 }
