@@ -5,6 +5,8 @@
 // one network (an etcd key prefix) per test.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -245,6 +247,100 @@ TEST_F(CorrectnessTest, StatusSaysWhenNoEndpointAnswers) {
   EXPECT_EQ(out.exit_code, 1);
   EXPECT_EQ(ErrorCode(out), 50) << out.out;
   EXPECT_NE(out.out.find("127.0.0.1:1"), std::string::npos) << out.out;
+}
+
+// A node switching from host-local: its reservation files (as host-local writes them) become
+// its handles in the pool; the running pods' repeated ADD returns the same addresses; an
+// address another attachment holds is refused; and the import is idempotent.
+TEST_F(CorrectnessTest, ImportOfAHostLocalNodeKeepsItsPodsAddresses) {
+  char tmpl[] = "/tmp/ng-import-XXXXXX";
+  const std::string data_dir = ::mkdtemp(tmpl);
+  const std::string dir = data_dir + "/hl-net";
+  std::filesystem::create_directories(dir);
+  const std::map<std::string, std::string> files = {
+      {"10.55.0.10", "pod-a\r\neth0"},
+      {"10.55.0.11", "pod-b\r\neth0"},
+      {"10.55.0.12", "pod-c"},         // a legacy file: the id alone
+      {"10.55.3.7", "pod-d\r\nnet1"},  // another block
+      {"last_reserved_ip.0", "10.55.0.12"},
+      {"lock", ""}};
+  for (const auto& [name, content] : files) std::ofstream(dir + "/" + name) << content;
+  const std::string ranges = R"([[{"subnet":"10.55.0.0/16","blockSize":26}]])";
+  const std::string conf = C({.network = "import", .node = "imp-1", .ranges = ranges});
+  const std::vector<std::string> args = {"import", "--node",         "imp-1", "--data-dir",
+                                         data_dir, "--from-network", "hl-net"};
+  auto dry = NodegateIpam(conf, {"import", "--node", "imp-1", "--data-dir", data_dir,
+                                 "--from-network", "hl-net", "--dry-run"});
+  EXPECT_EQ(dry.exit_code, 0) << dry.out << dry.err;
+  EXPECT_TRUE(Keys("import").empty()) << "a dry run wrote";
+  const auto imported = NodegateIpam(conf, args);
+  ASSERT_EQ(imported.exit_code, 0) << imported.out << imported.err;
+  EXPECT_NE(imported.out.find("pod-c/eth0"), std::string::npos) << imported.out;
+  // The pods' repeated ADDs (the runtime's) get exactly their host-local addresses.
+  EXPECT_EQ(AddressesOf(Cni("ADD", conf, "pod-a").out), std::vector<std::string>{"10.55.0.10"});
+  EXPECT_EQ(AddressesOf(Cni("ADD", conf, "pod-c").out), std::vector<std::string>{"10.55.0.12"});
+  EXPECT_EQ(AddressesOf(Cni("ADD", conf, "pod-d", "net1").out),
+            std::vector<std::string>{"10.55.3.7"});
+  // A new pod never gets an imported address.
+  const auto fresh = AddressesOf(Cni("ADD", conf, "pod-new").out);
+  ASSERT_EQ(fresh.size(), 1u);
+  EXPECT_TRUE(fresh[0] != "10.55.0.10" && fresh[0] != "10.55.0.11" && fresh[0] != "10.55.0.12");
+  // Again: nothing changes; and another node's file naming a taken address is refused.
+  const auto before = Keys("import");
+  EXPECT_EQ(NodegateIpam(conf, args).exit_code, 0);
+  EXPECT_EQ(Keys("import"), before);
+  std::ofstream(dir + "/10.55.0.10", std::ios::trunc) << "intruder\r\neth0";
+  const auto clash = NodegateIpam(conf, args);
+  EXPECT_EQ(clash.exit_code, 1) << clash.out;
+  EXPECT_NE(clash.out.find("is held by pod-a/eth0"), std::string::npos) << clash.out;
+  EXPECT_EQ(ProblemKinds(conf), std::vector<std::string>{});
+  std::filesystem::remove_all(data_dir);
+}
+
+// A node removed from the cluster: check names its blocks and handles once told the cluster's
+// nodes; release --node keeps every block a live handle holds, and with --handles releases
+// the node's handles and then its blocks; other nodes are untouched.
+TEST_F(CorrectnessTest, ReleaseOfARemovedNode) {
+  const std::string ranges = R"([[{"subnet":"10.56.0.0/16","blockSize":28}]])";
+  const std::string gone = C({.network = "removed", .node = "gone-1", .ranges = ranges});
+  const std::string stays = C({.network = "removed", .node = "stays-1", .ranges = ranges});
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(Cni("ADD", gone, "g" + std::to_string(i)).exit_code, 0);
+  ASSERT_EQ(Cni("ADD", stays, "s0").exit_code, 0);
+  const auto kinds = ProblemKinds(stays, {"--nodes", "stays-1"});
+  EXPECT_EQ(kinds.size(), 20u + 2u) << ::testing::PrintToString(kinds);  // handles and 2 blocks
+  for (const auto& k : kinds) EXPECT_EQ(k.rfind("node-gone ", 0), 0u) << k;
+  const auto kept = NodegateIpam(stays, {"-o", "json", "release", "--node", "gone-1"});
+  EXPECT_EQ(kept.exit_code, 1) << kept.out << kept.err;
+  EXPECT_EQ(Json::parse(kept.out)["keptBlocks"].size(), 2u) << kept.out;
+  EXPECT_EQ(Json::parse(kept.out)["releasedBlocks"].size(), 0u) << kept.out;
+  const auto released =
+      NodegateIpam(stays, {"-o", "json", "release", "--node", "gone-1", "--handles"});
+  ASSERT_EQ(released.exit_code, 0) << released.out << released.err;
+  EXPECT_EQ(Json::parse(released.out)["releasedHandles"].size(), 20u);
+  EXPECT_EQ(Json::parse(released.out)["releasedBlocks"].size(), 2u);
+  for (const auto& [key, value] : Keys("removed")) {
+    EXPECT_EQ(key.find("gone-1"), std::string::npos) << key;
+  }
+  EXPECT_EQ(ProblemKinds(stays, {"--nodes", "stays-1"}), std::vector<std::string>{});
+  EXPECT_EQ(Cni("DEL", stays, "s0").exit_code, 0);
+  // The freed blocks are claimed again by the next node that needs them.
+  EXPECT_EQ(
+      Cni("ADD", C({.network = "removed", .node = "new-1", .ranges = ranges}), "n0").exit_code, 0);
+}
+
+// One handle released by an operator (a pod whose runtime lost it).
+TEST_F(CorrectnessTest, ReleaseOfOneHandle) {
+  const std::string conf = C({.network = "onehandle"});
+  ASSERT_EQ(Cni("ADD", conf, "lost").exit_code, 0);
+  const auto out = NodegateIpam(conf, {"release", "--handle", "lost/eth0"});
+  EXPECT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_EQ(out.out, "released lost/eth0\n");
+  EXPECT_EQ(NodegateIpam(conf, {"release", "--handle", "lost/eth0"}).out,
+            "released lost/eth0 (held nothing)\n");
+  for (const auto& [key, value] : Keys("onehandle")) {
+    EXPECT_EQ(key.find("/handles/"), std::string::npos) << key;
+  }
+  EXPECT_EQ(NodegateIpam(conf, {"release", "--handle", "no-slash"}).exit_code, 2);
 }
 
 }  // namespace
