@@ -25,7 +25,8 @@ configure: deps
 
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
-	@ls $(BUILD_DIR)/bin/portmap $(BUILD_DIR)/bin/bandwidth $(BUILD_DIR)/bin/host-local $(BUILD_DIR)/bin/nodegate >/dev/null
+	@ls $(BUILD_DIR)/bin/portmap $(BUILD_DIR)/bin/bandwidth $(BUILD_DIR)/bin/host-local \
+	  $(BUILD_DIR)/bin/cluster-ipam $(BUILD_DIR)/bin/nodegate >/dev/null
 
 # arm64 (issue 33): the same build description, Debian's cross toolchain and :arm64 libraries
 # (install-deps.sh --arch arm64), the architecture a parameter of the toolchain file. Its unit
@@ -39,7 +40,7 @@ configure-arm64: deps-arm64
 	  -DNODEGATE_ARCH=arm64 -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 build-arm64: configure-arm64
-	@cmake --build $(ARM64_DIR) -j $(JOBS) --target portmap bandwidth host-local nodegate
+	@cmake --build $(ARM64_DIR) -j $(JOBS) --target portmap bandwidth host-local cluster-ipam nodegate
 
 # build/release/: per architecture the plugins' tarball, nodegate, the .deb (each with .sha256
 # and .sha512), and the install image and the webhook's image, each as one multi-architecture
@@ -81,13 +82,15 @@ bench: build
 
 # libFuzzer targets (tests/fuzz) built with clang and ASan+UBSan in $(FUZZ_DIR), each run for
 # FUZZ_SECONDS (default 60) with FUZZ_JOBS processes (default 1); then the crash-consistency
-# soak: every plugin killed at CRASH_CYCLES (default 500) random points of ADD and DEL.
+# soak: every plugin killed at CRASH_CYCLES (default 500) random points of ADD and DEL
+# (cluster-ipam's against its own three etcd members).
 FUZZ_DIR ?= build-fuzz
 CRASH_CYCLES ?= 500
 fuzz: build
 	@JOBS=$(JOBS) bash scripts/fuzz.sh $(FUZZ_DIR)
 	@cd $(BUILD_DIR) && set -o pipefail && NODEGATE_CRASH_CYCLES=$(CRASH_CYCLES) \
-	  ctest --output-on-failure -V -R crash_consistency_test | grep -E 'crash cycles|killed|OK|FAILED|Passed|Failed'
+	  ctest --output-on-failure -V -R 'crash_consistency_test|cluster_ipam_crash_test' | \
+	  grep -E 'crash cycles|killed|OK|FAILED|Passed|Failed'
 
 install: build
 	@DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" CNI_BIN_DIR="$(CNI_BIN_DIR)" \

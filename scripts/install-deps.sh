@@ -24,8 +24,11 @@ PACKAGES=(
   # nodegate webhook: Boost.Beast/Asio (header-only) for HTTPS serving and the API client,
   # OpenSSL from its static archives (webhook/README.md says why these)
   libboost1.81-dev libssl-dev
-  # deploy/webhook/make-cert.sh (also run by tests/webhook)
+  # deploy/webhook/make-cert.sh (also run by tests/webhook); the test CA of the etcd clusters
   openssl
+  # cluster-ipam's datastore: the tests, the demo and the bench start their own members
+  # (scripts/lib/etcd_cluster.sh); etcdctl reads the keys in tests and in ipam/cluster/README.md
+  etcd-server etcd-client
   # kernel tools used by tests and the demo (inside private namespaces only)
   iproute2 iptables nftables conntrack iperf3 util-linux procps iputils-ping socat
   # message counts of a plugin call (tests/portmap/conntrack_netns_test.cc)

@@ -6,7 +6,8 @@
 #   e.g. scripts/release.sh build/release amd64=build/bin arm64=build-arm64/bin
 #
 # OUT_DIR (emptied first) receives, for each ARCH and the project's VERSION:
-#   nodegate-cni-plugins-linux-ARCH-vVERSION.tgz   host-local, portmap, bandwidth, flat (./NAME)
+#   nodegate-cni-plugins-linux-ARCH-vVERSION.tgz   host-local, cluster-ipam, portmap, bandwidth,
+#                                                  flat (./NAME)
 #   nodegate-linux-ARCH-vVERSION                   the nodegate executable
 #   nodegate_VERSION_ARCH.deb                      scripts/deb.sh
 # each with .sha256 and .sha512 beside it (sha256sum's and sha512sum's own lines, so
@@ -44,7 +45,7 @@ SRC="$(cd "$(dirname "$0")/.." && pwd)"
 source "$SRC/scripts/lib/build_outputs.sh"
 # shellcheck source=lib/arch.sh
 source "$SRC/scripts/lib/arch.sh"
-PLUGINS=(host-local portmap bandwidth)
+PLUGINS=(host-local cluster-ipam portmap bandwidth)
 VERSION="$(project_version "$SRC")"
 [ -n "$VERSION" ] || { echo "release: no project(nodegate VERSION ...) in CMakeLists.txt" >&2; exit 1; }
 if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
@@ -164,7 +165,8 @@ for arch in "${ARCHES[@]}"; do
   mv "$WORK/deb-$arch/nodegate_${VERSION}_$arch.deb" "$deb"
   [ "$(dpkg-deb -f "$deb" Architecture)" = "$arch" ] || die "$deb: Architecture is not $arch"
   dpkg-deb -x "$deb" "$WORK/deb-$arch/x"
-  for f in opt/cni/bin/host-local opt/cni/bin/portmap opt/cni/bin/bandwidth usr/bin/nodegate; do
+  for f in opt/cni/bin/host-local opt/cni/bin/cluster-ipam opt/cni/bin/portmap \
+    opt/cni/bin/bandwidth usr/bin/nodegate; do
     check_executable "$WORK/deb-$arch/x/$f" "$arch"
   done
   checksums "$deb"

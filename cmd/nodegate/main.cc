@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "admit/cli/cli.h"
+#include "ipam/cluster/cli/cli.h"
 #include "ports/cli/cli.h"
 #include "runtime/cli/cli.h"
 #include "webhook/cli/cli.h"
@@ -20,7 +21,8 @@ constexpr std::string_view kUsage =
     "  ports     show every host port: declared by pods, mapped by portmap, listened on\n"
     "  cni       run a CNI network (.conflist) as a container runtime does\n"
     "  conf      validate CNI configuration files (conf validate [DIR|FILE]...)\n"
-    "  webhook   serve the API server's admission webhook for pods with a fixed nodeName\n";
+    "  webhook   serve the API server's admission webhook for pods with a fixed nodeName\n"
+    "  ipam      cluster-ipam's address pool: show, check, release, import\n";
 
 }  // namespace
 
@@ -48,6 +50,9 @@ int main(int argc, char** argv) {
   }
   if (command == "webhook") {
     return nodegate::webhook::RunWebhookCli(argc - 1, argv + 1);
+  }
+  if (command == "ipam") {
+    return nodegate::ipam::cluster::RunIpamCli(argc - 1, argv + 1);
   }
   std::cerr << "nodegate: unknown command '" << command << "'\n" << kUsage;
   return 2;
