@@ -25,7 +25,8 @@ configure: deps
 
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
-	@ls $(BUILD_DIR)/bin/portmap $(BUILD_DIR)/bin/bandwidth $(BUILD_DIR)/bin/host-local $(BUILD_DIR)/bin/nodegate >/dev/null
+	@ls $(BUILD_DIR)/bin/portmap $(BUILD_DIR)/bin/bandwidth $(BUILD_DIR)/bin/host-local \
+	  $(BUILD_DIR)/bin/cluster-ipam $(BUILD_DIR)/bin/nodegate >/dev/null
 
 # arm64 (issue 33): the same build description, Debian's cross toolchain and :arm64 libraries
 # (install-deps.sh --arch arm64), the architecture a parameter of the toolchain file. Its unit
@@ -39,10 +40,11 @@ configure-arm64: deps-arm64
 	  -DNODEGATE_ARCH=arm64 -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 build-arm64: configure-arm64
-	@cmake --build $(ARM64_DIR) -j $(JOBS) --target portmap bandwidth host-local nodegate
+	@cmake --build $(ARM64_DIR) -j $(JOBS) --target portmap bandwidth host-local cluster-ipam nodegate
 
 # build/release/: per architecture the plugins' tarball, nodegate, the .deb (each with .sha256
-# and .sha512) and the install image as one multi-architecture OCI index (scripts/release.sh).
+# and .sha512), and the install image and the webhook's image, each as one multi-architecture
+# OCI index (scripts/release.sh).
 # Fails when an artifact is not static, not of its architecture, or a checksum does not verify.
 release: build build-arm64
 	@bash scripts/release.sh $(BUILD_DIR)/release amd64=$(BUILD_DIR)/bin arm64=$(ARM64_DIR)/bin
@@ -80,13 +82,15 @@ bench: build
 
 # libFuzzer targets (tests/fuzz) built with clang and ASan+UBSan in $(FUZZ_DIR), each run for
 # FUZZ_SECONDS (default 60) with FUZZ_JOBS processes (default 1); then the crash-consistency
-# soak: every plugin killed at CRASH_CYCLES (default 500) random points of ADD and DEL.
+# soak: every plugin killed at CRASH_CYCLES (default 500) random points of ADD and DEL
+# (cluster-ipam's against its own three etcd members).
 FUZZ_DIR ?= build-fuzz
 CRASH_CYCLES ?= 500
 fuzz: build
 	@JOBS=$(JOBS) bash scripts/fuzz.sh $(FUZZ_DIR)
 	@cd $(BUILD_DIR) && set -o pipefail && NODEGATE_CRASH_CYCLES=$(CRASH_CYCLES) \
-	  ctest --output-on-failure -V -R crash_consistency_test | grep -E 'crash cycles|killed|OK|FAILED|Passed|Failed'
+	  ctest --output-on-failure -V -R 'crash_consistency_test|cluster_ipam_crash_test' | \
+	  grep -E 'crash cycles|killed|OK|FAILED|Passed|Failed'
 
 install: build
 	@DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" CNI_BIN_DIR="$(CNI_BIN_DIR)" \
@@ -97,10 +101,12 @@ install: build
 deb: build
 	@bash scripts/deb.sh $(BUILD_DIR)/bin $(BUILD_DIR)
 
-# The OCI image localhost/nodegate-cni:<version> (podman, FROM scratch, nothing fetched): the
-# plugins and their node installer, for deploy/daemonset.yaml.
+# The OCI images (podman, FROM scratch, nothing fetched): localhost/nodegate-cni:<version>, the
+# plugins and their node installer, for deploy/daemonset.yaml; localhost/nodegate:<version>,
+# the static nodegate alone, for deploy/webhook/deployment.yaml (scripts/webhook-image.sh).
 image: build
 	@bash scripts/image.sh $(BUILD_DIR)/bin
+	@bash scripts/webhook-image.sh $(BUILD_DIR)/bin
 
 # clang-format over the tree; format-check only reports (make test runs it as format_check).
 format:

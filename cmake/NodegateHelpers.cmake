@@ -3,6 +3,8 @@
 #   ng_library(NAME foo SRCS a.cc b.cc DEPS ng::base PUBLIC_DEPS ...)   -> target foo, alias ng::foo
 #   ng_executable(NAME portmap SRCS main.cc DEPS ng::portmap)          -> build/bin/portmap
 #   ng_test(NAME foo_test SRCS foo_test.cc DEPS ng::foo LABELS unit)   -> gtest binary + ctest entry
+#   ng_script_test(NAME x_test SCRIPT x_test.sh LABELS netns)          -> a script as a ctest entry
+#   ng_python_test(NAME y_test SCRIPT y_test.py LABELS unit)           -> a unittest module
 
 set(NG_WARNINGS -Wall -Wextra -Wpedantic -Wno-missing-field-initializers)
 if(NODEGATE_WERROR)
@@ -163,6 +165,17 @@ function(_ng_test_pch)
     <nlohmann/json.hpp> <string> <vector> <map> <memory>)
 endfunction()
 
+# Every test runs through scripts/run-test.py, which counts its cases and sees its skips: a
+# skipped test exits 77 and CTest shows it as skipped, never as passed; under CI (CI=true) a skip
+# that tests/allowed_skips.txt does not list fails it (CONTRIBUTING.md, "How a test may skip").
+# KIND: gtest (a GoogleTest binary), script (exit 77 and a line "SKIP: why" to skip), unittest.
+# A test added with add_test alone is not counted: scripts/count-tests.py fails its stage.
+function(_ng_counted_test name kind)
+  add_test(NAME ${name} COMMAND python3 ${PROJECT_SOURCE_DIR}/scripts/run-test.py --name ${name}
+    --kind ${kind} -- ${ARGN})
+  set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77)
+endfunction()
+
 # Tests run in parallel (`ctest -j`) unless they touch what is shared by the whole machine or
 # measure time: label `e2e` (a runtime's global state: podman's storage, a containerd), `deploy`
 # (dpkg's database, podman images) and `serial` (rates measured on real traffic) run alone.
@@ -201,7 +214,9 @@ function(ng_test)
   if(NOT NG_TIMEOUT)
     set(NG_TIMEOUT 600)
   endif()
-  add_test(NAME ${NG_NAME} COMMAND ${NG_NAME})
+  # Through scripts/run-test.py (_ng_counted_test), which runs a cross build's binary under its
+  # emulator itself: CTest adds the emulator only to a command that is a target.
+  _ng_counted_test(${NG_NAME} gtest ${CMAKE_CROSSCOMPILING_EMULATOR} $<TARGET_FILE:${NG_NAME}>)
   set_tests_properties(${NG_NAME} PROPERTIES LABELS "${NG_LABELS}" TIMEOUT ${NG_TIMEOUT}
     ENVIRONMENT "NODEGATE_BIN_DIR=${CMAKE_BINARY_DIR}/bin;NODEGATE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
   if("unit" IN_LIST NG_LABELS)
@@ -224,14 +239,32 @@ if(CMAKE_CROSSCOMPILING)
     "NODEGATE_TOOL_PREFIX=${CMAKE_LIBRARY_ARCHITECTURE}-")
 endif()
 
-# A test written as a shell script (e2e tier, differential tests); ARGS are the script's.
+# A test written as a shell script (e2e tier, differential tests); ARGS are the script's, ENV
+# (VAR=value...) its extra environment. It skips with `skip_test "why"` (scripts/lib/check.sh):
+# a line "SKIP: why" and exit status 77.
 function(ng_script_test)
-  cmake_parse_arguments(NG "" "NAME;SCRIPT;TIMEOUT" "LABELS;ARGS" ${ARGN})
+  cmake_parse_arguments(NG "" "NAME;SCRIPT;TIMEOUT" "LABELS;ARGS;ENV" ${ARGN})
   if(NOT NG_TIMEOUT)
     set(NG_TIMEOUT 900)
   endif()
-  add_test(NAME ${NG_NAME} COMMAND bash ${NG_SCRIPT} ${NG_ARGS})
+  _ng_counted_test(${NG_NAME} script bash ${NG_SCRIPT} ${NG_ARGS})
   set_tests_properties(${NG_NAME} PROPERTIES LABELS "${NG_LABELS}" TIMEOUT ${NG_TIMEOUT}
-    ENVIRONMENT "NODEGATE_BIN_DIR=${CMAKE_BINARY_DIR}/bin;NODEGATE_SOURCE_DIR=${PROJECT_SOURCE_DIR};${NG_SCRIPT_TEST_CROSS_ENV}")
+    ENVIRONMENT "NODEGATE_BIN_DIR=${CMAKE_BINARY_DIR}/bin;NODEGATE_SOURCE_DIR=${PROJECT_SOURCE_DIR};${NG_SCRIPT_TEST_CROSS_ENV};${NG_ENV}")
+  _ng_serial_when_labelled(${NG_NAME} "${NG_LABELS}")
+endfunction()
+
+# A Python unittest module (SCRIPT), its methods counted and its skips seen as a GoogleTest
+# binary's are; the module needs no main of its own.
+function(ng_python_test)
+  cmake_parse_arguments(NG "" "NAME;SCRIPT;TIMEOUT;COST" "LABELS;ENV" ${ARGN})
+  if(NOT NG_TIMEOUT)
+    set(NG_TIMEOUT 900)
+  endif()
+  _ng_counted_test(${NG_NAME} unittest python3 ${NG_SCRIPT})
+  set_tests_properties(${NG_NAME} PROPERTIES LABELS "${NG_LABELS}" TIMEOUT ${NG_TIMEOUT}
+    ENVIRONMENT "NODEGATE_BIN_DIR=${CMAKE_BINARY_DIR}/bin;NODEGATE_SOURCE_DIR=${PROJECT_SOURCE_DIR};${NG_ENV}")
+  if(NG_COST)
+    set_tests_properties(${NG_NAME} PROPERTIES COST ${NG_COST})
+  endif()
   _ng_serial_when_labelled(${NG_NAME} "${NG_LABELS}")
 endfunction()

@@ -21,7 +21,7 @@
 set -eu
 
 IMAGE_BIN=/opt/nodegate/bin
-PLUGINS="host-local portmap bandwidth"
+PLUGINS="host-local cluster-ipam portmap bandwidth"
 CNI_BIN_DIR="${CNI_BIN_DIR:-/host/opt/cni/bin}"
 CNI_CONF_DIR="${CNI_CONF_DIR:-/host/etc/cni/net.d}"
 CNI_CONF_NAME="${CNI_CONF_NAME:-}"

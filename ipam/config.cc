@@ -50,51 +50,6 @@ Result<std::optional<net::IpPrefix>> OptCidr(const Json& obj, const char* key,
   return std::optional<net::IpPrefix>(*prefix);
 }
 
-Result<RangeSpec> ParseRangeSpec(const Json& obj, const std::string& path) {
-  if (!obj.is_object()) {
-    return TypeError(path, "an object");
-  }
-  RangeSpec spec;
-  NG_ASSIGN_OR_RETURN(spec.subnet, OptCidr(obj, "subnet", path));
-  NG_ASSIGN_OR_RETURN(spec.range_start, OptIp(obj, "rangeStart", path));
-  NG_ASSIGN_OR_RETURN(spec.range_end, OptIp(obj, "rangeEnd", path));
-  NG_ASSIGN_OR_RETURN(spec.gateway, OptIp(obj, "gateway", path));
-  return spec;
-}
-
-// [[Range, ...], ...] as in "ranges" and the ipRanges capability.
-Result<std::vector<std::vector<RangeSpec>>> ParseRangeSets(const Json& object, const char* key,
-                                                           const std::string& path) {
-  std::vector<std::vector<RangeSpec>> out;
-  const auto list = cni::ReadList(object, key);
-  if (list.mismatched()) {
-    return TypeError(path, "a list of range sets");
-  }
-  const Json* value = list.value_or(nullptr);
-  if (value == nullptr) {
-    return out;
-  }
-  for (size_t i = 0; i < value->size(); ++i) {
-    const Json& set = (*value)[i];
-    const std::string set_path = path + "[" + std::to_string(i) + "]";
-    if (set.is_null()) {
-      out.emplace_back();
-      continue;
-    }
-    if (!set.is_array()) {
-      return TypeError(set_path, "a list of ranges");
-    }
-    std::vector<RangeSpec> specs;
-    for (size_t j = 0; j < set.size(); ++j) {
-      NG_ASSIGN_OR_RETURN(RangeSpec spec,
-                          ParseRangeSpec(set[j], set_path + "[" + std::to_string(j) + "]."));
-      specs.push_back(spec);
-    }
-    out.push_back(std::move(specs));
-  }
-  return out;
-}
-
 // Go reads these as int (64 bits); cni::Route keeps the small numbers they are as int.
 Result<std::optional<int>> OptInt(const Json& obj, const char* key, const std::string& path) {
   NG_ASSIGN_OR_RETURN(std::optional<int64_t> number,
@@ -103,36 +58,6 @@ Result<std::optional<int>> OptInt(const Json& obj, const char* key, const std::s
     return std::optional<int>();
   }
   return std::optional<int>(static_cast<int>(*number));
-}
-
-Result<std::vector<cni::Route>> ParseRoutes(const Json& ipam) {
-  std::vector<cni::Route> routes;
-  NG_ASSIGN_OR_RETURN(const Json* value,
-                      cni::ReadList(ipam, "routes").GetOr(nullptr, MustBeAt("ipam.")));
-  if (value == nullptr) {
-    return routes;
-  }
-  for (size_t i = 0; i < value->size(); ++i) {
-    const Json& obj = (*value)[i];
-    const std::string path = "ipam.routes[" + std::to_string(i) + "].";
-    if (!obj.is_object()) {
-      return TypeError(path.substr(0, path.size() - 1), "an object");
-    }
-    cni::Route route;
-    NG_ASSIGN_OR_RETURN(auto dst, OptCidr(obj, "dst", path));
-    if (!dst) {
-      return ConfigError("route " + std::to_string(i) + " has no dst");
-    }
-    route.dst = *dst;
-    NG_ASSIGN_OR_RETURN(route.gw, OptIp(obj, "gw", path));
-    NG_ASSIGN_OR_RETURN(route.mtu, OptInt(obj, "mtu", path));
-    NG_ASSIGN_OR_RETURN(route.advmss, OptInt(obj, "advmss", path));
-    NG_ASSIGN_OR_RETURN(route.priority, OptInt(obj, "priority", path));
-    NG_ASSIGN_OR_RETURN(route.table, OptInt(obj, "table", path));
-    NG_ASSIGN_OR_RETURN(route.scope, OptInt(obj, "scope", path));
-    routes.push_back(route);
-  }
-  return routes;
 }
 
 // "ip" or "ip/prefix", as the reference's ip.ParseIP reads it: a prefix must be a valid one for
@@ -202,6 +127,107 @@ Result<std::vector<net::IpAddress>> RequestedIps(const cni::NetConf& conf,
 }
 
 }  // namespace
+
+Result<RangeSpec> ParseRangeSpec(const Json& obj, const std::string& path) {
+  if (!obj.is_object()) {
+    return TypeError(path, "an object");
+  }
+  RangeSpec spec;
+  NG_ASSIGN_OR_RETURN(spec.subnet, OptCidr(obj, "subnet", path));
+  NG_ASSIGN_OR_RETURN(spec.range_start, OptIp(obj, "rangeStart", path));
+  NG_ASSIGN_OR_RETURN(spec.range_end, OptIp(obj, "rangeEnd", path));
+  NG_ASSIGN_OR_RETURN(spec.gateway, OptIp(obj, "gateway", path));
+  return spec;
+}
+
+Result<std::vector<std::vector<RangeSpec>>> ParseRangeSets(const Json& object, const char* key,
+                                                           const std::string& path) {
+  std::vector<std::vector<RangeSpec>> out;
+  const auto list = cni::ReadList(object, key);
+  if (list.mismatched()) {
+    return TypeError(path, "a list of range sets");
+  }
+  const Json* value = list.value_or(nullptr);
+  if (value == nullptr) {
+    return out;
+  }
+  for (size_t i = 0; i < value->size(); ++i) {
+    const Json& set = (*value)[i];
+    const std::string set_path = path + "[" + std::to_string(i) + "]";
+    if (set.is_null()) {
+      out.emplace_back();
+      continue;
+    }
+    if (!set.is_array()) {
+      return TypeError(set_path, "a list of ranges");
+    }
+    std::vector<RangeSpec> specs;
+    for (size_t j = 0; j < set.size(); ++j) {
+      NG_ASSIGN_OR_RETURN(RangeSpec spec,
+                          ParseRangeSpec(set[j], set_path + "[" + std::to_string(j) + "]."));
+      specs.push_back(spec);
+    }
+    out.push_back(std::move(specs));
+  }
+  return out;
+}
+
+Result<std::vector<cni::Route>> ParseRoutes(const Json& ipam) {
+  std::vector<cni::Route> routes;
+  NG_ASSIGN_OR_RETURN(const Json* value,
+                      cni::ReadList(ipam, "routes").GetOr(nullptr, MustBeAt("ipam.")));
+  if (value == nullptr) {
+    return routes;
+  }
+  for (size_t i = 0; i < value->size(); ++i) {
+    const Json& obj = (*value)[i];
+    const std::string path = "ipam.routes[" + std::to_string(i) + "].";
+    if (!obj.is_object()) {
+      return TypeError(path.substr(0, path.size() - 1), "an object");
+    }
+    cni::Route route;
+    NG_ASSIGN_OR_RETURN(auto dst, OptCidr(obj, "dst", path));
+    if (!dst) {
+      return ConfigError("route " + std::to_string(i) + " has no dst");
+    }
+    route.dst = *dst;
+    NG_ASSIGN_OR_RETURN(route.gw, OptIp(obj, "gw", path));
+    NG_ASSIGN_OR_RETURN(route.mtu, OptInt(obj, "mtu", path));
+    NG_ASSIGN_OR_RETURN(route.advmss, OptInt(obj, "advmss", path));
+    NG_ASSIGN_OR_RETURN(route.priority, OptInt(obj, "priority", path));
+    NG_ASSIGN_OR_RETURN(route.table, OptInt(obj, "table", path));
+    NG_ASSIGN_OR_RETURN(route.scope, OptInt(obj, "scope", path));
+    routes.push_back(route);
+  }
+  return routes;
+}
+
+Result<std::vector<RangeSet>> CanonicalizeRangeSets(
+    const std::vector<std::vector<RangeSpec>>& specs, const std::string& cni_version) {
+  std::vector<RangeSet> sets;
+  int v4 = 0, v6 = 0;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    auto set = CanonicalizeRangeSet(specs[i]);
+    if (!set.ok()) {
+      return set.error().WithContext("invalid range set " + std::to_string(i));
+    }
+    (set->family() == net::Family::kV4 ? v4 : v6)++;
+    sets.push_back(std::move(set).value());
+  }
+  if ((v4 > 1 || v6 > 1) && !cni::VersionAtLeast(cni_version, "0.3.0")) {
+    return ConfigError("CNI version " + cni_version +
+                       " does not support more than 1 address per family");
+  }
+  for (size_t i = 0; i + 1 < sets.size(); ++i) {
+    for (size_t j = i + 1; j < sets.size(); ++j) {
+      if (sets[i].Overlaps(sets[j])) {
+        return ConfigError("range set " + std::to_string(i) + " overlaps with " +
+                           std::to_string(j));
+      }
+    }
+  }
+  return sets;
+}
 
 Status ValidateStorePath(const std::string& data_dir, const std::string& network_name) {
   NG_RETURN_IF_ERROR(cni::ValidateNetworkName(network_name));
@@ -301,27 +327,7 @@ Result<IpamConfig> LoadIpamConfig(const cni::NetConf& conf, std::string_view cni
     }
     return ConfigError("no IP ranges specified");
   }
-  int v4 = 0, v6 = 0;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    auto set = CanonicalizeRangeSet(specs[i]);
-    if (!set.ok()) {
-      return set.error().WithContext("invalid range set " + std::to_string(i));
-    }
-    (set->family() == net::Family::kV4 ? v4 : v6)++;
-    cfg.range_sets.push_back(std::move(set).value());
-  }
-  if ((v4 > 1 || v6 > 1) && !cni::VersionAtLeast(conf.cni_version, "0.3.0")) {
-    return ConfigError("CNI version " + conf.cni_version +
-                       " does not support more than 1 address per family");
-  }
-  for (size_t i = 0; i + 1 < cfg.range_sets.size(); ++i) {
-    for (size_t j = i + 1; j < cfg.range_sets.size(); ++j) {
-      if (cfg.range_sets[i].Overlaps(cfg.range_sets[j])) {
-        return ConfigError("range set " + std::to_string(i) + " overlaps with " +
-                           std::to_string(j));
-      }
-    }
-  }
+  NG_ASSIGN_OR_RETURN(cfg.range_sets, CanonicalizeRangeSets(specs, conf.cni_version));
   return cfg;
 }
 

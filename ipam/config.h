@@ -52,6 +52,23 @@ const cni::gojson::Shape& ConfigShape();
 
 Result<IpamConfig> LoadIpamConfig(const cni::NetConf& conf, std::string_view cni_args, Verb verb);
 
+// The readers of the keys host-local shares with cluster-ipam (ipam/cluster/config.h), with
+// host-local's errors (code 6 for a wrong JSON type naming the path, 7 for invalid values):
+//   ParseRangeSpec   one Range object {subnet, rangeStart, rangeEnd, gateway} at `path`
+//                    ("ipam.ranges[0][1]."), before defaults
+//   ParseRangeSets   the [[Range, ...], ...] list under `key` of `object` ("ranges", the
+//                    ipRanges capability); a null set is an empty one
+//   ParseRoutes      ipam.routes
+//   CanonicalizeRangeSets  defaults and checks of each set ("invalid range set N: ..."), then
+//                    the checks across sets: one address per family before CNI 0.3.0, and no
+//                    two sets overlapping
+Result<RangeSpec> ParseRangeSpec(const cni::Json& obj, const std::string& path);
+Result<std::vector<std::vector<RangeSpec>>> ParseRangeSets(const cni::Json& object, const char* key,
+                                                           const std::string& path);
+Result<std::vector<cni::Route>> ParseRoutes(const cni::Json& ipam);
+Result<std::vector<RangeSet>> CanonicalizeRangeSets(
+    const std::vector<std::vector<RangeSpec>>& specs, const std::string& cni_version);
+
 // The validation the plugin runs for ADD, without per-attachment inputs: the network name,
 // every ipam key, the range sets and routes. For `nodegate conf validate` and the like.
 // A config whose ranges come only from the runtime's ipRanges capability fails with

@@ -6,6 +6,7 @@
 #include "ipam/allocator.h"
 #include "ipam/disk_store.h"
 #include "ipam/resolv_conf.h"
+#include "ipam/result.h"
 #include "lib/cni/logging.h"
 #include "lib/cni/version.h"
 
@@ -94,19 +95,15 @@ Status StatusVerb(const cni::CmdArgs& args) {
 
 Result<cni::CniResult> AddWith(const IpamConfig& cfg, const Owner& owner, Store& store) {
   NG_ASSIGN_OR_RETURN(std::vector<Allocation> allocations, AllocateAll(cfg, owner, store));
-  cni::CniResult result;
-  result.cni_version = cfg.cni_version;
+  std::vector<AddressInRange> addresses;
   for (const auto& a : allocations) {
     if (a.reused) {
       cni::LogInfo("host-local: {} already holds {}; returning it again (idempotent ADD)",
                    owner.container_id, a.ip.ToString());
     }
-    result.ips.push_back(cni::IpConfig{.interface = std::nullopt,
-                                       .address = net::IpPrefix(a.ip, a.range->subnet.length()),
-                                       .gateway = a.range->gateway});
+    addresses.push_back({a.ip, a.range});
   }
-  result.routes = cfg.routes;
-  return result;
+  return IpamResult(cfg.cni_version, addresses, cfg.routes, cni::Dns{});
 }
 
 Status DelWith(const IpamConfig& cfg, const Owner& owner, Store& store) {

@@ -3,7 +3,7 @@
 #
 #   bash scripts/deb.sh BUILD_BIN_DIR OUT_DIR [ARCH]   -> OUT_DIR/nodegate_<version>_<arch>.deb
 #
-# Contents: the plugins host-local, portmap and bandwidth in /opt/cni/bin (where runtimes and
+# Contents: the plugins host-local, cluster-ipam, portmap and bandwidth in /opt/cni/bin (where runtimes and
 # network add-ons look; Debian's containernetworking-plugins uses /usr/lib/cni, so the two
 # packages share no file), nodegate in /usr/bin, its manual page, the copyright notices and
 # the example network configurations in /usr/share/doc/nodegate. No configuration is
@@ -27,7 +27,7 @@ umask 022
 BIN_DIR="${1:-build/bin}"
 OUT_DIR="${2:-build}"
 SRC="$(cd "$(dirname "$0")/.." && pwd)"
-PLUGINS=(host-local portmap bandwidth)
+PLUGINS=(host-local cluster-ipam portmap bandwidth)
 
 # shellcheck source=lib/build_outputs.sh
 source "$SRC/scripts/lib/build_outputs.sh"
@@ -135,17 +135,21 @@ Installed-Size: $INSTALLED_SIZE
 Recommends: containernetworking-plugins
 Section: net
 Priority: optional
-Description: CNI plugins portmap, bandwidth, host-local and the nodegate node tool
+Description: CNI plugins portmap, bandwidth, host-local, cluster-ipam and the nodegate tool
  Drop-in replacements for the reference containernetworking plugins portmap,
  bandwidth and host-local, installed into /opt/cni/bin: same type names,
  configuration keys, kernel objects and on-disk state, with the netfilter and
  traffic-control changes made in-process.
  .
+ cluster-ipam allocates pods' addresses from one pool for the whole cluster,
+ kept in etcd: blocks claimed per node, one transaction per ADD.
+ .
  The nodegate command checks pods against the node as the kube-scheduler and
  the kubelet would (admit, guard), lists every host port with its owner
  (ports), runs and validates CNI network configurations (cni, conf validate),
- and explains from the cluster why a pod fits no node, naming who holds the
- port or uses up the resource (explain; also kubectl nodegate explain).
+ shows, checks and repairs cluster-ipam's pool (ipam), and explains from the
+ cluster why a pod fits no node, naming who holds the port or uses up the
+ resource (explain; also kubectl nodegate explain).
  .
  containernetworking-plugins provides bridge and loopback, which the example
  configurations in /usr/share/doc/nodegate/examples use.

@@ -57,6 +57,7 @@ cleanup() {
     cni del demo "$CTR" --container-id demo >/dev/null 2>&1
   fi
   ip netns del "$CTR" 2>/dev/null
+  [ ! -d "$T/etcd" ] || bash "$SRC/scripts/lib/etcd_cluster.sh" stop "$T/etcd" >/dev/null 2>&1
   node_remove
   say "namespaces $NODE, $CLIENT removed; $T removed"
 }
@@ -139,13 +140,10 @@ if [ "$RUNTIME" = podman ]; then
 else
   show cni del demo "$CTR" --container-id demo
 fi
-rules="$({ in_node iptables-nft-save -t nat; in_node iptables-legacy-save -t nat; in_node nft list ruleset; } 2>/dev/null | grep -c -E 'CNI-DN-|dport 8080' || true)"
-addrs="$(ls "$T/ipam/demo" | grep -E '^[0-9a-f.:]+$' | grep -c '[.:]' || true)"
-for _ in $(seq 50); do  # DEL's helper deletes the retired (bwpdel*) ifb moments later
-  in_node ip -o link show type ifb | grep -q bwpdel || break
-  sleep 0.1
-done
-ifbs="$(in_node ip -o link show type ifb | grep -c bwp || true)"
+# (each count is the listing's, or "could not look: ..." when a listing fails)
+rules="$(node_rules_matching 'CNI-DN-\|dport 8080')" || true  # shown as it is
+addrs="$(node_reservations)" || true
+ifbs="$(node_bwp_devices)" || true  # once DEL's helper has deleted the retired (bwpdel*) ifb
 say "per-container rules left: $rules   reserved addresses left: $addrs   bwp devices left: $ifbs"
 
 heading "7. admission: will this DNS DaemonSet pod fit on the node?"
@@ -199,8 +197,38 @@ say "with nodegate webhook (a stand-in API server: node worker-1, the mirror pod
 python3 "$SRC/scripts/demo-webhook.py" "$NG" "$SRC" || true
 say "(the CREATE fails with the kubelet's reason and the holder of port 8080; no Failed pod, no storm)"
 
+heading "12. cluster-ipam: two nodes draw their pods' addresses from one pool in etcd"
+say "three etcd members on loopback (Debian's etcd-server, TLS with a throwaway CA):"
+bash "$SRC/scripts/lib/etcd_cluster.sh" start "$T/etcd" >/dev/null
+say "$(paste -sd' ' "$T/etcd/endpoints")"
+# One conflist per node, differing only in nodeName (on a cluster: the same file, the node's name
+# from $KUBERNETES_NODE_NAME or the host name).
+pool_conf() {
+  printf '{"cniVersion":"1.1.0","name":"pods","plugins":[{"type":"ptp","ipam":{"type":"cluster-ipam",'
+  printf '"ranges":[[{"subnet":"10.244.0.0/16","blockSize":28}]],"nodeName":"%s",' "$1"
+  printf '"etcd":{"endpoints":[%s],' "$(sed 's/.*/"&"/' "$T/etcd/endpoints" | paste -sd,)"
+  printf '"caFile":"%s/pki/ca.crt","certFile":"%s/pki/client.crt","keyFile":"%s/pki/client.key"}}}]}' \
+    "$T/etcd" "$T/etcd" "$T/etcd"
+}
+ipam_call() {  # ipam_call NODE VERB POD: cluster-ipam as the node's main plugin calls it
+  python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); p=c["plugins"][0]; p["name"]=c["name"]
+p["cniVersion"]=c["cniVersion"]; print(json.dumps(p))' "$T/ipam-$1.conflist" |
+    CNI_COMMAND="$2" CNI_CONTAINERID="$3" CNI_NETNS=/run/netns/none CNI_IFNAME=eth0 CNI_PATH="$BIN" \
+      "$BIN/cluster-ipam"
+}
+for node in node-a node-b; do pool_conf "$node" >"$T/ipam-$node.conflist"; done
+for pod in 1 2 3; do
+  for node in node-a node-b; do
+    ip="$(ipam_call "$node" ADD "$node-pod$pod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["ips"][0]["address"])')"
+    say "$node, pod $pod: $ip"
+  done
+done
+show "$NG" ipam --conf "$T/ipam-node-a.conflist" show
+say "(each node claimed a /28 block with one transaction; each ADD was one read and one transaction)"
+for pod in 1 2 3; do for node in node-a node-b; do ipam_call "$node" DEL "$node-pod$pod"; done; done
+show "$NG" ipam --conf "$T/ipam-node-a.conflist" check
 
-heading "12. kubectl nodegate explain: the seed story from the cluster's side"
+heading "13. kubectl nodegate explain: the seed story from the cluster's side"
 say "a stand-in of the API server's contract (no kube-apiserver here) with five nodes: the CoreDNS"
 say "DaemonSet (hostNetwork, 53/UDP) runs on four; on n3 its pod stays Pending. Which pod is in the way?"
 python3 "$SRC/scripts/demo-explain.py" "$BIN" "$SRC" || true

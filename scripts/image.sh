@@ -27,7 +27,7 @@ VERSION="$(project_version "$SRC")"
 TAG="${2:-localhost/nodegate-cni:$VERSION}"
 ARCH="${3:-$HOST_ARCH}"
 arch_triplet "$ARCH" >/dev/null || { echo "image: unsupported architecture $ARCH" >&2; exit 1; }
-PLUGINS=(host-local portmap bandwidth)
+PLUGINS=(host-local cluster-ipam portmap bandwidth)
 # The installer's shell and tools (busybox applets, as symbolic links).
 APPLETS=(sh ls cat cp mv rm ln chmod cmp sleep sync mkdir stat tr echo test)
 

@@ -24,8 +24,11 @@ PACKAGES=(
   # nodegate webhook: Boost.Beast/Asio (header-only) for HTTPS serving and the API client,
   # OpenSSL from its static archives (webhook/README.md says why these)
   libboost1.81-dev libssl-dev
-  # deploy/webhook/make-cert.sh (also run by tests/webhook)
+  # deploy/webhook/make-cert.sh (also run by tests/webhook); the test CA of the etcd clusters
   openssl
+  # cluster-ipam's datastore: the tests, the demo and the bench start their own members
+  # (scripts/lib/etcd_cluster.sh); etcdctl reads the keys in tests and in ipam/cluster/README.md
+  etcd-server etcd-client
   # kernel tools used by tests and the demo (inside private namespaces only)
   iproute2 iptables nftables conntrack iperf3 util-linux procps iputils-ping socat
   # message counts of a plugin call (tests/portmap/conntrack_netns_test.cc)
@@ -94,6 +97,12 @@ missing_busybox=()
 for a in "${ARCHES[@]}"; do
   [ -n "$(cached_deb busybox-static "$a")" ] || missing_busybox+=("$a")
 done
+# promtool checks and unit-tests deploy/webhook/monitoring.yaml's alerts
+# (tests/webhook/manifests_test.py). It comes in Debian's prometheus package, kept as a .deb in
+# the cache and read from there, never installed: installing it would set up and start a
+# Prometheus server on the machine.
+missing_promtool=0
+[ -n "$(cached_deb prometheus "$HOST_ARCH")" ] || missing_promtool=1
 
 # Debian's kubectl (package kubernetes-client): `kubectl nodegate ...` is tested through it
 # (tests/explain). Where another package already owns /usr/bin/kubectl (Google's kubectl on
@@ -108,7 +117,8 @@ if ! dpkg-query -W -f='${Status}' kubernetes-client 2>/dev/null | grep -q "insta
   fi
 fi
 
-if [ "${#missing[@]}" -eq 0 ] && [ "${#missing_busybox[@]}" -eq 0 ] && [ "$kubectl_deb" = 0 ]; then
+if [ "${#missing[@]}" -eq 0 ] && [ "${#missing_busybox[@]}" -eq 0 ] && [ "$kubectl_deb" = 0 ] &&
+  [ "$missing_promtool" = 0 ]; then
   exit 0
 fi
 
@@ -138,4 +148,8 @@ done
 if [ "$kubectl_deb" = 1 ]; then
   [ "$updated" = 1 ] || { apt-get update -qq; updated=1; }
   fetch_deb kubernetes-client "$HOST_ARCH"
+fi
+if [ "$missing_promtool" = 1 ]; then
+  [ "$updated" = 1 ] || { apt-get update -qq; updated=1; }
+  fetch_deb prometheus "$HOST_ARCH"
 fi

@@ -6,7 +6,8 @@
 #   e.g. scripts/release.sh build/release amd64=build/bin arm64=build-arm64/bin
 #
 # OUT_DIR (emptied first) receives, for each ARCH and the project's VERSION:
-#   nodegate-cni-plugins-linux-ARCH-vVERSION.tgz   host-local, portmap, bandwidth, flat (./NAME)
+#   nodegate-cni-plugins-linux-ARCH-vVERSION.tgz   host-local, cluster-ipam, portmap, bandwidth,
+#                                                  flat (./NAME)
 #   nodegate-linux-ARCH-vVERSION                   the nodegate executable
 #   kubectl-nodegate-linux-ARCH-vVERSION.tar.gz    the same executable as kubectl's plugin
 #                                                  (./kubectl-nodegate) and ./copyright, for krew
@@ -15,11 +16,16 @@
 # `sha256sum -c FILE.sha256` checks it), and, unless --no-image,
 #   nodegate-cni-vVERSION.oci.tar                  the install image as a multi-architecture
 #                                                  OCI index (one image per ARCH, scripts/image.sh)
-# and the same manifest list in the local podman store as localhost/nodegate-cni:VERSION, the
-# name deploy/daemonset.yaml uses on every architecture; and nodegate.yaml, the krew manifest
-# (deploy/krew/nodegate.yaml) with the version, NODEGATE_RELEASE_URL (where the archives will
-# be downloaded from; a placeholder under .invalid by default) and each archive's sha256 filled in,
-# checked field by field against the archives (krew-index wants linux/amd64 and linux/arm64).
+#   nodegate-vVERSION.oci.tar                      the webhook's image likewise
+#                                                  (scripts/webhook-image.sh)
+# and the same manifest lists in the local podman store as localhost/nodegate-cni:VERSION and
+# localhost/nodegate:VERSION, the names deploy/daemonset.yaml and deploy/webhook/deployment.yaml
+# use on every architecture. The webhook image's executable is checked as the others are, and
+# must be the released nodegate-linux-ARCH-vVERSION byte for byte. Always, nodegate.yaml: the krew
+# manifest (deploy/krew/nodegate.yaml) with the version, NODEGATE_RELEASE_URL (where the archives
+# will be downloaded from; a placeholder under .invalid by default) and each archive's sha256
+# filled in, checked field by field against the archives (krew-index wants linux/amd64 and
+# linux/arm64).
 #
 # Reproducible: the executables carry no path of the build machine (-ffile-prefix-map,
 # CMakeLists.txt); they are stripped as the package strips them; the tarballs list their files
@@ -45,7 +51,7 @@ SRC="$(cd "$(dirname "$0")/.." && pwd)"
 source "$SRC/scripts/lib/build_outputs.sh"
 # shellcheck source=lib/arch.sh
 source "$SRC/scripts/lib/arch.sh"
-PLUGINS=(host-local portmap bandwidth)
+PLUGINS=(host-local cluster-ipam portmap bandwidth)
 VERSION="$(project_version "$SRC")"
 [ -n "$VERSION" ] || { echo "release: no project(nodegate VERSION ...) in CMakeLists.txt" >&2; exit 1; }
 if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
@@ -53,6 +59,7 @@ if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
 fi
 export SOURCE_DATE_EPOCH
 IMAGE="localhost/nodegate-cni:$VERSION"
+WEBHOOK_IMAGE="localhost/nodegate:$VERSION"
 
 die() {
   echo "release: $*" >&2
@@ -68,6 +75,39 @@ check_executable() {
   "$readelf" -lW "$1" | grep -q INTERP && die "$1 has an ELF interpreter (not static)"
   "$readelf" -dW "$1" | grep -q NEEDED && die "$1 needs shared libraries (not static)"
   return 0
+}
+
+# check_image_executable IMAGE PATH ARCH SAME_AS: PATH in IMAGE is static, of ARCH, and the
+# same bytes as the file SAME_AS.
+check_image_executable() {
+  local cid out="$WORK/from-image"
+  cid="$(podman create --platform "linux/$(arch_oci "$3")" "$1")"
+  podman cp "$cid:$2" "$out" || { podman rm "$cid" >/dev/null; die "$1 holds no $2"; }
+  podman rm "$cid" >/dev/null
+  check_executable "$out" "$3"
+  cmp -s "$out" "$4" || die "$1's $2 is not $(basename "$4")"
+  rm -f "$out"
+}
+
+# manifest_list IMAGE OCI_FILE: IMAGE-ARCH of every ARCH joined in one manifest list IMAGE in
+# the local store, and written with its images as the OCI archive OUT/OCI_FILE.
+manifest_list() {
+  local image=$1 oci="$OUT/$2" arch listed want
+  echo "== $image: one manifest list for ${ARCHES[*]}"
+  # The name may hold a manifest list of an earlier release or a single image (make image).
+  podman manifest rm "$image" >/dev/null 2>&1 || podman rmi -f "$image" >/dev/null 2>&1 || true
+  podman manifest create "$image" >/dev/null
+  for arch in "${ARCHES[@]}"; do
+    podman manifest add "$image" "containers-storage:$image-$arch" >/dev/null
+  done
+  listed="$(podman manifest inspect "$image" |
+    python3 -c 'import json,sys; print(" ".join(sorted(m["platform"]["os"] + "/" + m["platform"]["architecture"] for m in json.load(sys.stdin)["manifests"])))')"
+  want="$(for arch in "${ARCHES[@]}"; do echo "linux/$(arch_oci "$arch")"; done | sort | tr '\n' ' ')"
+  [ "$listed" = "${want% }" ] || die "$image lists '$listed', not '${want% }'"
+  # The index is named with the whole image name, which ctr images import takes as it is.
+  podman manifest push --quiet --all --format oci "$image" "oci-archive:$oci:$image" >/dev/null
+  checksums "$oci"
+  echo "  $(basename "$oci") ($listed)"
 }
 
 # put_executable SRC DEST ARCH: stripped as scripts/deb.sh strips, mode 0755, checked.
@@ -145,7 +185,8 @@ for arch in "${ARCHES[@]}"; do
   mv "$WORK/deb-$arch/nodegate_${VERSION}_$arch.deb" "$deb"
   [ "$(dpkg-deb -f "$deb" Architecture)" = "$arch" ] || die "$deb: Architecture is not $arch"
   dpkg-deb -x "$deb" "$WORK/deb-$arch/x"
-  for f in opt/cni/bin/host-local opt/cni/bin/portmap opt/cni/bin/bandwidth usr/bin/nodegate; do
+  for f in opt/cni/bin/host-local opt/cni/bin/cluster-ipam opt/cni/bin/portmap \
+    opt/cni/bin/bandwidth usr/bin/nodegate; do
     check_executable "$WORK/deb-$arch/x/$f" "$arch"
   done
   checksums "$deb"
@@ -153,26 +194,14 @@ for arch in "${ARCHES[@]}"; do
 
   if [ "$WITH_IMAGE" = 1 ]; then
     bash "$SRC/scripts/image.sh" "$bin" "$IMAGE-$arch" "$arch" | sed 's/^/  /'
+    bash "$SRC/scripts/webhook-image.sh" "$bin" "$WEBHOOK_IMAGE-$arch" "$arch" | sed 's/^/  /'
+    check_image_executable "$WEBHOOK_IMAGE-$arch" /usr/bin/nodegate "$arch" "$exe"
   fi
 done
 
 if [ "$WITH_IMAGE" = 1 ]; then
-  echo "== $IMAGE: one manifest list for ${ARCHES[*]}"
-  # The name may hold a manifest list of an earlier release or a single image (make image).
-  podman manifest rm "$IMAGE" >/dev/null 2>&1 || podman rmi -f "$IMAGE" >/dev/null 2>&1 || true
-  podman manifest create "$IMAGE" >/dev/null
-  for arch in "${ARCHES[@]}"; do
-    podman manifest add "$IMAGE" "containers-storage:$IMAGE-$arch" >/dev/null
-  done
-  listed="$(podman manifest inspect "$IMAGE" |
-    python3 -c 'import json,sys; print(" ".join(sorted(m["platform"]["os"] + "/" + m["platform"]["architecture"] for m in json.load(sys.stdin)["manifests"])))')"
-  want="$(for arch in "${ARCHES[@]}"; do echo "linux/$(arch_oci "$arch")"; done | sort | tr '\n' ' ')"
-  [ "$listed" = "${want% }" ] || die "$IMAGE lists '$listed', not '${want% }'"
-  oci="$OUT/nodegate-cni-v$VERSION.oci.tar"
-  # The index is named with the whole image name, which ctr images import takes as it is.
-  podman manifest push --quiet --all --format oci "$IMAGE" "oci-archive:$oci:$IMAGE" >/dev/null
-  checksums "$oci"
-  echo "  $(basename "$oci") ($listed)"
+  manifest_list "$IMAGE" "nodegate-cni-v$VERSION.oci.tar"
+  manifest_list "$WEBHOOK_IMAGE" "nodegate-v$VERSION.oci.tar"
 fi
 
 # The krew manifest: the template filled in from the archives just built, then read back and

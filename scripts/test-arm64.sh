@@ -32,11 +32,12 @@ VM_CHECKS=(version host_local portmap_iptables:nft portmap_cross:nft portmap_ipt
   ports)
 
 # shellcheck source=lib/stages.sh
-source "$(dirname "$0")/lib/stages.sh"  # stage, stages_verdict
+source "$(dirname "$0")/lib/stages.sh"  # stage, ctest_stage, counted_stage, stages_verdict
 
 if stage "the arm64 unit tier's build (cross)" \
   cmake --build "$ARM64_DIR" -j "$JOBS" --target unit_tier; then
-  stage "the arm64 unit tier under qemu-user" env JOBS="$JOBS" bash tests/arm64/unit_tier.sh "$ARM64_DIR"
+  counted_stage "the arm64 unit tier under qemu-user" \
+    env JOBS="$JOBS" bash tests/arm64/unit_tier.sh "$ARM64_DIR"
 fi
 
 stage "the Debian 12 arm64 root and its disk image (cached in $NODEGATE_CACHE_DIR/roots)" \
@@ -44,8 +45,7 @@ stage "the Debian 12 arm64 root and its disk image (cached in $NODEGATE_CACHE_DI
 stage "the netns checks in a Debian 12 arm64 VM (TCG)" \
   env NODEGATE_BIN_DIR="$ARM64_DIR/bin" NG_VM_TIMEOUT="${NG_VM_TIMEOUT:-3600}" \
   bash tests/portability/vm_test.sh --arch arm64 --suite bookworm "${VM_CHECKS[@]}"
-stage "the arm64 package and install image (qemu-user)" \
-  bash -c "cd '$ARM64_DIR' && ctest --output-on-failure -L deploy"
+ctest_stage "the arm64 package and install image (qemu-user)" "$ARM64_DIR" -L '^deploy$'
 stage "the release, built twice in different folders: the same bytes" \
   env JOBS="$JOBS" bash tests/release/reproducible_test.sh amd64="$BUILD_DIR/bin" arm64="$ARM64_DIR/bin"
 

@@ -37,14 +37,17 @@ PodFactsPtr MakePodFacts(const Pod& pod, const FeatureGates& gates, bool already
   facts->key = pod.Key();
   facts->uid = pod.uid;
   facts->source = pod.source;
-  facts->owner = OwnerName(pod);
+  facts->owner = InternText(OwnerName(pod));
   facts->priority = pod.priority;
   facts->static_pod = pod.IsStaticPod();
   facts->mirror_pod = pod.IsMirrorPod();
   facts->qos = kubelet::GetPodQos(pod, gates.Enabled(kGatePodLevelResources));
   facts->requests = Resource::FromPodRequests(
       ComputePodRequests(pod, PodRequestOptions::FromGates(gates, already_on_node)));
-  facts->eviction_frees = kubelet::EvictionFrees(pod, gates);
+  Resource frees = kubelet::EvictionFrees(pod, gates);
+  if (!SameAmounts(frees, facts->requests)) {
+    facts->distinct_eviction_frees = std::make_shared<const Resource>(std::move(frees));
+  }
   facts->ports = GetHostPorts(pod, gates.Enabled(kGateSidecarContainers));
   facts->start_time = StartTimeSeconds(pod.start_time);
   return facts;

@@ -167,7 +167,7 @@ std::string RequirementsToString(const AdmissionRequirements& requirements) {
 }
 
 int64_t Preemptee::Request(std::string_view resource) const {
-  return resource == kResourcePods ? 1 : pod->eviction_frees.Get(resource);
+  return resource == kResourcePods ? 1 : pod->EvictionFrees().Get(resource);
 }
 
 std::vector<Preemptee> MakePreemptees(const std::vector<PodFactsPtr>& pods) {

@@ -66,11 +66,12 @@ def main():
         standin.kubeconfig(kubeconfig, api.port, ca, token)
         proc = subprocess.Popen([NODEGATE, "webhook", "--listen", "127.0.0.1:0",
                                  "--metrics-listen", "127.0.0.1:0", "--tls-cert", crt,
-                                 "--tls-key", key, "--kubeconfig", kubeconfig],
+                                 "--tls-key", key, "--kubeconfig", kubeconfig,
+                                 "--log-format", "json", "--shutdown-delay", "0s"],
                                 stderr=subprocess.PIPE, text=True)
         try:
-            m = re.search(r"\(port (\d+)\), metrics on .* \(port (\d+)\)", proc.stderr.readline())
-            port, metrics = int(m.group(1)), int(m.group(2))
+            serving = json.loads(proc.stderr.readline())
+            port, metrics = serving["port"], serving["metrics_port"]
             # The webhook logs to stderr; an unread pipe that fills would stall it.
             threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
             for _ in range(600):

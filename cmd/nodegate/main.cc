@@ -6,6 +6,7 @@
 
 #include "admit/cli/cli.h"
 #include "cmd/nodegate/explain/cli.h"
+#include "ipam/cluster/cli/cli.h"
 #include "ports/cli/cli.h"
 #include "runtime/cli/cli.h"
 #include "webhook/cli/cli.h"
@@ -22,6 +23,7 @@ constexpr std::string_view kUsage =
     "  cni       run a CNI network (.conflist) as a container runtime does\n"
     "  conf      validate CNI configuration files (conf validate [DIR|FILE]...)\n"
     "  webhook   serve the API server's admission webhook for pods with a fixed nodeName\n"
+    "  ipam      cluster-ipam's address pool: show, check, release, import\n"
     "  explain   why a pod fits no node, node by node (also as kubectl nodegate explain)\n";
 
 }  // namespace
@@ -50,6 +52,9 @@ int main(int argc, char** argv) {
   }
   if (command == "webhook") {
     return nodegate::webhook::RunWebhookCli(argc - 1, argv + 1);
+  }
+  if (command == "ipam") {
+    return nodegate::ipam::cluster::RunIpamCli(argc - 1, argv + 1);
   }
   if (command == "explain") {
     return nodegate::explain_cli::RunExplainCli(argc - 1, argv + 1);

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# Makes the webhook's serving certificate with openssl: a private CA (ca.crt, ca.key) and a
-# certificate for the Service's DNS names (tls.crt, tls.key) in OUT_DIR, then fills caBundle in
-# the ValidatingWebhookConfiguration (webhook.yaml) when --fill FILE is given.
+# Makes the webhook's serving certificate with openssl, for clusters without cert-manager
+# (cert-manager.yaml is the default path): a private CA (ca.crt, ca.key) and a certificate for
+# the Service's DNS names (tls.crt, tls.key) in OUT_DIR. With --fill FILE it also makes FILE, a
+# copy of webhook.yaml, use that CA: caBundle written, the cert-manager.io/inject-ca-from
+# annotation dropped.
 #
-#   deploy/webhook/make-cert.sh [--fill deploy/webhook/webhook.yaml] OUT_DIR [SERVICE [NAMESPACE]]
+#   cp deploy/webhook/webhook.yaml DIR/webhook.yaml
+#   deploy/webhook/make-cert.sh --fill DIR/webhook.yaml OUT_DIR [SERVICE [NAMESPACE]]
 #   kubectl -n nodegate create secret tls nodegate-webhook-tls \
 #     --cert=OUT_DIR/tls.crt --key=OUT_DIR/tls.key
 #
 # The API server checks the name SERVICE.NAMESPACE.svc (defaults: nodegate-webhook, nodegate).
 # EXTRA_SANS (e.g. "IP:127.0.0.1,DNS:localhost") adds names, for tests. An existing CA in
-# OUT_DIR is kept, so running it again rotates only the serving certificate (CA_DAYS, DAYS).
+# OUT_DIR is kept, so running it again rotates only the serving certificate (CA_DAYS, DAYS) and
+# caBundle stays as it is.
 set -euo pipefail
 
 fill=""
@@ -54,7 +58,19 @@ chmod 0644 "$out/ca.crt" "$out/tls.crt"
 
 bundle="$(base64 -w0 <"$out/ca.crt")"
 if [ -n "$fill" ]; then
-  sed -i -E "s|^([[:space:]]*caBundle:).*|\1 $bundle|" "$fill"
+  # caBundle goes right under clientConfig (an earlier one is replaced); without the
+  # annotation cert-manager's CA injector, if installed, leaves the configuration alone.
+  awk -v bundle="$bundle" '
+    /cert-manager\.io\/inject-ca-from/ { next }
+    /^[[:space:]]*caBundle:/ { next }
+    { print }
+    /^[[:space:]]*clientConfig:[[:space:]]*$/ {
+      match($0, /^[[:space:]]*/)
+      printf "%s  caBundle: %s\n", substr($0, 1, RLENGTH), bundle
+    }' "$fill" >"$fill.tmp"
+  grep -q "caBundle: $bundle" "$fill.tmp" || { rm -f "$fill.tmp"; echo "make-cert: no clientConfig: in $fill" >&2; exit 1; }
+  cat "$fill.tmp" >"$fill"  # (not mv: FILE keeps its mode)
+  rm -f "$fill.tmp"
   echo "make-cert: caBundle filled in $fill" >&2
 fi
 echo "make-cert: $out/tls.crt for $service.$namespace.svc, signed by $out/ca.crt" >&2

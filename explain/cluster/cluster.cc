@@ -15,7 +15,7 @@ void Cluster::AddNode(std::shared_ptr<const admit::Node> node) {
 
 void Cluster::AddPod(kube::PodRecord record) {
   ++counts_.pods;
-  if (!tracked_owner_.empty() && record.facts->owner == tracked_owner_) {
+  if (!tracked_owner_.empty() && record.facts->Owner() == tracked_owner_) {
     owned_.push_back(PodRef{record.facts->key, record.node_name, record.phase});
   }
   if (record.Terminal()) {

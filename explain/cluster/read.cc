@@ -44,8 +44,7 @@ Result<admit::Ok> ListAll(kube::ApiClient& client, const std::string& path, cons
             return false;
           }
           return true;
-        },
-        /*whole_pieces=*/true);
+        });
     if (!got.ok()) {
       return Error{"list " + what + ": " + got.error().message};
     }

@@ -160,7 +160,7 @@ PluginOutcome Preempt(const Scheduler& scheduler, const CandidatePod& candidate,
     if (s.success) {
       node.candidate = true;
       for (const admit::PodFactsPtr& p : s.victims) {
-        node.victims.push_back(Victim{p->key, p->owner, PriorityOfFacts(*p)});
+        node.victims.push_back(Victim{p->key, p->Owner(), PriorityOfFacts(*p)});
       }
       candidate_nodes.push_back(report.nodes.size());
       candidate_victims.push_back(std::move(s.victims));

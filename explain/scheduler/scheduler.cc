@@ -21,7 +21,7 @@ constexpr size_t kTopConsumers = 3;
 
 std::string OwnerOf(const admit::NodeInfo& node, const std::string& key) {
   const admit::PodFacts* p = node.FindPod(key);
-  return p != nullptr ? p->owner : "";
+  return p != nullptr ? p->Owner() : "";
 }
 
 std::string WithOwner(const std::string& pod, const std::string& owner) {
@@ -74,7 +74,7 @@ std::vector<Finding> ResourceFindings(const admit::PodInfo& pod, const admit::No
         std::vector<Consumer> users;
         for (const admit::PodFactsPtr& p : node.pods()) {
           if (const int64_t amount = p->requests.Get(s.resource); amount > 0) {
-            users.push_back(Consumer{p->key, p->owner, amount});
+            users.push_back(Consumer{p->key, p->Owner(), amount});
           }
         }
         s.consumers = users.size();

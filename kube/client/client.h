@@ -64,14 +64,9 @@ class ApiClient {
   // body as it arrives (false: stop). Nothing for `idle` once the body has begun ends it with
   // HttpResult::idle set; an error when the connection fails, no answer comes within `idle`,
   // or Cancel() or Interrupt() is called.
-  //
-  // `whole_pieces`: the body is handed over in pieces of 256 KiB (the last one shorter), read
-  // as one operation each, instead of as each TLS record arrives: a fraction of the reads'
-  // cost for a list of a gigabyte; `idle` then bounds each piece (a list, not a watch).
   Result<HttpResult> Stream(const std::string& target, std::chrono::milliseconds idle,
                             const std::function<bool(const StreamHead&)>& on_head,
-                            const std::function<bool(std::string_view bytes)>& on_body,
-                            bool whole_pieces = false);
+                            const std::function<bool(std::string_view bytes)>& on_body);
 
   // Cancel: from any thread, ends every Stream in progress or started later.
   void Cancel() { cancelled_ = true; }

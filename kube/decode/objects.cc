@@ -674,7 +674,8 @@ struct ObjectDecoder::Impl {
     facts->key = ns + "/" + id.name;
     facts->uid = std::move(id.uid);
     facts->source.clear();
-    facts->owner = id.owner_name.empty() ? "" : id.owner_kind + " " + ns + "/" + id.owner_name;
+    facts->owner = admit::InternText(
+        id.owner_name.empty() ? "" : id.owner_kind + " " + ns + "/" + id.owner_name);
     facts->start_time = admit::StartTimeSeconds(id.start_time);
     record.facts = std::move(facts);
     key.clear();

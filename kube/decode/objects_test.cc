@@ -27,16 +27,15 @@ void ExpectSameFacts(const admit::PodFacts& want, const admit::PodFacts& got,
   SCOPED_TRACE(what);
   EXPECT_EQ(got.key, want.key);
   EXPECT_EQ(got.uid, want.uid);
-  EXPECT_EQ(got.owner, want.owner);
+  EXPECT_EQ(got.Owner(), want.Owner());
   EXPECT_EQ(got.priority, want.priority);
   EXPECT_EQ(got.static_pod, want.static_pod);
   EXPECT_EQ(got.mirror_pod, want.mirror_pod);
   EXPECT_EQ(got.qos, want.qos);
   EXPECT_EQ(got.start_time, want.start_time);
-  for (admit::Resource admit::PodFacts::*pair :
-       {&admit::PodFacts::requests, &admit::PodFacts::eviction_frees}) {
-    const admit::Resource& a = want.*pair;
-    const admit::Resource& b = got.*pair;
+  for (bool frees : {false, true}) {
+    const admit::Resource& a = frees ? want.EvictionFrees() : want.requests;
+    const admit::Resource& b = frees ? got.EvictionFrees() : got.requests;
     EXPECT_EQ(b.milli_cpu, a.milli_cpu);
     EXPECT_EQ(b.memory, a.memory);
     EXPECT_EQ(b.ephemeral_storage, a.ephemeral_storage);

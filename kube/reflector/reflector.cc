@@ -1,6 +1,9 @@
 #include "kube/reflector/reflector.h"
 
+#include <deque>
+#include <functional>
 #include <iostream>
+#include <thread>
 #include <utility>
 
 #include "kube/decode/list_stream.h"
@@ -10,6 +13,95 @@ namespace {
 
 // A list may take long to arrive whole (a gigabyte of pods); each piece must come in time.
 constexpr size_t kLogSkippedAtMost = 1;
+
+// DecodeWorker: a list's items decoded on a thread of their own while the next ones arrive and
+// are taken apart (reading through TLS and splitting cost about as much as decoding: a list of
+// 150,000 pods takes half the time on two cores). Items travel in batches of about
+// kBatchBytes; at most kMaxQueued bytes wait, so a slow decoder slows the reading instead of
+// holding the list in memory.
+class DecodeWorker {
+ public:
+  explicit DecodeWorker(std::function<void(std::string_view item)> decode)
+      : decode_(std::move(decode)), thread_([this] { Run(); }) {}
+  ~DecodeWorker() { Finish(); }
+  DecodeWorker(const DecodeWorker&) = delete;
+  DecodeWorker& operator=(const DecodeWorker&) = delete;
+
+  void Push(std::string_view item) {
+    batch_.ends.push_back(batch_.bytes.size() + item.size());
+    batch_.bytes.append(item);
+    if (batch_.bytes.size() >= kBatchBytes) {
+      Flush();
+    }
+  }
+
+  // Finish: every item pushed is decoded when it returns.
+  void Finish() {
+    if (!thread_.joinable()) {
+      return;
+    }
+    Flush();
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    ready_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  static constexpr size_t kBatchBytes = 256u << 10;
+  static constexpr size_t kMaxQueued = 8u << 20;
+
+  struct Batch {
+    std::string bytes;
+    std::vector<size_t> ends;  // where each item ends in `bytes`
+  };
+
+  void Flush() {
+    if (batch_.ends.empty()) {
+      return;
+    }
+    std::unique_lock lock(mu_);
+    room_.wait(lock, [this] { return queued_ < kMaxQueued; });
+    queued_ += batch_.bytes.size();
+    queue_.push_back(std::move(batch_));
+    batch_ = Batch{};
+    ready_.notify_one();
+  }
+
+  void Run() {
+    for (;;) {
+      Batch batch;
+      {
+        std::unique_lock lock(mu_);
+        ready_.wait(lock, [this] { return !queue_.empty() || done_; });
+        if (queue_.empty()) {
+          return;
+        }
+        batch = std::move(queue_.front());
+        queue_.pop_front();
+        queued_ -= batch.bytes.size();
+      }
+      room_.notify_one();
+      size_t begin = 0;
+      for (size_t end : batch.ends) {
+        decode_(std::string_view(batch.bytes).substr(begin, end - begin));
+        begin = end;
+      }
+    }
+  }
+
+  const std::function<void(std::string_view)> decode_;
+  Batch batch_;  // being filled by the reading thread
+  std::mutex mu_;
+  std::condition_variable ready_;
+  std::condition_variable room_;
+  std::deque<Batch> queue_;
+  size_t queued_ = 0;
+  bool done_ = false;
+  std::thread thread_;  // last: started once the rest exists
+};
 
 std::string Seconds(std::chrono::milliseconds d) {
   const std::string s = std::to_string(static_cast<double>(d.count()) / 1000.0);
@@ -39,10 +131,10 @@ ReflectorCounters Reflector::counters() const {
   return ReflectorCounters{lists_.load(), relists_.load(), watch_errors_.load(), events_.load()};
 }
 
-void Reflector::Log(const std::string& text) const {
+void Reflector::Log(const std::string& text, bool problem) const {
   const std::string line = std::string(name()) + ": " + text;
   if (options_.log) {
-    options_.log(line);
+    options_.log(problem, line);
   } else {
     std::cerr << "nodegate: " << line << "\n";
   }
@@ -68,31 +160,51 @@ std::chrono::milliseconds Reflector::NextBackoff(const Attempt& failed) {
 }
 
 std::string Reflector::Target(const std::string& query) const {
-  std::string target = options_.path + "?" + query;
+  std::string target = options_.path;
+  std::string params = query;
   if (!options_.field_selector.empty()) {
-    target += "&fieldSelector=" + options_.field_selector;
+    params += (params.empty() ? "" : "&") + std::string("fieldSelector=") + options_.field_selector;
   }
-  return target;
+  return params.empty() ? target : target + "?" + params;
 }
 
 Reflector::Attempt Reflector::List(const std::string& resource_version,
                                    std::string& listed_version) {
+  const auto started = Clock::now();
   std::vector<NodeRecord> nodes;
   std::vector<PodRecord> pods;
+  // Room for what the last list held and a little more: a vector grown by doubling would hold
+  // up to twice the list at its peak, while a relist's peak is what the cache must fit under.
+  if (options_.kind == Kind::kPod) {
+    pods.reserve(last_count_ + last_count_ / 16);
+  } else {
+    nodes.reserve(last_count_ + last_count_ / 16);
+  }
   size_t skipped = 0;
+  size_t bytes = 0;
   std::string first_skip;
   std::string continue_token;
   const KnownFacts known = [this](std::string_view uid, std::string_view rv) {
     return sink_.KnownPod(uid, rv);
   };
+  // A list from a version other than 0 is paged only when the API server paged the first one
+  // (its watch cache is off): with a limit such a list is an exact read of etcd, without one
+  // the watch cache serves it (client-go's reflector makes the same choice).
+  const bool paged =
+      resource_version.empty() || resource_version == "0" || paginated_result_.load();
   do {
-    std::string query = "limit=" + std::to_string(options_.page_size);
+    std::string query;
+    if (paged) {
+      query = "limit=" + std::to_string(options_.page_size);
+    }
     if (!continue_token.empty()) {
       query += "&continue=" + UrlEncode(continue_token);  // a continuation carries no version
     } else if (!resource_version.empty()) {
-      query += "&resourceVersion=" + UrlEncode(resource_version);
+      query += (query.empty() ? "" : "&") + std::string("resourceVersion=") +
+               UrlEncode(resource_version);
     }
-    ListStream list([&](std::string_view item) {
+    // The decoder, the records and the counts are the worker's until Finish().
+    DecodeWorker worker([&](std::string_view item) {
       if (options_.kind == Kind::kPod) {
         auto pod = decoder_.Pod(item, known);
         if (pod.ok()) {
@@ -109,6 +221,7 @@ Reflector::Attempt Reflector::List(const std::string& resource_version,
         }
       }
     });
+    ListStream list([&](std::string_view item) { worker.Push(item); });
     std::optional<Error> broken;
     auto got = client_.Stream(
         Target(query), options_.idle_timeout,
@@ -142,6 +255,7 @@ Reflector::Attempt Reflector::List(const std::string& resource_version,
     if (broken) {
       return Attempt{Outcome::kFailed, broken->message, std::nullopt};
     }
+    bytes += list.bytes();
     if (auto done = list.Finish(); !done.ok()) {
       return Attempt{Outcome::kFailed, done.error().message, std::nullopt};
     }
@@ -150,6 +264,9 @@ Reflector::Attempt Reflector::List(const std::string& resource_version,
     }
     listed_version = list.resource_version();
     continue_token = list.continue_token();
+    if (!continue_token.empty() && resource_version == "0") {
+      paginated_result_ = true;
+    }
   } while (!continue_token.empty() && !stopped_);
   if (stopped_) {
     return Attempt{Outcome::kFailed, "stopped", std::nullopt};
@@ -158,11 +275,22 @@ Reflector::Attempt Reflector::List(const std::string& resource_version,
     Log(std::to_string(skipped) +
         " object(s) could not be read and are left out; the first: " + first_skip);
   }
+  const auto received = Clock::now();
+  const size_t count = options_.kind == Kind::kPod ? pods.size() : nodes.size();
+  last_count_ = count;
   if (options_.kind == Kind::kPod) {
     sink_.ReplacePods(std::move(pods));
   } else {
     sink_.ReplaceNodes(std::move(nodes));
   }
+  auto ms = [](Clock::duration d) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+  };
+  Log("listed " + std::to_string(count) + " at resourceVersion " +
+          (resource_version.empty() ? "\"\"" : resource_version) + " in " + ms(received - started) +
+          " ms (" + std::to_string(bytes >> 20) + " MiB), stored in " +
+          ms(Clock::now() - received) + " ms",
+      /*problem=*/false);
   return Attempt{};
 }
 

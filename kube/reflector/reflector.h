@@ -7,8 +7,9 @@
 //   - then a watch from the list's resourceVersion with bookmarks and a timeoutSeconds drawn
 //     between the minimum and twice it, resumed from the last version seen when it ends;
 //   - when the version has left the API server's window (410 Gone), a relist from the last
-//     version seen (served from the cache when it is that fresh), and only when that too is
-//     refused (410, or "too large resource version") a consistent relist;
+//     version seen, unpaged so the watch cache serves it (with a limit it would be an exact
+//     read of etcd), unless the API server paged the first list; only when that too is refused
+//     (410, or "too large resource version") a consistent relist, paged;
 //   - failures back off exponentially with jitter (1 s to 30 s); a 429 or 503 with Retry-After
 //     waits what the server asked.
 // It also keeps track of *progress*: the last time the API server proved the cache current (a
@@ -74,8 +75,9 @@ struct ReflectorOptions {
   std::chrono::seconds idle_timeout{60};
   std::chrono::milliseconds initial_backoff{1000};
   std::chrono::milliseconds max_backoff{30000};
-  // Where the reflector says what happened ("pods: ... ; retrying in 2.1 s"); stderr if unset.
-  std::function<void(const std::string& message)> log;
+  // Where the reflector says what happened: `problem` for failures ("pods: ...; retrying in
+  // 2.1 s"), else news (a list done, its size and time). stderr if unset.
+  std::function<void(bool problem, const std::string& message)> log;
 };
 
 struct ReflectorCounters {
@@ -126,7 +128,7 @@ class Reflector : public WatchStatus {
   Attempt Watch(std::string& resource_version);
   std::string Target(const std::string& query) const;
   void Progress() { last_progress_ = Clock::now().time_since_epoch().count(); }
-  void Log(const std::string& text) const;
+  void Log(const std::string& text, bool problem = true) const;
   bool SleepUnlessStopped(std::chrono::milliseconds duration);
   std::chrono::milliseconds NextBackoff(const Attempt& failed);
 
@@ -137,6 +139,8 @@ class Reflector : public WatchStatus {
   std::atomic<bool> synced_{false};
   std::atomic<Clock::rep> last_progress_{0};
   std::atomic<bool> stopped_{false};
+  std::atomic<bool> paginated_result_{false};  // the API server paged a resourceVersion=0 list
+  size_t last_count_ = 0;                      // objects in the last list
   std::atomic<uint64_t> lists_{0}, relists_{0}, watch_errors_{0}, events_{0};
   std::chrono::milliseconds backoff_;
   std::mt19937 random_;

@@ -11,6 +11,8 @@ namespace {
 
 constexpr size_t kMaxLogFileBytes = 10 * 1024 * 1024;
 constexpr size_t kMaxLogFiles = 3;
+// Time, plugin, PID (calls running at once interleave in one file), level, message.
+constexpr char kPattern[] = "%Y-%m-%dT%H:%M:%S.%e %n[%P] %l: %v";
 
 spdlog::level::level_enum LevelOr(const std::string& text, spdlog::level::level_enum fallback) {
   if (text.empty()) {
@@ -54,7 +56,7 @@ void InitLogging(const std::string& plugin_name) {
   sink->set_level(LevelOr(env_level ? env_level : "", spdlog::level::warn));
   auto logger = std::make_shared<spdlog::logger>(plugin_name, sink);
   logger->set_level(spdlog::level::trace);
-  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %n[%P] %l: %v");
+  logger->set_pattern(kPattern);
   spdlog::set_default_logger(logger);
 }
 
@@ -67,6 +69,8 @@ void ConfigureFileLogging(const std::string& plugin_name, const std::string& log
     auto sink = std::make_shared<spdlog::sinks::rotating_file_sink_mt>(log_file, kMaxLogFileBytes,
                                                                        kMaxLogFiles);
     sink->set_level(LevelOr(log_level, spdlog::level::info));
+    // The logger's set_pattern reached only the sinks it had then.
+    sink->set_pattern(kPattern);
     spdlog::default_logger()->sinks().push_back(sink);
     spdlog::default_logger()->flush_on(spdlog::level::trace);
   } catch (const spdlog::spdlog_ex& e) {

@@ -38,9 +38,9 @@ void Insert(const TestNetns& ns, const std::string& proto, int port, bool v6 = f
 }
 
 int Count(const TestNetns& ns, const std::string& proto, int port, bool v6 = false) {
-  const auto r = ns.Run(std::string("conntrack -L ") + (v6 ? "-f ipv6 " : "-f ipv4 ") + "-p " +
-                        proto + " --dport " + std::to_string(port) + " 2>/dev/null | wc -l");
-  return std::stoi(r.output);
+  return nodegate::testing::CountListed(ns, std::string("conntrack -L ") +
+                                                (v6 ? "-f ipv6 " : "-f ipv4 ") + "-p " + proto +
+                                                " --dport " + std::to_string(port));
 }
 
 Result<Flushed> FlushIn(const TestNetns& ns, int family, const std::vector<uint16_t>& ports) {

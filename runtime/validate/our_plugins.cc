@@ -1,5 +1,6 @@
 #include "runtime/validate/our_plugins.h"
 
+#include "ipam/cluster/config.h"
 #include "ipam/config.h"
 #include "plugins/bandwidth/config.h"
 #include "plugins/portmap/config.h"
@@ -11,6 +12,10 @@ std::map<std::string, ConfigValidator> OurPluginValidators() {
   validators["host-local"] = [](std::string_view text) -> Status {
     NG_ASSIGN_OR_RETURN(cni::NetConf conf, cni::ParseNetConf(text, ipam::ConfigShape()));
     return ipam::ValidateConfig(conf);
+  };
+  validators["cluster-ipam"] = [](std::string_view text) -> Status {
+    NG_ASSIGN_OR_RETURN(cni::NetConf conf, cni::ParseNetConf(text, ipam::cluster::ConfigShape()));
+    return ipam::cluster::ValidateConfig(conf);
   };
   validators["portmap"] = [](std::string_view text) -> Status {
     NG_ASSIGN_OR_RETURN(cni::NetConf conf, cni::ParseNetConf(text, portmap::ConfigShape()));

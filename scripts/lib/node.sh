@@ -87,20 +87,50 @@ node_listening() {
   done
 }
 
-# Every rule line mentioning a pattern, in every table a plugin could have used in the node.
+# count_lines [-v] PATTERN COMMAND...: how many lines of COMMAND's standard output match PATTERN
+# (a grep basic regex; with -v, do not match it). An absence check must be able to fail: when
+# COMMAND fails, the probe could not look, and instead of a count it prints "could not look: ..."
+# (with COMMAND's stderr) and returns 2, which no comparison with a number accepts.
+count_lines() {
+  local invert=() out err rc=0 n grep_rc=0
+  [ "$1" != -v ] || { invert=(-v); shift; }
+  local pattern=$1
+  shift
+  err="$(mktemp /tmp/ng-probe.XXXXXX)"
+  out="$("$@" 2>"$err")" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    echo "could not look: '$*' exited $rc: $(tr '\n' ' ' <"$err")"
+    rm -f "$err"
+    return 2
+  fi
+  rm -f "$err"
+  [ -n "$out" ] || { echo 0; return 0; }  # no line (a here-string would add an empty one)
+  # grep -c prints 0 and exits 1 when no line matches; 2 is its own failure (a bad pattern).
+  n="$(grep -c "${invert[@]}" -e "$pattern" <<<"$out")" || grep_rc=$?
+  if [ "$grep_rc" -gt 1 ]; then
+    echo "could not look: grep -e '$pattern' failed"
+    return 2
+  fi
+  echo "$n"
+}
+
+# Every rule line matching a pattern (basic regex), in every table a plugin could have used in
+# the node: iptables and ip6tables in both modes, and nft's ruleset.
 node_rules_matching() {
-  {
-    in_node iptables-legacy-save 2>/dev/null
-    in_node ip6tables-legacy-save 2>/dev/null
-    in_node iptables-nft-save 2>/dev/null
-    in_node ip6tables-nft-save 2>/dev/null
-    in_node nft list ruleset 2>/dev/null
-  } | grep -c -- "$1" || true
+  local total=0 n listing
+  for listing in iptables-legacy-save ip6tables-legacy-save iptables-nft-save ip6tables-nft-save \
+    "nft list ruleset"; do
+    # shellcheck disable=SC2086 # the listing's words
+    n="$(count_lines "$1" in_node $listing)" || { echo "$n"; return 2; }
+    total=$((total + n))
+  done
+  echo "$total"
 }
 # Reservation files in the IPAM store $T/ipam. They are named after the address; other files
-# (lock, last_reserved_ip.N, an implementation's index) are bookkeeping.
+# (lock, last_reserved_ip.N, an implementation's index) are bookkeeping. No store yet: none.
 node_reservations() {
-  find "$T/ipam" -type f -printf '%f\n' 2>/dev/null | grep -E '^[0-9a-f.:]+$' | grep -c '[.:]' || true
+  [ -e "$T/ipam" ] || { echo 0; return; }
+  count_lines '^[0-9a-f.:]*[.:][0-9a-f.:]*$' find "$T/ipam" -type f -printf '%f\n'
 }
 # bwp (egress shaping) ifb devices in the node. DEL renames the ifb it takes out of service to
 # bwpdel* and a helper deletes it moments later: count once those are gone (up to 5 s).
@@ -109,7 +139,7 @@ node_bwp_devices() {
     # (no `ip | grep -q`: under pipefail, ip's SIGPIPE after an early match reads as no match)
     case "$(in_node ip -o link show type ifb 2>/dev/null)" in *bwpdel*) sleep 0.1 ;; *) break ;; esac
   done
-  in_node ip -o link show type ifb 2>/dev/null | grep -c bwp || true
+  count_lines bwp in_node ip -o link show type ifb
 }
 
 # Cleanup: podman's containers, pods and images, the namespaces, every mount under $T (podman

@@ -77,7 +77,7 @@ printf '[storage]\ndriver = "vfs"\ngraphroot = "%s"\nrunroot = "%s"\n' "$T/stora
 
 VERSION="$(project_version "$SRC")"
 TAG="localhost/nodegate-cni:$VERSION"
-PLUGINS="host-local portmap bandwidth"
+PLUGINS="host-local cluster-ipam portmap bandwidth"
 
 echo "== 1. the image"
 out="$(CONTAINERS_CONF="$T/containers.conf" CONTAINERS_STORAGE_CONF="$T/storage.conf" \
@@ -167,7 +167,7 @@ done
 grep -q "no network configuration installed" <<<"$out" && ok "says no configuration was installed" ||
   fail "no word about the configuration: $out"
 expect_eq 0 "$(find "$HC" -mindepth 1 | wc -l)" "no configuration without CNI_CONF_NAME"
-expect_eq 3 "$(find "$HB" -mindepth 1 | wc -l)" "exactly the three plugins, no temporary file left"
+expect_eq 4 "$(find "$HB" -mindepth 1 | wc -l)" "exactly the four plugins, no temporary file left"
 out="$(CNI_COMMAND=VERSION "$HB/portmap" </dev/null 2>&1)" || true
 case "$out" in *supportedVersions*) ok "the installed portmap answers VERSION on the host" ;; *) fail "VERSION: $out" ;; esac
 
@@ -198,7 +198,7 @@ HOLD_PID=""
 expect_eq "$host_local_inode" "$(stat -c %i "$HB/host-local")" "identical host-local left alone"
 grep -qx "nodegate-cni: unchanged /host/opt/cni/bin/host-local" <<<"$out" && ok "says host-local is unchanged" ||
   fail "no 'unchanged' line: $out"
-expect_eq 3 "$(find "$HB" -mindepth 1 | wc -l)" "no temporary file left"
+expect_eq 4 "$(find "$HB" -mindepth 1 | wc -l)" "no temporary file left"
 
 echo "== 5. configuration"
 rm -f "$HB/portmap"
@@ -251,7 +251,7 @@ sleep 1
 for c in sleeper waiter; do
   expect_eq running "$(P inspect -f '{{.State.Status}}' "$c")" "$c still running"
 done
-expect_eq 3 "$(find "$HB" -mindepth 1 | wc -l)" "SLEEP=true installed before waiting"
+expect_eq 4 "$(find "$HB" -mindepth 1 | wc -l)" "SLEEP=true installed before waiting"
 P logs waiter 2>&1 | grep -q "nodegate-cni: installed" && fail "the main container installed something" ||
   ok "the main container installs nothing"
 for c in sleeper waiter; do

@@ -149,7 +149,9 @@ record_phase() {  # record_phase NAME: the calls after this belong to the CRI ca
   [ -z "$RECORD" ] || echo "$1" >"$T/calls/$(date +%s%N).phase"
 }
 recorded() {  # recorded COMMAND: how many calls of that command the wrappers saw so far
-  cat "$T"/calls/*.env 2>/dev/null | grep -c "^CNI_COMMAND=$1\$" || true
+  local envs=("$T"/calls/*.env)
+  [ -e "${envs[0]}" ] || { echo 0; return; }  # no call yet
+  count_lines "^CNI_COMMAND=$1\$" cat "${envs[@]}"
 }
 
 # calls QUERY [ID]: what the wrappers saved under $T/calls, in call order.
@@ -344,7 +346,7 @@ check_traffic() {
   [ "$(node_rules_matching "-d 198.51.100.1/32 .*--dport 18081 -j DNAT")" -gt 0 ] &&
     ok "the DNAT rule of 18081 matches destination 198.51.100.1 only" ||
     fail "no DNAT rule for 18081 with -d 198.51.100.1/32"
-  [ "$(in_node tc qdisc show | grep -c tbf || true)" -ge 2 ] && ok "tbf qdiscs present" ||
+  [ "$(count_lines tbf in_node tc qdisc show)" -ge 2 ] && ok "tbf qdiscs present" ||
     fail "fewer than 2 tbf qdiscs: $(in_node tc qdisc show | tr '\n' ';')"
 }
 
@@ -420,11 +422,13 @@ nothing_left() {
   expect_eq 0 "$(node_rules_matching "$2")" "no rule mentions $1"
   expect_eq 0 "$(node_rules_matching "${ids:-no-sandbox}")" "no rule mentions a sandbox ID"
   expect_eq 0 "$(node_reservations)" "no address reserved"
-  expect_eq 0 "$(in_node tc qdisc show | grep -c tbf || true)" "no tbf qdisc"
+  expect_eq 0 "$(count_lines tbf in_node tc qdisc show)" "no tbf qdisc"
   expect_eq 0 "$(node_bwp_devices)" "no bwp device"
-  expect_eq 0 "$(in_node ip -o link show type veth | grep -vc "ngk$$" || true)" "no pod veth"
-  expect_eq 0 "$(grep -c " $C/state/[^ ]*netns" /proc/mounts || true)" "no pod netns mounted"
-  expect_eq 0 "$(find /var/lib/cni/results -type f 2>/dev/null | grep -cFf "$3" || true)" \
+  expect_eq 0 "$(count_lines -v "ngk$$" in_node ip -o link show type veth)" "no pod veth"
+  expect_eq 0 "$(count_lines " $C/state/[^ ]*netns" cat /proc/mounts)" "no pod netns mounted"
+  # (no results folder: libcni never cached anything here)
+  expect_eq 0 "$([ ! -d /var/lib/cni/results ] && echo 0 ||
+    count_lines "${ids:-no-sandbox}" find /var/lib/cni/results -type f)" \
     "no libcni cache entry (/var/lib/cni/results) for a sandbox"
 }
 # no_failed_calls WHAT: every call of host-local, portmap and bandwidth so far exited 0.
@@ -562,7 +566,7 @@ else
   fail "nodegate ports: $out"
 fi
 shaped_n=$(((PAR_N + 1) / 2))
-expect_eq $((2 * shaped_n)) "$(in_node tc qdisc show | grep -c tbf || true)" \
+expect_eq $((2 * shaped_n)) "$(count_lines tbf in_node tc qdisc show)" \
   "2 tbf qdiscs for each of the $shaped_n shaped sandboxes"
 expect_eq "$shaped_n" "$(node_bwp_devices)" "a bwp ifb for each of the $shaped_n shaped sandboxes"
 

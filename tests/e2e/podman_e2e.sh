@@ -113,7 +113,7 @@ P rm -f -t 0 web >/dev/null
 expect_eq 0 "$(node_rules_matching 18080)" "podman rm: no rule mentions 18080"
 expect_eq 0 "$(node_rules_matching "$CID")" "podman rm: no rule mentions the container"
 expect_eq 0 "$(node_reservations)" "podman rm: no address reserved"
-expect_eq 0 "$(in_node ip -o link show type veth | grep -vc "ngc$$" || true)" "podman rm: no container veth"
+expect_eq 0 "$(count_lines -v "ngc$$" in_node ip -o link show type veth)" "podman rm: no container veth"
 [ -f "$CACHE" ] && fail "cache entry left behind" || ok "podman rm: cache entry removed"
 
 echo "== 2. $COUNT containers on a shaped network, started and removed in batches of $BATCH"
@@ -140,13 +140,13 @@ for ((b = 0; b < COUNT; b += BATCH)); do
   wait
 done
 echo "  ($((SECONDS - start)) s for start and removal)"
-expect_eq 0 "$(P ps -aq | wc -l)" "no container left"
+expect_eq 0 "$(count_lines . P ps -aq)" "no container left"
 expect_eq 0 "$(node_reservations)" "no address file left"
 expect_eq 0 "$(node_bwp_devices)" "no bwp device left"
 expect_eq 0 "$(node_rules_matching 'CNI-DN-')" "no per-container DNAT chain left"
 expect_eq 0 "$(node_rules_matching 'dport 20[0-9][0-9][0-9]')" "no rule for the mapped ports left"
 expect_eq 0 "$(node_rules_matching 'dports 20[0-9][0-9][0-9]')" "no entry rule for the mapped ports left"
-expect_eq 0 "$(in_node tc qdisc show | grep -c tbf || true)" "no tbf qdisc left"
+expect_eq 0 "$(count_lines tbf in_node tc qdisc show)" "no tbf qdisc left"
 
 echo "== 3. kube play with a hostPort, checked first with nodegate admit / guard"
 # $T/running holds the manifests of the pods that run (a static-pod folder): a manifest gets

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The shipped executables (the three plugins and nodegate) as a node sees them, before any verb:
+# The shipped executables (the four plugins and nodegate) as a node sees them, before any verb:
 # what they need from the node and what they say about themselves.
 #   - Self-contained: no ELF interpreter and no DT_NEEDED entry, so they run on any Linux
 #     userland (glibc of any version, musl, none) as the reference's static builds do
@@ -60,7 +60,7 @@ references() {
     }' | sort -u
 }
 
-for exe_name in portmap bandwidth host-local nodegate; do
+for exe_name in portmap bandwidth host-local cluster-ipam nodegate; do
   exe="$BIN/$exe_name"
   [ -x "$exe" ] || { fail "$exe missing"; continue; }
   machine=$("${TOOL}readelf" -hW "$exe" | sed -n 's/^ *Machine: *//p')
@@ -111,7 +111,7 @@ text_span() {
     END { print n + 0, bytes + 0, high - low }'
 }
 
-for plugin in portmap bandwidth host-local; do
+for plugin in portmap bandwidth host-local cluster-ipam; do
   exe="$BIN/$plugin"
   [ -x "$exe" ] || continue
   # No iostreams in a plugin (lib/sys/io.h's ProcessIo instead): their static initialisation

@@ -20,6 +20,7 @@
 namespace nodegate::portmap::testing {
 
 using nodegate::testing::CommandResult;
+using nodegate::testing::CountListed;
 using nodegate::testing::NodeWithContainer;
 using nodegate::testing::PluginOutput;
 using nodegate::testing::TestNetns;

@@ -332,8 +332,7 @@ TEST_P(PortmapIptables, AddFlushesStaleUdpConntrack) {
   topo.node.MustRun(IptablesTool() + " -A INPUT -m conntrack --ctstate INVALID -j DROP");
   // No mapping yet: the datagram goes to the node itself and leaves a conntrack entry.
   EXPECT_FALSE(UdpRequest(client, topo.node_client_ip4, 5353, 300, 40000));
-  EXPECT_EQ(topo.node.Run("conntrack -L -p udp --dport 5353 2>/dev/null | grep -c 5353").output,
-            "1\n");
+  EXPECT_EQ(CountListed(topo.node, "conntrack -L -p udp --dport 5353", "5353"), 1);
   // Entries of another UDP port and of TCP to the same port are not the plugin's business.
   topo.node.MustRun(
       "conntrack -I -s 198.51.100.9 -d 198.51.100.1 -p udp --sport 999 --dport 5354 -t 600 && "
@@ -345,12 +344,9 @@ TEST_P(PortmapIptables, AddFlushesStaleUdpConntrack) {
   ASSERT_EQ(PortmapAndHelper(topo.node, "ADD", "ctr1", conf).exit_code, 0);
   EXPECT_EQ(UdpRequest(client, topo.node_client_ip4, 5353, 1500, 40000), "dns");
   ASSERT_EQ(PortmapAndHelper(topo.node, "DEL", "ctr1", conf).exit_code, 0);
-  EXPECT_EQ(topo.node.Run("conntrack -L -p udp --dport 5353 2>/dev/null | grep -c 5353").output,
-            "0\n");
-  EXPECT_EQ(topo.node.Run("conntrack -L -p udp --dport 5354 2>/dev/null | grep -c 5354").output,
-            "1\n");
-  EXPECT_EQ(topo.node.Run("conntrack -L -p tcp --dport 5353 2>/dev/null | grep -c 5353").output,
-            "1\n");
+  EXPECT_EQ(CountListed(topo.node, "conntrack -L -p udp --dport 5353", "5353"), 0);
+  EXPECT_EQ(CountListed(topo.node, "conntrack -L -p udp --dport 5354", "5354"), 1);
+  EXPECT_EQ(CountListed(topo.node, "conntrack -L -p tcp --dport 5353", "5353"), 1);
 }
 
 // A pod author controls how many host ports a pod has: 2,000 UDP mappings install (one
@@ -373,16 +369,14 @@ TEST_P(PortmapIptables, TwoThousandUdpPorts) {
                std::to_string(kFirst + kPorts - 1) + " && " + stale +
                std::to_string(kFirst + kPorts) + " 2>/dev/null");
   auto entries = [&](int port) {
-    return node
-        .Run("conntrack -L -f ipv4 -p udp --dport " + std::to_string(port) + " 2>/dev/null | wc -l")
-        .output;
+    return CountListed(node, "conntrack -L -f ipv4 -p udp --dport " + std::to_string(port));
   };
   const std::string conf = Conf("iptables", mappings, PrevResult("10.88.0.9/16", ""));
   const auto add = PortmapAndHelper(node, "ADD", "ctr1", conf);
   ASSERT_EQ(add.exit_code, 0) << add.out << add.err;
-  EXPECT_EQ(entries(kFirst), "0\n");
-  EXPECT_EQ(entries(kFirst + kPorts - 1), "0\n");
-  EXPECT_EQ(entries(kFirst + kPorts), "1\n");  // not a port of the pod
+  EXPECT_EQ(entries(kFirst), 0);
+  EXPECT_EQ(entries(kFirst + kPorts - 1), 0);
+  EXPECT_EQ(entries(kFirst + kPorts), 1);  // not a port of the pod
   const std::string save = SaveNat(node);
   EXPECT_EQ(CountLines(save, "-j DNAT"), kPorts) << save.substr(0, 2000);
   EXPECT_EQ(Portmap(node, "CHECK", "ctr1", conf).exit_code, 0);

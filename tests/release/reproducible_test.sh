@@ -46,7 +46,7 @@ for spec in "$@"; do
   echo "== building $arch again in $out"
   t0=$SECONDS
   (cd "$COPY" && bash scripts/configure.sh "$out" "${flags[@]}" &&
-    cmake --build "$out" -j "$JOBS" --target portmap bandwidth host-local nodegate >"$T/build-$arch.log" 2>&1) ||
+    cmake --build "$out" -j "$JOBS" --target portmap bandwidth host-local cluster-ipam nodegate >"$T/build-$arch.log" 2>&1) ||
     { tail -30 "$T/build-$arch.log" >&2; fail "the second $arch build failed"; exit 1; }
   echo "  ($((SECONDS - t0)) s)"
   second+=("$arch=$out/bin")

@@ -147,9 +147,8 @@ TEST_P(StandardChainTest, AddServeCheckDel) {
   ASSERT_EQ(del.exit_code, 0) << del.output;
   EXPECT_TRUE(Reservations().empty());
   EXPECT_TRUE(Files("/cache").empty());
-  EXPECT_EQ(node.MustRun("{ iptables-legacy-save -t nat; iptables-nft-save -t nat; } 2>/dev/null | "
-                         "grep -c 'dport 18080' || true"),
-            "0\n");
+  EXPECT_EQ(CountListed(node, "iptables-legacy-save -t nat", "dport 18080"), 0);
+  EXPECT_EQ(CountListed(node, "iptables-nft-save -t nat", "dport 18080"), 0);
   EXPECT_EQ(node.MustRun("ip -o link show type veth | wc -l"), "0\n");
   // DEL again (nothing cached, everything gone) still succeeds.
   auto again = Cni(node, "del nodegate " + ctr.path() + " --container-id ctr1");
@@ -173,7 +172,7 @@ TEST_F(DriverTest, FailedAddRollsBackEveryPlugin) {
   EXPECT_TRUE(Reservations().empty()) << "bridge's IPAM reservation was not released";
   EXPECT_TRUE(Files("/cache").empty());
   EXPECT_EQ(node.MustRun("ip -o link show type veth | wc -l"), "0\n");
-  EXPECT_EQ(ctr.MustRun("ip -o link show | grep -c eth0 || true"), "0\n");
+  EXPECT_EQ(CountListed(ctr, "ip -o link show", "eth0"), 0);
 }
 
 TEST_F(DriverTest, CheckUsesTheCachedResult) {
@@ -256,7 +255,7 @@ TEST_F(DriverTest, NftablesExampleWithOurPlugins) {
   auto add = Cni(node, "add nodegate-nft " + ctr.path() + " -p 18091:8080");
   ASSERT_EQ(add.exit_code, 0) << add.output;
   EXPECT_THAT(node.MustRun("nft list ruleset"), HasSubstr("18091"));
-  EXPECT_EQ(node.MustRun("iptables-legacy-save -t nat 2>/dev/null | grep -c 18091 || true"), "0\n");
+  EXPECT_EQ(CountListed(node, "iptables-legacy-save -t nat", "18091"), 0);
   {
     auto httpd = Httpd(ctr, "nft-ok");
     ASSERT_TRUE(WaitForListener(ctr, "TCP", 8080, httpd.get()));

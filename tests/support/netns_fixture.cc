@@ -5,9 +5,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <string_view>
 
 namespace nodegate::testing {
 
@@ -88,6 +90,25 @@ std::string TestNetns::MustRun(const std::string& command) const {
   auto r = Run(command);
   EXPECT_EQ(r.exit_code, 0) << "in " << name_ << ": " << command << "\n" << r.output;
   return r.output;
+}
+
+int CountListed(const TestNetns& ns, const std::string& listing, const std::string& needle) {
+  const auto r = ns.Run(listing + " 2>/dev/null");
+  if (r.exit_code != 0) {
+    ADD_FAILURE() << "could not look: `" << listing << "` in " << ns.name() << " exited "
+                  << r.exit_code << ":\n"
+                  << ns.Run(listing).output;
+    return -1;
+  }
+  int count = 0;
+  const std::string_view out = r.output;
+  for (size_t start = 0; start < out.size();) {
+    const size_t end = std::min(out.find('\n', start), out.size());
+    const std::string_view line = out.substr(start, end - start);
+    if (!line.empty() && line.find(needle) != std::string_view::npos) ++count;
+    start = end + 1;
+  }
+  return count;
 }
 
 NodeWithContainer::NodeWithContainer() {

@@ -47,6 +47,13 @@ class TestNetns {
   std::string name_;
 };
 
+// How many lines of `listing`'s standard output (run inside `ns`; its stderr dropped) contain
+// `needle` (every line when `needle` is empty). An absence check must be able to fail: when the
+// listing itself fails, it could not look, which is not "none": the current test fails and the
+// answer is -1, which no expected count equals.
+//   EXPECT_EQ(CountListed(node, "iptables-legacy-save -t nat", "18091"), 0);
+int CountListed(const TestNetns& ns, const std::string& listing, const std::string& needle = "");
+
 // A node namespace and a container namespace joined by a veth pair: `host_veth` in the node,
 // `eth0` in the container, with the link addresses of the address plan, both links up and
 // loopback up in both.

@@ -8,7 +8,6 @@ Bounds on time here ("answered", "closed") are generous limits that catch a hang
 performance targets (those are in bench/webhook).
 """
 
-import base64
 import concurrent.futures
 import copy
 import json
@@ -619,66 +618,6 @@ class KubeletEquivalenceTest(Cluster):
                     self.assertNotIn("warnings", response, what)
                 compared += 1
         self.assertGreaterEqual(compared, len(self.CASES))
-
-
-class DeployManifestTest(unittest.TestCase):
-    """deploy/webhook agrees with itself, with make-cert.sh and with the binary's flags."""
-
-    DIR = os.path.join(SRC, "deploy", "webhook")
-
-    def docs(self, name):
-        return {d["kind"]: d for d in load_yaml(os.path.join(self.DIR, name))}
-
-    def test_manifests(self):
-        [hook] = self.docs("webhook.yaml")["ValidatingWebhookConfiguration"]["webhooks"]
-        deploy = self.docs("deployment.yaml")
-        service = deploy["Service"]
-        self.assertEqual(hook["clientConfig"]["service"],
-                         {"name": service["metadata"]["name"],
-                          "namespace": service["metadata"]["namespace"],
-                          "path": "/validate", "port": 443})
-        self.assertEqual((hook["sideEffects"], hook["timeoutSeconds"], hook["failurePolicy"]),
-                         ("None", 5, "Ignore"))
-        self.assertEqual(hook["admissionReviewVersions"], ["v1"])
-        self.assertEqual(hook["rules"][0]["operations"], ["CREATE"])
-        self.assertEqual(hook["rules"][0]["resources"], ["pods"])
-        conditions = " ".join(c["expression"] for c in hook["matchConditions"])
-        for needed in ("object.spec.nodeName", "system:nodes", "kubernetes.io/config.mirror"):
-            self.assertIn(needed, conditions)
-        d = deploy["Deployment"]
-        self.assertEqual(d["spec"]["replicas"], 2)
-        labels = d["spec"]["template"]["metadata"]["labels"]
-        self.assertEqual(deploy["PodDisruptionBudget"]["spec"]["selector"]["matchLabels"], labels)
-        self.assertEqual(service["spec"]["selector"], labels)
-        [container] = d["spec"]["template"]["spec"]["containers"]
-        help_text = subprocess.run([NODEGATE, "webhook", "--help"], capture_output=True,
-                                   text=True).stdout
-        self.assertEqual(container["args"][0], "webhook")
-        for arg in container["args"][1:]:
-            self.assertIn(arg.split("=")[0], help_text)
-        role = self.docs("rbac.yaml")["ClusterRole"]
-        self.assertEqual(role["rules"], [{"apiGroups": [""], "resources": ["nodes", "pods"],
-                                          "verbs": ["get", "list", "watch"]}])
-        binding = self.docs("rbac.yaml")["ClusterRoleBinding"]
-        self.assertEqual(binding["subjects"][0]["name"],
-                         d["spec"]["template"]["spec"]["serviceAccountName"])
-
-    def test_make_cert_fills_the_ca_bundle(self):
-        tmp = tempfile.mkdtemp(prefix="webhook_cert.")
-        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
-        hook = os.path.join(tmp, "webhook.yaml")
-        shutil.copy(os.path.join(self.DIR, "webhook.yaml"), hook)
-        subprocess.run(["bash", MAKE_CERT, "--fill", hook, tmp + "/certs"], check=True,
-                       stderr=subprocess.DEVNULL)
-        [entry] = load_yaml(hook)[0]["webhooks"]
-        with open(tmp + "/certs/ca.crt", "rb") as f:
-            self.assertEqual(base64.b64decode(entry["clientConfig"]["caBundle"]), f.read())
-        out = subprocess.run(["openssl", "verify", "-CAfile", tmp + "/certs/ca.crt",
-                              tmp + "/certs/tls.crt"], capture_output=True, text=True)
-        self.assertEqual(out.returncode, 0, out.stderr)
-        text = subprocess.run(["openssl", "x509", "-noout", "-ext", "subjectAltName", "-in",
-                               tmp + "/certs/tls.crt"], capture_output=True, text=True).stdout
-        self.assertIn("DNS:nodegate-webhook.nodegate.svc", text)
 
 
 if __name__ == "__main__":

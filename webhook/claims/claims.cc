@@ -165,9 +165,9 @@ json EncodeClaim(const StoredClaim& claim) {
               {"by", claim.by},
               {"qos", QosName(f.qos)},
               {"requests", EncodeResource(f.requests)},
-              {"frees", EncodeResource(f.eviction_frees)}};
-  if (!f.owner.empty()) {
-    out["owner"] = f.owner;
+              {"frees", EncodeResource(f.EvictionFrees())}};
+  if (!f.Owner().empty()) {
+    out["owner"] = f.Owner();
   }
   if (f.priority) {
     out["priority"] = *f.priority;
@@ -202,7 +202,7 @@ Result<StoredClaim> DecodeClaim(const json& value) {
     if (facts->uid.empty() || facts->key.find('/') == std::string::npos) {
       throw ClaimError{"uid and pod (NAMESPACE/NAME) are required"};
     }
-    facts->owner = Text(value, "owner", false);
+    facts->owner = admit::InternText(Text(value, "owner", false));
     const json& priority = Member(value, "priority", json::value_t::number_integer, false);
     if (!priority.is_null()) {
       const int64_t p = priority.get<int64_t>();
@@ -220,7 +220,10 @@ Result<StoredClaim> DecodeClaim(const json& value) {
                  : qos == "Burstable" ? admit::QosClass::kBurstable
                                       : admit::QosClass::kBestEffort;
     facts->requests = DecodeResource(value, "requests");
-    facts->eviction_frees = DecodeResource(value, "frees");
+    admit::Resource frees = DecodeResource(value, "frees");
+    if (!admit::SameAmounts(frees, facts->requests)) {
+      facts->distinct_eviction_frees = std::make_shared<const admit::Resource>(std::move(frees));
+    }
     const json& ports = Member(value, "ports", json::value_t::array, false);
     if (!ports.is_null()) {
       if (ports.size() > kMaxPortsPerClaim) {

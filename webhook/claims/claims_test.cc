@@ -37,13 +37,13 @@ TEST(ClaimsTest, RoundTripKeepsWhatThePodHolds) {
   const admit::PodFacts& b = *back->facts;
   EXPECT_EQ(b.key, "shop/web");
   EXPECT_EQ(b.uid, "u-1");
-  EXPECT_EQ(b.owner, "ReplicaSet shop/web-1");
+  EXPECT_EQ(b.Owner(), "ReplicaSet shop/web-1");
   EXPECT_EQ(b.priority, 1000);
   EXPECT_EQ(b.qos, a.qos);
   EXPECT_EQ(b.requests.milli_cpu, 1500);
   EXPECT_EQ(b.requests.memory, int64_t{1} << 30);
   EXPECT_EQ(b.requests.scalar, a.requests.scalar);
-  EXPECT_EQ(b.eviction_frees.milli_cpu, a.eviction_frees.milli_cpu);
+  EXPECT_EQ(b.EvictionFrees().milli_cpu, a.EvictionFrees().milli_cpu);
   ASSERT_EQ(b.ports.size(), 1u);
   EXPECT_EQ(b.ports[0].port, a.ports[0].port);
   EXPECT_EQ(b.ports[0].container, "c");

@@ -275,7 +275,9 @@ int RunWebhookCli(int argc, char** argv) {
     o.max_watch_timeout = longest;
     o.min_watch_timeout = std::max(seconds(3), longest * 3 / 4);
     o.watch_idle_timeout = longest + seconds(5);
-    o.log = [](const std::string& message) { Log(Level::kWarn, message); };
+    o.log = [](bool problem, const std::string& message) {
+      Log(problem ? Level::kWarn : Level::kInfo, message);
+    };
     return o;
   };
   kube::Reflector nodes(watch_options(NodeWatch(*gates)), **node_client, states);

@@ -121,13 +121,25 @@ TEST(EncodeReviewResponse, DenialCarriesAStatusOfAtLeast400) {
   EXPECT_EQ(j["response"]["warnings"][0].get<std::string>().size(), kMaxWarningBytes);
 }
 
-TEST(EncodeReviewResponse, InvalidUtf8IsReplacedNotThrown) {
+// Names come from the pod as bytes. What is not UTF-8 becomes U+FFFD (EF BF BD), one for each
+// byte that starts no character (FF, FE, C0, AF) and one for a character cut short (E2 82):
+// the answer stays JSON the API server decodes, every valid character kept.
+TEST(EncodeReviewResponse, InvalidUtf8BecomesReplacementCharacters) {
   ReviewResponse response;
   response.uid = "u-3";
   response.allowed = false;
   response.code = 403;
+  response.reason = "cut \xE2\x82 euro \xE2\x82\xAC";
   response.message = "pod \xff\xfe";
-  EXPECT_NO_THROW(json::parse(EncodeReviewResponse(response)));
+  response.warnings = {"overlong \xC0\xAF"};
+  EXPECT_EQ(EncodeReviewResponse(response),
+            R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{)"
+            R"("allowed":false,"status":{"code":403,)"
+            "\"message\":\"pod \xEF\xBF\xBD\xEF\xBF\xBD\","
+            R"("metadata":{},)"
+            "\"reason\":\"cut \xEF\xBF\xBD euro \xE2\x82\xAC\","
+            R"("status":"Failure"},"uid":"u-3",)"
+            "\"warnings\":[\"overlong \xEF\xBF\xBD\xEF\xBF\xBD\"]}}");
 }
 
 TEST(FitWarning, CutsOnACharacterBoundaryAndFlattensControls) {

@@ -1,5 +1,6 @@
 #include "webhook/state/node_states.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -175,33 +176,51 @@ void NodeStates::DeletePod(const kube::PodRecord& pod) {
 }
 
 void NodeStates::ReplacePods(std::vector<kube::PodRecord> pods) {
-  std::lock_guard lock(mu_);
-  pod_node_.clear();  // first: its keys view into the facts the entries drop below
-  for (auto& [name, entry] : nodes_) {
-    entry.pods.clear();
-    entry.checker.reset();
-  }
-  for (kube::PodRecord& pod : pods) {
-    if (pod.node_name.empty() || pod.Terminal()) {
-      continue;
+  // Outside the lock: what holds nothing goes, the rest is ordered by node, so each node's
+  // entry is looked up once; and the old maps are taken out whole and freed after the lock.
+  std::erase_if(pods, [](const kube::PodRecord& p) { return p.node_name.empty() || p.Terminal(); });
+  std::sort(pods.begin(), pods.end(), [](const kube::PodRecord& a, const kube::PodRecord& b) {
+    return a.node_name < b.node_name;
+  });
+  std::unordered_map<std::string_view, NodeEntry*> old_index;
+  std::vector<std::unordered_map<std::string_view, PodSlot>> old_pods;
+  {
+    std::lock_guard lock(mu_);
+    old_index.swap(pod_node_);  // first: its keys view into the facts the entries drop below
+    old_pods.reserve(nodes_.size());
+    for (auto& [name, entry] : nodes_) {
+      old_pods.push_back(std::move(entry.pods));
+      entry.pods.clear();
+      entry.checker.reset();
     }
-    NodeEntry& entry = Entry(pod.node_name);
-    entry.assumed.erase(pod.Identity());
-    const std::string_view key = IdentityOf(*pod.facts);
-    auto [slot, added] =
-        entry.pods.emplace(key, PodSlot{std::move(pod.facts), std::move(pod.resource_version)});
-    if (added) {
-      pod_node_[key] = &entry;
+    pod_node_.reserve(pods.size());
+    NodeEntry* entry = nullptr;
+    const std::string* entry_name = nullptr;
+    for (kube::PodRecord& pod : pods) {
+      if (entry_name == nullptr || *entry_name != pod.node_name) {
+        auto it = nodes_.try_emplace(pod.node_name).first;
+        entry = &it->second;
+        entry_name = &it->first;
+      }
+      entry->assumed.erase(pod.Identity());
+      const std::string_view key = IdentityOf(*pod.facts);
+      auto [slot, added] =
+          entry->pods.emplace(key, PodSlot{std::move(pod.facts), std::move(pod.resource_version)});
+      if (added) {
+        pod_node_[key] = entry;
+      }
+    }
+    for (auto it = nodes_.begin(); it != nodes_.end();) {
+      const NodeEntry& e = it->second;
+      if (!e.node && e.pods.empty() && e.assumed.empty()) {
+        it = nodes_.erase(it);
+      } else {
+        ++it;
+      }
     }
   }
-  for (auto it = nodes_.begin(); it != nodes_.end();) {
-    const NodeEntry& entry = it->second;
-    if (!entry.node && entry.pods.empty() && entry.assumed.empty()) {
-      it = nodes_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  // old_index is cleared before old_pods, whose facts its keys view into.
+  old_index.clear();
 }
 
 admit::PodFactsPtr NodeStates::KnownPod(std::string_view uid, std::string_view resource_version) {

@@ -278,8 +278,10 @@ udp_entry() {
   in_ns "$1" conntrack -I -p udp -s 198.51.100.9 -d 198.51.100.1 --sport 40000 --dport "$2" \
     -t 600 >/dev/null 2>&1
 }
-udp_entries() {
-  in_ns "$1" conntrack -L -p udp 2>/dev/null | grep -c "dport=$2 " || true
+udp_entries() {  # or "could not look: ..." when conntrack cannot list (never a 0)
+  local out
+  out=$(in_ns "$1" conntrack -L -p udp 2>&1) || { echo "could not look: conntrack -L: $out"; return 1; }
+  grep -c "dport=$2 " <<<"$out" || [ $? -eq 1 ]
 }
 # udp_gone DESCRIPTION NODE PORT: no entry toward PORT is left within 5 s.
 udp_gone() {

@@ -1,0 +1,127 @@
+#pragma once
+// cluster-ipam's verbs on the datastore (README.md, "Data model" and "Why each step is safe").
+// Every write is one etcd transaction whose compares make it apply only to the state it was
+// computed from; a failed compare answers with the current state (its failure branch reads it)
+// and the step is computed again, up to kMaxAttempts times within the etcd deadline.
+//
+//   ADD      one read (the pool, the handle, the node's blocks), then one transaction that
+//            takes an address in a block of the node for each range set and writes the
+//            blocks, the handle and its node index together. A node without room first claims
+//            a free block (one more transaction); with no free block left, and strictAffinity
+//            off, it borrows a free address in another node's block. The same handle gets
+//            the same addresses again (idempotent), and a handle missing a range set's
+//            address (a partial import) gets it.
+//   DEL      one read, one transaction removing the handle, its index and its block entries
+//            (only entries carrying the handle's allocation id). Nothing held: success.
+//   CHECK    the handle's addresses, confirmed in their blocks and against prevResult.
+//   GC       releases this node's handles not in the live list, and entries of this node's
+//            blocks whose handle no longer exists.
+//   STATUS   fails (code 50) when etcd does not answer, the stored pool differs from the
+//            config, or a range set has no address left for this node.
+//
+// Works against any etcd::Kv: the real client, or the fake in testing/fake_kv.h.
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ipam/cluster/config.h"
+#include "ipam/cluster/records.h"
+#include "ipam/result.h"
+#include "lib/base/result.h"
+#include "lib/cni/conf.h"
+#include "lib/cni/types.h"
+#include "lib/etcd/kv.h"
+
+namespace nodegate::ipam::cluster {
+
+// Calico's datastoreRetries: attempts of one step against concurrent writers.
+inline constexpr int kMaxAttempts = 100;
+
+template <typename T>
+struct Versioned {
+  T value;
+  int64_t revision = 0;  // the key's mod_revision when read
+};
+
+// What a verb did, for logs and tests.
+struct Counters {
+  int transactions = 0;  // write transactions sent
+  int conflicts = 0;     // of which failed their compares
+  int claims = 0;        // blocks claimed
+  int borrowed = 0;      // addresses taken in another node's block
+  int released = 0;      // handles or entries released (DEL, GC)
+};
+
+class Allocator {
+ public:
+  Allocator(etcd::Kv& kv, const ClusterConfig& cfg) : kv_(kv), cfg_(cfg), keys_(cfg.keys()) {}
+
+  // One address per range set, in range-set order. Errors: 101 exhausted, 7 a stored pool
+  // that differs from the config, 104 stored values not ours, 11 etcd unreachable or too many
+  // conflicting writers.
+  Result<std::vector<AddressInRange>> Add(const std::string& container_id,
+                                          const std::string& ifname);
+  Status Release(const std::string& container_id, const std::string& ifname);
+  // Records `ips` (one per range set at most) for the attachment, as ADD would have chosen
+  // them: an unclaimed block is claimed for this node, an address in another node's block is
+  // borrowed. For `nodegate ipam import`. Already held by the attachment: nothing to do.
+  // Errors: 102 an address held by another attachment, 7 an address outside the pool or two
+  // of one range set.
+  Result<std::vector<AddressInRange>> Assign(const std::string& container_id,
+                                             const std::string& ifname,
+                                             const std::vector<net::IpAddress>& ips);
+  Status Check(const std::string& container_id, const std::string& ifname,
+               const std::optional<cni::CniResult>& prev_result);
+  Status Gc(const std::vector<cni::Attachment>& live);
+  // STATUS's judgement: OK, or error 50 saying why ADD could not succeed now.
+  Status Availability();
+
+  const Counters& counters() const { return counters_; }
+
+ private:
+  struct View;
+  struct Plan;
+
+  // The pool, the handle (when container_id is not empty) and this node's blocks.
+  Result<View> Read(const std::string& container_id, const std::string& ifname, bool serializable);
+  Status DecodeNodeBlocks(const etcd::RangeResponse& range, View& view);
+  Status CheckPool(const View& view) const;
+  // The handle's addresses, each confirmed in its block as of one revision. nullopt: the
+  // handle changed since `view` was read (read again).
+  Result<std::optional<std::vector<AddressInRange>>> Confirm(const Handle& handle, View& view);
+  // Claims some free block of `set` for this node. false: none is free. true: claimed, or
+  // lost to a concurrent claimer (read the node's blocks again either way).
+  Result<bool> ClaimBlock(size_t set, View& view);
+  // Tries to claim this block for this node; false when the compare failed.
+  Result<bool> TryClaim(const net::IpPrefix& block, const Place& place, View& view);
+  // Writes the plan with the handle in one transaction. nullopt: a compare failed, and `view`
+  // now holds what overtook it.
+  Result<std::optional<std::vector<AddressInRange>>> Commit(View& view, const Plan& plan,
+                                                            const std::string& container_id,
+                                                            const std::string& ifname,
+                                                            const std::string& aid);
+  Status RefreshFromFailure(const etcd::TxnResponse& response,
+                            const std::vector<std::string>& foreign, View& view);
+  Result<std::set<net::IpPrefix>> ListClaims();
+  // Takes a free address of another node's block of `set` into `plan` for the handle.
+  Result<bool> Borrow(size_t set, View& view, Plan& plan, const std::string& handle_name,
+                      const std::string& aid);
+  // The blocks at these node-block keys; revision 0 for one that does not exist.
+  Result<std::vector<Versioned<Block>>> ReadBlocks(
+      const std::vector<std::pair<std::string, net::IpPrefix>>& where, bool serializable);
+  std::optional<uint64_t> FreeOrdinal(const Block& block, const Range& range,
+                                      const std::set<uint64_t>& taken) const;
+  const Range& RangeOf(const Place& place) const;
+  Result<Place> PlaceOfBlock(const std::string& key, const net::IpPrefix& block) const;
+  Status ReleaseOrphans();
+
+  etcd::Kv& kv_;
+  const ClusterConfig& cfg_;
+  Keys keys_;
+  Counters counters_;
+  std::optional<std::set<net::IpPrefix>> claimed_;  // claims listed during this verb
+};
+
+}  // namespace nodegate::ipam::cluster

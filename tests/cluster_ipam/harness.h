@@ -1,0 +1,65 @@
+#pragma once
+// Helpers of cluster-ipam's process tests: configs naming a test cluster, the plugin and
+// `nodegate ipam` run as a runtime and an operator run them, results and errors read back.
+//
+// cluster-ipam never enters CNI_NETNS (it is an IPAM plugin: addresses only), so it runs in
+// the machine's own namespace and reaches the test's members on loopback; CNI_NETNS names a
+// path that does not exist, which proves it.
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "lib/cni/types.h"
+#include "tests/cluster_ipam/etcd_cluster.h"
+#include "tests/support/plugin_runner.h"
+
+namespace nodegate::cluster_ipam::testing {
+
+using nodegate::testing::PluginOutput;
+
+inline constexpr char kNoNetns[] = "/run/netns/cluster-ipam-never-enters-this";
+
+struct ConfOptions {
+  std::string version = "1.1.0";
+  std::string network = "net1";
+  std::string node = "node-1";
+  std::string ranges = R"([[{"subnet":"10.244.0.0/16","blockSize":26}]])";
+  bool strict_affinity = false;
+  std::string timeout = "5s";
+  std::string extra_ipam;              // more "key":value pairs inside ipam, with a trailing comma
+  std::string extra_etcd;              // more pairs inside ipam.etcd, with a trailing comma
+  std::string extra_top;               // more pairs at the top, with a trailing comma
+  std::vector<std::string> endpoints;  // default: the cluster's
+};
+
+std::string Conf(const EtcdCluster& etcd, const ConfOptions& options);
+
+// Runs build/bin/cluster-ipam with CNI_COMMAND=command.
+PluginOutput Cni(const std::string& command, const std::string& conf, const std::string& id,
+                 const std::string& ifname = "eth0", std::optional<long> kill_after_us = {},
+                 const std::string& cni_args = "");
+
+// The addresses of a result of any version ("10.244.0.2", "fd00::2"), in its order.
+std::vector<std::string> AddressesOf(const std::string& result);
+// The CNI error code on stdout (-1 when stdout is not an error object).
+int ErrorCode(const PluginOutput& out);
+
+// `nodegate ipam` with --conf a file holding `conf` as the only plugin of a list.
+struct IpamRun {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+IpamRun NodegateIpam(const std::string& conf, const std::vector<std::string>& args);
+// check -o json: the kinds of problems found ("duplicate", "orphan-entry", ...).
+std::vector<std::string> ProblemKinds(const std::string& conf,
+                                      const std::vector<std::string>& extra = {});
+
+// Runs fn(i) for i in [0, count) on `threads` threads; returns the results in order of i.
+std::vector<PluginOutput> InParallel(int count, int threads,
+                                     const std::function<PluginOutput(int)>& fn);
+
+}  // namespace nodegate::cluster_ipam::testing
