@@ -14,7 +14,7 @@ cp -r "$BUILD_DIR/bin" "$BUILD_DIR/bench" "$STAGE/"
 BUILD_DIR="$STAGE"
 # podstart times containerd: under a lock, so that two benches on one machine do not time
 # each other.
-for area in podstart startup ipam cluster-ipam portmap bandwidth admit ports webhook; do
+for area in podstart startup ipam cluster-ipam portmap bandwidth admit ports webhook explain; do
   script="$HERE/$area/bench.sh"
   [ -f "$script" ] || continue
   echo
