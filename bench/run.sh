@@ -31,6 +31,7 @@ export NODEGATE_BENCH_RESULTS="$RUN/results.tsv"
 load() { cut -d' ' -f1 /proc/loadavg; }
 {
   echo "quick=$QUICK"
+  echo "build=$BUILD_DIR"
   echo "started=$(date -u '+%Y-%m-%d %H:%M')"
   echo "load_start=$(load)"
 } >"$RUN/run.env"

@@ -153,7 +153,7 @@ def main():
         "| Date (UTC) | %s to %s |" % (env.get("started", "?"), env.get("ended", "?")),
         "| Machine | %s |" % machine(),
         "| Kernel | %s %s |" % (platform.release(), platform.machine()),
-        "| Commit | %s |" % commit(src),
+        "| Commit | %s (executables from `%s/bin`) |" % (commit(src), env.get("build", "?")),
         "| Load average (1 min) at start / end | %s / %s |" % (env.get("load_start", "?"),
                                                             env.get("load_end", "?")),
         "| Mode | %s |" % ("quick (`BENCH_QUICK=1`: fewer repetitions and sizes; see each "
