@@ -62,8 +62,10 @@ for area in $ALL; do
   # each other.
   cmd=(bash "$script" "$STAGE")
   [ "$area" != podstart ] || cmd=(flock /tmp/nodegate-e2e.lock "${cmd[@]}")
-  # shellcheck disable=SC2046  # quick_env's words are VAR=value pairs
-  [ "$QUICK" != 1 ] || cmd=(env $(quick_env "$area") "${cmd[@]}")
+  if [ "$QUICK" = 1 ]; then
+    read -r -a quick <<<"$(quick_env "$area")"  # VAR=value pairs
+    cmd=(env "${quick[@]}" "${cmd[@]}")
+  fi
   start=$SECONDS
   "${cmd[@]}" 2>&1 | tee "$RUN/out/$area.txt"
   rc=${PIPESTATUS[0]}

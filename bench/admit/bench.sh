@@ -42,7 +42,7 @@ if [ -x "$NODEGATE" ]; then
   done
 fi
 
-while read -r n _ parse total _ filter _; do
+while read -r n _ _ total _ filter _; do
   bench_result admit "predicate work (in-process), $n pods" "$filter"
   bench_result admit "parse + judge (in-process), $n pods" "$total"
 done < <(awk '$1 ~ /^[0-9]+$/' "$TMP/table.txt")

@@ -27,7 +27,8 @@ REF=/usr/lib/cni/host-local
 if [ -z "${NG_IPAM_BENCH_INNER:-}" ]; then
   exec env NG_IPAM_BENCH_INNER=1 unshare -n bash "$0" "$BUILD_DIR"
 fi
-export PYTHONPATH="$(cd "$(dirname "${BASH_SOURCE[0]}")/../lib" && pwd)${PYTHONPATH:+:$PYTHONPATH}"
+BENCH_LIB="$(cd "$(dirname "${BASH_SOURCE[0]}")/../lib" && pwd)"
+export PYTHONPATH="$BENCH_LIB${PYTHONPATH:+:$PYTHONPATH}"
 exec python3 - "$OURS" "$REF" "${IPAM_BENCH_REPS:-150}" "${IPAM_BENCH_FIRST_REPS:-5}" <<'PY'
 import os, shutil, statistics, subprocess, sys, tempfile, time
 from results import record

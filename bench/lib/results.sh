@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the bench sections: the figures a section prints, also as machine-readable rows
 # that bench/write_performance.py turns into docs/performance.md (bench/run.sh sets the file).
 #
