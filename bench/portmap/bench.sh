@@ -260,7 +260,7 @@ done
 # ADD and DEL flush the host port's UDP entries. Each dump walks the kernel's whole conntrack
 # hash whatever the namespace holds, so with no entry the flush asks for the count and dumps
 # nothing. Ours runs the flush after it exits, in the helper that releases its nfnetlink
-# sockets (plugins/portmap/README.md, "UDP conntrack"), so its UDP call should cost what the
+# sockets (docs/performance/conntrack.md), so its UDP call should cost what the
 # same call with a TCP mapping (no flush at all) costs. OLD_PORTMAP=path adds that binary's UDP
 # ADD and DEL beside ours (an A/B of the flush).
 CT_ENTRIES="${CT_ENTRIES:-20000}"
