@@ -32,6 +32,11 @@ load() { cut -d' ' -f1 /proc/loadavg; }
 {
   echo "quick=$QUICK"
   echo "build=$BUILD_DIR"
+  # The tree the run started from: the bench's own scripts are part of what it measures.
+  commit="$(git -C "$SRC" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+  [ -z "$(git -C "$SRC" status --porcelain --untracked-files=no 2>/dev/null)" ] ||
+    commit="$commit with uncommitted changes"
+  echo "commit=$commit"
   echo "started=$(date -u '+%Y-%m-%d %H:%M')"
   echo "load_start=$(load)"
 } >"$RUN/run.env"

@@ -8,7 +8,8 @@ RUN_DIR holds what bench/run.sh collected:
                   unit), one row per figure;
   sections.tsv    area, status (passed, failed, not run), seconds;
   out/AREA.txt    each section's printed output, as the terminal showed it;
-  run.env         KEY=VALUE lines: quick, build, load_start, load_end, started, ended.
+  run.env         KEY=VALUE lines: quick, build, commit (the tree the run started from),
+                  load_start, load_end, started, ended.
 The file is the run's and nothing else: its header names the machine, kernel, date and commit,
 the summary lists every row with its ratio, and each section follows with its own table and
 its printed output. Nothing in it is edited by hand.
@@ -153,7 +154,8 @@ def main():
         "| Date (UTC) | %s to %s |" % (env.get("started", "?"), env.get("ended", "?")),
         "| Machine | %s |" % machine(),
         "| Kernel | %s %s |" % (platform.release(), platform.machine()),
-        "| Commit | %s (executables from `%s/bin`) |" % (commit(src), env.get("build", "?")),
+        "| Commit | %s (executables from `%s/bin`) |" % (env.get("commit") or commit(src),
+                                                          env.get("build", "?")),
         "| Load average (1 min) at start / end | %s / %s |" % (env.get("load_start", "?"),
                                                             env.get("load_end", "?")),
         "| Mode | %s |" % ("quick (`BENCH_QUICK=1`: fewer repetitions and sizes; see each "

@@ -111,6 +111,10 @@ class RunTest(unittest.TestCase):
                 text = f.read()
             self.assertIn("| Sections run | none |", text)
             self.assertIn("| Mode | full", text)
+            head = subprocess.run(["git", "-C", SRC, "rev-parse", "--short=12", "HEAD"],
+                                  capture_output=True, text=True).stdout.strip()
+            if head:  # the commit the run started from, recorded by run.sh
+                self.assertIn("| Commit | " + head, text)
             self.assertIn("No section with a reference figure ran.", text)
             for area in ("podstart", "portmap", "webhook"):
                 self.assertIn(area, text.split("| Sections not run |")[1].split("\n")[0])
