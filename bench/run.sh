@@ -13,7 +13,7 @@ BUILD_DIR="$(cd "${1:-build}" && pwd)"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 SRC="$(cd "$HERE/.." && pwd)"
 OUT_MD="${NODEGATE_PERFORMANCE_MD:-$SRC/docs/performance.md}"
-ALL="podstart startup ipam cluster-ipam portmap bandwidth admit ports webhook"
+ALL="podstart startup ipam cluster-ipam portmap bandwidth admit ports webhook explain"
 SECTIONS="${BENCH_SECTIONS:-$ALL}"
 QUICK="${BENCH_QUICK:-0}"
 status=0
@@ -52,6 +52,7 @@ quick_env() {
     bandwidth) echo "BANDWIDTH_BENCH_ITER=10" ;;
     ports) echo "RUNS=3" ;;
     webhook) echo "WEBHOOK_BENCH_SIZES=10000 BENCH_SECONDS=3" ;;
+    explain) echo "EXPLAIN_BENCH_SIZES=334 EXPLAIN_BENCH_RUNS=1" ;;
   esac
 }
 

@@ -1,10 +1,121 @@
 #include "kube/decode/list_stream.h"
 
+#include <bit>  // countr_zero
+#include <cstdint>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace nodegate::kube {
 namespace {
+
+// Block: what 64 bytes hold of the characters that matter to an item's structure, one bit per
+// byte (bit i is byte i).
+struct Block {
+  uint64_t quote = 0;
+  uint64_t backslash = 0;
+  uint64_t open = 0;           // { and [
+  uint64_t close = 0;          // } and ]
+  uint64_t close_bracket = 0;  // ]
+};
+
+#if defined(__SSE2__)
+Block Classify(const char* p) {
+  Block b;
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i open_brace = _mm_set1_epi8('{');
+  const __m128i open_bracket = _mm_set1_epi8('[');
+  const __m128i close_brace = _mm_set1_epi8('}');
+  const __m128i close_bracket = _mm_set1_epi8(']');
+  auto bits = [](__m128i eq, int i) {
+    return static_cast<uint64_t>(static_cast<uint16_t>(_mm_movemask_epi8(eq))) << (16 * i);
+  };
+  for (int i = 0; i < 4; ++i) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i));
+    b.quote |= bits(_mm_cmpeq_epi8(v, quote), i);
+    b.backslash |= bits(_mm_cmpeq_epi8(v, backslash), i);
+    b.open |= bits(_mm_or_si128(_mm_cmpeq_epi8(v, open_brace), _mm_cmpeq_epi8(v, open_bracket)), i);
+    const __m128i bracket = _mm_cmpeq_epi8(v, close_bracket);
+    b.close_bracket |= bits(bracket, i);
+    b.close |= bits(_mm_or_si128(_mm_cmpeq_epi8(v, close_brace), bracket), i);
+  }
+  return b;
+}
+#else
+Block Classify(const char* p) {
+  Block b;
+  for (int i = 0; i < 64; ++i) {
+    const uint64_t bit = uint64_t{1} << i;
+    switch (p[i]) {
+      case '"':
+        b.quote |= bit;
+        break;
+      case '\\':
+        b.backslash |= bit;
+        break;
+      case '{':
+      case '[':
+        b.open |= bit;
+        break;
+      case ']':
+        b.close_bracket |= bit;
+        b.close |= bit;
+        break;
+      case '}':
+        b.close |= bit;
+        break;
+      default:
+        break;
+    }
+  }
+  return b;
+}
+#endif
+
+constexpr uint64_t kEvenBits = 0x5555555555555555ULL;
+constexpr uint64_t kOddBits = ~kEvenBits;
+
+// Escaped: the bytes a backslash escapes (the one right after an odd run of backslashes),
+// given that byte 0 is escaped when `first_escaped`; `next_escaped` says whether the byte after
+// the block is. A run is found by adding its first bit to it: the carry stops on the byte that
+// ends it, whose position's parity against the run's start gives the run's length's parity.
+uint64_t Escaped(uint64_t backslash, bool first_escaped, bool& next_escaped) {
+  const uint64_t escapers = backslash & ~uint64_t{first_escaped};
+  const uint64_t starts = escapers & ~(escapers << 1);
+  uint64_t from_even = 0;
+  uint64_t from_odd = 0;
+  const bool even_overflow = __builtin_add_overflow(escapers, starts & kEvenBits, &from_even);
+  const bool odd_overflow = __builtin_add_overflow(escapers, starts & kOddBits, &from_odd);
+  (void)even_overflow;  // a run from an even bit to the end has an even length
+  next_escaped = odd_overflow;
+  return ((from_even & ~escapers) & kOddBits) | ((from_odd & ~escapers) & kEvenBits) |
+         uint64_t{first_escaped};
+}
+
+// Count: the set bits (the baseline x86-64 the executables are built for has no popcnt; the
+// library's fallback is a call per block).
+int Count(uint64_t x) {
+  x = x - ((x >> 1) & 0x5555555555555555ULL);
+  x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+  x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+  return static_cast<int>((x * 0x0101010101010101ULL) >> 56);
+}
+
+// PrefixXor: bit i is the parity of the set bits at i and below: with quotes as input, the
+// bytes from an opening quote up to (not including) its closing quote.
+uint64_t PrefixXor(uint64_t x) {
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
+  return x;
+}
 
 bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
@@ -141,7 +252,77 @@ Result<size_t> ListStream::StepItem(std::string_view data, size_t pos) {
   // `data` itself, without a copy.
   const size_t start = item_.empty() ? item_begin_ : pos;
   const std::string_view carry(item_);
+  size_t scalar_until = 0;  // bytes before this are walked one by one (they hold a backslash)
   while (pos < data.size()) {
+    // 64 bytes at a time while they hold no backslash (most of an API object): strings
+    // found by the parity of quotes, braces and brackets outside them counted.
+    if (pos >= scalar_until && pos + 64 <= data.size()) {
+      Block b = Classify(data.data() + pos);
+      // Inside a string, an odd run of backslashes right before this block escapes its first
+      // byte; the run may begin in `carry`.
+      bool first_escaped = false;
+      if (in_string_) {
+        size_t i = pos;
+        while (i > 0 && data[i - 1] == '\\') {
+          first_escaped = !first_escaped;
+          --i;
+        }
+        for (size_t j = carry.size(); i == 0 && j > 0 && carry[j - 1] == '\\'; --j) {
+          first_escaped = !first_escaped;
+        }
+      }
+      bool next_escaped = false;
+      const uint64_t escaped = b.backslash == 0 && !first_escaped
+                                   ? 0
+                                   : Escaped(b.backslash, first_escaped, next_escaped);
+      const uint64_t inside = PrefixXor(b.quote & ~escaped) ^ (in_string_ ? ~uint64_t{0} : 0);
+      // A backslash outside a string escapes nothing (an invalid item, which its decoder
+      // refuses): such blocks are walked byte by byte, as the rest is.
+      if ((b.backslash & ~inside) != 0) {
+        scalar_until = pos + 64;
+      } else {
+        const uint64_t open = b.open & ~inside;
+        const uint64_t close = b.close & ~inside;
+        if (Count(close) < depth_) {
+          depth_ += Count(open) - Count(close);
+          in_string_ = (inside >> 63) != 0;
+          pos += 64;
+          continue;
+        }
+        // The item may end in this block: walk its braces in order.
+        bool ended = false;
+        for (uint64_t bits = open | close; bits != 0; bits &= bits - 1) {
+          const int i = std::countr_zero(bits);
+          const uint64_t bit = uint64_t{1} << i;
+          if ((open & bit) != 0) {
+            ++depth_;
+          } else if (--depth_ == 0) {
+            if ((b.close_bracket & bit) != 0) {
+              return Fail("an item ends with ']'").error();
+            }
+            pos += static_cast<size_t>(i) + 1;
+            in_string_ = false;
+            ended = true;
+            break;
+          }
+        }
+        if (!ended) {
+          in_string_ = (inside >> 63) != 0;
+          pos += 64;
+          continue;
+        }
+        ++items_;
+        if (item_.empty()) {
+          on_item_(data.substr(start, pos - start));
+        } else {
+          item_.append(data.substr(start, pos - start));
+          on_item_(item_);
+          item_.clear();
+        }
+        state_ = State::kItemsComma;
+        return pos;
+      }
+    }
     if (in_string_) {
       const size_t quote = ScanString(data, pos, carry);
       if (quote == std::string_view::npos) {
