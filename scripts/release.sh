@@ -33,6 +33,8 @@
 # (SOURCE_DATE_EPOCH when set), compressed with gzip -n. The same tree gives the same bytes
 # (tests/release/reproducible_test.sh builds it twice in different folders).
 #
+# Fails before writing anything when CHANGELOG.md has no section for VERSION (scripts/lib/
+# changelog.sh; NODEGATE_CHANGELOG names another file, for the test).
 # Fails, removing nothing it checked, when an executable is not static (an ELF interpreter or a
 # DT_NEEDED entry), is not of its ARCH (readelf -h), or a checksum file does not verify.
 set -euo pipefail
@@ -54,6 +56,11 @@ source "$SRC/scripts/lib/arch.sh"
 PLUGINS=(host-local cluster-ipam portmap bandwidth)
 VERSION="$(project_version "$SRC")"
 [ -n "$VERSION" ] || { echo "release: no project(nodegate VERSION ...) in CMakeLists.txt" >&2; exit 1; }
+# shellcheck source=lib/changelog.sh
+source "$SRC/scripts/lib/changelog.sh"
+CHANGELOG="${NODEGATE_CHANGELOG:-$SRC/CHANGELOG.md}"
+changelog_has_version "$CHANGELOG" "$VERSION" ||
+  { echo "release: $CHANGELOG has no section for $VERSION (## [$VERSION] - DATE)" >&2; exit 1; }
 if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
   SOURCE_DATE_EPOCH="$(git -C "$SRC" log -1 --format=%ct 2>/dev/null || echo 0)"
 fi

@@ -13,6 +13,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(SRC, "bench", "lib"))
+from results import record  # noqa: E402
 NODEGATE = sys.argv[1]
 SIZES = [int(n) for n in os.environ.get("EXPLAIN_BENCH_SIZES", "334 1667 5000").split()]
 RUNS = int(os.environ.get("EXPLAIN_BENCH_RUNS", "3"))
@@ -92,6 +94,9 @@ def main():
                 if kcode == 0:
                     reference = "%.2f" % kwall
                     ratio = "%.2fx faster" % (kwall / statistics.median(walls))
+            record("explain", "explain pod, %d pods: wall" % pods, statistics.median(walls),
+                   float(reference) if reference != "-" else None, unit="s")
+            record("explain", "explain pod, %d pods: peak RSS" % pods, max(rss), unit="MiB")
             print("%-8d %-6d %9.2f %9.2f %9.0f %11.2f %13s %14s" % (
                 pods, nodes, statistics.median(walls), statistics.median(cpus), max(rss),
                 statistics.median(served), reference, ratio))
