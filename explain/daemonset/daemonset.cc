@@ -116,6 +116,107 @@ std::string PinnedNode(const json& pod) {
   return names && names->size() == 1 ? names->front() : "";
 }
 
+namespace {
+
+// DaemonPods: where a DaemonSet's pods are: bound ones by node, waiting ones by the node they
+// name.
+struct DaemonPods {
+  std::map<std::string, std::vector<std::string>> bound;
+  std::map<std::string, const json*> waiting;
+};
+
+DaemonPods FindDaemonPods(const Cluster& cluster, const std::string& owner) {
+  DaemonPods pods;
+  for (const PodRef& p : cluster.owned()) {
+    if (!p.node.empty() && p.phase != "Succeeded" && p.phase != "Failed") {
+      pods.bound[p.node].push_back(p.key + " (" + (p.phase.empty() ? "no phase" : p.phase) + ")");
+    }
+  }
+  for (const json& object : cluster.unbound()) {
+    auto c = DecodeCandidate(object, "pod");
+    if (c.ok() && admit::OwnerName(c->pod) == owner) {
+      const std::string node = PinnedNode(object);
+      if (!node.empty()) {
+        pods.waiting.emplace(node, &object);
+      }
+    }
+  }
+  return pods;
+}
+
+// ShouldRun: the controller's NodeShouldRunDaemonPod for the template on `node`; when it
+// should not, n.why_not and n.should_continue_running say why and whether a running pod stays.
+bool ShouldRun(const admit::Pod& tmpl, const admit::Node& node, bool comparison, DaemonSetNode& n) {
+  std::string why;
+  if (!tmpl.node_name.empty() && tmpl.node_name != node.name) {
+    n.why_not = "the template names node " + tmpl.node_name;
+    n.should_continue_running = false;
+    return false;
+  }
+  if (!admit::node_affinity::PodMatchesNode(tmpl, node, &why)) {
+    n.why_not = "node selector / affinity: " + why;
+    n.should_continue_running = false;
+    return false;
+  }
+  const admit::Taint* t = admit::taint_toleration::FindMatchingUntoleratedTaint(
+      node.taints, tmpl.tolerations, admit::taint_toleration::DoNotScheduleTaintsFilter,
+      comparison);
+  if (t == nullptr) {
+    return true;
+  }
+  n.why_not = "taint " + admit::taint_toleration::TaintToString(*t) + " is not tolerated (" +
+              TolerationsAdded(tmpl.host_network) + ")";
+  n.should_continue_running =
+      admit::taint_toleration::FindMatchingUntoleratedTaint(
+          node.taints, tmpl.tolerations,
+          [](const admit::Taint& taint) { return taint.effect == "NoExecute"; },
+          comparison) == nullptr;
+  return false;
+}
+
+// PlaceMissing: for a node where the daemon pod should run and does not, the scheduler's
+// verdict for its pod there (the Pending pod when there is one, else the pod the controller
+// would make), into n.
+admit::Result<admit::Ok> PlaceMissing(const json& daemonset, const std::string& daemonset_key,
+                                      const json* pending, const Scheduler& scheduler,
+                                      DaemonSetNode& n) {
+  admit::Result<CandidatePod> pod = admit::Error{""};
+  if (pending != nullptr) {
+    pod = DecodeCandidate(*pending, "pod");
+    if (pod.ok()) {
+      n.pending_pod = pod->pod.Key();
+    }
+  }
+  if (!pod.ok()) {
+    pod = DecodeCandidate(DaemonPodFor(daemonset, n.node), "daemonset " + daemonset_key);
+    if (!pod.ok()) {
+      return pod.error();
+    }
+  }
+  PodExplanation placed = scheduler.Explain(*pod);
+  for (NodeVerdict& v : placed.nodes) {
+    if (v.node == n.node) {
+      n.verdict = std::move(v);
+    }
+  }
+  if (n.verdict && n.verdict->state == NodeVerdict::State::kFits) {
+    n.state = DaemonSetNode::State::kWouldFit;
+    return admit::Ok{};
+  }
+  n.state = DaemonSetNode::State::kBlocked;
+  if (!n.pending_pod.empty()) {
+    n.summary = placed.summary;
+  }
+  for (const PreemptionNode& p : placed.preemption.nodes) {
+    if (p.node == n.node && p.candidate) {
+      n.victims = p.victims;
+    }
+  }
+  return admit::Ok{};
+}
+
+}  // namespace
+
 admit::Result<DaemonSetExplanation> ExplainDaemonSet(const json& daemonset, const Cluster& cluster,
                                                      const Scheduler& scheduler) {
   if (!daemonset.is_object() || Str(daemonset, {"kind"}) != "DaemonSet") {
@@ -123,7 +224,6 @@ admit::Result<DaemonSetExplanation> ExplainDaemonSet(const json& daemonset, cons
   }
   const std::string ns = Str(daemonset, {"metadata", "namespace"});
   const std::string name = Str(daemonset, {"metadata", "name"});
-  const std::string owner = "DaemonSet " + ns + "/" + name;
   // The controller's own check: the template with its tolerations, its own affinity.
   auto would_be = DecodeCandidate(DaemonPodFor(daemonset, ""), "daemonset " + ns + "/" + name);
   if (!would_be.ok()) {
@@ -141,56 +241,16 @@ admit::Result<DaemonSetExplanation> ExplainDaemonSet(const json& daemonset, cons
   }
   e.not_evaluated = would_be->not_evaluated;
   e.notes = would_be->notes;
-
-  // Where its pods are: bound ones by node, waiting ones by the node they name.
-  std::map<std::string, std::vector<std::string>> bound;
-  for (const PodRef& p : cluster.owned()) {
-    if (!p.node.empty() && p.phase != "Succeeded" && p.phase != "Failed") {
-      bound[p.node].push_back(p.key + " (" + (p.phase.empty() ? "no phase" : p.phase) + ")");
-    }
-  }
-  std::map<std::string, const json*> waiting;
-  for (const json& object : cluster.unbound()) {
-    auto c = DecodeCandidate(object, "pod");
-    if (c.ok() && admit::OwnerName(c->pod) == owner) {
-      const std::string node = PinnedNode(object);
-      if (!node.empty()) {
-        waiting.emplace(node, &object);
-      }
-    }
-  }
+  const DaemonPods pods = FindDaemonPods(cluster, "DaemonSet " + ns + "/" + name);
 
   for (const NodeEntry& entry : cluster.nodes()) {
     const admit::Node& node = *entry.node;
     DaemonSetNode n;
     n.node = node.name;
-    if (auto it = bound.find(node.name); it != bound.end()) {
+    if (auto it = pods.bound.find(node.name); it != pods.bound.end()) {
       n.pods = it->second;
     }
-    // NodeShouldRunDaemonPod.
-    std::string why;
-    bool should_run = true;
-    if (!tmpl.node_name.empty() && tmpl.node_name != node.name) {
-      should_run = false;
-      n.why_not = "the template names node " + tmpl.node_name;
-      n.should_continue_running = false;
-    } else if (!admit::node_affinity::PodMatchesNode(tmpl, node, &why)) {
-      should_run = false;
-      n.why_not = "node selector / affinity: " + why;
-      n.should_continue_running = false;
-    } else if (const admit::Taint* t = admit::taint_toleration::FindMatchingUntoleratedTaint(
-                   node.taints, tmpl.tolerations,
-                   admit::taint_toleration::DoNotScheduleTaintsFilter, comparison)) {
-      should_run = false;
-      n.why_not = "taint " + admit::taint_toleration::TaintToString(*t) + " is not tolerated (" +
-                  TolerationsAdded(tmpl.host_network) + ")";
-      n.should_continue_running =
-          admit::taint_toleration::FindMatchingUntoleratedTaint(
-              node.taints, tmpl.tolerations,
-              [](const admit::Taint& taint) { return taint.effect == "NoExecute"; },
-              comparison) == nullptr;
-    }
-    if (!should_run) {
+    if (!ShouldRun(tmpl, node, comparison, n)) {
       n.state =
           n.pods.empty() ? DaemonSetNode::State::kNotWanted : DaemonSetNode::State::kRunsUnwanted;
       e.nodes.push_back(std::move(n));
@@ -204,39 +264,15 @@ admit::Result<DaemonSetExplanation> ExplainDaemonSet(const json& daemonset, cons
       continue;
     }
     // It should run here and does not: the scheduler's verdict for its pod.
-    admit::Result<CandidatePod> pod = admit::Error{""};
-    if (auto w = waiting.find(node.name); w != waiting.end()) {
-      pod = DecodeCandidate(*w->second, "pod");
-      if (pod.ok()) {
-        n.pending_pod = pod->pod.Key();
-      }
+    auto w = pods.waiting.find(node.name);
+    const json* pending = w != pods.waiting.end() ? w->second : nullptr;
+    if (auto placed = PlaceMissing(daemonset, e.daemonset, pending, scheduler, n); !placed.ok()) {
+      return placed.error();
     }
-    if (!pod.ok()) {
-      pod = DecodeCandidate(DaemonPodFor(daemonset, node.name), "daemonset " + e.daemonset);
-      if (!pod.ok()) {
-        return pod.error();
-      }
-    }
-    PodExplanation placed = scheduler.Explain(*pod);
-    for (NodeVerdict& v : placed.nodes) {
-      if (v.node == node.name) {
-        n.verdict = std::move(v);
-      }
-    }
-    if (n.verdict && n.verdict->state == NodeVerdict::State::kFits) {
-      n.state = DaemonSetNode::State::kWouldFit;
+    if (n.state == DaemonSetNode::State::kWouldFit) {
       ++e.waiting;
     } else {
-      n.state = DaemonSetNode::State::kBlocked;
       ++e.blocked;
-      if (!n.pending_pod.empty()) {
-        n.summary = placed.summary;
-      }
-      for (const PreemptionNode& p : placed.preemption.nodes) {
-        if (p.node == node.name && p.candidate) {
-          n.victims = p.victims;
-        }
-      }
     }
     e.nodes.push_back(std::move(n));
   }

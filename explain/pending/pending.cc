@@ -47,16 +47,13 @@ std::string HolderDetail(const std::map<std::string, std::set<std::string>>& hol
   return out;
 }
 
-}  // namespace
-
-PendingReport ExplainPending(const Cluster& cluster, const Scheduler& scheduler,
-                             const std::string& ns) {
-  PendingReport report;
-  report.scope = ns.empty() ? "all namespaces" : "namespace " + ns;
-  std::map<std::string, Gathered> gathered;
-  auto note = [&](const std::string& what, const std::string& pod, const std::string& node,
-                  size_t tried) {
-    Gathered& g = gathered[what];
+// Gatherer: the blockers of the Pending pods, gathered as each pod's explanation is read.
+class Gatherer {
+ public:
+  // Note: `pod` is blocked by `what` (on `node`, or everywhere when it is "").
+  void Note(const std::string& what, const std::string& pod, const std::string& node,
+            size_t tried) {
+    Gathered& g = gathered_[what];
     if (!node.empty()) {
       g.nodes.insert(node);
     }
@@ -66,7 +63,86 @@ PendingReport ExplainPending(const Cluster& cluster, const Scheduler& scheduler,
     if (!node.empty()) {
       ++b.nodes;
     }
-  };
+  }
+
+  // NoteExplanation: every reason the explanation gives for its pod not being placed.
+  void NoteExplanation(const PodExplanation& e, const CandidatePod& candidate) {
+    const size_t tried = e.nodes.size();
+    if (e.fitting > 0) {
+      Note("fits now", e.pod, "", tried);
+    }
+    if (!e.pre_filter.empty()) {
+      Note("PreFilter: " + e.pre_filter, e.pod, "", tried);
+    }
+    for (const std::string& gap : e.not_evaluated) {
+      Note("needs Filters nodegate does not evaluate: " + gap.substr(0, gap.find(':')), e.pod, "",
+           tried);
+    }
+    if (!candidate.scheduling_gates.empty()) {
+      Note("scheduling gates", e.pod, "", tried);
+    }
+    for (const NodeVerdict& v : e.nodes) {
+      if (v.state != NodeVerdict::State::kFails) {
+        continue;
+      }
+      for (const Finding& f : v.findings) {
+        NoteFinding(f, e.pod, v.node, tried);
+      }
+    }
+  }
+
+  // Blockers: one per reason, with its holders aggregated, the most pods first.
+  std::vector<Blocker> Blockers() {
+    std::vector<Blocker> blockers;
+    for (auto& [what, g] : gathered_) {
+      Blocker b;
+      b.what = what;
+      if (!g.holders.empty()) {
+        b.detail = HolderDetail(g.holders);
+      } else if (!g.nodes.empty()) {
+        b.detail = "on " + Plural(g.nodes.size(), "node");
+      }
+      for (auto& [pod, blocked] : g.pods) {
+        b.pods.push_back(std::move(blocked));
+      }
+      blockers.push_back(std::move(b));
+    }
+    std::stable_sort(blockers.begin(), blockers.end(), [](const Blocker& a, const Blocker& b) {
+      return a.pods.size() > b.pods.size();
+    });
+    return blockers;
+  }
+
+ private:
+  void NoteFinding(const Finding& f, const std::string& pod, const std::string& node,
+                   size_t tried) {
+    if (f.ports.empty()) {
+      Note(f.taint ? "taint " + admit::taint_toleration::TaintToString(*f.taint) + " not tolerated"
+                   : f.reason,
+           pod, node, tried);
+      return;
+    }
+    std::set<std::string> seen;
+    for (const PortHolding& h : f.ports) {
+      const std::string key = PortKey(h);
+      if (!seen.insert(key).second) {
+        continue;
+      }
+      Note(key, pod, node, tried);
+      gathered_[key].holders[h.owner.empty() ? "pod " + h.holder : h.owner].insert(node);
+    }
+  }
+
+  std::map<std::string, Gathered> gathered_;
+};
+
+}  // namespace
+
+PendingReport ExplainPending(const Cluster& cluster, const Scheduler& scheduler,
+                             const std::string& ns) {
+  PendingReport report;
+  report.scope = ns.empty() ? "all namespaces" : "namespace " + ns;
+  Gatherer gatherer;
   for (const nlohmann::json& object : cluster.unbound()) {
     auto candidate = DecodeCandidate(object, "pod");
     if (!candidate.ok()) {
@@ -80,65 +156,15 @@ PendingReport ExplainPending(const Cluster& cluster, const Scheduler& scheduler,
       continue;
     }
     PodExplanation e = scheduler.Explain(*candidate);
-    const std::string& pod = e.pod;
-    const size_t tried = e.nodes.size();
     if (e.fitting > 0) {
       ++report.fit_now;
-      note("fits now", pod, "", tried);
     } else {
       ++report.fit_nowhere;
     }
-    if (!e.pre_filter.empty()) {
-      note("PreFilter: " + e.pre_filter, pod, "", tried);
-    }
-    for (const std::string& gap : e.not_evaluated) {
-      note("needs Filters nodegate does not evaluate: " + gap.substr(0, gap.find(':')), pod, "",
-           tried);
-    }
-    if (!candidate->scheduling_gates.empty()) {
-      note("scheduling gates", pod, "", tried);
-    }
-    for (const NodeVerdict& v : e.nodes) {
-      if (v.state != NodeVerdict::State::kFails) {
-        continue;
-      }
-      for (const Finding& f : v.findings) {
-        if (!f.ports.empty()) {
-          std::set<std::string> seen;
-          for (const PortHolding& h : f.ports) {
-            const std::string key = PortKey(h);
-            if (!seen.insert(key).second) {
-              continue;
-            }
-            note(key, pod, v.node, tried);
-            gathered[key].holders[h.owner.empty() ? "pod " + h.holder : h.owner].insert(v.node);
-          }
-        } else if (f.taint) {
-          note("taint " + admit::taint_toleration::TaintToString(*f.taint) + " not tolerated", pod,
-               v.node, tried);
-        } else {
-          note(f.reason, pod, v.node, tried);
-        }
-      }
-    }
+    gatherer.NoteExplanation(e, *candidate);
     report.pods.push_back(std::move(e));
   }
-  for (auto& [what, g] : gathered) {
-    Blocker b;
-    b.what = what;
-    if (!g.holders.empty()) {
-      b.detail = HolderDetail(g.holders);
-    } else if (!g.nodes.empty()) {
-      b.detail = "on " + Plural(g.nodes.size(), "node");
-    }
-    for (auto& [pod, blocked] : g.pods) {
-      b.pods.push_back(std::move(blocked));
-    }
-    report.blockers.push_back(std::move(b));
-  }
-  std::stable_sort(
-      report.blockers.begin(), report.blockers.end(),
-      [](const Blocker& a, const Blocker& b) { return a.pods.size() > b.pods.size(); });
+  report.blockers = gatherer.Blockers();
   return report;
 }
 

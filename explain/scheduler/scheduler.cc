@@ -212,7 +212,10 @@ NodeVerdict Scheduler::Filter(const admit::PodInfo& pod, const admit::NodeInfo& 
                    options_.gates.Enabled(admit::kGateTaintTolerationComparisonOperators));
 }
 
-PodExplanation Scheduler::Explain(const CandidatePod& candidate) const {
+namespace {
+
+// Described: the explanation's account of the pod itself, before any node is looked at.
+PodExplanation Described(const CandidatePod& candidate, const Cluster& cluster) {
   PodExplanation e;
   const admit::Pod& original = candidate.pod;
   e.pod = original.Key();
@@ -223,18 +226,20 @@ PodExplanation Scheduler::Explain(const CandidatePod& candidate) const {
   e.source = original.source;
   e.notes = candidate.notes;
   e.not_evaluated = candidate.not_evaluated;
-  for (std::string& t : AntiAffinityThreats(cluster_, original)) {
+  for (std::string& t : AntiAffinityThreats(cluster, original)) {
     e.not_evaluated.push_back(std::move(t));
   }
-
-  // A bound pod is placed as if it were new: itself left off its node.
-  admit::Pod pod = original;
-  if (!pod.node_name.empty()) {
-    e.notes.push_back("the pod is bound to node " + pod.node_name + " (phase " +
-                      (pod.phase.empty() ? "unknown" : pod.phase) +
+  if (!original.node_name.empty()) {
+    e.notes.push_back("the pod is bound to node " + original.node_name + " (phase " +
+                      (original.phase.empty() ? "unknown" : original.phase) +
                       "); below is where the scheduler would place it now, itself left out");
-    pod.node_name.clear();
   }
+  return e;
+}
+
+// WithheldBecause: why the summary line would not be the scheduler's for this pod (another
+// scheduler, scheduling gates, Filters nodegate does not run); empty when it would be.
+std::vector<std::string> WithheldBecause(const CandidatePod& candidate, const PodExplanation& e) {
   std::vector<std::string> withheld;
   if (!candidate.scheduler_name.empty() && candidate.scheduler_name != kDefaultScheduler) {
     withheld.push_back("the pod names scheduler \"" + candidate.scheduler_name +
@@ -251,73 +256,138 @@ PodExplanation Scheduler::Explain(const CandidatePod& candidate) const {
   if (!e.not_evaluated.empty()) {
     withheld.push_back("the scheduler also runs Filters nodegate does not evaluate for this pod");
   }
+  return withheld;
+}
 
-  const admit::PodInfo info = admit::MakePodInfo(pod, options_.gates, /*already_on_node=*/false);
-  const int32_t priority = PriorityOf(pod);
-  const std::string self = pod.Key();
-  // The node each pod starts from: as the cache has it, without the candidate's old self.
-  const std::string& old_node = original.node_name;
-  std::optional<admit::NodeInfo> own;
-  auto base = [&](const NodeEntry& entry) -> const admit::NodeInfo& {
-    if (!old_node.empty() && entry.node->name == old_node && entry.info.FindPod(self)) {
-      if (!own) {
-        own = entry.info;
-        own->RemovePod(self);
+// BaseNodes: the node each pod starts from, as the cache has it, without the candidate's old
+// self on the node it is bound to (copied once, when that node is first asked for).
+class BaseNodes {
+ public:
+  BaseNodes(std::string old_node, std::string self)
+      : old_node_(std::move(old_node)), self_(std::move(self)) {}
+  const admit::NodeInfo& operator()(const NodeEntry& entry) {
+    if (!old_node_.empty() && entry.node->name == old_node_ && entry.info.FindPod(self_)) {
+      if (!own_) {
+        own_ = entry.info;
+        own_->RemovePod(self_);
       }
-      return *own;
+      return *own_;
     }
     return entry.info;
-  };
+  }
 
-  Diagnosis d;
-  d.num_all_nodes = cluster_.nodes().size();
-  // PreFilter, in the profile's order: NodeAffinity, NodePorts (nothing to reject),
-  // NodeResourcesFit.
-  std::optional<std::vector<std::string>> names = NodeNamesOfAffinity(pod);
+ private:
+  std::string old_node_;
+  std::string self_;
+  std::optional<admit::NodeInfo> own_;
+};
+
+// PreFilter, in the profile's order: NodeAffinity, NodePorts (nothing to reject),
+// NodeResourcesFit. Sets e.pre_filter when one rejects the pod for every node.
+void RunPreFilter(const admit::Pod& pod, const admit::FeatureGates& gates,
+                  const std::optional<std::vector<std::string>>& names, PodExplanation& e) {
   if (names && names->empty()) {
     e.pre_filter = std::string(kPodAffinityTermsConflict);
     e.not_considered_explanation =
         "PreFilter NodeAffinity: every term of the required node affinity names nodes by "
         "metadata.name and together they name none";
-  } else if (!options_.gates.Enabled(admit::kGateSidecarContainers) &&
+  } else if (!gates.Enabled(admit::kGateSidecarContainers) &&
              admit::HasRestartableInitContainer(pod)) {
     e.pre_filter = std::string(admit::node_resources_fit::kErrReasonSidecarGateOff);
     e.not_considered_explanation =
         "PreFilter NodeResourcesFit: an init container has restartPolicy: Always and the "
         "SidecarContainers gate is off";
   }
+}
+
+// PostFilter: DynamicResources (when its gate is on), then DefaultPreemption; the outcomes
+// for the FitError's preemption part.
+std::vector<PluginOutcome> RunPostFilter(const Scheduler& scheduler, const CandidatePod& candidate,
+                                         const admit::PodInfo& info, BaseNodes& base,
+                                         PodExplanation& e) {
+  const Cluster& cluster = scheduler.cluster();
+  std::vector<PluginOutcome> outcomes;
+  if (scheduler.options().gates.Enabled(admit::kGateDynamicResourceAllocation)) {
+    if (!e.pre_filter.empty()) {
+      // Its PreFilter never ran (an earlier one rejected the pod), so it finds no state of
+      // its own and fails; the framework stops at an error.
+      outcomes.push_back({PluginOutcome::Code::kError, {"not found"}});
+      e.preemption.not_attempted =
+          "the scheduler's PostFilter stops at DynamicResources, whose PreFilter did not run";
+      return outcomes;
+    }
+    outcomes.push_back({PluginOutcome::Code::kUnschedulable, {std::string(kNoClaimsToDeallocate)}});
+  }
+  PreemptionScope scope;
+  scope.num_all_nodes = cluster.nodes().size();
+  for (const NodeVerdict& v : e.nodes) {
+    scope.verdicts.push_back(&v);
+  }
+  scope.node = [&](const std::string& name) -> const admit::NodeInfo& {
+    return base(*cluster.FindNode(name));
+  };
+  outcomes.push_back(Preempt(scheduler, candidate, info, scope, e.preemption));
+  return outcomes;
+}
+
+// FilterNodes: the Filters on every node the pod may go to (all, or those its required node
+// affinity names), each node's verdict into `e` and its status into `d`.
+void FilterNodes(const Scheduler& scheduler, const admit::PodInfo& info, const admit::Pod& pod,
+                 const std::optional<std::vector<std::string>>& names, BaseNodes& base,
+                 PodExplanation& e, Diagnosis& d) {
+  std::set<std::string> restricted;
+  if (names) {
+    restricted.insert(names->begin(), names->end());
+    d.absent = {admit::Code::kUnschedulableAndUnresolvable,
+                {AbsentNodesReason({std::string(admit::node_affinity::kName)})}};
+    e.not_considered_reason = d.absent.reasons[0];
+    e.not_considered_explanation = "the pod's required node affinity names other nodes";
+  }
+  const int32_t priority = PriorityOf(pod);
+  const std::string self = pod.Key();
+  for (const NodeEntry& entry : scheduler.cluster().nodes()) {
+    if (names && restricted.count(entry.node->name) == 0) {
+      ++e.not_considered;
+      continue;
+    }
+    std::optional<admit::NodeInfo> scratch;
+    NodeVerdict v =
+        scheduler.Filter(info, scheduler.WithNominated(base(entry), priority, self, scratch));
+    if (v.state == NodeVerdict::State::kFits) {
+      ++e.fitting;
+    } else {
+      NodeStatus status{v.code, {}};
+      for (const Finding& f : v.findings) {
+        status.reasons.push_back(f.reason);
+      }
+      d.node_statuses.emplace_back(v.node, std::move(status));
+    }
+    e.nodes.push_back(std::move(v));
+  }
+}
+
+}  // namespace
+
+PodExplanation Scheduler::Explain(const CandidatePod& candidate) const {
+  PodExplanation e = Described(candidate, cluster_);
+  // A bound pod is placed as if it were new: itself left off its node.
+  admit::Pod pod = candidate.pod;
+  pod.node_name.clear();
+  const std::vector<std::string> withheld = WithheldBecause(candidate, e);
+  const admit::PodInfo info = admit::MakePodInfo(pod, options_.gates, /*already_on_node=*/false);
+  BaseNodes base(candidate.pod.node_name, pod.Key());
+
+  Diagnosis d;
+  d.num_all_nodes = cluster_.nodes().size();
+  const std::optional<std::vector<std::string>> names = NodeNamesOfAffinity(pod);
+  RunPreFilter(pod, options_.gates, names, e);
   if (!e.pre_filter.empty()) {
     d.pre_filter_msg = e.pre_filter;
     d.absent = {admit::Code::kUnschedulableAndUnresolvable, {e.pre_filter}};
     e.not_considered = cluster_.nodes().size();
     e.not_considered_reason = e.pre_filter;
   } else {
-    std::set<std::string> restricted;
-    if (names) {
-      restricted.insert(names->begin(), names->end());
-      d.absent = {admit::Code::kUnschedulableAndUnresolvable,
-                  {AbsentNodesReason({std::string(admit::node_affinity::kName)})}};
-      e.not_considered_reason = d.absent.reasons[0];
-      e.not_considered_explanation = "the pod's required node affinity names other nodes";
-    }
-    for (const NodeEntry& entry : cluster_.nodes()) {
-      if (names && restricted.count(entry.node->name) == 0) {
-        ++e.not_considered;
-        continue;
-      }
-      std::optional<admit::NodeInfo> scratch;
-      NodeVerdict v = Filter(info, WithNominated(base(entry), priority, self, scratch));
-      if (v.state == NodeVerdict::State::kFits) {
-        ++e.fitting;
-      } else {
-        NodeStatus status{v.code, {}};
-        for (const Finding& f : v.findings) {
-          status.reasons.push_back(f.reason);
-        }
-        d.node_statuses.emplace_back(v.node, std::move(status));
-      }
-      e.nodes.push_back(std::move(v));
-    }
+    FilterNodes(*this, info, pod, names, base, e, d);
   }
 
   if (e.fitting > 0) {
@@ -330,35 +400,7 @@ PodExplanation Scheduler::Explain(const CandidatePod& candidate) const {
     e.preemption.not_attempted = "no nodes";
     return e;
   }
-
-  // PostFilter: DynamicResources, then DefaultPreemption.
-  std::vector<PluginOutcome> outcomes;
-  bool preempt = true;
-  if (options_.gates.Enabled(admit::kGateDynamicResourceAllocation)) {
-    if (!e.pre_filter.empty()) {
-      // Its PreFilter never ran (an earlier one rejected the pod), so it finds no state of
-      // its own and fails; the framework stops at an error.
-      outcomes.push_back({PluginOutcome::Code::kError, {"not found"}});
-      preempt = false;
-      e.preemption.not_attempted =
-          "the scheduler's PostFilter stops at DynamicResources, whose PreFilter did not run";
-    } else {
-      outcomes.push_back(
-          {PluginOutcome::Code::kUnschedulable, {std::string(kNoClaimsToDeallocate)}});
-    }
-  }
-  if (preempt) {
-    PreemptionScope scope;
-    scope.num_all_nodes = cluster_.nodes().size();
-    for (const NodeVerdict& v : e.nodes) {
-      scope.verdicts.push_back(&v);
-    }
-    scope.node = [&](const std::string& name) -> const admit::NodeInfo& {
-      return base(*cluster_.FindNode(name));
-    };
-    outcomes.push_back(Preempt(*this, candidate, info, scope, e.preemption));
-  }
-  d.post_filter_msg = PostFilterMessage(outcomes);
+  d.post_filter_msg = PostFilterMessage(RunPostFilter(*this, candidate, info, base, e));
   if (withheld.empty()) {
     e.summary = FitErrorMessage(d);
   } else {

@@ -247,6 +247,70 @@ Result<size_t> ListStream::StepCapture(std::string_view data, size_t pos) {
   return pos;
 }
 
+Result<ListStream::BlockStep> ListStream::StepBlock(std::string_view data, size_t& pos,
+                                                    std::string_view carry) {
+  Block b = Classify(data.data() + pos);
+  // Inside a string, an odd run of backslashes right before this block escapes its first
+  // byte; the run may begin in `carry`.
+  bool first_escaped = false;
+  if (in_string_) {
+    size_t i = pos;
+    while (i > 0 && data[i - 1] == '\\') {
+      first_escaped = !first_escaped;
+      --i;
+    }
+    for (size_t j = carry.size(); i == 0 && j > 0 && carry[j - 1] == '\\'; --j) {
+      first_escaped = !first_escaped;
+    }
+  }
+  bool next_escaped = false;
+  const uint64_t escaped =
+      b.backslash == 0 && !first_escaped ? 0 : Escaped(b.backslash, first_escaped, next_escaped);
+  const uint64_t inside = PrefixXor(b.quote & ~escaped) ^ (in_string_ ? ~uint64_t{0} : 0);
+  // A backslash outside a string escapes nothing (an invalid item, which its decoder
+  // refuses): such blocks are walked byte by byte, as the rest is.
+  if ((b.backslash & ~inside) != 0) {
+    return BlockStep::kScalar;
+  }
+  const uint64_t open = b.open & ~inside;
+  const uint64_t close = b.close & ~inside;
+  if (Count(close) >= depth_) {
+    // The item may end in this block: walk its braces in order.
+    for (uint64_t bits = open | close; bits != 0; bits &= bits - 1) {
+      const int i = std::countr_zero(bits);
+      const uint64_t bit = uint64_t{1} << i;
+      if ((open & bit) != 0) {
+        ++depth_;
+      } else if (--depth_ == 0) {
+        if ((b.close_bracket & bit) != 0) {
+          return Fail("an item ends with ']'").error();
+        }
+        pos += static_cast<size_t>(i) + 1;
+        in_string_ = false;
+        return BlockStep::kEnded;
+      }
+    }
+  } else {
+    depth_ += Count(open) - Count(close);
+  }
+  in_string_ = (inside >> 63) != 0;
+  pos += 64;
+  return BlockStep::kPast;
+}
+
+size_t ListStream::EndItem(std::string_view data, size_t start, size_t pos) {
+  ++items_;
+  if (item_.empty()) {
+    on_item_(data.substr(start, pos - start));
+  } else {
+    item_.append(data.substr(start, pos - start));
+    on_item_(item_);
+    item_.clear();
+  }
+  state_ = State::kItemsComma;
+  return pos;
+}
+
 Result<size_t> ListStream::StepItem(std::string_view data, size_t pos) {
   // The item began in this chunk (at item_begin_) when item_ is empty: it is handed over from
   // `data` itself, without a copy.
@@ -257,71 +321,17 @@ Result<size_t> ListStream::StepItem(std::string_view data, size_t pos) {
     // 64 bytes at a time while they hold no backslash (most of an API object): strings
     // found by the parity of quotes, braces and brackets outside them counted.
     if (pos >= scalar_until && pos + 64 <= data.size()) {
-      Block b = Classify(data.data() + pos);
-      // Inside a string, an odd run of backslashes right before this block escapes its first
-      // byte; the run may begin in `carry`.
-      bool first_escaped = false;
-      if (in_string_) {
-        size_t i = pos;
-        while (i > 0 && data[i - 1] == '\\') {
-          first_escaped = !first_escaped;
-          --i;
-        }
-        for (size_t j = carry.size(); i == 0 && j > 0 && carry[j - 1] == '\\'; --j) {
-          first_escaped = !first_escaped;
-        }
+      auto step = StepBlock(data, pos, carry);
+      if (!step.ok()) {
+        return step.error();
       }
-      bool next_escaped = false;
-      const uint64_t escaped = b.backslash == 0 && !first_escaped
-                                   ? 0
-                                   : Escaped(b.backslash, first_escaped, next_escaped);
-      const uint64_t inside = PrefixXor(b.quote & ~escaped) ^ (in_string_ ? ~uint64_t{0} : 0);
-      // A backslash outside a string escapes nothing (an invalid item, which its decoder
-      // refuses): such blocks are walked byte by byte, as the rest is.
-      if ((b.backslash & ~inside) != 0) {
-        scalar_until = pos + 64;
-      } else {
-        const uint64_t open = b.open & ~inside;
-        const uint64_t close = b.close & ~inside;
-        if (Count(close) < depth_) {
-          depth_ += Count(open) - Count(close);
-          in_string_ = (inside >> 63) != 0;
-          pos += 64;
-          continue;
-        }
-        // The item may end in this block: walk its braces in order.
-        bool ended = false;
-        for (uint64_t bits = open | close; bits != 0; bits &= bits - 1) {
-          const int i = std::countr_zero(bits);
-          const uint64_t bit = uint64_t{1} << i;
-          if ((open & bit) != 0) {
-            ++depth_;
-          } else if (--depth_ == 0) {
-            if ((b.close_bracket & bit) != 0) {
-              return Fail("an item ends with ']'").error();
-            }
-            pos += static_cast<size_t>(i) + 1;
-            in_string_ = false;
-            ended = true;
-            break;
-          }
-        }
-        if (!ended) {
-          in_string_ = (inside >> 63) != 0;
-          pos += 64;
-          continue;
-        }
-        ++items_;
-        if (item_.empty()) {
-          on_item_(data.substr(start, pos - start));
-        } else {
-          item_.append(data.substr(start, pos - start));
-          on_item_(item_);
-          item_.clear();
-        }
-        state_ = State::kItemsComma;
-        return pos;
+      if (*step == BlockStep::kEnded) {
+        return EndItem(data, start, pos);
       }
+      if (*step == BlockStep::kPast) {
+        continue;
+      }
+      scalar_until = pos + 64;
     }
     if (in_string_) {
       const size_t quote = ScanString(data, pos, carry);
@@ -338,22 +348,11 @@ Result<size_t> ListStream::StepItem(std::string_view data, size_t pos) {
       in_string_ = true;
     } else if (c == '{' || c == '[') {
       ++depth_;
-    } else if (c == '}' || c == ']') {
-      if (--depth_ == 0) {
-        if (c != '}') {
-          return Fail("an item ends with ']'").error();
-        }
-        ++items_;
-        if (item_.empty()) {
-          on_item_(data.substr(start, pos - start));
-        } else {
-          item_.append(data.substr(start, pos - start));
-          on_item_(item_);
-          item_.clear();
-        }
-        state_ = State::kItemsComma;
-        return pos;
+    } else if ((c == '}' || c == ']') && --depth_ == 0) {
+      if (c != '}') {
+        return Fail("an item ends with ']'").error();
       }
+      return EndItem(data, start, pos);
     }
   }
   item_.append(data.substr(start, pos - start));
@@ -387,132 +386,125 @@ void ListStream::EndMember() {
   scalar_ = false;
 }
 
+Result<size_t> ListStream::FailAt(size_t pos, const std::string& what) {
+  bytes_ += pos;
+  return Fail(what).error();
+}
+
+Result<size_t> ListStream::StepObject(std::string_view data, size_t pos) {
+  pos = SkipSpace(data, pos);
+  if (pos == data.size()) {
+    return pos;
+  }
+  const char c = data[pos];
+  switch (state_) {
+    case State::kStart:
+      if (c != '{') {
+        return FailAt(pos, "expected a JSON object, got " + Shown(c));
+      }
+      state_ = State::kMemberKey;
+      break;
+    case State::kMemberKey:
+      if (c == '}' && members_ == 0) {
+        state_ = State::kDone;  // {}
+      } else if (c == '"') {
+        key_.clear();
+        in_string_ = false;
+        ++members_;
+        state_ = State::kKeyString;
+      } else {
+        return FailAt(pos, "expected a member name, got " + Shown(c));
+      }
+      break;
+    case State::kColon:
+      if (c != ':') {
+        return FailAt(pos, "expected ':' after \"" + key_ + "\", got " + Shown(c));
+      }
+      state_ = State::kValue;
+      break;
+    case State::kMemberEnd:
+      if (c == ',') {
+        state_ = State::kMemberKey;
+      } else if (c == '}') {
+        state_ = State::kDone;
+      } else {
+        return FailAt(pos, "expected ',' or '}' after member \"" + key_ + "\", got " + Shown(c));
+      }
+      break;
+    default:  // kDone
+      return FailAt(pos, "data after the end of the list: " + Shown(c));
+  }
+  return pos + 1;
+}
+
+Result<size_t> ListStream::StepItems(std::string_view data, size_t pos) {
+  pos = SkipSpace(data, pos);
+  if (pos == data.size()) {
+    return pos;
+  }
+  const char c = data[pos];
+  switch (state_) {
+    case State::kValue:
+      if (key_ == "items" && c == '[') {
+        state_ = State::kItemsNext;
+        return pos + 1;
+      }
+      member_.clear();
+      depth_ = 0;
+      in_string_ = false;
+      scalar_ = !(c == '{' || c == '[' || c == '"');
+      state_ = State::kCapture;
+      return pos;
+    case State::kItemsNext:
+      if (c == ']' && items_ == 0) {
+        state_ = State::kMemberEnd;
+      } else if (c == '{') {
+        depth_ = 1;
+        in_string_ = false;
+        state_ = State::kItem;
+        item_begin_ = pos;
+        if (pos + 1 == data.size()) {
+          item_ = "{";  // the item goes on in the next chunk
+        }
+      } else {
+        return FailAt(pos, "expected an item (an object), got " + Shown(c));
+      }
+      return pos + 1;
+    default:  // kItemsComma
+      if (c == ',') {
+        state_ = State::kItemsNext;
+        // "[a, ]" is not JSON; kItemsNext refuses ']' once an item was seen.
+      } else if (c == ']') {
+        state_ = State::kMemberEnd;
+      } else {
+        return FailAt(pos, "expected ',' or ']' after an item, got " + Shown(c));
+      }
+      return pos + 1;
+  }
+}
+
 Result<admit::Ok> ListStream::Feed(std::string_view data) {
   size_t pos = 0;
   while (pos < data.size()) {
     Result<size_t> next = pos;
     switch (state_) {
-      case State::kStart:
-        pos = SkipSpace(data, pos);
-        if (pos < data.size()) {
-          if (data[pos] != '{') {
-            bytes_ += pos;
-            return Fail("expected a JSON object, got " + Shown(data[pos]));
-          }
-          state_ = State::kMemberKey;
-          ++pos;
-        }
-        continue;
-      case State::kMemberKey:
-        pos = SkipSpace(data, pos);
-        if (pos < data.size()) {
-          if (data[pos] == '}' && members_ == 0) {
-            state_ = State::kDone;  // {}
-          } else if (data[pos] == '"') {
-            key_.clear();
-            in_string_ = false;
-            ++members_;
-            state_ = State::kKeyString;
-          } else {
-            bytes_ += pos;
-            return Fail("expected a member name, got " + Shown(data[pos]));
-          }
-          ++pos;
-        }
-        continue;
       case State::kKeyString:
         next = StepKey(data, pos);
         break;
-      case State::kColon:
-        pos = SkipSpace(data, pos);
-        if (pos < data.size()) {
-          if (data[pos] != ':') {
-            bytes_ += pos;
-            return Fail("expected ':' after \"" + key_ + "\", got " + Shown(data[pos]));
-          }
-          state_ = State::kValue;
-          ++pos;
-        }
-        continue;
-      case State::kValue:
-        pos = SkipSpace(data, pos);
-        if (pos < data.size()) {
-          const char c = data[pos];
-          if (key_ == "items" && c == '[') {
-            state_ = State::kItemsNext;
-            ++pos;
-            continue;
-          }
-          member_.clear();
-          depth_ = 0;
-          in_string_ = false;
-          scalar_ = !(c == '{' || c == '[' || c == '"');
-          state_ = State::kCapture;
-        }
-        continue;
       case State::kCapture:
         next = StepCapture(data, pos);
         break;
-      case State::kItemsNext:
-        pos = SkipSpace(data, pos);
-        if (pos < data.size()) {
-          if (data[pos] == ']' && items_ == 0) {
-            state_ = State::kMemberEnd;
-          } else if (data[pos] == '{') {
-            depth_ = 1;
-            in_string_ = false;
-            state_ = State::kItem;
-            item_begin_ = pos;
-            if (pos + 1 == data.size()) {
-              item_ = "{";  // the item goes on in the next chunk
-            }
-          } else {
-            bytes_ += pos;
-            return Fail("expected an item (an object), got " + Shown(data[pos]));
-          }
-          ++pos;
-        }
-        continue;
       case State::kItem:
         next = StepItem(data, pos);
         break;
+      case State::kValue:
+      case State::kItemsNext:
       case State::kItemsComma:
-        pos = SkipSpace(data, pos);
-        if (pos < data.size()) {
-          if (data[pos] == ',') {
-            state_ = State::kItemsNext;
-            // "[a, ]" is not JSON; kItemsNext refuses ']' once an item was seen.
-          } else if (data[pos] == ']') {
-            state_ = State::kMemberEnd;
-          } else {
-            bytes_ += pos;
-            return Fail("expected ',' or ']' after an item, got " + Shown(data[pos]));
-          }
-          ++pos;
-        }
-        continue;
-      case State::kMemberEnd:
-        pos = SkipSpace(data, pos);
-        if (pos < data.size()) {
-          if (data[pos] == ',') {
-            state_ = State::kMemberKey;
-          } else if (data[pos] == '}') {
-            state_ = State::kDone;
-          } else {
-            bytes_ += pos;
-            return Fail("expected ',' or '}' after member \"" + key_ + "\", got " +
-                        Shown(data[pos]));
-          }
-          ++pos;
-        }
-        continue;
-      case State::kDone:
-        pos = SkipSpace(data, pos);
-        if (pos < data.size()) {
-          bytes_ += pos;
-          return Fail("data after the end of the list: " + Shown(data[pos]));
-        }
-        continue;
+        next = StepItems(data, pos);
+        break;
+      default:
+        next = StepObject(data, pos);
+        break;
     }
     if (!next.ok()) {
       return next.error();

@@ -102,67 +102,103 @@ const Projection& EventProjectionTree(Kind kind) {
 }
 
 // Copy: the value (as far as the projection reaches) into `out`.
+simdjson::error_code Copy(od::value value, const Projection* projection, json& out);
+
+// ChildOf: the projection of member `key`; false when the projection leaves it out.
+bool ChildOf(const Projection* projection, std::string_view key, const Projection*& child) {
+  child = nullptr;
+  if (projection == nullptr || projection->fields.empty()) {
+    return true;
+  }
+  for (const auto& [name, p] : projection->fields) {
+    if (name == key) {
+      child = p;
+      return true;
+    }
+  }
+  return false;
+}
+
+simdjson::error_code CopyObject(od::value value, const Projection* projection, json& out) {
+  out = json::object();
+  od::object object;
+  if (auto err = value.get_object().get(object)) {
+    return err;
+  }
+  for (auto field : object) {
+    std::string_view key;
+    if (auto err = field.unescaped_key().get(key)) {
+      return err;
+    }
+    const Projection* child = nullptr;
+    if (!ChildOf(projection, key, child)) {
+      continue;  // On-Demand skips the value unread
+    }
+    json& slot = out[std::string(key)];
+    od::value member;
+    if (auto err = field.value().get(member)) {
+      return err;
+    }
+    if (auto err = Copy(member, child, slot)) {
+      return err;
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+simdjson::error_code CopyArray(od::value value, const Projection* projection, json& out) {
+  out = json::array();
+  od::array array;
+  if (auto err = value.get_array().get(array)) {
+    return err;
+  }
+  const Projection* element = projection != nullptr ? projection->element : nullptr;
+  for (auto item : array) {
+    od::value v;
+    if (auto err = item.get(v)) {
+      return err;
+    }
+    json& slot = out.emplace_back();
+    if (auto err = Copy(v, element, slot)) {
+      return err;
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+simdjson::error_code CopyNumber(od::value value, json& out) {
+  od::number_type number_type;
+  if (auto err = value.get_number_type().get(number_type)) {
+    return err;
+  }
+  if (number_type == od::number_type::signed_integer) {
+    int64_t i = 0;
+    auto err = value.get_int64().get(i);
+    out = i;
+    return err;
+  }
+  if (number_type == od::number_type::unsigned_integer) {
+    uint64_t u = 0;
+    auto err = value.get_uint64().get(u);
+    out = u;
+    return err;
+  }
+  double d = 0;
+  auto err = value.get_double().get(d);
+  out = d;
+  return err;
+}
+
 simdjson::error_code Copy(od::value value, const Projection* projection, json& out) {
   od::json_type type;
   if (auto err = value.type().get(type)) {
     return err;
   }
   switch (type) {
-    case od::json_type::object: {
-      out = json::object();
-      od::object object;
-      if (auto err = value.get_object().get(object)) {
-        return err;
-      }
-      for (auto field : object) {
-        std::string_view key;
-        if (auto err = field.unescaped_key().get(key)) {
-          return err;
-        }
-        const Projection* child = nullptr;
-        if (projection != nullptr && !projection->fields.empty()) {
-          bool wanted = false;
-          for (const auto& [name, p] : projection->fields) {
-            if (name == key) {
-              wanted = true;
-              child = p;
-              break;
-            }
-          }
-          if (!wanted) {
-            continue;  // On-Demand skips the value unread
-          }
-        }
-        json& slot = out[std::string(key)];
-        od::value member;
-        if (auto err = field.value().get(member)) {
-          return err;
-        }
-        if (auto err = Copy(member, child, slot)) {
-          return err;
-        }
-      }
-      return simdjson::SUCCESS;
-    }
-    case od::json_type::array: {
-      out = json::array();
-      od::array array;
-      if (auto err = value.get_array().get(array)) {
-        return err;
-      }
-      const Projection* element = projection != nullptr ? projection->element : nullptr;
-      for (auto item : array) {
-        od::value v;
-        if (auto err = item.get(v)) {
-          return err;
-        }
-        json& slot = out.emplace_back();
-        if (auto err = Copy(v, element, slot)) {
-          return err;
-        }
-      }
-      return simdjson::SUCCESS;
-    }
+    case od::json_type::object:
+      return CopyObject(value, projection, out);
+    case od::json_type::array:
+      return CopyArray(value, projection, out);
     case od::json_type::string: {
       std::string_view s;
       if (auto err = value.get_string().get(s)) {
@@ -171,28 +207,8 @@ simdjson::error_code Copy(od::value value, const Projection* projection, json& o
       out = std::string(s);
       return simdjson::SUCCESS;
     }
-    case od::json_type::number: {
-      od::number_type number_type;
-      if (auto err = value.get_number_type().get(number_type)) {
-        return err;
-      }
-      if (number_type == od::number_type::signed_integer) {
-        int64_t i = 0;
-        auto err = value.get_int64().get(i);
-        out = i;
-        return err;
-      }
-      if (number_type == od::number_type::unsigned_integer) {
-        uint64_t u = 0;
-        auto err = value.get_uint64().get(u);
-        out = u;
-        return err;
-      }
-      double d = 0;
-      auto err = value.get_double().get(d);
-      out = d;
-      return err;
-    }
+    case od::json_type::number:
+      return CopyNumber(value, out);
     case od::json_type::boolean: {
       bool b = false;
       auto err = value.get_bool().get(b);
@@ -342,6 +358,90 @@ class FastPath {
     return true;
   }
 
+  // Annotations: the static and mirror annotations, into the key.
+  static bool Annotations(od::value v, std::string& key) {
+    od::object annotations;
+    if (v.get_object().get(annotations)) {
+      return false;
+    }
+    for (auto a : annotations) {
+      std::string_view k;
+      od::value av;
+      if (a.unescaped_key().get(k) || a.value().get(av)) {
+        return false;
+      }
+      if (k == admit::kAnnotationConfigSource || k == admit::kAnnotationConfigMirror) {
+        std::string text;
+        if (!String(av, text)) {
+          return false;
+        }
+        key.append(k).push_back('=');
+        key.append(text);
+        key.push_back('\x1f');
+      }
+    }
+    return true;
+  }
+
+  // OwnerReference: one reference's kind, name and controller flag.
+  static bool OwnerReference(od::object ref, std::string& kind, std::string& owner,
+                             bool& controller) {
+    for (auto rf : ref) {
+      std::string_view rk;
+      od::value rv;
+      if (rf.unescaped_key().get(rk) || rf.value().get(rv)) {
+        return false;
+      }
+      if (rk == "controller") {
+        od::json_type t;
+        if (rv.type().get(t)) {
+          return false;
+        }
+        if (t == od::json_type::null) {
+          continue;
+        }
+        if (rv.get_bool().get(controller)) {
+          return false;
+        }
+      } else if (rk == "kind") {
+        if (!String(rv, kind)) return false;
+      } else if (rk == "name") {
+        if (!String(rv, owner)) return false;
+      }
+    }
+    return true;
+  }
+
+  // Controller: the first ownerReference marked controller, into the identity.
+  static bool Controller(od::value v, Identity& id) {
+    od::array refs;
+    if (v.get_array().get(refs)) {
+      return false;
+    }
+    bool found = false;
+    for (auto element : refs) {
+      od::object ref;
+      if (element.get_object().get(ref)) {
+        return false;
+      }
+      if (found) {
+        continue;  // after the controller admit's decoder reads no further
+      }
+      std::string kind;
+      std::string owner;
+      bool controller = false;
+      if (!OwnerReference(ref, kind, owner, controller)) {
+        return false;
+      }
+      if (controller) {
+        id.owner_kind = std::move(kind);
+        id.owner_name = std::move(owner);
+        found = true;
+      }
+    }
+    return true;
+  }
+
   static bool Metadata(od::value value, std::string& key, Identity& id) {
     od::object meta;
     if (value.get_object().get(meta)) {
@@ -375,71 +475,76 @@ class FastPath {
       } else if (name == "creationTimestamp") {
         if (!String(v, ignored)) return false;
       } else if (name == "annotations") {
-        od::object annotations;
-        if (v.get_object().get(annotations)) {
-          return false;
-        }
-        for (auto a : annotations) {
-          std::string_view k;
-          od::value av;
-          if (a.unescaped_key().get(k) || a.value().get(av)) {
-            return false;
-          }
-          if (k == admit::kAnnotationConfigSource || k == admit::kAnnotationConfigMirror) {
-            std::string text;
-            if (!String(av, text)) {
-              return false;
-            }
-            key.append(k).push_back('=');
-            key.append(text);
-            key.push_back('\x1f');
-          }
-        }
+        if (!Annotations(v, key)) return false;
       } else if (name == "ownerReferences") {
-        od::array refs;
-        if (v.get_array().get(refs)) {
+        if (!Controller(v, id)) return false;
+      }
+    }
+    return true;
+  }
+
+  // Containers: what admit reads of each container, into the key; their volume mounts name the
+  // pod's own service account volume, different in every pod.
+  static bool Containers(od::value v, std::string_view name, std::string& key) {
+    od::array list;
+    if (v.get_array().get(list)) {
+      return false;
+    }
+    key.append(name).append("=[");
+    for (auto element : list) {
+      od::object c;
+      if (element.get_object().get(c)) {
+        return false;
+      }
+      key.push_back('{');
+      for (auto cf : c) {
+        std::string_view ck;
+        od::value cv;
+        if (cf.unescaped_key().get(ck) || cf.value().get(cv)) {
           return false;
         }
-        bool found = false;
-        for (auto element : refs) {
-          od::object ref;
-          if (element.get_object().get(ref)) {
+        if ((ck == "name" || ck == "ports" || ck == "resources" || ck == "restartPolicy") &&
+            !Raw(cv, ck, key)) {
+          return false;
+        }
+      }
+      key.push_back('}');
+    }
+    key.append("]\x1f");
+    return true;
+  }
+
+  // AntiAffinityTerms: the raw terms of podAntiAffinity's required list, into the identity.
+  static bool AntiAffinityTerms(od::value v, Identity& id) {
+    od::object affinity;
+    if (v.get_object().get(affinity)) {
+      return false;
+    }
+    for (auto a : affinity) {
+      std::string_view k;
+      od::value av;
+      if (a.unescaped_key().get(k) || a.value().get(av)) {
+        return false;
+      }
+      if (k != "podAntiAffinity") {
+        continue;
+      }
+      od::object anti;
+      if (av.get_object().get(anti)) {
+        return false;
+      }
+      for (auto t : anti) {
+        std::string_view tk;
+        od::value tv;
+        if (t.unescaped_key().get(tk) || t.value().get(tv)) {
+          return false;
+        }
+        if (tk == "requiredDuringSchedulingIgnoredDuringExecution") {
+          std::string raw;
+          if (!Raw(tv, "", raw)) {
             return false;
           }
-          if (found) {
-            continue;  // after the controller admit's decoder reads no further
-          }
-          std::string kind;
-          std::string owner;
-          bool controller = false;
-          for (auto rf : ref) {
-            std::string_view rk;
-            od::value rv;
-            if (rf.unescaped_key().get(rk) || rf.value().get(rv)) {
-              return false;
-            }
-            if (rk == "controller") {
-              od::json_type t;
-              if (rv.type().get(t)) {
-                return false;
-              }
-              if (t == od::json_type::null) {
-                continue;
-              }
-              if (rv.get_bool().get(controller)) {
-                return false;
-              }
-            } else if (rk == "kind") {
-              if (!String(rv, kind)) return false;
-            } else if (rk == "name") {
-              if (!String(rv, owner)) return false;
-            }
-          }
-          if (controller) {
-            id.owner_kind = std::move(kind);
-            id.owner_name = std::move(owner);
-            found = true;
-          }
+          id.anti_affinity = raw.substr(1, raw.size() - 2);
         }
       }
     }
@@ -470,33 +575,9 @@ class FastPath {
         seen.push_back(name);
       }
       if (containers) {
-        // What admit reads of a container; its volume mounts name the pod's own service
-        // account volume, different in every pod.
-        od::array list;
-        if (v.get_array().get(list)) {
+        if (!Containers(v, name, key)) {
           return false;
         }
-        key.append(name).append("=[");
-        for (auto element : list) {
-          od::object c;
-          if (element.get_object().get(c)) {
-            return false;
-          }
-          key.push_back('{');
-          for (auto cf : c) {
-            std::string_view ck;
-            od::value cv;
-            if (cf.unescaped_key().get(ck) || cf.value().get(cv)) {
-              return false;
-            }
-            if ((ck == "name" || ck == "ports" || ck == "resources" || ck == "restartPolicy") &&
-                !Raw(cv, ck, key)) {
-              return false;
-            }
-          }
-          key.push_back('}');
-        }
-        key.append("]\x1f");
       } else if (keyed) {
         if (!Raw(v, name, key)) {
           return false;
@@ -506,37 +587,8 @@ class FastPath {
           return false;
         }
       } else if (name == "affinity") {
-        od::object affinity;
-        if (v.get_object().get(affinity)) {
+        if (!AntiAffinityTerms(v, id)) {
           return false;
-        }
-        for (auto a : affinity) {
-          std::string_view k;
-          od::value av;
-          if (a.unescaped_key().get(k) || a.value().get(av)) {
-            return false;
-          }
-          if (k != "podAntiAffinity") {
-            continue;
-          }
-          od::object anti;
-          if (av.get_object().get(anti)) {
-            return false;
-          }
-          for (auto t : anti) {
-            std::string_view tk;
-            od::value tv;
-            if (t.unescaped_key().get(tk) || t.value().get(tv)) {
-              return false;
-            }
-            if (tk == "requiredDuringSchedulingIgnoredDuringExecution") {
-              std::string raw;
-              if (!Raw(tv, "", raw)) {
-                return false;
-              }
-              id.anti_affinity = raw.substr(1, raw.size() - 2);
-            }
-          }
         }
       }
     }
