@@ -5,7 +5,7 @@
 #include <set>
 #include <stop_token>
 
-#include "ports/cni_cache.h"
+#include "lib/cni/cache_pods.h"
 #include "ports/process.h"
 #include "ports/sock_diag.h"
 
@@ -57,7 +57,7 @@ Result<LiveClaims> ReadLiveClaims(const MappedSource& mapped, const std::string&
   std::future<std::map<std::string, std::string>> pods;
   if (!keyed) {
     pods = std::async(std::launch::async, [&cni_cache_dir, token = stop_cache.get_token()] {
-      return PodsByContainerId(cni_cache_dir, token);
+      return cni::PodsByContainerId(cni_cache_dir, token);
     });
   }
   auto listening = std::async(std::launch::async, [&ports] { return ListListeningClaims(ports); });
@@ -74,7 +74,7 @@ Result<LiveClaims> ReadLiveClaims(const MappedSource& mapped, const std::string&
   } else if (mapped_claims.ok() && !mapped_claims->empty()) {
     std::set<std::string> ids;
     for (const MappedClaim& m : *mapped_claims) ids.insert(m.container_id);
-    pods_by_id = PodsByContainerId(cni_cache_dir, {}, &ids);
+    pods_by_id = cni::PodsByContainerId(cni_cache_dir, {}, &ids);
   }
   auto listening_claims = listening.get();
   if (!mapped_claims.ok()) return mapped_claims.error();

@@ -20,8 +20,8 @@
 #include "admit/cli/live.h"
 #include "admit/cli/report.h"
 #include "lib/cli/parse_flags.h"
+#include "lib/cni/cache_pods.h"
 #include "lib/sys/file_lock.h"
-#include "ports/cni_cache.h"
 
 namespace nodegate::admit {
 namespace {
@@ -41,7 +41,7 @@ struct CommonFlags {
   std::string output = "text";
   bool live = false;
   bool strict = false;
-  std::string cni_cache_dir = ports::kDefaultCniCacheDir;
+  std::string cni_cache_dir = cni::kDefaultCniCacheDir;
   std::string priority_classes_file;
   std::string manifest_url;
   double manifest_url_timeout = 10;  // seconds, the kubelet's HTTP client timeout

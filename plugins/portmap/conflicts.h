@@ -46,14 +46,6 @@ bool Overlaps(const InstalledMapping& installed, const Claim& claim);
 // that does not record the network (the reference's nftables) matches on the ID alone.
 bool OwnedBy(const InstalledMapping& installed, const Config& config);
 
-// "namespace/name" from a libcni cache entry's cniArgs (K8S_POD_NAMESPACE, K8S_POD_NAME);
-// nullopt when it holds no pod.
-std::optional<std::string> PodOfCacheEntry(const std::string& json);
-// The pod of (network, container) from the cache folder: files
-// "<network>-<containerID>-<ifname>" (any file of the container when `network` is "").
-std::optional<std::string> PodFromCache(const std::string& dir, const std::string& network,
-                                        const std::string& container_id);
-
 // The refusal's message, naming the other container, its network and pod.
 std::string ConflictMessage(const Claim& claim, const InstalledMapping& installed,
                             const std::optional<std::string>& pod);

@@ -63,26 +63,6 @@ TEST(HostPortConflicts, ClaimsAndOwnership) {
   EXPECT_FALSE(OwnedBy(m, config));
 }
 
-TEST(HostPortConflicts, PodFromTheLibcniCache) {
-  EXPECT_EQ(
-      PodOfCacheEntry(R"({"cniArgs":[["IgnoreUnknown","1"],["K8S_POD_NAMESPACE","kube-system"],)"
-                      R"(["K8S_POD_NAME","coredns-1"]]})"),
-      "kube-system/coredns-1");
-  EXPECT_FALSE(PodOfCacheEntry(R"({"cniArgs":[]})"));
-  EXPECT_FALSE(PodOfCacheEntry("not json"));
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("ng-cache-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir / "rnet-abc-eth0")
-      << R"({"containerId":"abc","networkName":"rnet","cniArgs":[["K8S_POD_NAME","p"],)"
-      << R"(["K8S_POD_NAMESPACE","n"]]})";
-  EXPECT_EQ(PodFromCache(dir.string(), "rnet", "abc"), "n/p");
-  EXPECT_EQ(PodFromCache(dir.string(), "", "abc"), "n/p");
-  EXPECT_FALSE(PodFromCache(dir.string(), "other", "abc"));
-  EXPECT_FALSE(PodFromCache((dir / "missing").string(), "rnet", "abc"));
-  std::filesystem::remove_all(dir);
-}
-
 Result<Config> ParseWith(const std::string& value) {
   const std::string text = R"({"cniVersion":"1.0.0","name":"rnet","type":"portmap")" +
                            (value.empty() ? "" : R"(,"HostPortConflicts":)" + value) + "}";

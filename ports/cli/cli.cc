@@ -10,7 +10,7 @@
 
 #include "admit/api/host_node.h"
 #include "lib/cli/parse_flags.h"
-#include "ports/cni_cache.h"
+#include "lib/cni/cache_pods.h"
 #include "ports/declared.h"
 #include "ports/portmap_source.h"
 #include "ports/report.h"
@@ -24,7 +24,7 @@ constexpr int kExitBadInput = 2;
 struct PortsFlags {
   std::string manifests_dir;
   std::vector<std::string> pods_files;
-  std::string cni_cache_dir = kDefaultCniCacheDir;
+  std::string cni_cache_dir = cni::kDefaultCniCacheDir;
   int port = 0;  // 0: every port
   std::string output = "text";
 };

@@ -1,4 +1,4 @@
-#include "ports/cni_cache.h"
+#include "lib/cni/cache_pods.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include "lib/sys/fd.h"
 #include "lib/sys/io.h"
 
-namespace nodegate::ports {
+namespace nodegate::cni {
 namespace {
 
 constexpr size_t kMaxCacheFileBytes = 16 << 20;
@@ -47,14 +47,15 @@ bool ReadCacheFile(int folder, const sys::DirEntry& entry, std::string& out) {
   return sys::ReadAllCapped(fd.get(), kMaxCacheFileBytes - kFirstRead, out);
 }
 
-// The two members of a cache entry that name its pod, read from the parser's events: an entry
-// also holds the network's whole config and result, and a node has one entry per container, so
-// nothing else is kept (no document is built). A member given twice counts as its last value,
-// as in a parsed document.
+// The members of a cache entry that name its container and pod, read from the parser's events: an
+// entry also holds the network's whole config and result, and a node has one entry per container,
+// so nothing else is kept (no document is built). A member given twice counts as its last value, as
+// in a parsed document.
 class CacheEntryReader final : public nlohmann::json_sax<nlohmann::json> {
  public:
   bool top_is_object = false;
   std::optional<std::string> container_id;  // when the last "containerId" is a string
+  std::optional<std::string> network;       // when the last "networkName" is a string
   // When the last "cniArgs" is an array: its [string, string] elements, in order.
   std::optional<std::vector<std::pair<std::string, std::string>>> args;
 
@@ -68,7 +69,12 @@ class CacheEntryReader final : public nlohmann::json_sax<nlohmann::json> {
   bool string(string_t& value) override { return Scalar(&value); }
   bool binary(binary_t& /*value*/) override { return Scalar(nullptr); }
   bool key(string_t& name) override {
-    if (depth_ == 1) member_ = name == "containerId" ? kId : name == "cniArgs" ? kArgs : kOther;
+    if (depth_ == 1) {
+      member_ = name == "containerId"   ? kId
+                : name == "networkName" ? kNetwork
+                : name == "cniArgs"     ? kArgs
+                                        : kOther;
+    }
     return true;
   }
   bool start_object(std::size_t /*elements*/) override { return Open(false); }
@@ -81,12 +87,14 @@ class CacheEntryReader final : public nlohmann::json_sax<nlohmann::json> {
   }
 
  private:
-  enum Member { kOther, kId, kArgs };
+  enum Member { kOther, kId, kNetwork, kArgs };
 
   bool InArgs() const { return depth_ >= 2 && member_ == kArgs && args.has_value(); }
   bool Scalar(const std::string* text) {
     if (depth_ == 1 && member_ == kId) {
       container_id = text ? std::optional<std::string>(*text) : std::nullopt;
+    } else if (depth_ == 1 && member_ == kNetwork) {
+      network = text ? std::optional<std::string>(*text) : std::nullopt;
     } else if (depth_ == 1 && member_ == kArgs) {
       args.reset();  // not an array
     } else if (depth_ == 3 && InArgs()) {
@@ -98,6 +106,7 @@ class CacheEntryReader final : public nlohmann::json_sax<nlohmann::json> {
   bool Open(bool array) {
     if (depth_ == 0) top_is_object = !array;
     if (depth_ == 1 && member_ == kId) container_id.reset();
+    if (depth_ == 1 && member_ == kNetwork) network.reset();
     if (depth_ == 1 && member_ == kArgs) {
       args.reset();
       if (array) args.emplace();
@@ -136,7 +145,7 @@ std::optional<std::string> CniArg(const std::vector<std::pair<std::string, std::
 
 }  // namespace
 
-std::optional<std::pair<std::string, std::string>> PodOfCacheEntry(std::string_view bytes) {
+std::optional<CachedPod> PodOfCacheEntry(std::string_view bytes) {
   CacheEntryReader entry;
   if (!nlohmann::json::sax_parse(bytes.begin(), bytes.end(), &entry) || !entry.top_is_object ||
       !entry.container_id || entry.container_id->empty() || !entry.args) {
@@ -147,17 +156,48 @@ std::optional<std::pair<std::string, std::string>> PodOfCacheEntry(std::string_v
   if (!ns || !name || ns->empty() || name->empty()) {
     return std::nullopt;
   }
-  return std::make_pair(std::move(*entry.container_id), *ns + "/" + *name);
+  return CachedPod{std::move(*entry.container_id), entry.network.value_or(""), *ns + "/" + *name};
+}
+
+namespace {
+
+// CacheFolder: the results folder of `dir`, which may be the cache's root (what
+// `nodegate cni --cache-dir` and libcni's CacheDir name) or results/ itself.
+sys::UniqueFd CacheFolder(const std::string& dir) {
+  const std::string nested = dir + "/results";
+  sys::UniqueFd folder(::open(nested.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!folder.valid()) folder.Reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  return folder;
+}
+
+}  // namespace
+
+std::optional<std::string> PodOfContainer(const std::string& dir, const std::string& network,
+                                          const std::string& container_id) {
+  sys::UniqueFd folder = CacheFolder(dir);
+  if (!folder.valid() || container_id.empty()) return std::nullopt;
+  const auto entries = sys::ListDir(folder.get(), dir);
+  if (!entries.ok()) return std::nullopt;
+  const std::string prefix = network + "-" + container_id + "-";
+  std::string bytes;
+  for (const sys::DirEntry& entry : *entries) {
+    const bool candidate = network.empty()
+                               ? entry.name.find("-" + container_id + "-") != std::string::npos
+                               : entry.name.rfind(prefix, 0) == 0;
+    if (!candidate || !ReadCacheFile(folder.get(), entry, bytes)) continue;
+    auto pod = PodOfCacheEntry(bytes);
+    if (pod && pod->container_id == container_id &&
+        (network.empty() || pod->network.empty() || pod->network == network)) {
+      return std::move(pod->pod);
+    }
+  }
+  return std::nullopt;
 }
 
 std::map<std::string, std::string> PodsByContainerId(const std::string& dir, std::stop_token stop,
                                                      const std::set<std::string>* only_ids) {
   std::map<std::string, std::string> pods;
-  // The cache's root (what `nodegate cni --cache-dir` and libcni's CacheDir name) holds the
-  // results in results/: read those, rather than finding no pod at all.
-  const std::string nested = dir + "/results";
-  sys::UniqueFd folder(::open(nested.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!folder.valid()) folder.Reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  sys::UniqueFd folder = CacheFolder(dir);
   if (!folder.valid()) return pods;
   const auto entries = sys::ListDir(folder.get(), dir);
   if (!entries.ok()) return pods;
@@ -172,10 +212,10 @@ std::map<std::string, std::string> PodsByContainerId(const std::string& dir, std
     }
     if (!ReadCacheFile(folder.get(), entry, bytes)) continue;
     if (auto pod = PodOfCacheEntry(bytes)) {
-      pods.insert(std::move(*pod));
+      pods.emplace(std::move(pod->container_id), std::move(pod->pod));
     }
   }
   return pods;
 }
 
-}  // namespace nodegate::ports
+}  // namespace nodegate::cni

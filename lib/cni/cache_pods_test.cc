@@ -1,6 +1,6 @@
 // Pod names from the runtime's libcni cache files.
 
-#include "ports/cni_cache.h"
+#include "lib/cni/cache_pods.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace nodegate::ports {
+namespace nodegate::cni {
 namespace {
 
 constexpr char kContainerdEntry[] =
@@ -21,8 +21,9 @@ constexpr char kContainerdEntry[] =
 TEST(PodOfCacheEntry, KubeletPod) {
   const auto pod = PodOfCacheEntry(kContainerdEntry);
   ASSERT_TRUE(pod.has_value());
-  EXPECT_EQ(pod->first, "abc");
-  EXPECT_EQ(pod->second, "kube-system/coredns-1");
+  EXPECT_EQ(pod->container_id, "abc");
+  EXPECT_EQ(pod->network, "cbr0");
+  EXPECT_EQ(pod->pod, "kube-system/coredns-1");
 }
 
 TEST(PodOfCacheEntry, NotAPod) {
@@ -43,7 +44,7 @@ TEST(PodOfCacheEntry, ReadAsTheDocumentWouldBe) {
   const std::string args = R"([["K8S_POD_NAMESPACE","ns"],["K8S_POD_NAME","p"]])";
   const auto pod = [](const std::string& text) {
     const auto found = PodOfCacheEntry(text);
-    return found ? found->first + " " + found->second : std::string("none");
+    return found ? found->container_id + " " + found->pod : std::string("none");
   };
   // Members in any order; the same names nested deeper are not the entry's.
   EXPECT_EQ(pod(R"({"cniArgs":)" + args +
@@ -113,5 +114,31 @@ TEST(PodsByContainerId, TheCachesRootMeansItsResultsFolder) {
   EXPECT_EQ(from_results, want);
 }
 
+// portmap's question: the pod of one container of one network, the entry deciding where the
+// file name is ambiguous.
+TEST(PodOfContainer, ByNetworkAndContainer) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "cache-pods-of-container";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "results");
+  const auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / "results" / name) << text;
+  };
+  write("cbr0-abc-eth0", kContainerdEntry);
+  // Container "abc-abc" of "cbr0": its file name also reads as container "abc" of a network
+  // "cbr0-abc", and begins as container "abc" of "cbr0" does.
+  write("cbr0-abc-abc-eth0",
+        R"({"containerId":"abc-abc","networkName":"cbr0","cniArgs":)"
+        R"([["K8S_POD_NAMESPACE","other"],["K8S_POD_NAME","x"]]})");
+  EXPECT_EQ(PodOfContainer(dir.string(), "cbr0", "abc"), "kube-system/coredns-1");
+  EXPECT_EQ(PodOfContainer((dir / "results").string(), "", "abc"), "kube-system/coredns-1");
+  EXPECT_EQ(PodOfContainer(dir.string(), "cbr0", "abc-abc"), "other/x");
+  EXPECT_EQ(PodOfContainer(dir.string(), "cbr0-abc", "abc"), std::nullopt);
+  EXPECT_EQ(PodOfContainer(dir.string(), "other", "abc"), std::nullopt);
+  EXPECT_EQ(PodOfContainer(dir.string(), "cbr0", "def"), std::nullopt);
+  EXPECT_EQ(PodOfContainer((dir / "missing").string(), "cbr0", "abc"), std::nullopt);
+  fs::remove_all(dir);
+}
+
 }  // namespace
-}  // namespace nodegate::ports
+}  // namespace nodegate::cni

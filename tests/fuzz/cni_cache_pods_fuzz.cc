@@ -1,10 +1,10 @@
-// The pod of a libcni cache entry as `nodegate ports` reads it (ports/cni_cache.h), from the
+// The pod of a libcni cache entry as nodegate reads it (lib/cni/cache_pods.h), from the
 // JSON parser's events. Invariant: the same answer as reading the entry as a whole document
 // (what the reader did before it read events): the oracle below.
 
 #include <nlohmann/json.hpp>
 
-#include "ports/cni_cache.h"
+#include "lib/cni/cache_pods.h"
 #include "tests/fuzz/fuzz_target.h"
 
 namespace nodegate::fuzz {
@@ -20,7 +20,7 @@ std::optional<std::string> Arg(const nlohmann::json& args, std::string_view name
   return std::nullopt;
 }
 
-std::optional<std::pair<std::string, std::string>> PodByDocument(std::string_view bytes) {
+std::optional<cni::CachedPod> PodByDocument(std::string_view bytes) {
   const nlohmann::json entry = nlohmann::json::parse(bytes, nullptr, /*allow_exceptions=*/false);
   if (!entry.is_object()) return std::nullopt;
   const auto id = entry.find("containerId");
@@ -32,12 +32,14 @@ std::optional<std::pair<std::string, std::string>> PodByDocument(std::string_vie
   const auto ns = Arg(*args, "K8S_POD_NAMESPACE");
   const auto name = Arg(*args, "K8S_POD_NAME");
   if (!ns || !name || ns->empty() || name->empty()) return std::nullopt;
-  return std::make_pair(id->get<std::string>(), *ns + "/" + *name);
+  const auto network = entry.find("networkName");
+  return cni::CachedPod{
+      id->get<std::string>(),
+      network != entry.end() && network->is_string() ? network->get<std::string>() : std::string(),
+      *ns + "/" + *name};
 }
 
 }  // namespace
 }  // namespace nodegate::fuzz
 
-NG_FUZZ_TARGET(ports_cache_entry) {
-  NG_FUZZ_CHECK(ports::PodOfCacheEntry(data) == PodByDocument(data));
-}
+NG_FUZZ_TARGET(cni_cache_pods) { NG_FUZZ_CHECK(cni::PodOfCacheEntry(data) == PodByDocument(data)); }
