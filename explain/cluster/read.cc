@@ -2,6 +2,7 @@
 
 #include <functional>
 
+#include "kube/decode/decode_worker.h"
 #include "kube/decode/list_stream.h"
 
 namespace nodegate::explain {
@@ -20,7 +21,8 @@ std::string Hint(int status) {
   return "";
 }
 
-// ListAll: every item of a collection, page after page.
+// ListAll: every item of a collection, page after page, each handed to `on_item` on a thread
+// of its own while the next ones arrive (DecodeWorker); all of them when it returns.
 Result<admit::Ok> ListAll(kube::ApiClient& client, const std::string& path, const std::string& what,
                           const ReadOptions& options,
                           const std::function<void(std::string_view)>& on_item) {
@@ -34,7 +36,8 @@ Result<admit::Ok> ListAll(kube::ApiClient& client, const std::string& path, cons
       target += "&continue=" + kube::UrlEncode(continue_token);
     }
     first = false;
-    kube::ListStream list(on_item);
+    kube::DecodeWorker worker(on_item);
+    kube::ListStream list([&](std::string_view item) { worker.Push(item); });
     std::optional<Error> broken;
     auto got = client.Stream(
         target, options.timeout, [](const kube::StreamHead& head) { return head.status == 200; },
@@ -61,6 +64,7 @@ Result<admit::Ok> ListAll(kube::ApiClient& client, const std::string& path, cons
     if (auto done = list.Finish(); !done.ok()) {
       return Error{"list " + what + ": " + done.error().message};
     }
+    worker.Finish();
     continue_token = list.continue_token();
   } while (!continue_token.empty());
   return admit::Ok{};

@@ -6,6 +6,7 @@
 #include <thread>
 #include <utility>
 
+#include "kube/decode/decode_worker.h"
 #include "kube/decode/list_stream.h"
 
 namespace nodegate::kube {
@@ -13,95 +14,6 @@ namespace {
 
 // A list may take long to arrive whole (a gigabyte of pods); each piece must come in time.
 constexpr size_t kLogSkippedAtMost = 1;
-
-// DecodeWorker: a list's items decoded on a thread of their own while the next ones arrive and
-// are taken apart (reading through TLS and splitting cost about as much as decoding: a list of
-// 150,000 pods takes half the time on two cores). Items travel in batches of about
-// kBatchBytes; at most kMaxQueued bytes wait, so a slow decoder slows the reading instead of
-// holding the list in memory.
-class DecodeWorker {
- public:
-  explicit DecodeWorker(std::function<void(std::string_view item)> decode)
-      : decode_(std::move(decode)), thread_([this] { Run(); }) {}
-  ~DecodeWorker() { Finish(); }
-  DecodeWorker(const DecodeWorker&) = delete;
-  DecodeWorker& operator=(const DecodeWorker&) = delete;
-
-  void Push(std::string_view item) {
-    batch_.ends.push_back(batch_.bytes.size() + item.size());
-    batch_.bytes.append(item);
-    if (batch_.bytes.size() >= kBatchBytes) {
-      Flush();
-    }
-  }
-
-  // Finish: every item pushed is decoded when it returns.
-  void Finish() {
-    if (!thread_.joinable()) {
-      return;
-    }
-    Flush();
-    {
-      std::lock_guard lock(mu_);
-      done_ = true;
-    }
-    ready_.notify_all();
-    thread_.join();
-  }
-
- private:
-  static constexpr size_t kBatchBytes = 256u << 10;
-  static constexpr size_t kMaxQueued = 8u << 20;
-
-  struct Batch {
-    std::string bytes;
-    std::vector<size_t> ends;  // where each item ends in `bytes`
-  };
-
-  void Flush() {
-    if (batch_.ends.empty()) {
-      return;
-    }
-    std::unique_lock lock(mu_);
-    room_.wait(lock, [this] { return queued_ < kMaxQueued; });
-    queued_ += batch_.bytes.size();
-    queue_.push_back(std::move(batch_));
-    batch_ = Batch{};
-    ready_.notify_one();
-  }
-
-  void Run() {
-    for (;;) {
-      Batch batch;
-      {
-        std::unique_lock lock(mu_);
-        ready_.wait(lock, [this] { return !queue_.empty() || done_; });
-        if (queue_.empty()) {
-          return;
-        }
-        batch = std::move(queue_.front());
-        queue_.pop_front();
-        queued_ -= batch.bytes.size();
-      }
-      room_.notify_one();
-      size_t begin = 0;
-      for (size_t end : batch.ends) {
-        decode_(std::string_view(batch.bytes).substr(begin, end - begin));
-        begin = end;
-      }
-    }
-  }
-
-  const std::function<void(std::string_view)> decode_;
-  Batch batch_;  // being filled by the reading thread
-  std::mutex mu_;
-  std::condition_variable ready_;
-  std::condition_variable room_;
-  std::deque<Batch> queue_;
-  size_t queued_ = 0;
-  bool done_ = false;
-  std::thread thread_;  // last: started once the rest exists
-};
 
 std::string Seconds(std::chrono::milliseconds d) {
   const std::string s = std::to_string(static_cast<double>(d.count()) / 1000.0);
