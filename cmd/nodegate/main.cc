@@ -4,12 +4,13 @@
 #include <iostream>
 #include <string_view>
 
-#include "admit/cli/cli.h"
+#include "cmd/nodegate/admit/cli.h"
+#include "cmd/nodegate/cni/cli.h"
+#include "cmd/nodegate/conf/cli.h"
 #include "cmd/nodegate/explain/cli.h"
-#include "ipam/cluster/cli/cli.h"
-#include "ports/cli/cli.h"
-#include "runtime/cli/cli.h"
-#include "webhook/cli/cli.h"
+#include "cmd/nodegate/ipam/cli.h"
+#include "cmd/nodegate/ports/cli.h"
+#include "cmd/nodegate/webhook/cli.h"
 
 namespace {
 

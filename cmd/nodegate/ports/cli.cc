@@ -1,6 +1,6 @@
 // `nodegate ports`: flags, inputs, exit codes. The claims and their join are in ports/.
 
-#include "ports/cli/cli.h"
+#include "cmd/nodegate/ports/cli.h"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>

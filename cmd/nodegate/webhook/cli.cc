@@ -3,7 +3,7 @@
 // state/ (cache, sources), claims/ (agreement between replicas), kube/ (API client, watch),
 // net/ (HTTPS server), metrics/, log/.
 
-#include "webhook/cli/cli.h"
+#include "cmd/nodegate/webhook/cli.h"
 
 #include <signal.h>
 #include <sys/resource.h>
@@ -23,7 +23,7 @@
 #include "lib/tls/tls.h"
 #include "webhook/claims/claims.h"
 #include "webhook/claims/coordinator.h"
-#include "webhook/cli/duration.h"
+#include "webhook/handler/duration.h"
 #include "webhook/handler/handler.h"
 #include "webhook/log/log.h"
 #include "webhook/metrics/metrics.h"

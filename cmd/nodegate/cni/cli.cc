@@ -1,6 +1,8 @@
 // `nodegate cni add|check|del|gc|status NETWORK [NETNS]`: runs a network configuration list
 // as a container runtime does (runtime/chain), what cnitool should have been: chained lists,
 // capability arguments, the runtimes' result cache, GC and STATUS.
+#include "cmd/nodegate/cni/cli.h"
+
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
@@ -8,13 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "cmd/nodegate/cni/capability_args.h"
 #include "lib/base/hash.h"
 #include "lib/cli/parse_flags.h"
 #include "lib/cni/skel.h"
 #include "lib/cni/types.h"
 #include "runtime/chain/chain.h"
-#include "runtime/cli/capability_args.h"
-#include "runtime/cli/cli.h"
 #include "runtime/conflist/conflist.h"
 #include "runtime/invoke/invoke.h"
 

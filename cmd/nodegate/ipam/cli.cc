@@ -1,7 +1,7 @@
 // `nodegate ipam`: flags, the network's configuration, tables and JSON. The logic is in
 // ipam/cluster/admin.h.
 
-#include "ipam/cluster/cli/cli.h"
+#include "cmd/nodegate/ipam/cli.h"
 
 #include <sys/stat.h>
 

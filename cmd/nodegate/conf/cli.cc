@@ -1,5 +1,7 @@
 // `nodegate conf validate [DIR|FILE]...`: runtime/validate over folders or files, with the
 // full configuration validation of our own plugins (runtime/validate/our_plugins.h).
+#include "cmd/nodegate/conf/cli.h"
+
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
@@ -7,7 +9,6 @@
 #include <vector>
 
 #include "lib/cli/parse_flags.h"
-#include "runtime/cli/cli.h"
 #include "runtime/invoke/invoke.h"
 #include "runtime/validate/our_plugins.h"
 #include "runtime/validate/validate.h"

@@ -1,7 +1,7 @@
 // `nodegate admit` and `nodegate guard`: flags, inputs, exit codes. Everything else is in the
 // library (admit/check, admit/predicates, admit/kubelet).
 
-#include "admit/cli/cli.h"
+#include "cmd/nodegate/admit/cli.h"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -16,9 +16,9 @@
 #include "admit/api/manifest_url.h"
 #include "admit/api/priority.h"
 #include "admit/check/checker.h"
-#include "admit/cli/install.h"
-#include "admit/cli/live.h"
-#include "admit/cli/report.h"
+#include "cmd/nodegate/admit/install.h"
+#include "cmd/nodegate/admit/live.h"
+#include "cmd/nodegate/admit/report.h"
 #include "lib/cli/parse_flags.h"
 #include "lib/sys/file_lock.h"
 #include "ports/cni_cache.h"
