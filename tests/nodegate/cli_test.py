@@ -322,6 +322,27 @@ class Reports(unittest.TestCase):
             self.assertEqual(run("ports", "--pods", "/nonexistent").returncode, USAGE)
 
 
+class Layers(unittest.TestCase):
+    def test_no_library_includes_a_command_layer(self):
+        """Imports run down: only cmd/ itself (and tests) include a file of cmd/."""
+        files = subprocess.run(["git", "-C", SRC, "ls-files", "*.cc", "*.h"], capture_output=True,
+                               text=True)
+        listed = files.stdout.split()
+        if files.returncode != 0:  # a copy without its git history: every source file but builds'
+            listed = [os.path.relpath(os.path.join(d, f), SRC)
+                      for d, dirs, names in os.walk(SRC)
+                      for f in names if f.endswith((".cc", ".h"))
+                      if not os.path.relpath(d, SRC).startswith(("build", "."))]
+        self.assertTrue(any(f.startswith("cmd/nodegate/") for f in listed))
+        up = []
+        for f in listed:
+            if f.startswith(("cmd/", "tests/")):
+                continue
+            with open(os.path.join(SRC, f), errors="replace") as text:
+                up += [f"{f}: {line.strip()}" for line in text if line.startswith('#include "cmd/')]
+        self.assertEqual(up, [])
+
+
 class Webhook(unittest.TestCase):
     def test_unusable_configuration_is_two(self):
         r = run("webhook", "--tls-cert", "/nonexistent", "--tls-key", "/nonexistent",
