@@ -5,7 +5,9 @@
 #
 # Contents: the plugins host-local, cluster-ipam, portmap and bandwidth in /opt/cni/bin (where runtimes and
 # network add-ons look; Debian's containernetworking-plugins uses /usr/lib/cni, so the two
-# packages share no file), nodegate in /usr/bin, its manual page, the copyright notices and
+# packages share no file), nodegate in /usr/bin, its manual page and its bash and zsh
+# completions (written by the build from nodegate's flag definitions into BUILD_BIN_DIR/../share:
+# cmd/nodegate/CMakeLists.txt), the copyright notices and
 # the example network configurations in /usr/share/doc/nodegate. No configuration is
 # installed: /etc/cni/net.d is the operator's. /usr/bin/kubectl-nodegate links to nodegate, so
 # kubectl finds it as a plugin. dpkg unpacks every file under a temporary name
@@ -73,7 +75,12 @@ WORK="$(mktemp -d /tmp/ng-deb.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 PKG="$WORK/debian/nodegate"
 DOC="$PKG/usr/share/doc/nodegate"
-mkdir -p "$PKG/DEBIAN" "$PKG/opt/cni/bin" "$PKG/usr/bin" "$PKG/usr/share/man/man1" "$DOC/examples"
+SHARE="$BIN_DIR/../share"
+for f in man/man1/nodegate.1 bash-completion/completions/nodegate zsh/site-functions/_nodegate; do
+  [ -f "$SHARE/$f" ] || { echo "deb: $SHARE/$f is missing (build first)" >&2; exit 1; }
+done
+mkdir -p "$PKG/DEBIAN" "$PKG/opt/cni/bin" "$PKG/usr/bin" "$PKG/usr/share/man/man1" "$DOC/examples" \
+  "$PKG/usr/share/bash-completion/completions" "$PKG/usr/share/zsh/vendor-completions"
 
 # put_binary SRC DEST: stripped (Debian policy 10.1) unless nostrip, mode 0755.
 put_binary() {
@@ -89,8 +96,13 @@ put_binary "$BIN_DIR/nodegate" "$PKG/usr/bin/nodegate"
 ln -s nodegate "$PKG/usr/bin/kubectl-nodegate"
 
 DATE_DAY="$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%d)"
-sed -e "s/@VERSION@/$VERSION/g" -e "s/@DATE@/$DATE_DAY/g" "$SRC/deploy/debian/nodegate.1" |
+sed -e "s/@VERSION@/$VERSION/g" -e "s/@DATE@/$DATE_DAY/g" "$SHARE/man/man1/nodegate.1" |
   gzip -9n >"$PKG/usr/share/man/man1/nodegate.1.gz"
+# Debian's places: bash-completion loads completions/<command> on first use; zsh's
+# vendor-completions folder is in Debian's default fpath.
+cp "$SHARE/bash-completion/completions/nodegate" "$PKG/usr/share/bash-completion/completions/nodegate"
+ln -s nodegate "$PKG/usr/share/bash-completion/completions/kubectl-nodegate"
+cp "$SHARE/zsh/site-functions/_nodegate" "$PKG/usr/share/zsh/vendor-completions/_nodegate"
 
 # The copyright file: ours, then the notices of what is compiled or statically linked in, from
 # the Debian packages the binaries were built with: the header-only libraries, libnl, libyaml,
@@ -123,7 +135,8 @@ GCC_RUNTIME="$(dpkg -S "$(readlink -f "$("$CXX_OF_ARCH" -print-file-name=libstdc
   echo " -- $MAINTAINER  $(LC_ALL=C date -u -R -d "@$SOURCE_DATE_EPOCH")"
 } | gzip -9n >"$DOC/changelog.gz"
 cp "$SRC"/conf/examples/*.conflist "$DOC/examples/"
-chmod 0644 "$DOC/copyright" "$DOC/changelog.gz" "$DOC"/examples/* "$PKG/usr/share/man/man1/nodegate.1.gz"
+chmod 0644 "$DOC/copyright" "$DOC/changelog.gz" "$DOC"/examples/* "$PKG/usr/share/man/man1/nodegate.1.gz" \
+  "$PKG/usr/share/bash-completion/completions/nodegate" "$PKG/usr/share/zsh/vendor-completions/_nodegate"
 
 INSTALLED_SIZE="$(du -sk --exclude=DEBIAN "$PKG" | cut -f1)"
 cat >"$PKG/DEBIAN/control" <<CONTROL

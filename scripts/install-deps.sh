@@ -50,6 +50,8 @@ PACKAGES=(
   clang lld
   # make format (checked by make test) and make tidy
   clang-format clang-tidy
+  # the shells whose completion scripts nodegate writes, to check them (tests/nodegate)
+  bash-completion zsh
 )
 
 # Everything a cross build and its tests need, per architecture: the GNU triplet's toolchain,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make install: the plugins into $DESTDIR$CNI_BIN_DIR (default /opt/cni/bin), `nodegate` into
 # $DESTDIR$PREFIX/bin (default /usr/local/bin) with kubectl's plugin name beside it
-# (kubectl-nodegate -> nodegate: `kubectl nodegate explain ...`), and the example network
+# (kubectl-nodegate -> nodegate: `kubectl nodegate explain ...`), its man page and bash and zsh
+# completions under $DESTDIR$PREFIX/share, and the example network
 # configurations into $DESTDIR$CNI_CONF_DIR (default /etc/cni/net.d) only when INSTALL_CONF=1.
 #
 # Each file is written under a temporary name in its target folder and renamed over the old
@@ -54,6 +55,23 @@ ln -s nodegate "$CURRENT_TMP"
 mv -fT "$CURRENT_TMP" "$DESTDIR$PREFIX/bin/kubectl-nodegate"
 CURRENT_TMP=""
 echo "installed $DESTDIR$PREFIX/bin/kubectl-nodegate -> nodegate"
+
+# The man page and the completions the build wrote beside bin/ (cmd/nodegate/CMakeLists.txt).
+SHARE="$BIN_DIR/../share"
+if [ -f "$SHARE/man/man1/nodegate.1" ]; then
+  MAN_TMP="$(mktemp)"
+  sed -e "s/@VERSION@/$(project_version "$SRC")/g" \
+    -e "s/@DATE@/$(date -u -d "@${SOURCE_DATE_EPOCH:-$(stat -c %Y "$BIN_DIR/nodegate")}" +%Y-%m-%d)/g" \
+    "$SHARE/man/man1/nodegate.1" >"$MAN_TMP"
+  install_atomic "$MAN_TMP" "$DESTDIR$PREFIX/share/man/man1" nodegate.1 0644
+  rm -f "$MAN_TMP"
+  install_atomic "$SHARE/bash-completion/completions/nodegate" \
+    "$DESTDIR$PREFIX/share/bash-completion/completions" nodegate 0644
+  install_atomic "$SHARE/zsh/site-functions/_nodegate" "$DESTDIR$PREFIX/share/zsh/site-functions" \
+    _nodegate 0644
+else
+  echo "no man page or completions in $SHARE (built by an older tree?): not installed"
+fi
 
 if [ "$INSTALL_CONF" = 1 ]; then
   for c in "$SRC"/conf/examples/*.conflist; do

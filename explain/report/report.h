@@ -21,8 +21,4 @@ nlohmann::json DaemonSetJson(const DaemonSetExplanation& e);
 std::string PendingText(const PendingReport& r);
 nlohmann::json PendingJson(const PendingReport& r);
 
-// ToYaml: a JSON value as block YAML (strings double-quoted in JSON's escapes, which YAML
-// reads the same).
-std::string ToYaml(const nlohmann::json& value);
-
 }  // namespace nodegate::explain

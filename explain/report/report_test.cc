@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "admit/api/yaml.h"
+#include "lib/cli/output.h"
 
 namespace nodegate::explain {
 namespace {
@@ -65,10 +66,10 @@ TEST(ReportTest, YamlReadsBackAsTheSameValue) {
               {"empty", json::object()},
               {"list", json::array({1, "-", json::array(), json::array({true, nullptr})})},
               {"unicode", "caf\xc3\xa9"}};
-  auto docs = admit::YamlDocumentsToJson(ToYaml(j));
-  ASSERT_TRUE(docs.ok()) << docs.error().message << "\n" << ToYaml(j);
+  auto docs = admit::YamlDocumentsToJson(cli::ToYaml(j));
+  ASSERT_TRUE(docs.ok()) << docs.error().message << "\n" << cli::ToYaml(j);
   ASSERT_EQ(docs->size(), 1u);
-  EXPECT_EQ((*docs)[0], j) << ToYaml(j);
+  EXPECT_EQ((*docs)[0], j) << cli::ToYaml(j);
 }
 
 }  // namespace

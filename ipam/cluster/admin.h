@@ -1,5 +1,5 @@
 #pragma once
-// What `nodegate ipam` does with a network's pool (ipam/cluster/cli/ prints it):
+// What `nodegate ipam` does with a network's pool (cmd/nodegate/ipam/ prints it):
 //
 //   ReadSnapshot  every key of the network, read in pages at one revision
 //   Summarize     pools, blocks by node with their use, borrowed addresses

@@ -3,8 +3,22 @@
 #include <iostream>
 
 namespace nodegate::cli {
+namespace {
+
+AppVisitor& DescribeVisitor() {
+  static AppVisitor visitor;
+  return visitor;
+}
+
+}  // namespace
+
+void SetDescribeOnly(AppVisitor visit) { DescribeVisitor() = std::move(visit); }
 
 std::optional<int> ParseFlags(CLI::App& app, int argc, char** argv) {
+  if (DescribeVisitor()) {
+    DescribeVisitor()(app);
+    return kExitOk;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -7,15 +7,21 @@
 //   if (auto code = cli::ParseFlags(app, argc, argv)) return *code;
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <optional>
 
-namespace nodegate::cli {
+#include "lib/cli/exit_status.h"
 
-// The exit status of a usage error (an unknown flag, a bad value), as for unusable input.
-inline constexpr int kExitUsage = 2;
+namespace nodegate::cli {
 
 // Parses argv into `app`. nullopt: carry on. Otherwise the status to exit with: 0 after --help
 // (printed on stdout), kExitUsage after a usage error (on stderr, with a hint to run --help).
 std::optional<int> ParseFlags(CLI::App& app, int argc, char** argv);
+
+// DescribeOnly: while set, ParseFlags parses nothing: it hands the command's App, every flag
+// defined, to `visit` and returns 0. The man page and the shell completions are generated so
+// (cmd/nodegate/help/), from the very definitions --help prints.
+using AppVisitor = std::function<void(const CLI::App&)>;
+void SetDescribeOnly(AppVisitor visit);
 
 }  // namespace nodegate::cli

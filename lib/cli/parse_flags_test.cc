@@ -54,5 +54,20 @@ TEST(ParseFlags, MisuseIsTwoOnStderrWithAHint) {
   EXPECT_NE(p.err.find("run 'nodegate test --help' for usage"), std::string::npos) << p.err;
 }
 
+TEST(ParseFlags, DescribeOnlyHandsOverTheAppAndParsesNothing) {
+  CLI::App app{"test", "nodegate test"};
+  int port = 7;
+  app.add_option("--port", port);
+  std::vector<std::string> seen;
+  SetDescribeOnly([&seen](const CLI::App& a) { seen.push_back(a.get_name()); });
+  const Parsed p = Parse(app, {"--port", "53"});
+  SetDescribeOnly(nullptr);
+  EXPECT_EQ(p.code, kExitOk);
+  EXPECT_EQ(port, 7);
+  EXPECT_EQ(seen, std::vector<std::string>{"nodegate test"});
+  EXPECT_EQ(Parse(app, {"--port", "53"}).code, std::nullopt);
+  EXPECT_EQ(port, 53);
+}
+
 }  // namespace
 }  // namespace nodegate::cli

@@ -375,7 +375,7 @@ TEST_F(CliTest, UnusableInputExitsTwoAndNamesFileAndField) {
       {"bad profile",
        {"admit", "--profile", "controller", Data("candidates/small.yaml")},
        "controller"},
-      {"bad output", {"admit", "-o", "yaml", Data("candidates/small.yaml")}, "yaml"},
+      {"bad output", {"admit", "-o", "xml", Data("candidates/small.yaml")}, "xml"},
       {"stdin twice", {"admit", "-", "-"}, "'-' (stdin) may be given once"},
   };
   for (const Case& c : cases) {
@@ -864,16 +864,22 @@ TEST_F(CliTest, ManifestUrlPodsAreOnTheNode) {
             std::string::npos)
       << r.err;
   EXPECT_NE(r.out.find("1 pod(s) on the node"), std::string::npos) << r.out;
-  // A server that never answers: the timeout, exit 2.
+  // A server that never answers: the timeout; the source could not be read, exit 3.
   r = Run(args("/slow", {"--manifest-url-timeout", "0.3"}));
-  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(r.exit_code, 3) << r.out;
   EXPECT_NE(r.err.find(server.Url("/slow") + ": no complete response in time (timeout 300 ms)"),
             std::string::npos)
       << r.err;
   r = Run(args("/missing"));
-  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(r.exit_code, 3) << r.out;
   EXPECT_NE(r.err.find(server.Url("/missing") + ": 404 Not Found"), std::string::npos) << r.err;
   EXPECT_EQ(server.requests(), 4);  // one GET per run
+  // A URL this tool cannot read at all is unusable input, exit 2, and nothing is fetched.
+  std::vector<std::string> https = base;
+  https.push_back("https://127.0.0.1:1/pods");
+  https.push_back(Data("candidates/wants-9000.yaml"));
+  r = Run(https);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
 }
 
 }  // namespace

@@ -58,7 +58,8 @@ echo "== 2. contents"
 {
   echo "drwxr-xr-x root/root ./"
   for d in opt opt/cni opt/cni/bin usr usr/bin usr/share usr/share/doc usr/share/doc/nodegate \
-    usr/share/doc/nodegate/examples usr/share/man usr/share/man/man1; do
+    usr/share/doc/nodegate/examples usr/share/man usr/share/man/man1 usr/share/bash-completion \
+    usr/share/bash-completion/completions usr/share/zsh usr/share/zsh/vendor-completions; do
     echo "drwxr-xr-x root/root ./$d/"
   done
   for f in opt/cni/bin/host-local opt/cni/bin/cluster-ipam opt/cni/bin/portmap opt/cni/bin/bandwidth \
@@ -66,8 +67,10 @@ echo "== 2. contents"
     echo "-rwxr-xr-x root/root ./$f"
   done
   echo "lrwxrwxrwx root/root ./usr/bin/kubectl-nodegate"
+  echo "lrwxrwxrwx root/root ./usr/share/bash-completion/completions/kubectl-nodegate"
   for f in usr/share/doc/nodegate/copyright usr/share/doc/nodegate/changelog.gz \
-    usr/share/man/man1/nodegate.1.gz; do
+    usr/share/man/man1/nodegate.1.gz usr/share/bash-completion/completions/nodegate \
+    usr/share/zsh/vendor-completions/_nodegate; do
     echo "-rw-r--r-- root/root ./$f"
   done
   for c in "$SRC"/conf/examples/*.conflist; do
@@ -95,6 +98,18 @@ for c in $commands; do
   if grep -q "^\.B nodegate $c\b" <<<"$MAN"; then ok "manual page synopsis has nodegate $c"; else
     fail "manual page synopsis lacks nodegate $c"; fi
 done
+# The completions: the build's, which bash loads and which complete nodegate's commands.
+expect_eq "$(cat "$BIN/../share/bash-completion/completions/nodegate")" \
+  "$(cat "$T/x/usr/share/bash-completion/completions/nodegate")" "bash completion is the build's"
+offered="$(bash -c "source '$T/x/usr/share/bash-completion/completions/nodegate'
+  COMP_WORDS=(nodegate ex); COMP_CWORD=1; _nodegate; echo \"\${COMPREPLY[*]}\"")"
+expect_eq explain "$offered" "bash completion completes 'nodegate ex' to explain"
+grep -q '^#compdef nodegate' "$T/x/usr/share/zsh/vendor-completions/_nodegate" &&
+  ok "zsh completion is a #compdef file" || fail "zsh completion lacks #compdef"
+for flag in $("$BIN/nodegate" webhook --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+  grep -qF -- "\fB${flag//-/\\-}\fR" <<<"$MAN" || fail "manual page lacks webhook $flag"
+done
+ok "manual page has every flag of nodegate webhook --help"
 man_warnings="$(MANWIDTH=80 man --warnings -l "$T/x/usr/share/man/man1/nodegate.1.gz" 2>&1 >/dev/null)" ||
   fail "man -l failed: $man_warnings"
 expect_eq "" "$man_warnings" "man --warnings renders the page without a warning"

@@ -1,8 +1,8 @@
-// The `nodegate cni` flags that become capability arguments (runtime/cli/capability_args.h):
+// The `nodegate cni` flags that become capability arguments (cmd/nodegate/cni/capability_args.h):
 // -p port mappings, --bandwidth and its rates and bursts in tc's units. Every parser gets the
 // whole input. Invariant: what parses prints as valid UTF-8 JSON.
 
-#include "runtime/cli/capability_args.h"
+#include "cmd/nodegate/cni/capability_args.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "tests/fuzz/fuzz_target.h"
 

@@ -105,10 +105,17 @@ for p in portmap bandwidth host-local; do
     bad "$p VERSION: $(head -c 300 <<<"$err")"
   fi
 done
-if run nodegate -- --help && grep -q "usage: nodegate" <<<"$err"; then
+# --help prints the usage on stdout; --version names the build (version, commit, static).
+if run nodegate -- --help && grep -q "usage: nodegate" <<<"$out"; then
   ok "nodegate --help"
 else
-  bad "nodegate --help: $(head -c 300 <<<"$err")"
+  bad "nodegate --help: $(head -c 300 <<<"$out$err")"
+fi
+if run nodegate -- --version -o json && jq -e '.static == true and (.version | length > 0)' \
+  <<<"$out" >/dev/null; then
+  ok "nodegate --version"
+else
+  bad "nodegate --version: $(head -c 300 <<<"$out$err")"
 fi
 
 # A container: its namespace bound at /ctr in the plugins' roots, a veth to it from here.

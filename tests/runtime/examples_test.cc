@@ -80,7 +80,7 @@ TEST_F(ExamplesTest, InvalidFolderFindingsAreTheDocumentedOnes) {
 
 TEST_F(ExamplesTest, UnusableInputExits2) {
   EXPECT_EQ(Validate(conf_ + "/no-such-folder").exit_code, 2);
-  EXPECT_EQ(Validate("--output yaml").exit_code, 2);
+  EXPECT_EQ(Validate("--output xml").exit_code, 2);
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "lib/build/build_info.h"
-#include "webhook/cli/duration.h"
+#include "webhook/handler/duration.h"
 #include "webhook/log/log.h"
 #include "webhook/metrics/names.h"
 #include "webhook/metrics/process.h"

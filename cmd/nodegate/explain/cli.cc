@@ -19,6 +19,7 @@
 #include "explain/scheduler/scheduler.h"
 #include "kube/client/client.h"
 #include "kube/client/config.h"
+#include "lib/cli/output.h"
 #include "lib/cli/parse_flags.h"
 
 extern char** environ;
@@ -26,17 +27,17 @@ extern char** environ;
 namespace nodegate::explain_cli {
 namespace {
 
-constexpr int kExitFits = 0;
-constexpr int kExitFitsNowhere = 1;
-constexpr int kExitBadInput = 2;
-constexpr int kExitUnreachable = 3;
+constexpr int kExitFits = cli::kExitOk;
+constexpr int kExitFitsNowhere = cli::kExitNo;
+constexpr int kExitBadInput = cli::kExitUsage;
+constexpr int kExitUnreachable = cli::kExitUnavailable;
 
 struct Flags {
   std::string kubeconfig;
   std::string context;
   std::string ns;
   bool all_namespaces = false;
-  std::string output = "text";
+  cli::Format output = cli::Format::kText;
   double request_timeout = 30;  // seconds
   std::string feature_gates;
   std::string pod_name;
@@ -86,13 +87,7 @@ admit::Result<kube::ClientConfig> ClientConfigOf(const Flags& f) {
 }
 
 void Print(const Flags& f, const nlohmann::json& j, const std::string& text) {
-  if (f.output == "json") {
-    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-  } else if (f.output == "yaml") {
-    std::cout << explain::ToYaml(j);
-  } else {
-    std::cout << text;
-  }
+  std::cout << (f.output == cli::Format::kText ? text : cli::Render(j, f.output));
 }
 
 // CandidateFromFile: -f FILE: one Pod, or the pod template of a workload.
@@ -158,9 +153,7 @@ int RunExplainCli(int argc, char** argv) {
   app.add_option("--context", f.context, "the kubeconfig context to use");
   app.add_option("-n,--namespace", f.ns, "namespace (default: the context's, else default)");
   app.add_flag("-A,--all-namespaces", f.all_namespaces, "--pending: every namespace");
-  app.add_option("-o,--output", f.output, "text, json or yaml")
-      ->check(CLI::IsMember({"text", "json", "yaml"}))
-      ->capture_default_str();
+  cli::AddOutputFlag(app, f.output);
   app.add_option("--request-timeout", f.request_timeout,
                  "seconds to wait for the API server before giving up on a read")
       ->check(CLI::Range(0.1, 3600.0))

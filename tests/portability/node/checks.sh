@@ -209,7 +209,7 @@ check_version() {
       bad "$p VERSION: $(head -c 400 "$WORK/stderr")"
     fi
   done
-  # nodegate has no version flag: its usage (stderr, exit 0) shows that it starts.
+  # nodegate's usage (stdout, exit 0) shows that it starts.
   if v=$("$BIN/nodegate" --help 2>&1); then
     expect "nodegate --help" contains "$v" "usage: nodegate"
   else

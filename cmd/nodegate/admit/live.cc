@@ -1,4 +1,4 @@
-#include "admit/cli/live.h"
+#include "cmd/nodegate/admit/live.h"
 
 #include <set>
 

@@ -1,7 +1,7 @@
 // `nodegate admit` and `nodegate guard`: flags, inputs, exit codes. Everything else is in the
 // library (admit/check, admit/predicates, admit/kubelet).
 
-#include "admit/cli/cli.h"
+#include "cmd/nodegate/admit/cli.h"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -16,9 +16,10 @@
 #include "admit/api/manifest_url.h"
 #include "admit/api/priority.h"
 #include "admit/check/checker.h"
-#include "admit/cli/install.h"
-#include "admit/cli/live.h"
-#include "admit/cli/report.h"
+#include "cmd/nodegate/admit/install.h"
+#include "cmd/nodegate/admit/live.h"
+#include "cmd/nodegate/admit/report.h"
+#include "lib/cli/output.h"
 #include "lib/cli/parse_flags.h"
 #include "lib/cni/cache_pods.h"
 #include "lib/sys/file_lock.h"
@@ -26,9 +27,9 @@
 namespace nodegate::admit {
 namespace {
 
-constexpr int kExitAdmitted = 0;
-constexpr int kExitRejected = 1;
-constexpr int kExitBadInput = 2;
+constexpr int kExitAdmitted = cli::kExitOk;
+constexpr int kExitRejected = cli::kExitNo;
+constexpr int kExitBadInput = cli::kExitUsage;
 
 // CommonFlags: the flags admit and guard share.
 struct CommonFlags {
@@ -38,7 +39,7 @@ struct CommonFlags {
   std::string node_file;
   std::vector<std::string> pods_files;
   std::string manifests_dir;
-  std::string output = "text";
+  cli::Format output = cli::Format::kText;
   bool live = false;
   bool strict = false;
   std::string cni_cache_dir = cni::kDefaultCniCacheDir;
@@ -63,9 +64,7 @@ void AddCommonFlags(CLI::App& app, CommonFlags& f) {
                  "pods already on the node: Pod, PodList, List, JSON array or multi-document "
                  "YAML (repeatable)")
       ->allow_extra_args(false);  // one file per --pods, so POD_FILEs are never swallowed
-  app.add_option("-o,--output", f.output, "text or json")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
+  cli::AddOutputFlag(app, f.output);
   auto* live = app.add_flag("--live", f.live,
                             "also warn about host ports a process listens on or a portmap "
                             "mapping of another container holds on this node");
@@ -152,8 +151,10 @@ Result<Node> LoadNodeFor(const CommonFlags& f, Environment& env) {
 
 // ExistingPods: --pods (priorities resolved), the --manifests folder and the --manifest-url
 // source, in that order.
+// `unreachable` is set when the --manifest-url source could not be read (exit 3, not 2).
 Result<std::vector<Pod>> ExistingPods(const CommonFlags& f, const std::string& node_name,
-                                      const std::string& skip_manifest, Environment& env) {
+                                      const std::string& skip_manifest, Environment& env,
+                                      bool& unreachable) {
   std::vector<Pod> existing;
   for (const std::string& file : f.pods_files) {
     auto pods = LoadPods(file, /*allow_workloads=*/false);
@@ -177,7 +178,22 @@ Result<std::vector<Pod>> ExistingPods(const CommonFlags& f, const std::string& n
     options.timeout =
         std::chrono::milliseconds(static_cast<int64_t>(f.manifest_url_timeout * 1000));
     std::string note;
-    auto pods = LoadManifestUrl(f.manifest_url, node_name, options, &note);
+    if (auto url = ParseHttpUrl(f.manifest_url); !url.ok()) {
+      return url.error();
+    }
+    auto body = FetchUrl(f.manifest_url, options);
+    if (!body.ok()) {
+      unreachable = true;
+      return body.error();
+    }
+    // LoadManifestUrl's steps, apart: a fetch that fails is the source unreachable (exit 3),
+    // a body that is no pod list unusable input (exit 2).
+    Result<std::vector<Pod>> pods = std::vector<Pod>();
+    if (body->empty()) {
+      note = f.manifest_url + ": zero-length data received; the kubelet runs no pods from it";
+    } else {
+      pods = PodsFromHttpSource(*body, f.manifest_url, node_name, &note);
+    }
     if (!pods.ok()) {
       return pods.error();
     }
@@ -189,7 +205,8 @@ Result<std::vector<Pod>> ExistingPods(const CommonFlags& f, const std::string& n
   return existing;
 }
 
-Result<Environment> BuildEnvironment(const CommonFlags& f, const std::string& skip_manifest) {
+Result<Environment> BuildEnvironment(const CommonFlags& f, const std::string& skip_manifest,
+                                     bool& unreachable) {
   auto gates = FeatureGates::Parse(f.feature_gates);
   if (!gates.ok()) {
     return gates.error();
@@ -206,7 +223,7 @@ Result<Environment> BuildEnvironment(const CommonFlags& f, const std::string& sk
   if (!node.ok()) {
     return node.error();
   }
-  auto existing = ExistingPods(f, node->name, skip_manifest, env);
+  auto existing = ExistingPods(f, node->name, skip_manifest, env, unreachable);
   if (!existing.ok()) {
     return existing.error();
   }
@@ -230,21 +247,21 @@ void PrintNotes(const std::string& command, const Environment& env) {
 
 // Render: the report as it is printed. Names come from the input as bytes; invalid UTF-8 is
 // replaced (U+FFFD) so the JSON is always valid and dump() never throws.
-std::string Render(const Report& report, const std::string& output,
+std::string Render(const Report& report, cli::Format output,
                    const nlohmann::json& extra = nlohmann::json::object()) {
-  if (output != "json") {
+  if (output == cli::Format::kText) {
     return ReportToText(report);
   }
   nlohmann::json j = ReportToJson(report);
   for (auto it = extra.begin(); it != extra.end(); ++it) {
     j[it.key()] = it.value();
   }
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return cli::Render(j, output);
 }
 
-int Fail(const std::string& command, const Error& error) {
+int Fail(const std::string& command, const Error& error, int status = kExitBadInput) {
   std::cerr << command << ": " << error.message << "\n";
-  return kExitBadInput;
+  return status;
 }
 
 // Install: renders the report, then puts FILE's bytes into DIR (nothing that can fail comes
@@ -257,7 +274,7 @@ int Install(const CommonFlags& flags, const std::string& file, const std::string
       std::filesystem::exists(target, ec) && std::filesystem::equivalent(target, file, ec);
   std::string rendered =
       Render(report, flags.output, {{"installed", true}, {"path", target.string()}});
-  if (flags.output == "text") {
+  if (flags.output == cli::Format::kText) {
     rendered += (same_file ? "already in place: " : "installed ") + target.string() + "\n";
     if (const PodVerdict& v = report.pods.front(); !v.evictions.empty()) {
       rendered += "the kubelet evicts " + EvictedPods(v) + " when it admits it\n";
@@ -283,7 +300,7 @@ int RefuseInstall(const CommonFlags& flags, const Report& report) {
     extra["needsAllowPreemption"] = true;
   }
   std::cout << Render(report, flags.output, extra);
-  if (flags.output == "text") {
+  if (flags.output == cli::Format::kText) {
     if (needs_permission) {
       std::cout << "not installed: the kubelet would evict " << EvictedPods(verdict)
                 << " to admit it; to let it, run again with --allow-preemption\n";
@@ -304,9 +321,10 @@ int GuardInstall(const CommonFlags& flags, const std::string& file, const std::s
     return Fail(command, Error{lock.error().msg});
   }
   // The file with the same name in DIR is the previous version: it is replaced, not counted.
-  auto env = BuildEnvironment(flags, filename);
+  bool unreachable = false;
+  auto env = BuildEnvironment(flags, filename, unreachable);
   if (!env.ok()) {
-    return Fail(command, env.error());
+    return Fail(command, env.error(), unreachable ? cli::kExitUnavailable : kExitBadInput);
   }
   PrintNotes(command, *env);
   auto pod = DecodeManifest(text, file, env->report.node);
@@ -314,7 +332,7 @@ int GuardInstall(const CommonFlags& flags, const std::string& file, const std::s
     return Fail(command, pod.error());
   }
   if (auto live = AttachLiveClaims(flags, *env, {*pod}); !live.ok()) {
-    return Fail(command, live.error());
+    return Fail(command, live.error(), cli::kExitUnavailable);
   }
   CheckCandidate(flags, *env, *pod, /*join=*/false);
   const Report& report = env->report;
@@ -330,7 +348,8 @@ int RunAdmitCli(int argc, char** argv) {
   CLI::App app{
       "Checks pods against one node as the kube-scheduler's Filter plugins (profile scheduler) "
       "or the kubelet's admission (profile kubelet) decide, and explains every rejection.\n"
-      "Exit status: 0 all admitted, 1 some rejected, 2 unusable input.",
+      "Exit status: 0 all admitted, 1 some rejected, 2 unusable input, 3 the --manifest-url "
+      "source or (--live) the kernel's sockets and mappings could not be read.",
       "nodegate admit"};
   CommonFlags flags;
   std::vector<std::string> pod_files;
@@ -346,9 +365,10 @@ int RunAdmitCli(int argc, char** argv) {
   if (std::count(pod_files.begin(), pod_files.end(), "-") > 1) {
     return Fail("nodegate admit", Error{"'-' (stdin) may be given once"});
   }
-  auto env = BuildEnvironment(flags, "");
+  bool unreachable = false;
+  auto env = BuildEnvironment(flags, "", unreachable);
   if (!env.ok()) {
-    return Fail("nodegate admit", env.error());
+    return Fail("nodegate admit", env.error(), unreachable ? cli::kExitUnavailable : kExitBadInput);
   }
   PrintNotes("nodegate admit", *env);
   std::vector<Pod> candidates;
@@ -364,7 +384,7 @@ int RunAdmitCli(int argc, char** argv) {
     std::move(pods->begin(), pods->end(), std::back_inserter(candidates));
   }
   if (auto live = AttachLiveClaims(flags, *env, candidates); !live.ok()) {
-    return Fail("nodegate admit", live.error());
+    return Fail("nodegate admit", live.error(), cli::kExitUnavailable);
   }
   for (const Pod& candidate : candidates) {
     CheckCandidate(flags, *env, candidate, /*join=*/true);
@@ -380,7 +400,8 @@ int RunGuardCli(int argc, char** argv) {
       "when it is admitted, installs it into DIR atomically (temporary file + rename). When it "
       "is rejected, or admitted only by evicting pods without --allow-preemption, DIR is left "
       "untouched.\n"
-      "Exit status: 0 installed, 1 rejected, 2 unusable input or install failure.",
+      "Exit status: 0 installed, 1 rejected, 2 unusable input or install failure, 3 the "
+      "--manifest-url source could not be read.",
       "nodegate guard"};
   CommonFlags flags;
   flags.profile = "kubelet";  // static pods are admitted by the kubelet

@@ -1,5 +1,5 @@
 // Flags that become capability arguments: port mappings, rates and bursts in tc's units.
-#include "runtime/cli/capability_args.h"
+#include "cmd/nodegate/cni/capability_args.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

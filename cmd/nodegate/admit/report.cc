@@ -1,4 +1,4 @@
-#include "admit/cli/report.h"
+#include "cmd/nodegate/admit/report.h"
 
 #include <algorithm>
 

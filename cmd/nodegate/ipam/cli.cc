@@ -1,7 +1,7 @@
 // `nodegate ipam`: flags, the network's configuration, tables and JSON. The logic is in
 // ipam/cluster/admin.h.
 
-#include "ipam/cluster/cli/cli.h"
+#include "cmd/nodegate/ipam/cli.h"
 
 #include <sys/stat.h>
 
@@ -14,6 +14,7 @@
 
 #include "ipam/cluster/admin.h"
 #include "ipam/cluster/config.h"
+#include "lib/cli/output.h"
 #include "lib/cli/parse_flags.h"
 #include "lib/etcd/client.h"
 #include "runtime/chain/cache.h"
@@ -22,17 +23,17 @@
 namespace nodegate::ipam::cluster {
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFindings = 1;
-constexpr int kExitBadInput = 2;
-constexpr int kExitFailed = 3;
+constexpr int kExitOk = cli::kExitOk;
+constexpr int kExitFindings = cli::kExitNo;
+constexpr int kExitBadInput = cli::kExitUsage;
+constexpr int kExitFailed = cli::kExitUnavailable;
 
 using OrderedJson = nlohmann::ordered_json;
 
 struct Flags {
   std::string conf = "/etc/cni/net.d";
   std::string network;
-  std::string output = "table";
+  cli::Format output = cli::Format::kText;
   // check
   std::string node;
   std::string cache_dir = runtime::kDefaultCacheDir;
@@ -121,8 +122,8 @@ void PrintRows(const std::vector<std::vector<std::string>>& rows) {
 
 std::string N(uint64_t n) { return std::to_string(n); }
 
-void PrintUsage(const Usage& u, bool json) {
-  if (json) {
+void PrintUsage(const Usage& u, cli::Format output) {
+  if (output != cli::Format::kText) {
     OrderedJson j = {{"network", u.network}, {"revision", u.revision}};
     j["rangeSets"] = OrderedJson::array();
     for (const auto& s : u.sets) {
@@ -159,7 +160,7 @@ void PrintUsage(const Usage& u, bool json) {
                                {"node", b.node},
                                {"handle", b.handle}});
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << cli::Render(j, output);
     return;
   }
   std::cout << "network " << u.network << " (etcd revision " << u.revision << ")\n\n";
@@ -213,7 +214,7 @@ int Show(const Flags& f) {
   if (!client.ok()) return Fail(client.error());
   auto snapshot = ReadSnapshot(**client, cfg->keys(), cfg->network_name);
   if (!snapshot.ok()) return Fail(snapshot.error());
-  PrintUsage(Summarize(*snapshot, cfg->pool), f.output == "json");
+  PrintUsage(Summarize(*snapshot, cfg->pool), f.output);
   return kExitOk;
 }
 
@@ -234,14 +235,14 @@ int Check(const Flags& f) {
   }
   if (!f.nodes.empty()) inputs.nodes = std::set<std::string>(f.nodes.begin(), f.nodes.end());
   const auto problems = FindProblems(*snapshot, cfg->pool, inputs);
-  if (f.output == "json") {
+  if (f.output != cli::Format::kText) {
     OrderedJson j = {{"network", cfg->network_name},
                      {"revision", snapshot->revision},
                      {"problems", OrderedJson::array()}};
     for (const auto& p : problems) {
       j["problems"].push_back({{"kind", p.kind}, {"subject", p.subject}, {"detail", p.detail}});
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << cli::Render(j, f.output);
   } else if (problems.empty()) {
     std::cout << "network " << cfg->network_name << ": no problem found ("
               << snapshot->handles.size() << " handles, " << snapshot->blocks.size()
@@ -280,7 +281,7 @@ int Release(const Flags& f) {
   }
   auto released = ReleaseNode(**client, *cfg, f.node, f.handles);
   if (!released.ok()) return Fail(released.error());
-  if (f.output == "json") {
+  if (f.output != cli::Format::kText) {
     OrderedJson j = {{"node", f.node},
                      {"releasedHandles", released->released_handles},
                      {"releasedBlocks", OrderedJson::array()},
@@ -289,7 +290,7 @@ int Release(const Flags& f) {
     for (const auto& [b, why] : released->kept_blocks) {
       j["keptBlocks"].push_back({{"block", b.ToString()}, {"why", why}});
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << cli::Render(j, f.output);
   } else {
     for (const auto& h : released->released_handles) std::cout << "released handle " << h << "\n";
     for (const auto& b : released->released_blocks)
@@ -327,8 +328,8 @@ int Import(const Flags& f) {
     rows.push_back({o.handle, ips, result});
     j["handles"].push_back({{"handle", o.handle}, {"ips", ips}, {"result", result}});
   }
-  if (f.output == "json") {
-    std::cout << j.dump(2) << "\n";
+  if (f.output != cli::Format::kText) {
+    std::cout << cli::Render(j, f.output);
   } else {
     PrintRows(rows);
   }
@@ -349,9 +350,7 @@ int RunIpamCli(int argc, char** argv) {
                  "the network's CNI configuration: a .conflist, or a folder of them")
       ->capture_default_str();
   app.add_option("--network", f.network, "the network's name, when several use cluster-ipam");
-  app.add_option("-o,--output", f.output, "table or json")
-      ->check(CLI::IsMember({"table", "json"}))
-      ->capture_default_str();
+  cli::AddOutputFlag(app, f.output, "table");
   app.require_subcommand(1);
   CLI::App* show = app.add_subcommand("show", "pools, blocks by node, use, borrowed addresses");
   CLI::App* check = app.add_subcommand("check",

@@ -1,6 +1,6 @@
 // `nodegate ports`: flags, inputs, exit codes. The claims and their join are in ports/.
 
-#include "ports/cli/cli.h"
+#include "cmd/nodegate/ports/cli.h"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "admit/api/host_node.h"
+#include "lib/cli/output.h"
 #include "lib/cli/parse_flags.h"
 #include "lib/cni/cache_pods.h"
 #include "ports/declared.h"
@@ -18,15 +19,16 @@
 namespace nodegate::ports {
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitBadInput = 2;
+constexpr int kExitOk = cli::kExitOk;
+constexpr int kExitBadInput = cli::kExitUsage;
+constexpr int kExitUnreadable = cli::kExitUnavailable;
 
 struct PortsFlags {
   std::string manifests_dir;
   std::vector<std::string> pods_files;
   std::string cni_cache_dir = cni::kDefaultCniCacheDir;
   int port = 0;  // 0: every port
-  std::string output = "text";
+  cli::Format output = cli::Format::kText;
 };
 
 void AddFlags(CLI::App& app, PortsFlags& f) {
@@ -41,12 +43,12 @@ void AddFlags(CLI::App& app, PortsFlags& f) {
                  "the pods of mappings")
       ->capture_default_str();
   app.add_option("--port", f.port, "only this host port")->check(CLI::Range(1, 65535));
-  app.add_option("-o,--output", f.output, "text or json")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
+  cli::AddOutputFlag(app, f.output);
 }
 
-Result<NodeClaims> CollectClaims(const PortsFlags& f) {
+// CollectClaims: the claims; on an error, `kernel_unreadable` tells the kernel's (exit 3) from
+// the input's (exit 2).
+Result<NodeClaims> CollectClaims(const PortsFlags& f, bool& kernel_unreadable) {
   if (std::count(f.pods_files.begin(), f.pods_files.end(), "-") > 1) {
     return Error(kErrInvalidConfig, "'-' (stdin) may be given once");
   }
@@ -58,6 +60,7 @@ Result<NodeClaims> CollectClaims(const PortsFlags& f) {
   auto pods = LoadNodePods(f.manifests_dir, f.pods_files, admit::HostNode().name);
   auto read = reading.get();
   if (!pods.ok()) return pods.error();
+  kernel_unreadable = !read.ok();
   NG_ASSIGN_OR_RETURN(LiveClaims live, std::move(read));
   NodeClaims claims;
   claims.declared = DeclaredClaimsOf(*pods);
@@ -77,24 +80,28 @@ int RunPortsCli(int argc, char** argv) {
       "Shows every host port of this node with who claims it: pods that declare it (static "
       "manifests, --pods), portmap mappings (every layout) and listening sockets (with their "
       "process), and a verdict per (host IP, protocol, port).\n"
-      "Exit status: 0 shown, 2 unusable input.",
+      "Exit status: 0 shown, 2 unusable input, 3 the kernel's sockets or mappings could not "
+      "be read.",
       "nodegate ports"};
   PortsFlags flags;
   AddFlags(app, flags);
   if (auto code = cli::ParseFlags(app, argc, argv)) {
     return *code;
   }
-  auto claims = CollectClaims(flags);
+  bool kernel_unreadable = false;
+  auto claims = CollectClaims(flags, kernel_unreadable);
   if (!claims.ok()) {
     std::cerr << "nodegate ports: " << claims.error().msg << "\n";
-    return kExitBadInput;
+    return kernel_unreadable ? kExitUnreadable : kExitBadInput;
   }
   // With --port every claim is already of that port, so every row is.
   const std::vector<PortRow> rows = JoinClaims(std::move(*claims));
-  if (flags.output == "json") {
-    WriteRowsJson(rows, std::cout);
-  } else {
+  if (flags.output == cli::Format::kText) {
     WriteRowsText(rows, std::cout);
+  } else if (flags.output == cli::Format::kJson) {
+    WriteRowsJson(rows, std::cout);  // streamed: a busy node's report is megabytes
+  } else {
+    std::cout << cli::ToYaml(nlohmann::ordered_json::parse(RowsToJson(rows)));
   }
   return kExitOk;
 }

@@ -1,4 +1,4 @@
-#include "webhook/cli/duration.h"
+#include "webhook/handler/duration.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,8 @@
 // `nodegate cni add|check|del|gc|status NETWORK [NETNS]`: runs a network configuration list
 // as a container runtime does (runtime/chain), what cnitool should have been: chained lists,
 // capability arguments, the runtimes' result cache, GC and STATUS.
+#include "cmd/nodegate/cni/cli.h"
+
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
@@ -8,13 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "cmd/nodegate/cni/capability_args.h"
 #include "lib/base/hash.h"
+#include "lib/cli/output.h"
 #include "lib/cli/parse_flags.h"
 #include "lib/cni/skel.h"
 #include "lib/cni/types.h"
 #include "runtime/chain/chain.h"
-#include "runtime/cli/capability_args.h"
-#include "runtime/cli/cli.h"
 #include "runtime/conflist/conflist.h"
 #include "runtime/invoke/invoke.h"
 
@@ -35,8 +37,32 @@ struct CniFlags {
   std::string bandwidth;
   std::vector<std::string> ips;
   std::vector<std::string> valid;
-  bool json = false;
+  cli::Format output = cli::Format::kText;
+  bool json = false;  // --json, the older spelling of -o json
+
+  bool Text() const { return output == cli::Format::kText; }
 };
+
+// Emit: -o json prints as libcni does (Go's MarshalIndent), -o yaml the same value as YAML.
+void Emit(const CniFlags& flags, const std::string& go_json) {
+  std::cout << (flags.output == cli::Format::kYaml
+                    ? cli::ToYaml(nlohmann::ordered_json::parse(go_json))
+                    : go_json + "\n");
+}
+
+// Print: a verb's outcome as one object (-o json|yaml); text is printed by each verb itself.
+void Print(const CniFlags& flags, const std::string& network, const std::string& container_id,
+           cni::OrderedJson extra = cni::OrderedJson::object()) {
+  cni::OrderedJson j = {{"verb", flags.verb}, {"network", network}};
+  if (!container_id.empty()) {
+    j["containerID"] = container_id;
+    j["ifname"] = flags.ifname;
+  }
+  for (auto it = extra.begin(); it != extra.end(); ++it) {
+    j[it.key()] = it.value();
+  }
+  Emit(flags, cni::FormatJson(j));
+}
 
 std::string EnvOr(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
@@ -135,16 +161,18 @@ void PrintResultText(const cni::CniResult& r, std::ostream& out) {
   }
 }
 
-int Fail(const CniFlags& flags, const Error& error) {
-  if (flags.json) {
-    std::cout << cni::FormatError(error) << "\n";
+// Fail: the error on stderr, and as the CNI error object on stdout with -o json|yaml. `status`:
+// 1 when a plugin or the chain failed, 2 when the input is unusable.
+int Fail(const CniFlags& flags, const Error& error, int status = cli::kExitNo) {
+  if (!flags.Text()) {
+    Emit(flags, cni::FormatError(error));
   }
   std::cerr << "nodegate cni " << flags.verb << ": " << error.msg;
   if (!error.details.empty()) {
     std::cerr << " (" << error.details << ")";
   }
   std::cerr << " [code " << error.code << "]\n";
-  return 1;
+  return status;
 }
 
 // The runtime's view of the attachment: the flags' capability and CNI arguments, and a
@@ -170,46 +198,49 @@ std::string NetworkLabel(const NetworkConfigList& list) { return "network \"" + 
 int RunAdd(const CniFlags& flags, Chain& chain, const NetworkConfigList& list,
            const RuntimeConf& rt) {
   if (rt.netns.empty()) {
-    return Fail(flags, Error(kErrInvalidEnvironment, "add needs NETNS"));
+    return Fail(flags, Error(kErrInvalidEnvironment, "add needs NETNS"), cli::kExitUsage);
   }
   auto result = chain.Add(list, rt);
   if (!result.ok()) {
     return Fail(flags, result.error());
   }
-  if (flags.json) {
+  if (!flags.Text()) {
     auto encoded = cni::EncodeResult(*result, result->cni_version);
     if (!encoded.ok()) {
       return Fail(flags, encoded.error());
     }
-    std::cout << cni::FormatJson(*encoded) << "\n";
+    // The CNI result itself, as the plugins print it (field names the spec's).
+    Emit(flags, cni::FormatJson(*encoded));
   } else {
     std::cout << NetworkLabel(list) << " added to " << rt.netns << " (container " << rt.container_id
               << ", " << rt.ifname << ")\n";
     PrintResultText(*result, std::cout);
   }
-  return 0;
+  return cli::kExitOk;
 }
 
 int RunCheckOrDel(const CniFlags& flags, Chain& chain, const NetworkConfigList& list,
                   RuntimeConf rt) {
   if (rt.container_id.empty()) {
-    return Fail(flags,
-                Error(kErrInvalidEnvironment, flags.verb + " needs NETNS or --container-id"));
+    return Fail(flags, Error(kErrInvalidEnvironment, flags.verb + " needs NETNS or --container-id"),
+                cli::kExitUsage);
   }
   rt = chain.WithCachedArgs(list, rt);
   if (flags.verb == "check" && rt.netns.empty()) {
-    return Fail(flags, Error(kErrInvalidEnvironment, "check needs NETNS"));
+    return Fail(flags, Error(kErrInvalidEnvironment, "check needs NETNS"), cli::kExitUsage);
   }
   const Status status = flags.verb == "check" ? chain.Check(list, rt) : chain.Del(list, rt);
   if (!status.ok()) {
     return Fail(flags, status.error());
   }
-  if (!flags.json) {
+  if (!flags.Text()) {
+    Print(flags, list.name, rt.container_id);
+  } else {
     std::cout << NetworkLabel(list)
               << (flags.verb == "check" ? " CHECK passed for " : " deleted for ") << "container "
               << rt.container_id << " (" << rt.ifname << ")\n";
   }
-  return 0;
+  return cli::kExitOk;
 }
 
 int RunGc(const CniFlags& flags, Chain& chain, const NetworkConfigList& list) {
@@ -219,7 +250,7 @@ int RunGc(const CniFlags& flags, Chain& chain, const NetworkConfigList& list) {
   } else {
     auto parsed = ParseValid(flags.valid, flags.ifname);
     if (!parsed.ok()) {
-      return Fail(flags, parsed.error());
+      return Fail(flags, parsed.error(), cli::kExitUsage);
     }
     valid = *parsed;
   }
@@ -227,12 +258,14 @@ int RunGc(const CniFlags& flags, Chain& chain, const NetworkConfigList& list) {
   if (!status.ok()) {
     return Fail(flags, status.error());
   }
-  if (!flags.json) {
+  if (!flags.Text()) {
+    Print(flags, list.name, "", {{"kept", valid.size()}, {"disableGC", list.disable_gc}});
+  } else {
     std::cout << NetworkLabel(list) << " garbage-collected; kept " << valid.size()
               << " attachment(s)" << (list.disable_gc ? " (disableGC is set: nothing done)" : "")
               << "\n";
   }
-  return 0;
+  return cli::kExitOk;
 }
 
 int RunStatus(const CniFlags& flags, Chain& chain, const NetworkConfigList& list) {
@@ -240,7 +273,10 @@ int RunStatus(const CniFlags& flags, Chain& chain, const NetworkConfigList& list
   if (!outcome.ok()) {
     return Fail(flags, outcome.error());
   }
-  if (!flags.json) {
+  if (!flags.Text()) {
+    Print(flags, list.name, "",
+          {{"available", *outcome == StatusOutcome::kAvailable}, {"cniVersion", list.cni_version}});
+  } else {
     if (*outcome == StatusOutcome::kAvailable) {
       std::cout << NetworkLabel(list) << " is available (every plugin answered STATUS)\n";
     } else {
@@ -248,20 +284,20 @@ int RunStatus(const CniFlags& flags, Chain& chain, const NetworkConfigList& list
                 << ": STATUS needs 1.1.0, nothing asked\n";
     }
   }
-  return 0;
+  return cli::kExitOk;
 }
 
 int Run(const CniFlags& flags) {
   auto list = LoadNetwork(flags.conf_dir, flags.network);
   if (!list.ok()) {
-    return Fail(flags, list.error());
+    return Fail(flags, list.error(), cli::kExitUsage);
   }
   RealExecutor exec;
   Chain chain(ChainOptions{.cni_path = SplitPath(flags.cni_path), .cache_dir = flags.cache_dir},
               exec);
   auto rt = MakeRuntimeConf(flags, NetnsPath(flags.netns));
   if (!rt.ok()) {
-    return Fail(flags, rt.error());
+    return Fail(flags, rt.error(), cli::kExitUsage);
   }
   if (flags.verb == "add") {
     return RunAdd(flags, chain, *list, *rt);
@@ -281,7 +317,12 @@ int RunCniCli(int argc, char** argv) {
   CniFlags flags;
   flags.conf_dir = EnvOr("NETCONFPATH", "/etc/cni/net.d");
   flags.cni_path = EnvOr("CNI_PATH", "/opt/cni/bin");
-  CLI::App app{"Run a CNI network (.conflist) as a container runtime does", "nodegate cni"};
+  CLI::App app{
+      "Runs a CNI network (.conflist) as a container runtime does: ADD, CHECK, DEL, GC, STATUS "
+      "over the list, with capability arguments and the runtimes' result cache.\n"
+      "Exit status: 0 done, 1 a plugin or the chain failed, 2 unusable input (flags, no such "
+      "network, a bad capability argument).",
+      "nodegate cni"};
   app.add_option("verb", flags.verb, "add | check | del | gc | status")
       ->required()
       ->check(CLI::IsMember({"add", "check", "del", "gc", "status"}));
@@ -309,9 +350,13 @@ int RunCniCli(int argc, char** argv) {
                  "gc: an attachment to keep, ID[/IFNAME]; default: cached attachments whose "
                  "netns still exists")
       ->allow_extra_args(false);
-  app.add_flag("--json", flags.json, "print the result (add) or error as CNI JSON on stdout");
+  cli::AddOutputFlag(app, flags.output);
+  app.add_flag("--json", flags.json, "the same as -o json");
   if (auto code = cli::ParseFlags(app, argc, argv)) {
     return *code;
+  }
+  if (flags.json) {
+    flags.output = cli::Format::kJson;
   }
   return Run(flags);
 }

@@ -1,13 +1,15 @@
 // `nodegate conf validate [DIR|FILE]...`: runtime/validate over folders or files, with the
 // full configuration validation of our own plugins (runtime/validate/our_plugins.h).
+#include "cmd/nodegate/conf/cli.h"
+
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "lib/cli/output.h"
 #include "lib/cli/parse_flags.h"
-#include "runtime/cli/cli.h"
 #include "runtime/invoke/invoke.h"
 #include "runtime/validate/our_plugins.h"
 #include "runtime/validate/validate.h"
@@ -18,7 +20,7 @@ int RunConfCli(int argc, char** argv) {
   std::vector<std::string> paths;
   const char* env_path = std::getenv("CNI_PATH");
   std::string cni_path = env_path != nullptr && *env_path != '\0' ? env_path : "/opt/cni/bin";
-  std::string output = "text";
+  cli::Format output = cli::Format::kText;
   bool no_exec = false;
 
   CLI::App app{"Validate CNI configuration before a runtime trips on it", "nodegate conf"};
@@ -32,8 +34,7 @@ int RunConfCli(int argc, char** argv) {
   validate->add_option("paths", paths, "folders or files (default /etc/cni/net.d)");
   validate->add_option("--cni-path", cni_path,
                        "plugin folders, ':'-separated (default $CNI_PATH or /opt/cni/bin)");
-  validate->add_option("-o,--output", output, "text or json")
-      ->check(CLI::IsMember({"text", "json"}));
+  cli::AddOutputFlag(*validate, output);
   validate->add_flag("--no-exec", no_exec,
                      "do not look for plugin binaries or run VERSION (config files only)");
   if (auto code = cli::ParseFlags(app, argc, argv)) {
@@ -47,11 +48,21 @@ int RunConfCli(int argc, char** argv) {
                           .exec = no_exec ? nullptr : &exec,
                           .validators = OurPluginValidators()};
   const Report report = ValidatePaths(paths, options);
-  std::cout << (output == "json" ? FormatReportJson(report) : FormatReportText(report));
-  if (report.unusable_input) {
-    return 2;
+  switch (output) {
+    case cli::Format::kText:
+      std::cout << FormatReportText(report);
+      break;
+    case cli::Format::kJson:
+      std::cout << FormatReportJson(report);
+      break;
+    case cli::Format::kYaml:
+      std::cout << cli::ToYaml(nlohmann::ordered_json::parse(FormatReportJson(report)));
+      break;
   }
-  return report.HasErrors() ? 1 : 0;
+  if (report.unusable_input) {
+    return cli::kExitUsage;
+  }
+  return report.HasErrors() ? cli::kExitNo : cli::kExitOk;
 }
 
 }  // namespace nodegate::runtime

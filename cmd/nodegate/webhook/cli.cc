@@ -3,7 +3,7 @@
 // state/ (cache, sources), claims/ (agreement between replicas), kube/ (API client, watch),
 // net/ (HTTPS server), metrics/, log/.
 
-#include "webhook/cli/cli.h"
+#include "cmd/nodegate/webhook/cli.h"
 
 #include <signal.h>
 #include <sys/resource.h>
@@ -23,7 +23,7 @@
 #include "lib/tls/tls.h"
 #include "webhook/claims/claims.h"
 #include "webhook/claims/coordinator.h"
-#include "webhook/cli/duration.h"
+#include "webhook/handler/duration.h"
 #include "webhook/handler/handler.h"
 #include "webhook/log/log.h"
 #include "webhook/metrics/metrics.h"
@@ -36,8 +36,8 @@ extern char** environ;
 namespace nodegate::webhook {
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitBadInput = 2;
+constexpr int kExitOk = cli::kExitOk;
+constexpr int kExitBadInput = cli::kExitUsage;
 // The serving certificate is looked at this often, and a warning logged when it has less than
 // kCertificateWarning left.
 constexpr auto kHousekeeping = std::chrono::seconds(60);
@@ -61,9 +61,9 @@ struct Flags {
   std::string identity;
 };
 
-int Fail(const std::string& message) {
+int Fail(const std::string& message, int status = kExitBadInput) {
   Log(Level::kError, message);
-  return kExitBadInput;
+  return status;
 }
 
 std::map<std::string, std::string> Environment() {
@@ -152,17 +152,8 @@ void WarnIfCertificateExpires(tls::ServerCertificate& cert) {
   }
 }
 
-}  // namespace
-
-int RunWebhookCli(int argc, char** argv) {
-  CLI::App app{
-      "Serves the API server's validating admission webhook for pods created with "
-      "spec.nodeName set: POST /validate judges them as that node's kubelet will, against the "
-      "node and the pods bound to it (a watch-based cache); GET /healthz, /readyz; Prometheus "
-      "metrics on --metrics-listen.\n"
-      "Exit status: 0 after SIGTERM or SIGINT, 2 unusable flags or configuration.",
-      "nodegate webhook"};
-  Flags f;
+// AddFlags: every flag of `nodegate webhook`, into `f`.
+void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--listen", f.listen, "HTTPS address for reviews and probes, ADDR:PORT")
       ->capture_default_str();
   app.add_option("--metrics-listen", f.metrics_listen,
@@ -211,6 +202,21 @@ int RunWebhookCli(int argc, char** argv) {
                  "this replica's name in the claims (default: POD_NAME, else the host name)");
   app.add_option("--feature-gates", f.feature_gates,
                  "the kubelet's gates, as for nodegate admit (Name=true|false,...)");
+}
+
+}  // namespace
+
+int RunWebhookCli(int argc, char** argv) {
+  CLI::App app{
+      "Serves the API server's validating admission webhook for pods created with "
+      "spec.nodeName set: POST /validate judges them as that node's kubelet will, against the "
+      "node and the pods bound to it (a watch-based cache); GET /healthz, /readyz; Prometheus "
+      "metrics on --metrics-listen.\n"
+      "Exit status: 0 after SIGTERM or SIGINT, 2 unusable flags or configuration, 3 an address "
+      "to listen on could not be bound.",
+      "nodegate webhook"};
+  Flags f;
+  AddFlags(app, f);
   if (auto code = cli::ParseFlags(app, argc, argv)) {
     return *code;
   }
@@ -317,7 +323,7 @@ int RunWebhookCli(int argc, char** argv) {
       server_options, [&handler](const net::HttpRequest& r) { return handler.Serve(r); },
       cert->get(), [&metrics](int status) { metrics.RecordRefused(status); });
   if (!server.ok()) {
-    return Fail(server.error().message);
+    return Fail(server.error().message, cli::kExitUnavailable);
   }
   std::unique_ptr<net::Server> metrics_server;
   if (!f.metrics_listen.empty()) {
@@ -331,7 +337,7 @@ int RunWebhookCli(int argc, char** argv) {
         metrics_options, [&handler](const net::HttpRequest& r) { return handler.ServeMetrics(r); },
         nullptr);
     if (!started.ok()) {
-      return Fail(started.error().message);
+      return Fail(started.error().message, cli::kExitUnavailable);
     }
     metrics_server = std::move(started).value();
   }

@@ -1,4 +1,4 @@
-#include "runtime/cli/capability_args.h"
+#include "cmd/nodegate/cni/capability_args.h"
 
 #include <algorithm>
 #include <charconv>

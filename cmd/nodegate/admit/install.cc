@@ -1,4 +1,4 @@
-#include "admit/cli/install.h"
+#include "cmd/nodegate/admit/install.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
