@@ -26,7 +26,7 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 	@ls $(BUILD_DIR)/bin/portmap $(BUILD_DIR)/bin/bandwidth $(BUILD_DIR)/bin/host-local \
-	  $(BUILD_DIR)/bin/cluster-ipam $(BUILD_DIR)/bin/nodegate >/dev/null
+	  $(BUILD_DIR)/bin/cluster-ipam $(BUILD_DIR)/bin/bridge $(BUILD_DIR)/bin/nodegate >/dev/null
 
 # arm64 (issue 33): the same build description, Debian's cross toolchain and :arm64 libraries
 # (install-deps.sh --arch arm64), the architecture a parameter of the toolchain file. Its unit
