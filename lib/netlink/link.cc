@@ -324,6 +324,7 @@ Result<bool> CreateVethPair(Socket& sock, const VethPairSpec& spec) {
   nl_msg* m = msg.get();
   int r = nla_put_string(m, IFLA_IFNAME, spec.name.c_str());
   if (spec.mtu != 0) r |= nla_put_u32(m, IFLA_MTU, spec.mtu);
+  if (spec.tx_queue_len) r |= nla_put_u32(m, IFLA_TXQLEN, *spec.tx_queue_len);
   nlattr* info = nla_nest_start(m, IFLA_LINKINFO);
   r |= info == nullptr ? -1 : nla_put_string(m, IFLA_INFO_KIND, "veth");
   nlattr* data = info == nullptr ? nullptr : nla_nest_start(m, IFLA_INFO_DATA);
@@ -335,6 +336,7 @@ Result<bool> CreateVethPair(Socket& sock, const VethPairSpec& spec) {
   r |= nlmsg_append(m, &peer_ifi, sizeof(peer_ifi), NLMSG_ALIGNTO);
   r |= nla_put_string(m, IFLA_IFNAME, spec.peer_name.c_str());
   if (spec.mtu != 0) r |= nla_put_u32(m, IFLA_MTU, spec.mtu);
+  if (spec.tx_queue_len) r |= nla_put_u32(m, IFLA_TXQLEN, *spec.tx_queue_len);
   if (!spec.peer_mac.empty()) NG_RETURN_IF_ERROR(PutMac(m, IFLA_ADDRESS, spec.peer_mac, what));
   if (spec.peer_netns_fd >= 0) r |= nla_put_u32(m, IFLA_NET_NS_FD, spec.peer_netns_fd);
   nla_nest_end(m, peer);
@@ -360,6 +362,7 @@ Status ChangeLink(Socket& sock, int index, const LinkChange& change, const std::
   if (change.master)
     r |= nla_put_u32(msg.get(), IFLA_MASTER, static_cast<uint32_t>(*change.master));
   if (!change.mac.empty()) NG_RETURN_IF_ERROR(PutMac(msg.get(), IFLA_ADDRESS, change.mac, what));
+  if (change.mtu) r |= nla_put_u32(msg.get(), IFLA_MTU, *change.mtu);
   if (r < 0) return Error(kErrKernel, what + ": message too large");
   return sock.Request(msg.get(), what);
 }

@@ -86,6 +86,9 @@ struct VethPairSpec {
   int peer_netns_fd = -1;  // -1: the socket's namespace
   uint32_t mtu = 0;
   std::string peer_mac;  // "aa:bb:cc:dd:ee:ff" or empty
+  // IFLA_TXQLEN of both ends when set (the reference bridge's pairs have 0; the kernel's
+  // default is 1000).
+  std::optional<uint32_t> tx_queue_len;
 };
 // False (nothing created) when either name is taken in its namespace (EEXIST).
 Result<bool> CreateVethPair(Socket& sock, const VethPairSpec& spec);
@@ -97,6 +100,9 @@ struct LinkChange {
   std::optional<bool> up;       // IFF_UP
   std::optional<bool> promisc;  // IFF_PROMISC
   std::string mac;              // IFLA_ADDRESS, "" keeps it
+  // IFLA_MTU. On a bridge this also marks the MTU as the user's: the kernel stops moving it
+  // to its ports' smallest (and to 1500 once it has none).
+  std::optional<uint32_t> mtu;
 };
 Status ChangeLink(Socket& sock, int index, const LinkChange& change, const std::string& what);
 

@@ -220,7 +220,7 @@ Result<BridgeConfig> ParseBridgeConfig(const cni::NetConf& conf, const std::stri
     problems.Add("cannot use IPAM when DisableContainerInterface flag is set");
   }
   if (c.hairpin && c.promisc) {
-    problems.Add("cannot set hairpin mode and promiscuous mode at the same time");
+    problems.Add("cannot set hairpin mode and promiscuous mode at the same time.");
   }
   if (c.is_gateway && c.vlan != 0 && c.layer3()) {
     if (auto bad = BadInterfaceName(c.VlanGatewayName())) {

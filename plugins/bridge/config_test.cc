@@ -81,7 +81,7 @@ TEST(BridgeConfig, ReferenceMessages) {
   EXPECT_EQ(ErrorOf(R"("vlan":4095)"), "invalid VLAN ID 4095 (must be between 0 and 4094)");
   EXPECT_EQ(ErrorOf(R"("vlan":-1)"), "invalid VLAN ID -1 (must be between 0 and 4094)");
   EXPECT_EQ(ErrorOf(R"("hairpinMode":true,"promiscMode":true)"),
-            "cannot set hairpin mode and promiscuous mode at the same time");
+            "cannot set hairpin mode and promiscuous mode at the same time.");
   EXPECT_EQ(ErrorOf(R"("disableContainerInterface":true,"ipam":{"type":"host-local"})"),
             "cannot use IPAM when DisableContainerInterface flag is set");
   EXPECT_EQ(ErrorOf(R"("ipMasqBackend":"pf")"), "unknown ipmasq backend \"pf\"");

@@ -1,5 +1,6 @@
 #include "plugins/bridge/links.h"
 
+#include <cctype>
 #include <cerrno>
 
 #include "lib/netlink/address.h"
@@ -11,6 +12,9 @@ namespace nodegate::bridge {
 namespace {
 
 constexpr int kVethNameAttempts = 10;
+// The reference's pairs (vishvananda/netlink with a zero TxQLen) have a transmit queue length
+// of 0 at both ends, not the kernel's 1000.
+constexpr uint32_t kVethTxQueueLen = 0;
 
 // Best effort, as the reference: a kernel without IPv6 has no accept_ra to turn off.
 void AcceptRaOff(const std::string& link) {
@@ -30,7 +34,15 @@ Result<netlink::LinkInfo> EnsureBridge(netlink::Socket& node, const BridgeConfig
   const std::string what = "failed to create bridge \"" + config.bridge + "\"";
   auto created = netlink::CreateBridge(
       node, {.name = config.bridge, .mtu = config.mtu, .vlan_filtering = config.vlan_filtering()});
-  if (!created.ok()) return created.error().WithContext(what);
+  if (!created.ok()) {
+    // The reference's words: `could not add "cni0": operation not supported` (Go's errno text).
+    std::string cause = created.error().msg;
+    const std::string prefix = "create bridge " + config.bridge + ": ";
+    if (cause.rfind(prefix, 0) == 0) cause.erase(0, prefix.size());
+    if (!cause.empty()) cause[0] = static_cast<char>(std::tolower(cause[0]));
+    return Error(created.error().code,
+                 what + ": could not add \"" + config.bridge + "\": " + cause);
+  }
   NG_ASSIGN_OR_RETURN(auto found, netlink::GetLinkByName(node, config.bridge));
   if (!found) return Error(kErrKernel, what + ": could not lookup \"" + config.bridge + "\"");
   if (found->kind != "bridge") {
@@ -41,7 +53,10 @@ Result<netlink::LinkInfo> EnsureBridge(netlink::Socket& node, const BridgeConfig
   netlink::LinkChange change;
   if (config.promisc && !found->promisc) change.promisc = true;
   if (!found->up) change.up = true;
-  if (change.promisc || change.up) {
+  // An MTU set again after creation is the user's (as the reference's bridges have it): the
+  // bridge keeps it when its ports come and go.
+  if (*created && config.mtu != 0) change.mtu = config.mtu;
+  if (change.promisc || change.up || change.mtu) {
     NG_RETURN_IF_ERROR(netlink::ChangeLink(node, found->index, change, what));
   }
   return *found;
@@ -57,7 +72,8 @@ Result<VethPair> CreateVethPair(netlink::Socket& node, netlink::Socket& containe
                                                        .peer_name = ifname,
                                                        .peer_netns_fd = container_netns_fd,
                                                        .mtu = config.mtu,
-                                                       .peer_mac = config.mac}));
+                                                       .peer_mac = config.mac,
+                                                       .tx_queue_len = kVethTxQueueLen}));
     if (!created) {
       // Which name was taken: the container's is an error, the node's random one a retry.
       NG_ASSIGN_OR_RETURN(auto existing, netlink::GetLinkByName(container, ifname));
@@ -120,7 +136,9 @@ Result<netlink::LinkInfo> EnsureVlanGateway(netlink::Socket& node, const netlink
     const std::string peer = RandomVethName();
     NG_ASSIGN_OR_RETURN(
         const bool created,
-        netlink::CreateVethPair(node, {.name = peer, .peer_name = name, .mtu = bridge.mtu}));
+        netlink::CreateVethPair(
+            node,
+            {.name = peer, .peer_name = name, .mtu = bridge.mtu, .tx_queue_len = kVethTxQueueLen}));
     if (!created) {
       NG_ASSIGN_OR_RETURN(auto raced, netlink::GetLinkByName(node, name));
       if (raced) return *raced;  // a concurrent ADD made it

@@ -203,8 +203,11 @@ Result<cni::CniResult> CmdAdd(const cni::CmdArgs& args) {
           NG_RETURN_IF_ERROR(EnsureGatewayAddress(node, *vlan_gateway, gateway,
                                                   config.force_address, vlan_gateway->mac));
         } else {
-          NG_RETURN_IF_ERROR(
-              EnsureGatewayAddress(node, bridge, gateway, config.force_address, bridge.mac));
+          if (Status s =
+                  EnsureGatewayAddress(node, bridge, gateway, config.force_address, bridge.mac);
+              !s.ok()) {
+            return s.error().WithContext("failed to set bridge addr");  // the reference's words
+          }
         }
       }
       if (!gateways->empty()) NG_RETURN_IF_ERROR(EnableForwarding(gateways->front().family()));
