@@ -40,7 +40,7 @@ configure-arm64: deps-arm64
 	  -DNODEGATE_ARCH=arm64 -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 build-arm64: configure-arm64
-	@cmake --build $(ARM64_DIR) -j $(JOBS) --target portmap bandwidth host-local cluster-ipam nodegate
+	@cmake --build $(ARM64_DIR) -j $(JOBS) --target portmap bandwidth host-local cluster-ipam bridge nodegate
 
 # build/release/: per architecture the plugins' tarball, nodegate, the .deb (each with .sha256
 # and .sha512), and the install image and the webhook's image, each as one multi-architecture

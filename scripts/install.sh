@@ -20,7 +20,7 @@ PREFIX="${PREFIX:-/usr/local}"
 CNI_BIN_DIR="${CNI_BIN_DIR:-/opt/cni/bin}"
 CNI_CONF_DIR="${CNI_CONF_DIR:-/etc/cni/net.d}"
 INSTALL_CONF="${INSTALL_CONF:-0}"
-PLUGINS=(host-local cluster-ipam portmap bandwidth)
+PLUGINS=(host-local cluster-ipam portmap bandwidth bridge)
 
 # shellcheck source=lib/build_outputs.sh
 source "$SRC/scripts/lib/build_outputs.sh"

@@ -62,7 +62,7 @@ echo "== 2. contents"
     echo "drwxr-xr-x root/root ./$d/"
   done
   for f in opt/cni/bin/host-local opt/cni/bin/cluster-ipam opt/cni/bin/portmap opt/cni/bin/bandwidth \
-    usr/bin/nodegate; do
+    opt/cni/bin/bridge usr/bin/nodegate; do
     echo "-rwxr-xr-x root/root ./$f"
   done
   for f in usr/share/doc/nodegate/copyright usr/share/doc/nodegate/changelog.gz \
@@ -105,7 +105,7 @@ for notice in '==== libnl-3 ' '==== libyaml ' '==== libc6 ' '==== libstdc++-' 'N
   grep -qF -- "$notice" "$COPYRIGHT" && ok "copyright has '$notice'" || fail "copyright lacks '$notice'"
 done
 for f in opt/cni/bin/host-local opt/cni/bin/cluster-ipam opt/cni/bin/portmap opt/cni/bin/bandwidth \
-  usr/bin/nodegate; do
+  opt/cni/bin/bridge usr/bin/nodegate; do
   "$READELF" -lW "$T/x/$f" | grep -q INTERP && fail "$f has an ELF interpreter"
   expect_eq "$(arch_elf_machine "$ARCH")" "$("$READELF" -hW "$T/x/$f" | sed -n 's/^ *Machine: *//p')" \
     "$f is an executable of $ARCH"
@@ -146,7 +146,7 @@ done
 case "$help" in "usage: nodegate <command>"*) ok "installed nodegate --help" ;; *) fail "help: $help" ;; esac
 in_root /usr/bin/nodegate conf validate --help >/dev/null 2>&1 && ok "installed nodegate conf validate --help" ||
   fail "installed nodegate conf validate --help"
-for p in portmap bandwidth host-local cluster-ipam; do
+for p in portmap bandwidth host-local cluster-ipam bridge; do
   out="$(CNI_COMMAND=VERSION in_root "/opt/cni/bin/$p" </dev/null 2>&1)" || fail "$p VERSION exit status"
   case "$out" in
     *'"supportedVersions":['*'"1.1.0"'*) ok "installed $p answers VERSION" ;;

@@ -16,7 +16,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # 1. Defaults below DESTDIR.
 DESTDIR="$ROOT" bash "$SRC/scripts/install.sh" "$BIN" >/dev/null
-for p in host-local cluster-ipam portmap bandwidth; do
+for p in host-local cluster-ipam portmap bandwidth bridge; do
   f="$ROOT/opt/cni/bin/$p"
   [ -x "$f" ] || fail "$f not installed"
   cmp -s "$f" "$BIN/$p" || fail "$f differs from the build"
