@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "tests/bridge/support.h"
@@ -386,6 +387,101 @@ TEST_F(BridgeLaterKeys, NftablesMasqueradeBackendAndGc) {
     EXPECT_TRUE(Succeeds(node.Run(Ours(), "DEL", id, conf, OurIpamPath())));
   }
   EXPECT_EQ(CountListed(node.node(), listing, "masquerade comment"), 0);
+}
+
+}  // namespace
+}  // namespace nodegate::bridge::testing
+
+namespace nodegate::bridge::testing {
+namespace {
+
+// Hostile input: every bad config, argument or environment gets a CNI error on stdout (an
+// object with a non-zero integer code and a message), a non-zero exit, and leaves the node as
+// it was: no link (not even the bridge), no rule, no reservation.
+TEST(BridgeHostileInput, ErrorJsonAndNothingLeft) {
+  NG_REQUIRE_ROOT();
+  BridgeNode node("h");
+  const std::string dir = node.data_dir();
+  const std::string good_ipam = R"(,"ipam":{"type":"host-local","dataDir":")" + dir +
+                                R"(","ranges":[[{"subnet":"10.22.0.0/24"}]]})";
+  auto conf = [&](const std::string& keys) {
+    return R"({"cniVersion":"1.0.0","name":"net1","type":"bridge")" + keys + good_ipam + "}";
+  };
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) deep += "[";
+  struct Bad {
+    std::string what, stdin_data, args, ifname = "eth0";
+    std::optional<std::string> netns, container_id, command;
+  };
+  const std::vector<Bad> cases = {
+      {"empty stdin", ""},
+      {"not JSON", "{\"cniVersion\":"},
+      {"a JSON array", "[1,2,3]"},
+      {"nesting 100,000 deep", deep},
+      {"non-UTF-8 bytes", std::string("{\"cniVersion\":\"1.0.0\",\"name\":\"\xff\xfe\"}")},
+      {"unknown cniVersion", R"({"cniVersion":"9.9.9","name":"net1","type":"bridge"})"},
+      {"no name", R"({"cniVersion":"1.0.0","type":"bridge"})"},
+      {"bridge a number", conf(R"(,"bridge":7)")},
+      {"bridge name too long", conf(R"(,"bridge":"a-very-long-bridge-name")")},
+      {"bridge name with a slash", conf(R"(,"bridge":"a/b")")},
+      {"mtu negative", conf(R"(,"mtu":-1)")},
+      {"mtu huge", conf(R"(,"mtu":1e300)")},
+      {"vlan out of range", conf(R"(,"vlan":4095)")},
+      {"vlan negative", conf(R"(,"vlan":-3)")},
+      {"vlanTrunk not a list", conf(R"(,"vlanTrunk":{"id":3})")},
+      {"hairpin and promisc", conf(R"(,"hairpinMode":true,"promiscMode":true)")},
+      {"isGateway a string", conf(R"(,"isGateway":"true")")},
+      {"ipMasqBackend unknown", conf(R"(,"ipMasq":true,"ipMasqBackend":"pf")")},
+      {"runtimeConfig mac multicast", conf(R"(,"runtimeConfig":{"mac":"01:00:5e:00:00:01"})")},
+      {"ipam type missing plugin", R"({"cniVersion":"1.0.0","name":"net1","type":"bridge",)"
+                                   R"("ipam":{"type":"no-such-ipam"}})"},
+      {"ipam type with a path", R"({"cniVersion":"1.0.0","name":"net1","type":"bridge",)"
+                                R"("ipam":{"type":"../../bin/sh"}})"},
+      {"CNI_ARGS MAC invalid", conf(""), "MAC=nope"},
+      {"CNI_ARGS unknown key", conf(""), "FOO=bar"},
+      {"CNI_ARGS without =", conf(""), "garbage"},
+      {"ifname too long", conf(""), "", "an-interface-name-too-long"},
+      {"ifname with a slash", conf(""), "", "eth/0"},
+      {"ifname empty", conf(""), "", ""},
+      {"netns missing", conf(""), "", "eth0", "/run/netns/ng-no-such-netns"},
+      {"netns not a namespace", conf(""), "", "eth0", "/etc/hostname"},
+      {"netns empty", conf(""), "", "eth0", ""},
+      {"no CNI_CONTAINERID", conf(""), "", "eth0", std::nullopt, ""},
+      {"CNI_COMMAND unknown", conf(""), "", "eth0", std::nullopt, std::nullopt, "DESTROY"},
+      // Last: host-local fails while the bridge is made, and the bridge stays (the node's, as
+      // the reference's): the link count is not compared after it.
+      {"ipam's own error", R"({"cniVersion":"1.0.0","name":"net1","type":"bridge","ipam":)"
+                           R"({"type":"host-local","dataDir":")" +
+                               dir + R"(","ranges":[[{"subnet":"10.22.0.1/31"}]]}})"},
+  };
+  const int links_before = CountListed(node.node(), "ip -o link show");
+  for (const Bad& bad : cases) {
+    SCOPED_TRACE(bad.what);
+    PluginCall call;
+    call.binary = Ours();
+    call.command = bad.command.value_or("ADD");
+    call.container_id = bad.container_id.value_or("hostile");
+    call.netns = bad.netns.value_or(node.Container("hostile").path());
+    call.ifname = bad.ifname;
+    call.args = bad.args;
+    call.path = OurIpamPath();
+    call.stdin_data = bad.stdin_data;
+    call.run_in_netns = node.node().path();
+    const PluginOutput out = nodegate::testing::RunPlugin(call);
+    EXPECT_NE(out.exit_code, 0) << out.out << out.err;
+    const auto j = nlohmann::json::parse(out.out, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << "stdout is not a CNI error: " << out.out;
+    EXPECT_TRUE(j.contains("code") && j["code"].is_number_integer() && j["code"] != 0) << out.out;
+    EXPECT_TRUE(j.contains("msg") && j["msg"].is_string() && !j["msg"].get<std::string>().empty())
+        << out.out;
+    if (bad.what != "ipam's own error") {
+      EXPECT_EQ(CountListed(node.node(), "ip -o link show"), links_before);
+    }
+    EXPECT_EQ(CountListed(node.node(), "ip -o link show type veth"), 0);
+    EXPECT_EQ(CountListed(node.Container("hostile"), "ip -o link show"), 1);  // lo only
+  }
+  EXPECT_EQ(node.IpamState().find("hostile"), std::string::npos) << node.IpamState();
+  EXPECT_EQ(node.NodeState().find("CNI-"), std::string::npos);
 }
 
 }  // namespace

@@ -116,6 +116,8 @@ std::string Normalise(std::string text) {
       {std::regex(R"(\[\d+:\d+\])"), "[C]"},
       {std::regex(R"(in path \[[^\]]*\])"), "in path [CNI_PATH]"},
       {std::regex(R"( tentative| dadfailed)"), ""},
+      // ip's complaint about a peer whose namespace is going away (deleted a moment ago).
+      {std::regex(R"(Error: Peer netns reference is invalid\.\n)"), ""},
       // Carrier follows the ports (compared themselves), and the kernel updates it late.
       {std::regex(R"(NO-CARRIER,|,LOWER_UP| linkdown| state (UP|DOWN|UNKNOWN))"), ""},
       {std::regex(R"( +valid_lft \S+ preferred_lft \S+)"), " LFT"},
