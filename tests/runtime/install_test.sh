@@ -28,6 +28,12 @@ done
 out="$(CNI_COMMAND=VERSION "$ROOT/opt/cni/bin/portmap" </dev/null)"
 case "$out" in *supportedVersions*) ;; *) fail "installed portmap VERSION: $out" ;; esac
 
+# KEEP_BRIDGE=1 leaves the folder's bridge (here a stand-in for the reference's) as it was.
+echo reference-bridge >"$ROOT/opt/cni/bin/bridge"
+DESTDIR="$ROOT" KEEP_BRIDGE=1 bash "$SRC/scripts/install.sh" "$BIN" >/dev/null
+[ "$(cat "$ROOT/opt/cni/bin/bridge")" = reference-bridge ] || fail "KEEP_BRIDGE=1 replaced bridge"
+cmp -s "$ROOT/opt/cni/bin/portmap" "$BIN/portmap" || fail "KEEP_BRIDGE=1 skipped portmap"
+
 # 2. PREFIX, CNI_BIN_DIR and configurations; an existing configuration is kept.
 mkdir -p "$ROOT/etc/cni/net.d"
 echo '{"operator":"mine"}' >"$ROOT/etc/cni/net.d/10-standard.conflist"
