@@ -129,6 +129,25 @@ noop_set() {
   in_node bash -c 'for i in $(seq 20); do "$1"; sleep 0.02; done' _ "$NOOP"
 }
 
+# The kernel's own cost of a veth pair (the rest of issue 53's floor for bridge): 20 pairs made
+# and then deleted by one `ip -batch` each in the node, per pair; one line per set in
+# $T/veth.floor (add ns, delete ns). ip's exec is shared by the 20.
+veth_floor() {
+  local add="$T/veth-add.batch" del="$T/veth-del.batch" t0 t1 t2 i
+  : >"$add"
+  : >"$del"
+  for i in $(seq 20); do
+    echo "link add ngvf$i type veth peer name ngvp$i" >>"$add"
+    echo "link del ngvf$i" >>"$del"
+  done
+  t0=$(date +%s%N)
+  in_node ip -batch "$add"
+  t1=$(date +%s%N)
+  in_node ip -batch "$del"
+  t2=$(date +%s%N)
+  echo "$(((t1 - t0) / 20)) $(((t2 - t1) / 20))" >>"$T/veth.floor"
+}
+
 sets=(ours ourbridge reference)
 [ -z "$OTHER_PORTMAP" ] || sets+=(other)
 port=30000
@@ -149,6 +168,7 @@ for others in $OTHERS; do
       rm -rf "$T/ipam" && mkdir -p "$T/ipam"
       settle
       noop_set
+      veth_floor
       out="$T/sets/$set-$others-$round.json"
       if ! "$PY" "$SRC/bench/podstart/driver.py" "$SOCK" "$out" "$set-$others-$round" "$SET" \
         "$port" "/$CGROUP"; then
@@ -171,4 +191,5 @@ kill -INT "$PERF_PID"
 wait "$PERF_PID" || true
 PERF_PID=""
 perf script -i "$T/perf.data" -F pid,tid,time,event,trace 2>/dev/null >"$T/perf.txt"
-"$PY" "$SRC/bench/podstart/report.py" "$T/sets" "$T/perf.txt" "$T/plugins/" "$NOOP" "$OTHERS"
+"$PY" "$SRC/bench/podstart/report.py" "$T/sets" "$T/perf.txt" "$T/plugins/" "$NOOP" "$OTHERS" \
+  "$T/veth.floor"

@@ -1,13 +1,14 @@
 #!/usr/bin/python3
 """The table of bench/podstart/bench.sh, from the driver's sets and perf's events.
 
-Usage: report.py SETS_DIR PERF_TXT PLUGIN_PREFIX NOOP OTHERS
+Usage: report.py SETS_DIR PERF_TXT PLUGIN_PREFIX NOOP OTHERS [VETH_FLOOR]
 
 SETS_DIR holds SET-OTHERS-ROUND.json (driver.py's lines: each sandbox's CRI calls, CLOCK_MONOTONIC
 seconds). PERF_TXT is `perf script -F pid,tid,time,event,trace` of sched_process_fork, _exec and
 _exit: each process is timed from its fork to the exit of its last thread. A plugin is a
 process that exec'd a file under PLUGIN_PREFIX; it belongs to the sandbox whose RunPodSandbox
-was running when it was forked. NOOP is the static no-op's path (the floor).
+was running when it was forked. NOOP is the static no-op's path (the floor). VETH_FLOOR has
+one line per set, "ADD_NS DEL_NS": the kernel's cost of making and of deleting a veth pair.
 """
 
 import glob
@@ -52,7 +53,14 @@ def processes(perf_txt):
 
 
 def main():
-    sets_dir, perf_txt, prefix, noop, others = sys.argv[1:]
+    sets_dir, perf_txt, prefix, noop, others = sys.argv[1:6]
+    veth_add, veth_del = [], []
+    if len(sys.argv) > 6 and os.path.exists(sys.argv[6]):
+        for line in open(sys.argv[6]):
+            a, d = line.split()
+            veth_add.append(int(a) / 1e6)
+            veth_del.append(int(d) / 1e6)
+    pair_add, pair_del = pct(veth_add, 50), pct(veth_del, 50)
     procs = processes(perf_txt)
     plugin_procs = sorted((s, e, os.path.basename(p)) for s, e, p in procs if p.startswith(prefix))
     noops = sorted((s, e) for s, e, p in procs if p == noop)
@@ -169,6 +177,17 @@ def main():
                   b["bridge-own"], b["bridge"], b["bridge-own"] - b["floor"],
                   b["bridge"] - b["floor"], b["floor"], r["bridge-own"], b["del-bridge"],
                   r["del-bridge"]))
+        if veth_add:
+            floor_add, floor_del = b["floor"] + pair_add, b["floor"] + pair_del
+            print("target: bridge ADD within 2 ms of the floor (static exec %.2f + a veth pair's "
+                  "%.2f = %.2f) at %s others: own %.1f to %.1f ms, %+.1f to %+.1f: %s" % (
+                      b["floor"], pair_add, floor_add, n, b["bridge-own"], b["bridge"],
+                      b["bridge-own"] - floor_add, b["bridge"] - floor_add,
+                      "met" if b["bridge-own"] - floor_add <= 2 else "MISSED"))
+            print("target: bridge DEL within 2 ms of the floor (static exec + deleting a pair "
+                  "%.2f = %.2f) at %s others: %.1f ms with its host-local DEL, %+.1f: %s" % (
+                      pair_del, floor_del, n, b["del-bridge"], b["del-bridge"] - floor_del,
+                      "met" if b["del-bridge"] - floor_del <= 2 else "MISSED"))
         want = 3.0 if n == "1000" else 2.0
         ratio = r["run"] / b["run"]
         print("target: RunPodSandbox with our whole chain at least %.0fx faster than the "
