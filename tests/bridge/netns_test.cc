@@ -253,6 +253,15 @@ TEST_F(BridgeKeys, RequestedMacAndAddresses) {
       Mode::kNft);
 }
 
+// Keys as Go's decoder matches them (case-insensitively): what a hand-written conflist may say.
+TEST_F(BridgeKeys, KeysInGoSpellings) {
+  CompareLifecycle({.name = "go-spellings",
+                    .extra = R"(,"Bridge":"cni7","ISGATEWAY":true,"ipmasq":true,)"
+                             R"("HairpinMode":true,"MTU":1450)",
+                    .ranges = kV4},
+                   Mode::kNft);
+}
+
 TEST_F(BridgeKeys, ConfigErrors) {
   CompareLifecycle({.name = "not-a-bridge", .extra = R"(,"bridge":"lo")", .ranges = kV4},
                    Mode::kNft);
