@@ -227,3 +227,10 @@ show "$NG" ipam --conf "$T/ipam-node-a.conflist" show
 say "(each node claimed a /28 block with one transaction; each ADD was one read and one transaction)"
 for pod in 1 2 3; do for node in node-a node-b; do ipam_call "$node" DEL "$node-pod$pod"; done; done
 show "$NG" ipam --conf "$T/ipam-node-a.conflist" check
+
+heading "13. kubectl nodegate explain: the seed story from the cluster's side"
+say "a stand-in of the API server's contract (no kube-apiserver here) with five nodes: the CoreDNS"
+say "DaemonSet (hostNetwork, 53/UDP) runs on four; on n3 its pod stays Pending. Which pod is in the way?"
+python3 "$SRC/scripts/demo-explain.py" "$BIN" "$SRC" || true
+say "(the scheduler's line says only that ports were not free on 1 node; nodegate names the pod"
+say " holding 53/UDP there and its DaemonSet, and that preemption cannot help: same priority)"

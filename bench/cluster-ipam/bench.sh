@@ -27,8 +27,10 @@ for f in "$BUILD_DIR/bin/cluster-ipam" "$BUILD_DIR/bin/host-local" "$BUILD_DIR/b
   [ -x "$f" ] || { echo "missing $f (make build)" >&2; exit 1; }
 done
 command -v etcd >/dev/null || { echo "missing etcd (scripts/install-deps.sh)" >&2; exit 1; }
+export PYTHONPATH="$SRC/bench/lib${PYTHONPATH:+:$PYTHONPATH}"
 exec python3 - "$BUILD_DIR" "$SRC" "${CLUSTER_IPAM_BENCH_REPS:-200}" <<'PY'
 import json, os, re, shutil, statistics, subprocess, sys, tempfile, threading, time
+from results import record
 
 build, src, reps = sys.argv[1], sys.argv[2], int(sys.argv[3])
 PLUGIN = os.path.join(build, "bin/cluster-ipam")
@@ -157,6 +159,13 @@ try:
             row("%d, %s" % (size, "HTTP" if plain else "TLS"), "%.2f" % statistics.median(add_ms),
                 "%.2f" % pct(add_ms, 99), "%.2f" % statistics.median(del_ms), "%.2f" % pct(del_ms, 99),
                 "%.2f" % floor_now)
+            if not plain:
+                record("cluster-ipam", "cluster-ipam ADD p50, %d allocated, TLS" % size,
+                       results[(size, plain)][0])
+                record("cluster-ipam", "cluster-ipam DEL p50, %d allocated, TLS" % size,
+                       results[(size, plain)][1])
+    record("cluster-ipam", "floor: an exec'd etcd client's one transaction, TLS", floor_b)
+    record("cluster-ipam", "host-local ADD (ours), for comparison", statistics.median(hl_add))
     add0, del0, _ = results[(0, False)]
     add0_plain = results[(0, True)][0]
     print()
@@ -230,6 +239,10 @@ try:
 finally:
     tmpfs.stop()
     shutil.rmtree(tmp, ignore_errors=True)
+record("cluster-ipam", "ADDs per second, 10 nodes 10 at a time, etcd on disk", rate_disk,
+       unit="ADD/s")
+record("cluster-ipam", "ADDs per second, 10 nodes that can only borrow", rate_borrow,
+       unit="ADD/s")
 print()
 print("throughput target 300/s: %.0f/s with data on disk (%s), %.0f/s on tmpfs, %.0f/s over plain "
       "HTTP; one node %.2fx and borrowing %.2fx the 10-node rate" %
