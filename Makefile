@@ -26,7 +26,7 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 	@ls $(BUILD_DIR)/bin/portmap $(BUILD_DIR)/bin/bandwidth $(BUILD_DIR)/bin/host-local \
-	  $(BUILD_DIR)/bin/cluster-ipam $(BUILD_DIR)/bin/nodegate >/dev/null
+	  $(BUILD_DIR)/bin/cluster-ipam $(BUILD_DIR)/bin/bridge $(BUILD_DIR)/bin/nodegate >/dev/null
 
 # arm64 (issue 33): the same build description, Debian's cross toolchain and :arm64 libraries
 # (install-deps.sh --arch arm64), the architecture a parameter of the toolchain file. Its unit
@@ -40,7 +40,7 @@ configure-arm64: deps-arm64
 	  -DNODEGATE_ARCH=arm64 -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 build-arm64: configure-arm64
-	@cmake --build $(ARM64_DIR) -j $(JOBS) --target portmap bandwidth host-local cluster-ipam nodegate
+	@cmake --build $(ARM64_DIR) -j $(JOBS) --target portmap bandwidth host-local cluster-ipam bridge nodegate
 
 # build/release/: per architecture the plugins' tarball, nodegate, the .deb (each with .sha256
 # and .sha512), and the install image and the webhook's image, each as one multi-architecture

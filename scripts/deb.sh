@@ -29,7 +29,7 @@ umask 022
 BIN_DIR="${1:-build/bin}"
 OUT_DIR="${2:-build}"
 SRC="$(cd "$(dirname "$0")/.." && pwd)"
-PLUGINS=(host-local cluster-ipam portmap bandwidth)
+PLUGINS=(host-local cluster-ipam portmap bandwidth bridge)
 
 # shellcheck source=lib/build_outputs.sh
 source "$SRC/scripts/lib/build_outputs.sh"
@@ -148,9 +148,9 @@ Installed-Size: $INSTALLED_SIZE
 Recommends: containernetworking-plugins
 Section: net
 Priority: optional
-Description: CNI plugins portmap, bandwidth, host-local, cluster-ipam and the nodegate tool
- Drop-in replacements for the reference containernetworking plugins portmap,
- bandwidth and host-local, installed into /opt/cni/bin: same type names,
+Description: CNI plugins bridge, portmap, bandwidth, host-local, cluster-ipam and nodegate
+ Drop-in replacements for the reference containernetworking plugins bridge,
+ portmap, bandwidth and host-local, installed into /opt/cni/bin: same type names,
  configuration keys, kernel objects and on-disk state, with the netfilter and
  traffic-control changes made in-process.
  .
@@ -164,8 +164,9 @@ Description: CNI plugins portmap, bandwidth, host-local, cluster-ipam and the no
  cluster why a pod fits no node, naming who holds the port or uses up the
  resource (explain; also kubectl nodegate explain).
  .
- containernetworking-plugins provides bridge and loopback, which the example
- configurations in /usr/share/doc/nodegate/examples use.
+ containernetworking-plugins provides loopback, which the example
+ configurations in /usr/share/doc/nodegate/examples use (and its own bridge in
+ /usr/lib/cni, for a node that keeps the reference's).
 CONTROL
 (cd "$PKG" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z |
   xargs -0 md5sum) >"$PKG/DEBIAN/md5sums"

@@ -65,7 +65,7 @@ trap cleanup EXIT
 trap 'echo; echo "interrupted"; exit 130' INT TERM
 
 heading "nodegate demo: a container through our CNI plugins, then admission"
-say "plugins: host-local, portmap, bandwidth from $BIN (bridge, loopback: Debian's)"
+say "plugins: bridge, host-local, portmap, bandwidth from $BIN (loopback: Debian's)"
 say "runtime: $RUNTIME; everything happens in namespaces $NODE and $CLIENT"
 
 # --- the node ---------------------------------------------------------------------------------

@@ -4,6 +4,8 @@
 # (kubectl-nodegate -> nodegate: `kubectl nodegate explain ...`), its man page and bash and zsh
 # completions under $DESTDIR$PREFIX/share, and the example network
 # configurations into $DESTDIR$CNI_CONF_DIR (default /etc/cni/net.d) only when INSTALL_CONF=1.
+# KEEP_BRIDGE=1 leaves the folder's bridge as it is (a node that keeps the reference's bridge
+# with our other plugins).
 #
 # Each file is written under a temporary name in its target folder and renamed over the old
 # one, as DaemonSet installers do: a plugin that a runtime is executing right now keeps its old
@@ -22,7 +24,8 @@ PREFIX="${PREFIX:-/usr/local}"
 CNI_BIN_DIR="${CNI_BIN_DIR:-/opt/cni/bin}"
 CNI_CONF_DIR="${CNI_CONF_DIR:-/etc/cni/net.d}"
 INSTALL_CONF="${INSTALL_CONF:-0}"
-PLUGINS=(host-local cluster-ipam portmap bandwidth)
+PLUGINS=(host-local cluster-ipam portmap bandwidth bridge)
+KEEP_BRIDGE="${KEEP_BRIDGE:-0}"
 
 # shellcheck source=lib/build_outputs.sh
 source "$SRC/scripts/lib/build_outputs.sh"
@@ -46,6 +49,10 @@ install_atomic() {
 }
 
 for p in "${PLUGINS[@]}"; do
+  if [ "$p" = bridge ] && [ "$KEEP_BRIDGE" = 1 ]; then
+    echo "kept $DESTDIR$CNI_BIN_DIR/bridge (KEEP_BRIDGE=1)"
+    continue
+  fi
   install_atomic "$BIN_DIR/$p" "$DESTDIR$CNI_BIN_DIR" "$p" 0755
 done
 install_atomic "$BIN_DIR/nodegate" "$DESTDIR$PREFIX/bin" nodegate 0755

@@ -6,7 +6,7 @@
 #   e.g. scripts/release.sh build/release amd64=build/bin arm64=build-arm64/bin
 #
 # OUT_DIR (emptied first) receives, for each ARCH and the project's VERSION:
-#   nodegate-cni-plugins-linux-ARCH-vVERSION.tgz   host-local, cluster-ipam, portmap, bandwidth,
+#   nodegate-cni-plugins-linux-ARCH-vVERSION.tgz   host-local, cluster-ipam, portmap, bandwidth, bridge,
 #                                                  flat (./NAME)
 #   nodegate-linux-ARCH-vVERSION                   the nodegate executable
 #   kubectl-nodegate-linux-ARCH-vVERSION.tar.gz    the same executable as kubectl's plugin
@@ -53,7 +53,7 @@ SRC="$(cd "$(dirname "$0")/.." && pwd)"
 source "$SRC/scripts/lib/build_outputs.sh"
 # shellcheck source=lib/arch.sh
 source "$SRC/scripts/lib/arch.sh"
-PLUGINS=(host-local cluster-ipam portmap bandwidth)
+PLUGINS=(host-local cluster-ipam portmap bandwidth bridge)
 VERSION="$(project_version "$SRC")"
 [ -n "$VERSION" ] || { echo "release: no project(nodegate VERSION ...) in CMakeLists.txt" >&2; exit 1; }
 # shellcheck source=lib/changelog.sh
@@ -193,7 +193,7 @@ for arch in "${ARCHES[@]}"; do
   [ "$(dpkg-deb -f "$deb" Architecture)" = "$arch" ] || die "$deb: Architecture is not $arch"
   dpkg-deb -x "$deb" "$WORK/deb-$arch/x"
   for f in opt/cni/bin/host-local opt/cni/bin/cluster-ipam opt/cni/bin/portmap \
-    opt/cni/bin/bandwidth usr/bin/nodegate; do
+    opt/cni/bin/bandwidth opt/cni/bin/bridge usr/bin/nodegate; do
     check_executable "$WORK/deb-$arch/x/$f" "$arch"
   done
   checksums "$deb"

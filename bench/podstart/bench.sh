@@ -3,8 +3,9 @@
 # its CRI plugin, started inside a throwaway node namespace as tests/e2e/containerd_e2e.sh
 # starts it, driven over the CRI as a kubelet drives it (bench/podstart/driver.py). The pod
 # network is conf/examples/10-standard.conflist: Debian's bridge (ipMasq) with host-local,
-# then portmap and bandwidth, either ours ("ours") or Debian's reference ("reference"); the
-# bridge and loopback are Debian's in both.
+# then portmap and bandwidth, either ours ("ours") or Debian's reference ("reference"), with
+# Debian's bridge in both; and the whole chain ours ("ourbridge": our bridge, host-local, portmap
+# and bandwidth). loopback is Debian's in all.
 #
 # A set is SET sandboxes (default 20) started one after another, each with one TCP and one UDP
 # host port and the bandwidth annotations, then stopped and removed one after another. Sets
@@ -40,7 +41,7 @@ NOOP="$BUILD_DIR/bench/startup_noop"
 PY=/usr/bin/python3
 
 [ "$(id -u)" = 0 ] || { echo "podstart bench needs root (namespaces, containerd)" >&2; exit 1; }
-for f in "$BUILD_DIR"/bin/{host-local,portmap,bandwidth} "$NOOP" /usr/lib/cni/bridge; do
+for f in "$BUILD_DIR"/bin/{bridge,host-local,portmap,bandwidth} "$NOOP" /usr/lib/cni/bridge; do
   [ -x "$f" ] || { echo "missing $f (build first; containernetworking-plugins)" >&2; exit 1; }
 done
 for tool in containerd ctr runc perf; do
@@ -78,10 +79,12 @@ trap 'exit 130' INT TERM
 
 # Plugin folders: $T/plugins is a link to one of them, switched between sets (containerd and
 # bridge look each plugin up by name at every call).
-mkdir -p "$T"/{ours,reference,other,net.d,ipam,sets} "$C"
+mkdir -p "$T"/{ours,ourbridge,reference,other,net.d,ipam,sets} "$C"
 for p in bridge loopback; do
   for set in ours reference other; do ln -s "/usr/lib/cni/$p" "$T/$set/$p"; done
 done
+ln -s /usr/lib/cni/loopback "$T/ourbridge/loopback"
+install -m 0755 "$BUILD_DIR/bin/bridge" "$T/ourbridge/bridge"
 # Ours (and the floor) are copied in, as an installer copies them (make install, the .deb,
 # an image): a file the linker has just written sits in the page cache in small pieces, and
 # exec'ing it cost 0.3 ms more per call here than exec'ing a copy (bench/podstart/README.md).
@@ -89,6 +92,7 @@ for p in host-local portmap bandwidth; do
   install -m 0755 "$BUILD_DIR/bin/$p" "$T/ours/$p"
   ln -s "/usr/lib/cni/$p" "$T/reference/$p"
   ln -s "../ours/$p" "$T/other/$p"
+  ln -s "../ours/$p" "$T/ourbridge/$p"
 done
 if [ -n "$OTHER_PORTMAP" ]; then
   rm "$T/other/portmap" && install -m 0755 "$OTHER_PORTMAP" "$T/other/portmap"
@@ -125,7 +129,26 @@ noop_set() {
   in_node bash -c 'for i in $(seq 20); do "$1"; sleep 0.02; done' _ "$NOOP"
 }
 
-sets=(ours reference)
+# The kernel's own cost of a veth pair (the rest of issue 53's floor for bridge): 20 pairs made
+# and then deleted by one `ip -batch` each in the node, per pair; one line per set in
+# $T/veth.floor (add ns, delete ns). ip's exec is shared by the 20.
+veth_floor() {
+  local add="$T/veth-add.batch" del="$T/veth-del.batch" t0 t1 t2 i
+  : >"$add"
+  : >"$del"
+  for i in $(seq 20); do
+    echo "link add ngvf$i type veth peer name ngvp$i" >>"$add"
+    echo "link del ngvf$i" >>"$del"
+  done
+  t0=$(date +%s%N)
+  in_node ip -batch "$add"
+  t1=$(date +%s%N)
+  in_node ip -batch "$del"
+  t2=$(date +%s%N)
+  echo "$(((t1 - t0) / 20)) $(((t2 - t1) / 20))" >>"$T/veth.floor"
+}
+
+sets=(ours ourbridge reference)
 [ -z "$OTHER_PORTMAP" ] || sets+=(other)
 port=30000
 for others in $OTHERS; do
@@ -145,6 +168,7 @@ for others in $OTHERS; do
       rm -rf "$T/ipam" && mkdir -p "$T/ipam"
       settle
       noop_set
+      veth_floor
       out="$T/sets/$set-$others-$round.json"
       if ! "$PY" "$SRC/bench/podstart/driver.py" "$SOCK" "$out" "$set-$others-$round" "$SET" \
         "$port" "/$CGROUP"; then
@@ -167,4 +191,5 @@ kill -INT "$PERF_PID"
 wait "$PERF_PID" || true
 PERF_PID=""
 perf script -i "$T/perf.data" -F pid,tid,time,event,trace 2>/dev/null >"$T/perf.txt"
-"$PY" "$SRC/bench/podstart/report.py" "$T/sets" "$T/perf.txt" "$T/plugins/" "$NOOP" "$OTHERS"
+"$PY" "$SRC/bench/podstart/report.py" "$T/sets" "$T/perf.txt" "$T/plugins/" "$NOOP" "$OTHERS" \
+  "$T/veth.floor"

@@ -4,6 +4,7 @@
 #include <linux/ethtool.h>
 #include <linux/if.h>
 #include <linux/sockios.h>
+#include <linux/veth.h>
 #include <netlink/addr.h>
 #include <netlink/cache.h>
 #include <netlink/errno.h>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "lib/base/scope_guard.h"
+#include "lib/net/mac.h"
 #include "lib/sys/fd.h"
 
 namespace nodegate::netlink {
@@ -48,6 +50,9 @@ LinkInfo ToInfo(rtnl_link* link) {
     info.alias = alias;
   }
   info.link = rtnl_link_get_link(link);
+  info.master = rtnl_link_get_master(link);
+  info.promisc = (rtnl_link_get_flags(link) & IFF_PROMISC) != 0;
+  info.operstate = rtnl_link_get_operstate(link);
   if (nl_addr* addr = rtnl_link_get_addr(link); addr != nullptr && nl_addr_get_len(addr) > 0) {
     char buf[64];
     info.mac = nl_addr2str(addr, buf, sizeof(buf));
@@ -266,6 +271,100 @@ Status RetireLink(Socket& sock, const LinkInfo& link, const std::string& new_nam
     return LibnlError(r, "rename link " + link.name + " to " + new_name);
   }
   return OkStatus();
+}
+
+namespace {
+
+// An RTM_NEWLINK/RTM_SETLINK message with its ifinfomsg.
+Result<MsgPtr> LinkMessage(int type, int flags, int index, const std::string& what) {
+  MsgPtr msg = NewMessage(type, flags);
+  ifinfomsg ifi{};
+  ifi.ifi_family = AF_UNSPEC;
+  ifi.ifi_index = index;
+  if (!msg || nlmsg_append(msg.get(), &ifi, sizeof(ifi), NLMSG_ALIGNTO) < 0) {
+    return Error(kErrKernel, what + ": out of memory");
+  }
+  return msg;
+}
+
+Status PutMac(nl_msg* msg, int attr, const std::string& text, const std::string& what) {
+  auto mac = net::ParseMac(text);
+  if (!mac) {
+    return Error(kErrInvalidConfig, what + ": invalid MAC address " + text);
+  }
+  if (nla_put(msg, attr, static_cast<int>(mac->size()), mac->data()) < 0) {
+    return Error(kErrKernel, what + ": message too large");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<bool> CreateBridge(Socket& sock, const BridgeSpec& spec) {
+  const std::string what = "create bridge " + spec.name;
+  NG_ASSIGN_OR_RETURN(MsgPtr msg, LinkMessage(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, 0, what));
+  int r = nla_put_string(msg.get(), IFLA_IFNAME, spec.name.c_str());
+  if (spec.mtu != 0) r |= nla_put_u32(msg.get(), IFLA_MTU, spec.mtu);
+  nlattr* info = nla_nest_start(msg.get(), IFLA_LINKINFO);
+  r |= info == nullptr ? -1 : nla_put_string(msg.get(), IFLA_INFO_KIND, "bridge");
+  if (spec.vlan_filtering && info != nullptr) {
+    nlattr* data = nla_nest_start(msg.get(), IFLA_INFO_DATA);
+    r |= data == nullptr ? -1 : nla_put_u8(msg.get(), IFLA_BR_VLAN_FILTERING, 1);
+    if (data != nullptr) nla_nest_end(msg.get(), data);
+  }
+  if (info != nullptr) nla_nest_end(msg.get(), info);
+  if (r < 0) return Error(kErrKernel, what + ": message too large");
+  NG_ASSIGN_OR_RETURN(const int answered, sock.RequestErrno(msg.get(), what, {EEXIST}));
+  return answered == 0;
+}
+
+Result<bool> CreateVethPair(Socket& sock, const VethPairSpec& spec) {
+  const std::string what = "create veth pair " + spec.name + "/" + spec.peer_name;
+  NG_ASSIGN_OR_RETURN(MsgPtr msg, LinkMessage(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, 0, what));
+  nl_msg* m = msg.get();
+  int r = nla_put_string(m, IFLA_IFNAME, spec.name.c_str());
+  if (spec.mtu != 0) r |= nla_put_u32(m, IFLA_MTU, spec.mtu);
+  if (spec.tx_queue_len) r |= nla_put_u32(m, IFLA_TXQLEN, *spec.tx_queue_len);
+  nlattr* info = nla_nest_start(m, IFLA_LINKINFO);
+  r |= info == nullptr ? -1 : nla_put_string(m, IFLA_INFO_KIND, "veth");
+  nlattr* data = info == nullptr ? nullptr : nla_nest_start(m, IFLA_INFO_DATA);
+  nlattr* peer = data == nullptr ? nullptr : nla_nest_start(m, VETH_INFO_PEER);
+  if (peer == nullptr) return Error(kErrKernel, what + ": message too large");
+  // The peer's attributes follow an ifinfomsg of its own.
+  ifinfomsg peer_ifi{};
+  peer_ifi.ifi_family = AF_UNSPEC;
+  r |= nlmsg_append(m, &peer_ifi, sizeof(peer_ifi), NLMSG_ALIGNTO);
+  r |= nla_put_string(m, IFLA_IFNAME, spec.peer_name.c_str());
+  if (spec.mtu != 0) r |= nla_put_u32(m, IFLA_MTU, spec.mtu);
+  if (spec.tx_queue_len) r |= nla_put_u32(m, IFLA_TXQLEN, *spec.tx_queue_len);
+  if (!spec.peer_mac.empty()) NG_RETURN_IF_ERROR(PutMac(m, IFLA_ADDRESS, spec.peer_mac, what));
+  if (spec.peer_netns_fd >= 0) r |= nla_put_u32(m, IFLA_NET_NS_FD, spec.peer_netns_fd);
+  nla_nest_end(m, peer);
+  nla_nest_end(m, data);
+  nla_nest_end(m, info);
+  if (r < 0) return Error(kErrKernel, what + ": message too large");
+  NG_ASSIGN_OR_RETURN(const int answered, sock.RequestErrno(m, what, {EEXIST}));
+  return answered == 0;
+}
+
+Status ChangeLink(Socket& sock, int index, const LinkChange& change, const std::string& what) {
+  NG_ASSIGN_OR_RETURN(MsgPtr msg, LinkMessage(RTM_SETLINK, 0, index, what));
+  auto* ifi = static_cast<ifinfomsg*>(nlmsg_data(nlmsg_hdr(msg.get())));
+  if (change.up) {
+    ifi->ifi_change |= IFF_UP;
+    ifi->ifi_flags |= *change.up ? IFF_UP : 0;
+  }
+  if (change.promisc) {
+    ifi->ifi_change |= IFF_PROMISC;
+    ifi->ifi_flags |= *change.promisc ? IFF_PROMISC : 0;
+  }
+  int r = 0;
+  if (change.master)
+    r |= nla_put_u32(msg.get(), IFLA_MASTER, static_cast<uint32_t>(*change.master));
+  if (!change.mac.empty()) NG_RETURN_IF_ERROR(PutMac(msg.get(), IFLA_ADDRESS, change.mac, what));
+  if (change.mtu) r |= nla_put_u32(msg.get(), IFLA_MTU, *change.mtu);
+  if (r < 0) return Error(kErrKernel, what + ": message too large");
+  return sock.Request(msg.get(), what);
 }
 
 Result<int> VethPeerIndex(Socket& sock, const std::string& name) {

@@ -22,10 +22,13 @@ struct LinkInfo {
   std::string kind;  // IFLA_INFO_KIND: "veth", "ifb", "" for devices without one
   uint32_t mtu = 0;
   uint32_t txqlen = 0;
-  bool up = false;    // IFF_UP
-  std::string alias;  // IFLA_IFALIAS
-  int link = 0;       // IFLA_LINK: for a veth, the peer's ifindex (in the peer's namespace)
-  std::string mac;    // "aa:bb:cc:dd:ee:ff"
+  bool up = false;        // IFF_UP
+  std::string alias;      // IFLA_IFALIAS
+  int link = 0;           // IFLA_LINK: for a veth, the peer's ifindex (in the peer's namespace)
+  std::string mac;        // "aa:bb:cc:dd:ee:ff"
+  int master = 0;         // IFLA_MASTER: the bridge a port is enslaved to
+  bool promisc = false;   // IFF_PROMISC as set by the user (not by the bridge's own count)
+  uint8_t operstate = 0;  // IF_OPER_*
 };
 
 // Not-found is a state: these return std::nullopt, not an error.
@@ -62,6 +65,46 @@ Status DeleteLinkByIndex(Socket& sock, int index);
 // Takes a link out of service under another name: down, then renamed (the kernel renames only
 // links that are down). Both are quick, unlike deleting a link, which waits for an RCU barrier.
 Status RetireLink(Socket& sock, const LinkInfo& link, const std::string& new_name);
+
+// A bridge as the reference's bridge plugin creates it: name, MTU (0: the kernel's default)
+// and VLAN filtering (IFLA_BR_VLAN_FILTERING, sent only when on).
+struct BridgeSpec {
+  std::string name;
+  uint32_t mtu = 0;
+  bool vlan_filtering = false;
+};
+// Creates the bridge; false (nothing changed) when a link of that name exists already, whatever
+// its kind: the caller looks it up and judges.
+Result<bool> CreateBridge(Socket& sock, const BridgeSpec& spec);
+
+// A veth pair whose first end is created in the socket's namespace and whose peer is created
+// directly in the namespace `peer_netns_fd` names (neither end moves afterwards). Both ends get
+// `mtu` (0: the kernel's default); `peer_mac`, when given, is the peer's address.
+struct VethPairSpec {
+  std::string name;
+  std::string peer_name;
+  int peer_netns_fd = -1;  // -1: the socket's namespace
+  uint32_t mtu = 0;
+  std::string peer_mac;  // "aa:bb:cc:dd:ee:ff" or empty
+  // IFLA_TXQLEN of both ends when set (the reference bridge's pairs have 0; the kernel's
+  // default is 1000).
+  std::optional<uint32_t> tx_queue_len;
+};
+// False (nothing created) when either name is taken in its namespace (EEXIST).
+Result<bool> CreateVethPair(Socket& sock, const VethPairSpec& spec);
+
+// Several attributes of one link in one RTM_SETLINK: the kernel applies the master first and
+// the flags last, so a port is enslaved before it goes up.
+struct LinkChange {
+  std::optional<int> master;    // 0 releases the link from its master
+  std::optional<bool> up;       // IFF_UP
+  std::optional<bool> promisc;  // IFF_PROMISC
+  std::string mac;              // IFLA_ADDRESS, "" keeps it
+  // IFLA_MTU. On a bridge this also marks the MTU as the user's: the kernel stops moving it
+  // to its ports' smallest (and to 1500 once it has none).
+  std::optional<uint32_t> mtu;
+};
+Status ChangeLink(Socket& sock, int index, const LinkChange& change, const std::string& what);
 
 // The veth peer's ifindex of `name`: IFLA_LINK, else ethtool's "peer_ifindex" statistic
 // (what the reference's ip.GetVethPeerIfindex does). Errors name what is wrong: no such

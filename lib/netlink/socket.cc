@@ -104,7 +104,7 @@ Result<Socket> Socket::Open(int protocol) {
 
 Status Socket::Transact(nl_msg* msg, const std::string& what,
                         const std::function<void(const nlmsghdr*)>* on_message,
-                        std::initializer_list<int> ok_errnos) {
+                        std::initializer_list<int> ok_errnos, int* answered) {
   Exchange ex;
   ex.on_message = on_message;
   std::unique_ptr<nl_cb, void (*)(nl_cb*)> cb(nl_cb_alloc(NL_CB_DEFAULT), nl_cb_put);
@@ -131,6 +131,7 @@ Status Socket::Transact(nl_msg* msg, const std::string& what,
   }
   if (ex.error != 0) {
     if (std::find(ok_errnos.begin(), ok_errnos.end(), ex.error) != ok_errnos.end()) {
+      if (answered != nullptr) *answered = ex.error;
       return OkStatus();
     }
     std::string text = what + ": " + std::strerror(ex.error);
@@ -144,6 +145,13 @@ Status Socket::Transact(nl_msg* msg, const std::string& what,
 
 Status Socket::Request(nl_msg* msg, const std::string& what, std::initializer_list<int> ok_errnos) {
   return Transact(msg, what, nullptr, ok_errnos);
+}
+
+Result<int> Socket::RequestErrno(nl_msg* msg, const std::string& what,
+                                 std::initializer_list<int> ok_errnos) {
+  int answered = 0;
+  NG_RETURN_IF_ERROR(Transact(msg, what, nullptr, ok_errnos, &answered));
+  return answered;
 }
 
 Status Socket::Dump(nl_msg* msg, const std::string& what,

@@ -51,6 +51,11 @@ class Socket {
   // errno in `ok_errnos` counts as success.
   Status Request(nl_msg* msg, const std::string& what, std::initializer_list<int> ok_errnos = {});
 
+  // As Request, telling which errno of `ok_errnos` the kernel answered (0: plain success), for
+  // callers to whom EEXIST or ENOENT is a state: "created" or "was there".
+  Result<int> RequestErrno(nl_msg* msg, const std::string& what,
+                           std::initializer_list<int> ok_errnos);
+
   // Sends a GET or dump request and calls `on_message` for each reply until the kernel says
   // done. An errno in `ok_errnos` (say ENOENT for a GET of a missing object) ends the call
   // successfully, with the messages received so far.
@@ -65,7 +70,7 @@ class Socket {
   explicit Socket(nl_sock* sock) : sock_(sock) {}
   Status Transact(nl_msg* msg, const std::string& what,
                   const std::function<void(const nlmsghdr*)>* on_message,
-                  std::initializer_list<int> ok_errnos);
+                  std::initializer_list<int> ok_errnos, int* answered = nullptr);
 
   std::unique_ptr<nl_sock, SockDeleter> sock_;
 };

@@ -3,6 +3,7 @@
 #include "ipam/cluster/config.h"
 #include "ipam/config.h"
 #include "plugins/bandwidth/config.h"
+#include "plugins/bridge/config.h"
 #include "plugins/portmap/config.h"
 
 namespace nodegate::runtime {
@@ -24,6 +25,10 @@ std::map<std::string, ConfigValidator> OurPluginValidators() {
   validators["bandwidth"] = [](std::string_view text) -> Status {
     NG_ASSIGN_OR_RETURN(cni::NetConf conf, cni::ParseNetConf(text, bandwidth::ConfigShape()));
     return bandwidth::ValidateConfig(conf);
+  };
+  validators["bridge"] = [](std::string_view text) -> Status {
+    NG_ASSIGN_OR_RETURN(cni::NetConf conf, cni::ParseNetConf(text, bridge::ConfigShape()));
+    return bridge::ValidateConfig(conf);
   };
   return validators;
 }

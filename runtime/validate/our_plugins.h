@@ -1,7 +1,7 @@
 #pragma once
 // The configuration validators of our own plugins, by plugin type, for `conf validate`:
-// "portmap", "bandwidth" (main plugin types), "host-local" and "cluster-ipam" (IPAM types). Each is
-// the function the plugin itself runs before its first syscall.
+// "portmap", "bandwidth", "bridge" (main plugin types), "host-local" and "cluster-ipam" (IPAM
+// types). Each is the function the plugin itself runs before its first syscall.
 
 #include <map>
 #include <string>

@@ -13,12 +13,12 @@ P() {  # podman, confined to $T, inside the node namespace
 in_node() { nsenter --net="/run/netns/$NODE" "$@"; }
 in_client() { nsenter --net="/run/netns/$CLIENT" "$@"; }
 
-# $T/plugins: Debian's bridge and loopback, and host-local, portmap and bandwidth from the
-# folder $1 (ours, or /usr/lib/cni for the reference).
+# $T/plugins: Debian's loopback, and bridge, host-local, portmap and bandwidth from the folder
+# $1 (ours, or /usr/lib/cni for the reference).
 node_plugin_dir() {
   mkdir -p "$T/plugins"
-  for p in bridge loopback; do ln -s "/usr/lib/cni/$p" "$T/plugins/$p"; done
-  for p in host-local portmap bandwidth; do ln -s "$1/$p" "$T/plugins/$p"; done
+  ln -s /usr/lib/cni/loopback "$T/plugins/loopback"
+  for p in bridge host-local portmap bandwidth; do ln -s "$1/$p" "$T/plugins/$p"; done
 }
 
 # The node and client namespaces, the client reaching the node at 198.51.100.1. $1 names the

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -37,6 +38,10 @@ struct Subject {
   // Everything the plugin manages on this node, as text; equal before and after a container's
   // life exactly when nothing of it is left.
   std::function<std::string()> state;
+  // A plugin that makes the container's interface (bridge) gets a DEL after a failed or killed
+  // ADD before the next ADD, as runtimes do (a second ADD of an existing eth0 is refused, by
+  // the reference too).
+  bool del_before_readd = false;
 };
 
 int EnvInt(const char* name, int fallback) {
@@ -134,6 +139,7 @@ void KillAndConverge(const Subject& subject) {
       converge_del(add_at);
       continue;
     }
+    if (subject.del_before_readd) converge_del(add_at);
     const auto add = RunPlugin(subject.call("ADD", "crashx"));
     ASSERT_EQ(add.exit_code, 0) << "after a kill at " << add_at << " us: " << add.out << add.err;
     const auto check = RunPlugin(CheckCall(subject.call("ADD", "crashx"), add.out));
@@ -268,6 +274,56 @@ TEST(CrashConsistency, Bandwidth) {
            node.MustRun("tc filter show dev " + containers.at("crashx").host_veth + " ingress");
   };
   KillAndConverge(subject);
+}
+
+// bridge with host-local, ipMasq (iptables-nft) and macspoofchk, dual-stack: the containers'
+// veths, the masquerade chains, the macspoofchk table, the reservations. The bridge itself,
+// its addresses and forwarding belong to the node once the first container made them.
+TEST(CrashConsistency, Bridge) {
+  NG_REQUIRE_ROOT();
+  TestNetns node("ng-crbr");
+  std::map<std::string, std::unique_ptr<TestNetns>> containers;
+  for (const char* id : {"keep1", "keep2", "churn", "crashx", "probe"}) {
+    containers[id] = std::make_unique<TestNetns>("ng-crbrc");
+  }
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("ng-crash-bridge-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string conf =
+      R"({"cniVersion":"1.0.0","name":"crashnet","type":"bridge","bridge":"crbr0",)"
+      R"("isGateway":true,"ipMasq":true,"macspoofchk":true,"ipam":{"type":"host-local",)"
+      R"("dataDir":")" +
+      dir.string() + R"(","ranges":[[{"subnet":"10.77.0.0/24"}],[{"subnet":"fd00:77::/120"}]]}})";
+  const std::string ipam_path = std::filesystem::path(BinPath("host-local")).parent_path().string();
+  Subject subject;
+  subject.del_before_readd = true;
+  subject.call = [&](const std::string& command, const std::string& id) {
+    PluginCall call;
+    call.binary = BinPath("bridge");
+    call.command = command;
+    call.container_id = id;
+    call.netns = containers.at(id)->path();
+    call.ifname = "eth0";
+    call.path = ipam_path;
+    call.stdin_data = conf;
+    call.run_in_netns = node.path();
+    call.extra_env["PATH"] = "/usr/sbin:/usr/bin:/sbin:/bin";  // iptables is iptables-nft
+    return call;
+  };
+  subject.state = [&] {
+    std::string out = node.MustRun(
+        "ip -o link show type veth | wc -l; iptables-nft-save -t nat | grep -v '^#'; "
+        "ip6tables-nft-save -t nat | grep -v '^#'; nft list table bridge nat 2>/dev/null; true");
+    for (const auto& entry : std::filesystem::directory_iterator(dir / "crashnet")) {
+      const std::string name = entry.path().filename().string();
+      if (name == "lock" || name.rfind("last_reserved_ip", 0) == 0 || name[0] == '.') continue;
+      out += name + " " + RunCommand("cat " + entry.path().string()).output + "\n";
+    }
+    return out;
+  };
+  KillAndConverge(subject);
+  for (const char* id : {"keep1", "keep2"}) RunPlugin(subject.call("DEL", id));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

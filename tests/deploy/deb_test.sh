@@ -63,7 +63,7 @@ echo "== 2. contents"
     echo "drwxr-xr-x root/root ./$d/"
   done
   for f in opt/cni/bin/host-local opt/cni/bin/cluster-ipam opt/cni/bin/portmap opt/cni/bin/bandwidth \
-    usr/bin/nodegate; do
+    opt/cni/bin/bridge usr/bin/nodegate; do
     echo "-rwxr-xr-x root/root ./$f"
   done
   echo "lrwxrwxrwx root/root ./usr/bin/kubectl-nodegate"
@@ -121,7 +121,7 @@ for notice in '==== libnl-3 ' '==== libyaml ' '==== libc6 ' '==== libstdc++-' 'N
   grep -qF -- "$notice" "$COPYRIGHT" && ok "copyright has '$notice'" || fail "copyright lacks '$notice'"
 done
 for f in opt/cni/bin/host-local opt/cni/bin/cluster-ipam opt/cni/bin/portmap opt/cni/bin/bandwidth \
-  usr/bin/nodegate; do
+  opt/cni/bin/bridge usr/bin/nodegate; do
   "$READELF" -lW "$T/x/$f" | grep -q INTERP && fail "$f has an ELF interpreter"
   expect_eq "$(arch_elf_machine "$ARCH")" "$("$READELF" -hW "$T/x/$f" | sed -n 's/^ *Machine: *//p')" \
     "$f is an executable of $ARCH"
@@ -165,7 +165,7 @@ in_root /usr/bin/nodegate conf validate --help >/dev/null 2>&1 && ok "installed 
 expect_eq nodegate "$(readlink "$R/usr/bin/kubectl-nodegate")" "kubectl-nodegate links to nodegate"
 in_root /usr/bin/kubectl-nodegate explain --help 2>&1 | grep -q "nodegate explain" &&
   ok "installed kubectl-nodegate explain --help" || fail "installed kubectl-nodegate explain --help"
-for p in portmap bandwidth host-local cluster-ipam; do
+for p in portmap bandwidth host-local cluster-ipam bridge; do
   out="$(CNI_COMMAND=VERSION in_root "/opt/cni/bin/$p" </dev/null 2>&1)" || fail "$p VERSION exit status"
   case "$out" in
     *'"supportedVersions":['*'"1.1.0"'*) ok "installed $p answers VERSION" ;;

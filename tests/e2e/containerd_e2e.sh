@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end through the runtime a kubelet talks to: Debian's containerd 1.6 with its CRI
 # plugin, started by hand inside a throwaway node namespace, driven over the CRI (gRPC) by
-# tests/e2e/cri_client.py as a kubelet would drive it. The pod network is Debian's bridge and
-# loopback with OUR host-local, portmap and bandwidth (conf/examples/10-standard.conflist).
+# tests/e2e/cri_client.py as a kubelet would drive it. The pod network is Debian's loopback
+# with OUR bridge, host-local, portmap and bandwidth (conf/examples/10-standard.conflist).
 # Everything (containerd's root, state, socket, runc root, pod netns files, CNI config, IPAM
 # store) lives in a temp folder or namespace made here and is removed on exit, also on failure
 # or Ctrl-C; containerd and its shims are stopped by PID.
@@ -45,7 +45,10 @@
 #      even ones): all READY, 20 distinct addresses, each host port reached from the client and
 #      named by `nodegate ports` with its pod and address, 2 tbf qdiscs and a bwp ifb per
 #      shaped pod; then stopped and removed in parallel, leaving nothing as in 6; every plugin
-#      call exited 0. The parallel parts are timed.
+#      call exited 0. The parallel parts are timed;
+#   8. every plugin (bridge, host-local, portmap, bandwidth) swapped between ours and Debian's
+#      while pods run: a pod made by each is reached through its host port and from the other
+#      pod, each is removed by the other implementation, and nothing is left.
 set -euo pipefail
 
 BIN="$(cd "${NODEGATE_BIN_DIR:-build/bin}" && pwd)"
@@ -108,19 +111,22 @@ trap 'exit 130' INT TERM
 # stdin and writes to the wrapper's stdout and stderr, so the runtime sees exactly what the
 # plugin wrote; the wrapper exits with the plugin's status. (Not exec: the status has to be
 # saved.) The PID in the name keeps the parallel calls of step 7 apart.
+# Each plugin runs through the link $T/impl/PLUGIN, which step 8 points at the other
+# implementation while pods run (bridge is not wrapped: its calls are not recorded).
 plugin_dir() {
   if [ "$PLUGINS_FROM" = reference ]; then node_plugin_dir /usr/lib/cni; else node_plugin_dir "$BIN"; fi
-  mkdir -p "$T/calls"
+  mkdir -p "$T/calls" "$T/impl"
+  ln -s "$(readlink -f "$T/plugins/bridge")" "$T/impl/bridge"
+  ln -sfn "$T/impl/bridge" "$T/plugins/bridge"
   for p in host-local portmap bandwidth; do
-    local real
-    real="$(readlink -f "$T/plugins/$p")"
+    ln -s "$(readlink -f "$T/plugins/$p")" "$T/impl/$p"
     rm "$T/plugins/$p"
     cat >"$T/plugins/$p" <<EOF
 #!/bin/sh
 f="$T/calls/\$(date +%s%N).\$\$.$p"
 env | grep '^CNI_' >"\$f.env"
 cat >"\$f.stdin"
-"$real" <"\$f.stdin"
+"$T/impl/$p" <"\$f.stdin"
 rc=\$?
 echo "\$rc \$(date +%s%N)" >"\$f.rc"
 exit \$rc
@@ -585,6 +591,59 @@ calls times "$t0"
 nothing_left "the ports 19000+i" "$(seq -s '\|' 19000 $((19000 + PAR_N - 1)))" "$T/par.ids"
 no_failed_calls "in all"
 echo "  ($((SECONDS - start)) s from containerd's start)"
+
+echo "== 8. every plugin swapped between ours and the reference while pods run"
+# As an operator replacing the binaries in /opt/cni/bin on a running node: pod s0 is made by
+# ours, the plugins are swapped to Debian's, s1 is made by those; the two pods reach each other
+# and are reached through their host ports; s0 is then removed by the reference, the plugins
+# are swapped back, s1 is removed by ours, and nothing is left.
+swap_plugins() { for p in bridge host-local portmap bandwidth; do ln -sfn "$1/$p" "$T/impl/$p"; done; }
+if [ "$PLUGINS_FROM" = ours ]; then
+  SWAP_IDS=()
+  swap_run() {  # INDEX: a sandbox with host port 19500+INDEX; its ID appended to SWAP_IDS
+    local id
+    if id="$(cri run --name "s$1" --uid "7c4c5c40-0000-4000-8000-0000000200$1" --namespace default \
+      --cgroup-parent "/$CGROUP" --port "tcp:$((19500 + $1)):8080" 2>"$T/swap.err")"; then
+      SWAP_IDS+=("$id")
+      echo "$id" >>"$T/swap.ids"
+      ok "RunPodSandbox s$1 by $2"
+    else
+      fail "RunPodSandbox s$1 by $2: $(cat "$T/swap.err")"
+    fi
+  }
+  swap_field() { cri status "$1" | "$PY" -c "import json,sys; print(json.load(sys.stdin)[sys.argv[1]])" "$2"; }
+  : >"$T/swap.ids"
+  swap_run 0 ours
+  swap_plugins /usr/lib/cni
+  swap_run 1 "the reference"
+  if [ "${#SWAP_IDS[@]}" -eq 2 ]; then
+    for i in 0 1; do
+      NETNS="$(swap_field "${SWAP_IDS[$i]}" netns)"
+      pod_listening -t 8080
+      expect_eq hello-containerd \
+        "$(in_client timeout 5 busybox wget -qO- "http://198.51.100.1:$((19500 + i))/" 2>&1 || true)" \
+        "s$i reached through host port $((19500 + i))"
+    done
+    ip1="$(swap_field "${SWAP_IDS[1]}" ip)"
+    expect_eq hello-containerd \
+      "$(nsenter --net="$(swap_field "${SWAP_IDS[0]}" netns)" timeout 5 busybox wget -qO- "http://$ip1:8080/" 2>&1 || true)" \
+      "s0 (ours) reaches s1 (the reference's) across the bridge"
+    expect_eq 2 "$(count_lines . in_node ip -o link show master ng0)" "both pods' veths on bridge ng0"
+  fi
+  if [ "${#SWAP_IDS[@]}" -ge 1 ]; then
+    { cri stop "${SWAP_IDS[0]}" && cri remove "${SWAP_IDS[0]}"; } 2>"$T/swap.err" &&
+      ok "s0 (made by ours) stopped and removed by the reference" || fail "s0's removal: $(cat "$T/swap.err")"
+  fi
+  swap_plugins "$BIN"
+  if [ "${#SWAP_IDS[@]}" -ge 2 ]; then
+    { cri stop "${SWAP_IDS[1]}" && cri remove "${SWAP_IDS[1]}"; } 2>"$T/swap.err" &&
+      ok "s1 (made by the reference) stopped and removed by ours" || fail "s1's removal: $(cat "$T/swap.err")"
+  fi
+  nothing_left "the ports 19500 and 19501" '1950[01]' "$T/swap.ids"
+  no_failed_calls "in all, across the swap"
+else
+  echo "  (skipped: E2E_PLUGINS=reference has no other side)"
+fi
 
 if [ "$FAILED" -ne 0 ]; then
   echo "e2e: FAILED (plugins: $PLUGINS_FROM)" >&2

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end through a real container runtime: podman 4.3 with its CNI backend, run inside a
-# throwaway node namespace, with OUR host-local, portmap and bandwidth and Debian's bridge and
+# throwaway node namespace, with OUR bridge, host-local, portmap and bandwidth and Debian's
 # loopback. Everything (podman storage, CNI config, IPAM store, namespaces) lives in a temp
 # folder or namespace made here and is removed on exit, also on failure or Ctrl-C.
 #

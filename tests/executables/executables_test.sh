@@ -60,7 +60,7 @@ references() {
     }' | sort -u
 }
 
-for exe_name in portmap bandwidth host-local cluster-ipam nodegate; do
+for exe_name in portmap bandwidth host-local cluster-ipam bridge nodegate; do
   exe="$BIN/$exe_name"
   [ -x "$exe" ] || { fail "$exe missing"; continue; }
   machine=$("${TOOL}readelf" -hW "$exe" | sed -n 's/^ *Machine: *//p')
@@ -111,7 +111,7 @@ text_span() {
     END { print n + 0, bytes + 0, high - low }'
 }
 
-for plugin in portmap bandwidth host-local cluster-ipam; do
+for plugin in portmap bandwidth host-local cluster-ipam bridge; do
   exe="$BIN/$plugin"
   [ -x "$exe" ] || continue
   # No iostreams in a plugin (lib/sys/io.h's ProcessIo instead): their static initialisation

@@ -94,7 +94,7 @@ for e in "${EXECUTABLES[@]}"; do
 done
 
 echo "== VERSION"
-for p in portmap bandwidth host-local; do
+for p in portmap bandwidth host-local bridge; do
   if run "$p" CNI_COMMAND=VERSION --; then
     if jq -e '.supportedVersions | index("0.4.0") and index("1.0.0")' <<<"$out" >/dev/null; then
       ok "$p VERSION"
@@ -175,6 +175,26 @@ expect_cni "CHECK" bandwidth CHECK ctr1 "$conf"
 expect_cni "DEL" bandwidth DEL ctr1 "$conf"
 qdiscs=$(tc qdisc show dev vc0)
 if grep -q "qdisc tbf" <<<"$qdiscs"; then bad "tbf left after DEL"; else ok "no tbf after DEL"; fi
+
+echo "== bridge ADD/CHECK/DEL (host-local beside it in its root; no iptables: nft mode)"
+cp "$BIN_DIR/host-local" "$tmp/bridge/host-local"
+ip netns add ctrb
+touch "$tmp/bridge/ctr"
+mount --bind /run/netns/ctrb "$tmp/bridge/ctr"
+conf='{"cniVersion":"1.0.0","name":"br","type":"bridge","bridge":"ngbr0","isGateway":true,
+  "ipMasq":true,"ipam":{"type":"host-local","dataDir":"/state","ranges":[[{"subnet":"10.78.0.0/24"}]]}}'
+expect_cni "ADD" bridge ADD cb1 "$conf"
+added=$out
+same "the container's address" 10.78.0.2/24 "$(ip -n ctrb -o -4 addr show dev eth0 2>&1 | awk '{print $4}')"
+same "the gateway on the bridge" 10.78.0.1/24 "$(ip -o -4 addr show dev ngbr0 2>&1 | awk '{print $4}')"
+rules=$(iptables-nft-save -t nat 2>&1)
+if grep -q -- "-s 10.78.0.2/32 .*-j CNI-" <<<"$rules"; then ok "masquerade in nf_tables"; else bad "no masquerade: $rules"; fi
+expect_cni "CHECK" bridge CHECK cb1 "$(jq -c --argjson p "$added" '. + {prevResult: $p}' <<<"$conf" 2>&1)"
+expect_cni "DEL" bridge DEL cb1 "$conf"
+same "no veth left on the bridge" "" "$(ip -o link show master ngbr0 2>&1)"
+rules=$(iptables-nft-save -t nat 2>&1)
+if grep -q 10.78.0.2 <<<"$rules"; then bad "a rule left after DEL"; else ok "no rule left after DEL"; fi
+if [ -e "$tmp/bridge/state/br/10.78.0.2" ]; then bad "address still reserved after DEL"; else ok "released"; fi
 
 echo "== nodegate admit"
 mkdir -p "$tmp/nodegate/data"

@@ -8,7 +8,7 @@ PORT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SOURCE_DIR=${NODEGATE_SOURCE_DIR:-$(cd "$PORT_DIR/../.." && pwd)}
 BIN_DIR=${NODEGATE_BIN_DIR:-$SOURCE_DIR/build/bin}
 export NODEGATE_CACHE_DIR=${NODEGATE_CACHE_DIR:-$(cd "$BIN_DIR/.." && pwd)/cache}
-EXECUTABLES=(portmap bandwidth host-local cluster-ipam nodegate)
+EXECUTABLES=(portmap bandwidth host-local cluster-ipam bridge nodegate)
 
 # Not root: the test is skipped (exit 77, seen as skipped; under CI a failure: scripts/run-test.py).
 require_root() {

@@ -16,7 +16,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # 1. Defaults below DESTDIR.
 DESTDIR="$ROOT" bash "$SRC/scripts/install.sh" "$BIN" >/dev/null
-for p in host-local cluster-ipam portmap bandwidth; do
+for p in host-local cluster-ipam portmap bandwidth bridge; do
   f="$ROOT/opt/cni/bin/$p"
   [ -x "$f" ] || fail "$f not installed"
   cmp -s "$f" "$BIN/$p" || fail "$f differs from the build"
@@ -31,6 +31,12 @@ done
 # The installed plugin answers VERSION.
 out="$(CNI_COMMAND=VERSION "$ROOT/opt/cni/bin/portmap" </dev/null)"
 case "$out" in *supportedVersions*) ;; *) fail "installed portmap VERSION: $out" ;; esac
+
+# KEEP_BRIDGE=1 leaves the folder's bridge (here a stand-in for the reference's) as it was.
+echo reference-bridge >"$ROOT/opt/cni/bin/bridge"
+DESTDIR="$ROOT" KEEP_BRIDGE=1 bash "$SRC/scripts/install.sh" "$BIN" >/dev/null
+[ "$(cat "$ROOT/opt/cni/bin/bridge")" = reference-bridge ] || fail "KEEP_BRIDGE=1 replaced bridge"
+cmp -s "$ROOT/opt/cni/bin/portmap" "$BIN/portmap" || fail "KEEP_BRIDGE=1 skipped portmap"
 
 # 2. PREFIX, CNI_BIN_DIR and configurations; an existing configuration is kept.
 mkdir -p "$ROOT/etc/cni/net.d"

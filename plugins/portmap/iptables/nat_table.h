@@ -17,6 +17,8 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "lib/base/result.h"
 #include "lib/net/ip.h"
@@ -49,6 +51,10 @@ class NatTable {
 
   // The owners of the entry rules in CNI-HOSTPORT-DNAT: jump target -> comment owner.
   virtual Result<std::map<std::string, CommentOwner>> EntryOwners() = 0;
+  // The rules of `parent` that jump to a chain named `prefix`...: (target chain, the rule's
+  // first comment or "") in the chain's order. Nothing when `parent` does not exist.
+  virtual Result<std::vector<std::pair<std::string, std::string>>> JumpComments(
+      const std::string& parent, const std::string& prefix) = 0;
 };
 
 // One attempt of a transaction's work on a table: true when it buffered changes to commit.

@@ -61,6 +61,10 @@ struct MarkMatch {
 };
 using Match = std::variant<CommentMatch, PortMatch, MultiportMatch, AddrtypeLocalMatch, MarkMatch>;
 
+// -j ACCEPT (the bridge plugin's masquerade chains): a JumpTarget to this name, printed as
+// iptables-save prints it; each writer encodes it as the standard verdict it is.
+inline constexpr char kAcceptTarget[] = "ACCEPT";
+
 struct JumpTarget {
   std::string chain;
   bool operator==(const JumpTarget&) const = default;

@@ -112,6 +112,19 @@ class LegacyNatTable final : public NatTable {
     return out;
   }
 
+  Result<std::vector<std::pair<std::string, std::string>>> JumpComments(
+      const std::string& parent, const std::string& prefix) override {
+    std::vector<std::pair<std::string, std::string>> out;
+    if (!HasChain(parent)) return out;
+    for (const uint8_t* e = ops_->first_rule(parent.c_str(), h_); e != nullptr;
+         e = ops_->next_rule(e, h_)) {
+      const char* target = ops_->get_target(e, h_);
+      if (target == nullptr || std::string_view(target).rfind(prefix, 0) != 0) continue;
+      out.emplace_back(target, EntryCommentText(e, ops_->family));
+    }
+    return out;
+  }
+
   Status Commit() {
     if (!ops_->commit(h_)) {
       commit_errno_ = errno;

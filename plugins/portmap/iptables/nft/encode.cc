@@ -173,6 +173,12 @@ XtBlob MatchBlob(const Match& match) {
 // ---- expression list writer, attribute order as libnftnl 1.2.4 emits it. Writes into the
 // caller's buffer: a NEWRULE message of a batch of thousands is written once, in place.
 
+// The verdict code of a standard target written as a jump (-j ACCEPT), or nullopt for a chain.
+std::optional<int32_t> StandardVerdictCode(const std::string& target) {
+  if (target == kAcceptTarget) return NF_ACCEPT;
+  return std::nullopt;
+}
+
 class ExprWriter {
  public:
   explicit ExprWriter(AttrWriter& w) : w_(w) {}
@@ -230,8 +236,10 @@ class ExprWriter {
     w_.PutBe32(NFTA_IMMEDIATE_DREG, NFT_REG_VERDICT);
     const size_t data = w_.BeginNested(NFTA_IMMEDIATE_DATA);
     const size_t verdict = w_.BeginNested(NFTA_DATA_VERDICT);
-    w_.PutBe32(NFTA_VERDICT_CODE, static_cast<uint32_t>(NFT_JUMP));
-    w_.PutString(NFTA_VERDICT_CHAIN, chain);
+    // -j ACCEPT is a verdict of its own, with no chain (as iptables-nft writes it).
+    const std::optional<int32_t> standard = StandardVerdictCode(chain);
+    w_.PutBe32(NFTA_VERDICT_CODE, static_cast<uint32_t>(standard.value_or(NFT_JUMP)));
+    if (!standard) w_.PutString(NFTA_VERDICT_CHAIN, chain);
     w_.EndNested(verdict);
     w_.EndNested(data);
     End();
@@ -647,11 +655,17 @@ class Decoder {
     return true;
   }
 
-  // Only -j CHAIN: goto (-g) is another rule to iptables -C, and the layout uses no
-  // ACCEPT/RETURN.
+  // -j CHAIN or -j ACCEPT: goto (-g) is another rule to iptables -C, and the layouts use no
+  // other verdict.
   bool OnImmediate(std::span<const Attr> a) {
     const auto verdict = ImmediateVerdict(a);
-    if (!verdict || verdict->code != NFT_JUMP || verdict->chain.empty()) return false;
+    if (!verdict) return false;
+    if (verdict->code == NF_ACCEPT && verdict->chain.empty()) {
+      rule_.target = JumpTarget{kAcceptTarget};
+      done_ = true;
+      return true;
+    }
+    if (verdict->code != NFT_JUMP || verdict->chain.empty()) return false;
     rule_.target = JumpTarget{verdict->chain};
     done_ = true;
     return true;
@@ -890,6 +904,8 @@ NftVerdict NftRuleVerdict(std::span<const uint8_t> expressions) {
       const auto verdict = attrs ? ImmediateVerdict(*attrs) : std::nullopt;
       if (verdict && (verdict->code == NFT_JUMP || verdict->code == NFT_GOTO)) {
         out = {verdict->chain, ""};
+      } else if (verdict && verdict->code == NF_ACCEPT) {
+        out = {"", kAcceptTarget};
       }
     } else if (name == "target") {
       auto attrs = netfilter::ParseAttrs(data);

@@ -70,7 +70,10 @@ using netfilter::WriteNfnlMessage;
 
 // The verdict a rule with `target` ends in (what NftRuleVerdict reads back).
 NftVerdict VerdictOf(const Target& target) {
-  if (const auto* jump = std::get_if<JumpTarget>(&target)) return {jump->chain, ""};
+  if (const auto* jump = std::get_if<JumpTarget>(&target)) {
+    if (jump->chain == kAcceptTarget) return {"", kAcceptTarget};  // a standard verdict
+    return {jump->chain, ""};
+  }
   if (std::holds_alternative<SetMarkTarget>(target)) return {"", "MARK"};
   if (std::holds_alternative<MasqueradeTarget>(target)) return {"", "MASQUERADE"};
   return {"", "DNAT"};
@@ -584,6 +587,18 @@ Result<std::map<std::string, CommentOwner>> NftNatTable::EntryOwners() {
     const auto comment = NftRuleComment(r.expressions, r.userdata);
     if (!comment) continue;
     if (auto owner = ParseEntryComment(*comment)) out[target] = *owner;
+  }
+  return out;
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> NftNatTable::JumpComments(
+    const std::string& parent, const std::string& prefix) {
+  std::vector<std::pair<std::string, std::string>> out;
+  NG_ASSIGN_OR_RETURN(const auto* rules, Rules(parent));
+  for (const auto& r : *rules) {
+    const std::string& target = r.verdict.chain;
+    if (target.empty() || target.rfind(prefix, 0) != 0) continue;
+    out.emplace_back(target, NftRuleComment(r.expressions, r.userdata).value_or(""));
   }
   return out;
 }

@@ -97,6 +97,8 @@ class NftNatTable final : public NatTable {
   Status Flush(const std::string& chain) override;
   Status DeleteChain(const std::string& chain) override;
   Result<std::map<std::string, CommentOwner>> EntryOwners() override;
+  Result<std::vector<std::pair<std::string, std::string>>> JumpComments(
+      const std::string& parent, const std::string& prefix) override;
 
   // Whether everything read since Open (or the last confirmation) was of Open's generation.
   // Errors: code 100; IsStaleGeneration when the ruleset changed meanwhile.

@@ -1,0 +1,329 @@
+#include "plugins/bridge/plugin.h"
+
+#include <fcntl.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+#include "lib/base/scope_guard.h"
+#include "lib/cni/delegate.h"
+#include "lib/cni/logging.h"
+#include "lib/cni/version.h"
+#include "lib/netlink/link.h"
+#include "lib/sys/fd.h"
+#include "lib/sys/netns.h"
+#include "plugins/bridge/check.h"
+#include "plugins/bridge/config.h"
+#include "plugins/bridge/container.h"
+#include "plugins/bridge/links.h"
+#include "plugins/bridge/masq.h"
+#include "plugins/bridge/plan.h"
+#include "plugins/bridge/spoofcheck.h"
+
+namespace nodegate::bridge {
+namespace {
+
+using cni::Command;
+using cni::DelegateCall;
+
+// A route socket in the namespace at `path` (the thread enters it only to open the socket).
+Result<netlink::Socket> SocketIn(const std::string& path) {
+  NG_ASSIGN_OR_RETURN(auto scope, sys::NetnsScope::Enter(path));
+  return netlink::Socket::Open();
+}
+
+Result<sys::UniqueFd> OpenNetns(const std::string& path) {
+  sys::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    return Error(kErrInvalidNetns,
+                 "failed to open netns \"" + path + "\": " + std::strerror(errno));
+  }
+  return fd;
+}
+
+// The library check of CNI's reference skel (>= 1.2): a container namespace that is the
+// plugin's own would put the container's end of the pair on the node.
+Status NotOwnNetns(const cni::CmdArgs& args) {
+  for (const char* name : {"CNI_NETNS_OVERRIDE"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && (strcasecmp(v, "1") == 0 || strcasecmp(v, "true") == 0)) return OkStatus();
+  }
+  if (sys::IsCurrentNetns(args.netns)) {
+    return Error(kErrInvalidNetns,
+                 "netns \"" + args.netns + "\" is the plugin's own network namespace");
+  }
+  return OkStatus();
+}
+
+MasqAttachment AttachmentOf(const cni::CmdArgs& args) {
+  return {.network = args.conf.name, .ifname = args.ifname, .container_id = args.container_id};
+}
+
+std::vector<net::IpPrefix> AddressesOf(const cni::CniResult& result) {
+  std::vector<net::IpPrefix> out;
+  for (const cni::IpConfig& ip : result.ips) out.push_back(ip.address);
+  return out;
+}
+
+// What an ADD made so far, undone in reverse when it fails.
+class Rollback {
+ public:
+  explicit Rollback(const cni::CmdArgs& args) : args_(args) {}
+  ~Rollback() {
+    if (done_) return;
+    if (spoofcheck_) Log(TeardownSpoofCheck(args_.container_id, args_.ifname), "macspoofchk");
+    if (masq_) Log(TeardownMasq(AttachmentOf(args_)), "ipMasq");
+    if (node_ != nullptr && host_veth_ > 0) {
+      Log(netlink::DeleteLinkByIndex(*node_, host_veth_), "veth pair");
+    }
+    if (ipam_) {
+      // Still running: its reservation, if it made one, is released below all the same.
+      if (ipam_->Wait().ok()) ipam_added_ = true;
+      ipam_.reset();
+    }
+    if (ipam_added_) {
+      Log(cni::DelegateWithoutResult(ipam_type_, Command::kDel, args_), "IPAM reservation");
+    }
+  }
+  void Ipam(std::string type, DelegateCall call) {
+    ipam_type_ = std::move(type);
+    ipam_.emplace(std::move(call));
+  }
+  // The IPAM call's result, once: after it the reservation is this object's to release.
+  Result<cni::CniResult> IpamResult(const std::string& version) {
+    auto result = ipam_->WaitForResult(version);
+    ipam_.reset();
+    ipam_added_ = result.ok();
+    return result;
+  }
+  void Veth(netlink::Socket& node, int host_index) {
+    node_ = &node;
+    host_veth_ = host_index;
+  }
+  void Masq() { masq_ = true; }
+  void SpoofCheck() { spoofcheck_ = true; }
+  void Dismiss() { done_ = true; }
+
+ private:
+  static void Log(const Status& s, const char* what) {
+    if (!s.ok()) cni::LogWarn("rollback of the failed ADD: {}: {}", what, s.error().msg);
+  }
+  const cni::CmdArgs& args_;
+  bool done_ = false;
+  std::string ipam_type_;
+  std::optional<DelegateCall> ipam_;
+  bool ipam_added_ = false;
+  netlink::Socket* node_ = nullptr;
+  int host_veth_ = 0;
+  bool masq_ = false;
+  bool spoofcheck_ = false;
+};
+
+Status JoinErrors(const std::string& what, const std::vector<Error>& errors) {
+  if (errors.empty()) return OkStatus();
+  std::string details;
+  for (size_t i = 1; i < errors.size(); ++i) details += (i > 1 ? "; " : "") + errors[i].msg;
+  Error first = errors.front();
+  if (!details.empty()) first.details = details;
+  if (!what.empty()) first.msg = what + ": " + first.msg;
+  return first;
+}
+
+}  // namespace
+
+const std::vector<std::string>& SupportedVersions() {
+  static const std::vector<std::string> kVersions = {"0.1.0", "0.2.0", "0.3.0", "0.3.1",
+                                                     "0.4.0", "1.0.0", "1.1.0"};
+  return kVersions;
+}
+
+Result<cni::CniResult> CmdAdd(const cni::CmdArgs& args) {
+  NG_ASSIGN_OR_RETURN(const BridgeConfig config, ParseBridgeConfig(args.conf, args.args));
+  // A result without an address has no 0.1.0/0.2.0 form: refused before anything is made
+  // (the reference finds out after making it all).
+  NG_ASSIGN_OR_RETURN(const cni::ResultFamily family, cni::FamilyOf(args.conf.cni_version));
+  if (!config.layer3() && family == cni::ResultFamily::k020) {
+    return Error(kErrIncompatibleVersion,
+                 "cannot convert: no valid IP addresses (a bridge without IPAM has none, and "
+                 "version " +
+                     args.conf.cni_version + " results need one)");
+  }
+  NG_RETURN_IF_ERROR(NotOwnNetns(args));
+  NG_ASSIGN_OR_RETURN(sys::UniqueFd container_ns, OpenNetns(args.netns));
+  NG_ASSIGN_OR_RETURN(netlink::Socket node, netlink::Socket::Open());
+  NG_ASSIGN_OR_RETURN(netlink::Socket container, SocketIn(args.netns));
+
+  Rollback rollback(args);  // after the sockets it uses: destroyed before them
+  // The IPAM plugin is a process of its own: it runs while the links are made.
+  if (config.layer3()) {
+    NG_ASSIGN_OR_RETURN(DelegateCall ipam,
+                        DelegateCall::Start(config.ipam_type, Command::kAdd, args));
+    rollback.Ipam(config.ipam_type, std::move(ipam));
+  }
+
+  NG_ASSIGN_OR_RETURN(const netlink::LinkInfo bridge, EnsureBridge(node, config));
+  NG_ASSIGN_OR_RETURN(VethPair pair,
+                      CreateVethPair(node, container, container_ns.get(), args.ifname, config));
+  rollback.Veth(node, pair.host.index);
+  NG_RETURN_IF_ERROR(AttachPort(node, pair.host, bridge.index, PortSettingsOf(config)));
+
+  cni::CniResult result;
+  result.interfaces = {
+      cni::Interface{.name = bridge.name, .mac = bridge.mac},
+      cni::Interface{.name = pair.host.name, .mac = pair.host.mac},
+      cni::Interface{.name = pair.container.name, .mac = pair.container.mac, .sandbox = args.netns},
+  };
+  if (config.mac_spoof_check) {
+    rollback.SpoofCheck();
+    NG_RETURN_IF_ERROR(SetupSpoofCheck({.host_veth = pair.host.name,
+                                        .container_mac = pair.container.mac,
+                                        .container_id = args.container_id,
+                                        .ifname = args.ifname}));
+  }
+
+  if (config.layer3()) {
+    NG_ASSIGN_OR_RETURN(const cni::CniResult ipam, rollback.IpamResult(args.conf.cni_version));
+    NG_ASSIGN_OR_RETURN(L3Plan plan, BuildL3Plan(config, ipam, args.ifname));
+    {
+      NG_ASSIGN_OR_RETURN(auto in_container, sys::NetnsScope::Enter(args.netns));
+      NG_RETURN_IF_ERROR(ConfigureContainer(container, pair.container, plan));
+    }
+    std::optional<netlink::LinkInfo> vlan_gateway;
+    for (const auto* gateways : {&plan.gateways_v4, &plan.gateways_v6}) {
+      for (const net::IpPrefix& gateway : *gateways) {
+        if (config.vlan != 0) {
+          if (!vlan_gateway) {
+            NG_ASSIGN_OR_RETURN(vlan_gateway, EnsureVlanGateway(node, bridge, config));
+            result.interfaces.push_back({.name = vlan_gateway->name, .mac = vlan_gateway->mac});
+          }
+          NG_RETURN_IF_ERROR(EnsureGatewayAddress(node, *vlan_gateway, gateway,
+                                                  config.force_address, vlan_gateway->mac));
+        } else {
+          if (Status s =
+                  EnsureGatewayAddress(node, bridge, gateway, config.force_address, bridge.mac);
+              !s.ok()) {
+            return s.error().WithContext("failed to set bridge addr");  // the reference's words
+          }
+        }
+      }
+      if (!gateways->empty()) NG_RETURN_IF_ERROR(EnableForwarding(gateways->front().family()));
+    }
+    if (config.ip_masq) {
+      rollback.Masq();
+      NG_RETURN_IF_ERROR(
+          SetupMasq(ChooseMasqBackend(config.masq_backend), AttachmentOf(args),
+                    BuildMasqPlan(args.conf.name, args.container_id, AddressesOf(plan.result))));
+    }
+    result.ips = std::move(plan.result.ips);
+    result.routes = std::move(plan.result.routes);
+    result.dns = std::move(plan.result.dns);
+  } else {
+    if (!config.disable_container_interface) {
+      NG_RETURN_IF_ERROR(netlink::ChangeLink(container, pair.container.index, {.up = true},
+                                             "failed to set \"" + args.ifname + "\" up"));
+    }
+    if (config.dns_given) result.dns = config.dns;
+  }
+
+  // The MACs as they are now: the bridge's moves when its first port joins (unless pinned),
+  // and the reference reports both as it finds them at the end.
+  NG_ASSIGN_OR_RETURN(auto host_now, netlink::GetLinkByIndex(node, pair.host.index));
+  if (host_now) result.interfaces[1].mac = host_now->mac;
+  NG_ASSIGN_OR_RETURN(auto bridge_now, netlink::GetLinkByIndex(node, bridge.index));
+  if (bridge_now) result.interfaces[0].mac = bridge_now->mac;
+  result.cni_version = args.conf.cni_version;
+  rollback.Dismiss();
+  return result;
+}
+
+Status CmdDel(const cni::CmdArgs& args) {
+  // What DEL removes is named by the network, container and interface, so a config it cannot
+  // read in full still lets it remove all of that (the reference's DEL fails, and the runtime
+  // stops tearing the chain down).
+  auto parsed = ParseBridgeConfig(args.conf, "");
+  if (!parsed.ok()) {
+    cni::LogWarn("bridge DEL: config unreadable ({}); removing what container {} owns",
+                 parsed.error().msg, args.container_id);
+  }
+  const std::string ipam_type = cni::StringOrEmpty(args.conf.ipam, "type");
+  std::vector<Error> errors;
+  std::optional<DelegateCall> ipam;
+  if (!ipam_type.empty()) {
+    auto started = DelegateCall::Start(ipam_type, Command::kDel, args);
+    if (started.ok()) {
+      ipam.emplace(std::move(started).value());
+    } else {
+      errors.push_back(started.error());
+    }
+  }
+  if (!args.netns.empty()) {
+    struct stat st {};
+    if (::stat(args.netns.c_str(), &st) == 0) {
+      auto container = SocketIn(args.netns);
+      if (container.ok()) {
+        // Deleting one end deletes the pair, and with it the port and its rules on the node.
+        if (Status s = netlink::DeleteLink(*container, args.ifname); !s.ok())
+          errors.push_back(s.error());
+      } else if (container.error().code != kErrInvalidNetns) {
+        errors.push_back(container.error());
+      }
+    }
+  }
+  if (Status s = TeardownMasq(AttachmentOf(args)); !s.ok()) errors.push_back(s.error());
+  if (Status s = TeardownSpoofCheck(args.container_id, args.ifname); !s.ok()) {
+    errors.push_back(s.error());
+  }
+  if (ipam) {
+    if (auto done = ipam->Wait(); !done.ok()) errors.push_back(done.error());
+  }
+  return JoinErrors("", errors);
+}
+
+Status CmdCheck(const cni::CmdArgs& args) {
+  NG_ASSIGN_OR_RETURN(const BridgeConfig config, ParseBridgeConfig(args.conf, args.args));
+  NG_ASSIGN_OR_RETURN(sys::UniqueFd container_ns, OpenNetns(args.netns));
+  if (config.layer3()) {
+    NG_RETURN_IF_ERROR(cni::DelegateWithoutResult(config.ipam_type, Command::kCheck, args));
+  }
+  if (!args.conf.prev_result) return Error(kErrInvalidConfig, "Required prevResult missing");
+  return CheckAttachment(args, config, *args.conf.prev_result);
+}
+
+Status CmdGc(const cni::CmdArgs& args) {
+  NG_ASSIGN_OR_RETURN(const BridgeConfig config, ParseBridgeConfig(args.conf, args.args));
+  NG_ASSIGN_OR_RETURN(const std::vector<cni::Attachment> valid,
+                      cni::ParseValidAttachments(args.conf.raw));
+  std::vector<Error> errors;
+  // Delegated plugins get GC too (spec 1.1.0): the IPAM's reservations of gone attachments.
+  if (config.layer3()) {
+    if (Status s = cni::DelegateWithoutResult(config.ipam_type, Command::kGc, args); !s.ok()) {
+      errors.push_back(s.error());
+    }
+  }
+  if (Status s = GcMasq(args.conf.name, valid); !s.ok()) errors.push_back(s.error());
+  if (Status s = GcSpoofCheck(); !s.ok()) errors.push_back(s.error());
+  return JoinErrors("GC", errors);
+}
+
+Status CmdStatus(const cni::CmdArgs& args) {
+  NG_ASSIGN_OR_RETURN(const BridgeConfig config, ParseBridgeConfig(args.conf, args.args));
+  if (auto sock = netlink::Socket::Open(); !sock.ok()) {
+    return Error(kErrPluginNotAvailable, "bridge: " + sock.error().msg);
+  }
+  if (config.layer3()) {
+    NG_RETURN_IF_ERROR(cni::DelegateWithoutResult(config.ipam_type, Command::kStatus, args));
+  }
+  return OkStatus();
+}
+
+cni::Plugin MakePlugin() {
+  return cni::SuitePlugin(
+      "bridge", SupportedVersions(), ConfigShape(),
+      {.add = CmdAdd, .del = CmdDel, .check = CmdCheck, .gc = CmdGc, .status = CmdStatus});
+}
+
+}  // namespace nodegate::bridge
