@@ -267,7 +267,7 @@ void Serve(const std::shared_ptr<Shared>& shared, sys::UniqueFd fd) {
   const ReadEnd end = ReceiveUntil(fd.get(), bytes, kMaxRequestBytes, deadline);
   if (end != ReadEnd::kEof) {
     ++shared->refused;
-    AgentLog("refused a request: {}", end == ReadEnd::kTooLarge  ? "larger than 1 MiB"
+    AgentLog("refused a request: {}", end == ReadEnd::kTooLarge   ? "larger than 1 MiB"
                                       : end == ReadEnd::kTimedOut ? "not complete within 2s"
                                                                   : "read failed");
     return;
@@ -437,8 +437,8 @@ int ClusterIpamMain(const cni::ProcessIo& process) {
     }
     const auto& unanswered = std::get<Unanswered>(outcome);
     if (unanswered.absent) {
-      cni::LogInfo("cluster-ipam {} {}: no agent at {} ({}): working directly", command,
-                   container, settings.socket, unanswered.why);
+      cni::LogInfo("cluster-ipam {} {}: no agent at {} ({}): working directly", command, container,
+                   settings.socket, unanswered.why);
     } else {
       cni::LogWarn("cluster-ipam {} {}: the agent at {} did not answer ({}): working directly",
                    command, container, settings.socket, unanswered.why);

@@ -19,7 +19,11 @@ TEST(AgentProtocol, RequestRoundTrips) {
 
 TEST(AgentProtocol, RefusesWhatThePluginNeverSends) {
   for (const char* bytes : {
-           "", "null", "[]", "{}", R"({"agent":1})",
+           "",
+           "null",
+           "[]",
+           "{}",
+           R"({"agent":1})",
            R"({"agent":2,"env":{"CNI_COMMAND":"ADD"},"stdin":""})",
            R"({"agent":"1","env":{"CNI_COMMAND":"ADD"},"stdin":""})",
            R"({"agent":1,"env":{"CNI_COMMAND":"VERSION"},"stdin":""})",

@@ -272,8 +272,9 @@ Result<ClusterConfig> LoadClusterConfig(const cni::NetConf& conf, std::string_vi
   NG_ASSIGN_OR_RETURN(cfg.agent_socket,
                       cni::ReadString(ipam, "agentSocket")
                           .GetOr(std::string(kDefaultAgentSocket), MustBeAt("ipam.")));
-  NG_ASSIGN_OR_RETURN(cfg.lock_dir, cni::ReadString(ipam, "lockDir")
-                                        .GetOr(std::string(kDefaultLockDir), MustBeAt("ipam.")));
+  NG_ASSIGN_OR_RETURN(
+      cfg.lock_dir,
+      cni::ReadString(ipam, "lockDir").GetOr(std::string(kDefaultLockDir), MustBeAt("ipam.")));
   NG_RETURN_IF_ERROR(CheckLocalPath("ipam.agentSocket", cfg.agent_socket, true));
   NG_RETURN_IF_ERROR(CheckLocalPath("ipam.lockDir", cfg.lock_dir, false));
   if (purpose == Purpose::kRelease) return cfg;

@@ -144,8 +144,8 @@ std::string CacheKey(const etcd::ClientOptions& o) {
   key += "|" + FileStamp(o.tls.ca_file) + "|" + FileStamp(o.tls.cert_file) + "|" +
          FileStamp(o.tls.key_file) + "|" + o.username + "|" + o.password + "|" +
          std::to_string(o.timeout.count()) + "|" + std::to_string(o.dial_timeout.count()) + "|" +
-         std::to_string(o.request_timeout.count()) + "|" + std::to_string(o.first_endpoint) +
-         "|" + std::to_string(o.max_body);
+         std::to_string(o.request_timeout.count()) + "|" + std::to_string(o.first_endpoint) + "|" +
+         std::to_string(o.max_body);
   return key;
 }
 

@@ -24,7 +24,7 @@ Result<FileLock> FileLock::Acquire(const std::string& path) {
 }
 
 Result<FileLock> FileLock::AcquireUntil(const std::string& path,
-                                       std::chrono::steady_clock::time_point deadline) {
+                                        std::chrono::steady_clock::time_point deadline) {
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (!fd.valid()) {
     return Error(kErrIo, "open lock " + path + ": " + std::strerror(errno));

@@ -251,8 +251,7 @@ TEST_F(AgentTest, AnswersByteForByteAsThePluginAlone) {
     const auto gc = Call("GC", j.dump(), "");
     EXPECT_EQ(gc.exit_code, 0) << gc.out << gc.err;
     const auto handles =
-        etcd_->Dump(std::string("/nodegate/ipam/") + (via ? "same-a" : "same-d") +
-                    "/handles/");
+        etcd_->Dump(std::string("/nodegate/ipam/") + (via ? "same-a" : "same-d") + "/handles/");
     ASSERT_EQ(handles.size(), 1u);
     EXPECT_NE(handles.begin()->first.find("/handles/c2/eth0"), std::string::npos);
   }
@@ -355,7 +354,7 @@ TEST_F(AgentTest, ConcurrentAddsOfANodeAreSerializedAndNeverShareAnAddress) {
     ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
   }
   const std::size_t logged[3] = {agents[0]->log().size(), agents[1]->log().size(),
-                                  agents[2]->log().size()};
+                                 agents[2]->log().size()};
   const auto adds = InParallel(
       150, 10, [&](int i) { return Call("ADD", conf(i % 3, true), "a" + std::to_string(i)); });
   std::set<std::string> addresses;
