@@ -272,6 +272,7 @@ void Serve(const std::shared_ptr<Shared>& shared, sys::UniqueFd fd) {
                                                                   : "read failed");
     return;
   }
+  if (bytes.empty()) return;  // a probe (another agent's start, a health check): nothing asked
   auto request = DecodeAgentRequest(bytes);
   if (!request.ok()) {
     ++shared->refused;

@@ -48,9 +48,9 @@ TEST(ClusterConfig, AgentSocketAndLockDir) {
   ASSERT_TRUE(given.ok()) << given.error().msg;
   EXPECT_EQ(given->agent_socket, "");  // never ask an agent
   EXPECT_EQ(given->lock_dir, "/var/lib/cni/locks");
-  for (const std::string& bad :
-       {R"("agentSocket":"run/x.sock",)", R"("lockDir":"",)", R"("lockDir":"locks",)",
-        R"("agentSocket":"/)" + std::string(120, 'a') + R"(",)"}) {
+  for (const std::string& bad : std::vector<std::string>{
+           R"("agentSocket":"run/x.sock",)", R"("lockDir":"",)", R"("lockDir":"locks",)",
+           R"("agentSocket":"/)" + std::string(120, 'a') + R"(",)"}) {
     auto cfg = Load(ranges + bad + kEtcd);
     ASSERT_FALSE(cfg.ok()) << bad;
     EXPECT_EQ(cfg.error().code, kErrInvalidConfig) << bad;
