@@ -26,6 +26,8 @@ struct Session {
   std::optional<sys::FileLock> node_lock;
   std::unique_ptr<etcd::Client> owned_client;  // the exec'd plugin's
   etcd::Client* client = nullptr;
+  ViewCache* views = nullptr;  // the agent's
+  int requests_before = 0;     // a kept client's count when this verb began
 };
 
 // One verb of a node at a time, on this machine: <lockDir>/<node>.lock. The node's name in the
@@ -44,7 +46,10 @@ Result<Session> Open(const PluginEnvironment& env, const cni::CmdArgs& args, Pur
   NG_ASSIGN_OR_RETURN(session.node_lock, LockNode(session.cfg, deadline));
   const etcd::ClientOptions options = ClientOptionsFor(session.cfg, deadline);
   if (env.clients != nullptr) {
-    NG_ASSIGN_OR_RETURN(session.client, env.clients->Get(options));
+    NG_ASSIGN_OR_RETURN(ClientCache::Kept kept, env.clients->Get(options));
+    session.client = kept.client;
+    session.views = kept.views;
+    session.requests_before = session.client->requests_sent();
   } else {
     NG_ASSIGN_OR_RETURN(session.owned_client, etcd::Client::Create(options));
     session.client = session.owned_client.get();
@@ -58,9 +63,9 @@ void LogCounters(const char* verb, const cni::CmdArgs& args, const Session& sess
   cni::LogDebug(
       "cluster-ipam {} {}/{} node {}: {} requests, {} transactions ({} conflicts), {} "
       "claims, {} borrowed, {} released, last endpoint {}",
-      verb, args.container_id, args.ifname, session.cfg.node_name, session.client->requests_sent(),
-      c.transactions, c.conflicts, c.claims, c.borrowed, c.released,
-      session.client->current_endpoint());
+      verb, args.container_id, args.ifname, session.cfg.node_name,
+      session.client->requests_sent() - session.requests_before, c.transactions, c.conflicts,
+      c.claims, c.borrowed, c.released, session.client->current_endpoint());
 }
 
 Result<cni::CniResult> Add(const PluginEnvironment& env, const cni::CmdArgs& args) {
@@ -70,6 +75,7 @@ Result<cni::CniResult> Add(const PluginEnvironment& env, const cni::CmdArgs& arg
     NG_ASSIGN_OR_RETURN(dns, ReadResolvConf(session.cfg.resolv_conf));
   }
   Allocator allocator(*session.client, session.cfg);
+  allocator.set_view_cache(session.views);
   auto addresses = allocator.Add(args.container_id, args.ifname);
   LogCounters("ADD", args, session, allocator);
   if (!addresses.ok()) return addresses.error();
@@ -80,6 +86,7 @@ Status Del(const PluginEnvironment& env, const cni::CmdArgs& args) {
   // Only the name, the node and etcd must be readable: the handle names everything else.
   NG_ASSIGN_OR_RETURN(Session session, Open(env, args, Purpose::kRelease));
   Allocator allocator(*session.client, session.cfg);
+  allocator.set_view_cache(session.views);
   Status status = allocator.Release(args.container_id, args.ifname);
   LogCounters("DEL", args, session, allocator);
   return status;
@@ -88,6 +95,7 @@ Status Del(const PluginEnvironment& env, const cni::CmdArgs& args) {
 Status Check(const PluginEnvironment& env, const cni::CmdArgs& args) {
   NG_ASSIGN_OR_RETURN(Session session, Open(env, args, Purpose::kAllocate));
   Allocator allocator(*session.client, session.cfg);
+  allocator.set_view_cache(session.views);
   return allocator.Check(args.container_id, args.ifname, args.conf.prev_result);
 }
 
@@ -95,6 +103,7 @@ Status Gc(const PluginEnvironment& env, const cni::CmdArgs& args) {
   NG_ASSIGN_OR_RETURN(std::vector<cni::Attachment> live, cni::ParseValidAttachments(args.conf.raw));
   NG_ASSIGN_OR_RETURN(Session session, Open(env, args, Purpose::kRelease));
   Allocator allocator(*session.client, session.cfg);
+  allocator.set_view_cache(session.views);
   Status status = allocator.Gc(live);
   LogCounters("GC", args, session, allocator);
   return status;
@@ -106,6 +115,7 @@ Status StatusVerb(const PluginEnvironment& env, const cni::CmdArgs& args) {
     return Error(kErrPluginNotAvailable, session.error().msg, session.error().details);
   }
   Allocator allocator(*session->client, session->cfg);
+  allocator.set_view_cache(session->views);
   return allocator.Availability();
 }
 
@@ -155,16 +165,17 @@ constexpr size_t kMaxCachedClients = 16;
 
 }  // namespace
 
-Result<etcd::Client*> ClientCache::Get(const etcd::ClientOptions& options) {
+Result<ClientCache::Kept> ClientCache::Get(const etcd::ClientOptions& options) {
   std::string key = CacheKey(options);
   auto it = clients_.find(key);
   if (it == clients_.end()) {
     NG_ASSIGN_OR_RETURN(std::unique_ptr<etcd::Client> client, etcd::Client::Create(options));
     if (clients_.size() >= kMaxCachedClients) clients_.clear();
-    it = clients_.emplace(std::move(key), std::move(client)).first;
+    it = clients_.emplace(std::move(key), Entry{std::move(client), std::make_unique<ViewCache>()})
+             .first;
   }
-  it->second->set_deadline(options.deadline);
-  return it->second.get();
+  it->second.client->set_deadline(options.deadline);
+  return Kept{it->second.client.get(), it->second.views.get()};
 }
 
 }  // namespace nodegate::ipam::cluster

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "ipam/cluster/allocator.h"
 #include "ipam/cluster/config.h"
 #include "lib/base/result.h"
 #include "lib/cni/skel.h"
@@ -25,13 +26,22 @@ namespace nodegate::ipam::cluster {
 // runs one verb at a time.
 class ClientCache {
  public:
+  struct Kept {
+    etcd::Client* client;
+    ViewCache* views;  // the nodes' views read through this client (allocator.h)
+  };
   // A client for `options` with its deadline set to options.deadline; an earlier call's
-  // client (and its open connection) when nothing it depends on changed, a new one otherwise.
-  Result<etcd::Client*> Get(const etcd::ClientOptions& options);
+  // client (and its open connection, and its views) when nothing it depends on changed, a new
+  // one otherwise.
+  Result<Kept> Get(const etcd::ClientOptions& options);
   size_t size() const { return clients_.size(); }
 
  private:
-  std::map<std::string, std::unique_ptr<etcd::Client>> clients_;
+  struct Entry {
+    std::unique_ptr<etcd::Client> client;
+    std::unique_ptr<ViewCache> views;
+  };
+  std::map<std::string, Entry> clients_;
 };
 
 // What a verb takes from outside its config.

@@ -159,6 +159,16 @@ class AgentTest : public ::testing::Test {
     return RunPlugin(call);
   }
 
+  // Sum of "N requests" (etcd requests of one verb) over the verbs logged in `log`.
+  static int Requests(const std::string& log) {
+    static const std::regex counters(R"((\d+) requests, \d+ transactions)");
+    int requests = 0;
+    for (std::sregex_iterator it(log.begin(), log.end(), counters), end; it != end; ++it) {
+      requests += std::stoi((*it)[1]);
+    }
+    return requests;
+  }
+
   // Sum of "N transactions (M conflicts)" over the verbs logged in `log`.
   static std::pair<int, int> Transactions(const std::string& log) {
     static const std::regex counters(R"((\d+) transactions \((\d+) conflicts\))");
@@ -367,12 +377,17 @@ TEST_F(AgentTest, ConcurrentAddsOfANodeAreSerializedAndNeverShareAnAddress) {
   }
   // One verb of a node at a time: no transaction of an agent lost a compare to its own node.
   int transactions = 0;
+  int requests = 0;
   for (int n = 0; n < 3; ++n) {
-    const auto [t, conflicts] = Transactions(agents[n]->log().substr(logged[n]));
+    const std::string storm_log = agents[n]->log().substr(logged[n]);
+    const auto [t, conflicts] = Transactions(storm_log);
     EXPECT_EQ(conflicts, 0) << agents[n]->log();
     transactions += t;
+    requests += Requests(storm_log);
   }
   EXPECT_EQ(transactions, 150);
+  // Each ADD after a node's first starts from the view the agent kept: its transaction alone.
+  EXPECT_EQ(requests, 150);
 
   // The exec'd plugin alone takes the node lock too: 40 ADDs of one node, 10 at a time (it
   // claims a second block on the way, alone).
