@@ -431,8 +431,8 @@ int ClusterIpamMain(const cni::ProcessIo& process) {
     cni::ConfigureFileLogging("cluster-ipam", settings.log_file, settings.log_level);
     const std::string container = process.getenv("CNI_CONTAINERID").value_or("");
     if (auto* answer = std::get_if<AgentAnswer>(&outcome)) {
-      cni::LogDebug("cluster-ipam {} {}: answered by the agent at {}", command, container,
-                    settings.socket);
+      cni::LogInfo("cluster-ipam {} {}: answered by the agent at {}", command, container,
+                   settings.socket);
       io.write_stdout(answer->stdout_data);
       return answer->exit_status;
     }

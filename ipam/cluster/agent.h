@@ -67,7 +67,8 @@ Result<AgentAnswer> DecodeAgentAnswer(std::string_view bytes);
 // The exec'd plugin's main: for ADD, DEL, CHECK, GC and STATUS, forwards the call to the agent
 // at the config's ipam.agentSocket and prints its answer; without an answer (no socket, refused,
 // silent, closed early), or for anything else, runs the verbs itself (PluginMain). Which one is
-// logged (stderr at NODEGATE_LOG_LEVEL, and the config's logFile), never printed on stdout.
+// logged at info (the config's logFile; stderr with NODEGATE_LOG_LEVEL=info), a failed agent
+// at warning (stderr too), never on stdout.
 int ClusterIpamMain(const cni::ProcessIo& io);
 
 // `cluster-ipam agent [--socket PATH]`: serves until SIGTERM or SIGINT, then stops accepting,
