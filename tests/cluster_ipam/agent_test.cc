@@ -473,7 +473,7 @@ TEST_F(AgentTest, HostileBytesOnTheSocketLeaveItServing) {
       R"({"agent":1,"env":)" + good_env + R"(,"stdin":"{}","more":1})",
       R"({"agent":1,"env":{"CNI_COMMAND":1},"stdin":"{}"})",
       std::string(2 << 20, '{'),  // larger than 1 MiB
-      std::string("{\"agent\":1,\0\xff\xfe", 16),
+      std::string("{\"agent\":1,\0\xff\xfe", 14),
   };
   for (const auto& bytes : refused) {
     EXPECT_EQ(Poke(agent->socket(), bytes), "") << bytes.substr(0, 80);
