@@ -105,7 +105,8 @@ sockaddr_un SocketAddress(const std::string& path) {
 
 // --- the plugin's side ----------------------------------------------------------------------
 
-// Why the plugin works directly. kAbsent is the normal case of a node without an agent.
+// Why the plugin works directly. `absent` (no socket, no listener) is the normal case of a
+// node without an agent: logged at info, the others as warnings.
 struct Unanswered {
   bool absent = false;
   std::string why;
