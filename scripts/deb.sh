@@ -7,7 +7,8 @@
 # network add-ons look; Debian's containernetworking-plugins uses /usr/lib/cni, so the two
 # packages share no file), nodegate in /usr/bin, its manual page, the copyright notices and
 # the example network configurations in /usr/share/doc/nodegate. No configuration is
-# installed: /etc/cni/net.d is the operator's. dpkg unpacks every file under a temporary name
+# installed: /etc/cni/net.d is the operator's. /usr/bin/kubectl-nodegate links to nodegate, so
+# kubectl finds it as a plugin. dpkg unpacks every file under a temporary name
 # and renames it into place, so a plugin a runtime is executing keeps its old inode, as with
 # `make install`.
 #
@@ -84,6 +85,8 @@ put_binary() {
 }
 for p in "${PLUGINS[@]}"; do put_binary "$BIN_DIR/$p" "$PKG/opt/cni/bin/$p"; done
 put_binary "$BIN_DIR/nodegate" "$PKG/usr/bin/nodegate"
+# kubectl's plugin name: `kubectl nodegate explain ...` runs kubectl-nodegate from PATH.
+ln -s nodegate "$PKG/usr/bin/kubectl-nodegate"
 
 DATE_DAY="$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%d)"
 sed -e "s/@VERSION@/$VERSION/g" -e "s/@DATE@/$DATE_DAY/g" "$SRC/deploy/debian/nodegate.1" |
@@ -143,8 +146,10 @@ Description: CNI plugins portmap, bandwidth, host-local, cluster-ipam and the no
  .
  The nodegate command checks pods against the node as the kube-scheduler and
  the kubelet would (admit, guard), lists every host port with its owner
- (ports), runs and validates CNI network configurations (cni, conf validate)
- and shows, checks and repairs cluster-ipam's pool (ipam).
+ (ports), runs and validates CNI network configurations (cni, conf validate),
+ shows, checks and repairs cluster-ipam's pool (ipam), and explains from the
+ cluster why a pod fits no node, naming who holds the port or uses up the
+ resource (explain; also kubectl nodegate explain).
  .
  containernetworking-plugins provides bridge and loopback, which the example
  configurations in /usr/share/doc/nodegate/examples use.

@@ -238,3 +238,10 @@ for pod in 1 2 3; do for node in node-a node-b; do ipam_call "$node" DEL "$node-
 kill -TERM "$AGENT_PID" && wait "$AGENT_PID" 2>/dev/null
 say "node-a's agent, on SIGTERM: $(tail -1 "$T/agent-node-a.log")"
 show "$NG" ipam --conf "$T/ipam-node-a.conflist" check
+
+heading "13. kubectl nodegate explain: the seed story from the cluster's side"
+say "a stand-in of the API server's contract (no kube-apiserver here) with five nodes: the CoreDNS"
+say "DaemonSet (hostNetwork, 53/UDP) runs on four; on n3 its pod stays Pending. Which pod is in the way?"
+python3 "$SRC/scripts/demo-explain.py" "$BIN" "$SRC" || true
+say "(the scheduler's line says only that ports were not free on 1 node; nodegate names the pod"
+say " holding 53/UDP there and its DaemonSet, and that preemption cannot help: same priority)"

@@ -104,7 +104,21 @@ done
 missing_promtool=0
 [ -n "$(cached_deb prometheus "$HOST_ARCH")" ] || missing_promtool=1
 
-if [ "${#missing[@]}" -eq 0 ] && [ "${#missing_busybox[@]}" -eq 0 ] && [ "$missing_promtool" = 0 ]; then
+# Debian's kubectl (package kubernetes-client): `kubectl nodegate ...` is tested through it
+# (tests/explain). Where another package already owns /usr/bin/kubectl (Google's kubectl on
+# some images), the two cannot be installed together: Debian's is kept as a .deb in the cache
+# and unpacked from there (scripts/lib/arch.sh debian_kubectl).
+kubectl_deb=0
+if ! dpkg-query -W -f='${Status}' kubernetes-client 2>/dev/null | grep -q "install ok installed"; then
+  if [ -n "$(dpkg-query -S /usr/bin/kubectl 2>/dev/null | cut -d: -f1)" ]; then
+    [ -n "$(cached_deb kubernetes-client "$HOST_ARCH")" ] || kubectl_deb=1
+  else
+    missing+=(kubernetes-client)
+  fi
+fi
+
+if [ "${#missing[@]}" -eq 0 ] && [ "${#missing_busybox[@]}" -eq 0 ] && [ "$kubectl_deb" = 0 ] &&
+  [ "$missing_promtool" = 0 ]; then
   exit 0
 fi
 
@@ -131,6 +145,10 @@ for a in "${missing_busybox[@]}"; do
   [ "$updated" = 1 ] || { apt-get update -qq; updated=1; }
   fetch_deb busybox-static "$a"
 done
+if [ "$kubectl_deb" = 1 ]; then
+  [ "$updated" = 1 ] || { apt-get update -qq; updated=1; }
+  fetch_deb kubernetes-client "$HOST_ARCH"
+fi
 if [ "$missing_promtool" = 1 ]; then
   [ "$updated" = 1 ] || { apt-get update -qq; updated=1; }
   fetch_deb prometheus "$HOST_ARCH"

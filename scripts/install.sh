@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make install: the plugins into $DESTDIR$CNI_BIN_DIR (default /opt/cni/bin), `nodegate` into
-# $DESTDIR$PREFIX/bin (default /usr/local/bin), and the example network configurations into
-# $DESTDIR$CNI_CONF_DIR (default /etc/cni/net.d) only when INSTALL_CONF=1.
+# $DESTDIR$PREFIX/bin (default /usr/local/bin) with kubectl's plugin name beside it
+# (kubectl-nodegate -> nodegate: `kubectl nodegate explain ...`), and the example network
+# configurations into $DESTDIR$CNI_CONF_DIR (default /etc/cni/net.d) only when INSTALL_CONF=1.
 #
 # Each file is written under a temporary name in its target folder and renamed over the old
 # one, as DaemonSet installers do: a plugin that a runtime is executing right now keeps its old
@@ -47,6 +48,12 @@ for p in "${PLUGINS[@]}"; do
   install_atomic "$BIN_DIR/$p" "$DESTDIR$CNI_BIN_DIR" "$p" 0755
 done
 install_atomic "$BIN_DIR/nodegate" "$DESTDIR$PREFIX/bin" nodegate 0755
+# kubectl runs an executable named kubectl-<name> found on PATH for `kubectl <name>`.
+CURRENT_TMP="$DESTDIR$PREFIX/bin/.kubectl-nodegate.nodegate-install.$$"
+ln -s nodegate "$CURRENT_TMP"
+mv -fT "$CURRENT_TMP" "$DESTDIR$PREFIX/bin/kubectl-nodegate"
+CURRENT_TMP=""
+echo "installed $DESTDIR$PREFIX/bin/kubectl-nodegate -> nodegate"
 
 if [ "$INSTALL_CONF" = 1 ]; then
   for c in "$SRC"/conf/examples/*.conflist; do

@@ -9,6 +9,8 @@
 #   nodegate-cni-plugins-linux-ARCH-vVERSION.tgz   host-local, cluster-ipam, portmap, bandwidth,
 #                                                  flat (./NAME)
 #   nodegate-linux-ARCH-vVERSION                   the nodegate executable
+#   kubectl-nodegate-linux-ARCH-vVERSION.tar.gz    the same executable as kubectl's plugin
+#                                                  (./kubectl-nodegate) and ./copyright, for krew
 #   nodegate_VERSION_ARCH.deb                      scripts/deb.sh
 # each with .sha256 and .sha512 beside it (sha256sum's and sha512sum's own lines, so
 # `sha256sum -c FILE.sha256` checks it), and, unless --no-image,
@@ -19,7 +21,11 @@
 # and the same manifest lists in the local podman store as localhost/nodegate-cni:VERSION and
 # localhost/nodegate:VERSION, the names deploy/daemonset.yaml and deploy/webhook/deployment.yaml
 # use on every architecture. The webhook image's executable is checked as the others are, and
-# must be the released nodegate-linux-ARCH-vVERSION byte for byte.
+# must be the released nodegate-linux-ARCH-vVERSION byte for byte. Always, nodegate.yaml: the krew
+# manifest (deploy/krew/nodegate.yaml) with the version, NODEGATE_RELEASE_URL (where the archives
+# will be downloaded from; a placeholder under .invalid by default) and each archive's sha256
+# filled in, checked field by field against the archives (krew-index wants linux/amd64 and
+# linux/arm64).
 #
 # Reproducible: the executables carry no path of the build machine (-ffile-prefix-map,
 # CMakeLists.txt); they are stripped as the package strips them; the tarballs list their files
@@ -27,6 +33,8 @@
 # (SOURCE_DATE_EPOCH when set), compressed with gzip -n. The same tree gives the same bytes
 # (tests/release/reproducible_test.sh builds it twice in different folders).
 #
+# Fails before writing anything when CHANGELOG.md has no section for VERSION (scripts/lib/
+# changelog.sh; NODEGATE_CHANGELOG names another file, for the test).
 # Fails, removing nothing it checked, when an executable is not static (an ELF interpreter or a
 # DT_NEEDED entry), is not of its ARCH (readelf -h), or a checksum file does not verify.
 set -euo pipefail
@@ -48,6 +56,11 @@ source "$SRC/scripts/lib/arch.sh"
 PLUGINS=(host-local cluster-ipam portmap bandwidth)
 VERSION="$(project_version "$SRC")"
 [ -n "$VERSION" ] || { echo "release: no project(nodegate VERSION ...) in CMakeLists.txt" >&2; exit 1; }
+# shellcheck source=lib/changelog.sh
+source "$SRC/scripts/lib/changelog.sh"
+CHANGELOG="${NODEGATE_CHANGELOG:-$SRC/CHANGELOG.md}"
+changelog_has_version "$CHANGELOG" "$VERSION" ||
+  { echo "release: $CHANGELOG has no section for $VERSION (## [$VERSION] - DATE)" >&2; exit 1; }
 if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
   SOURCE_DATE_EPOCH="$(git -C "$SRC" log -1 --format=%ct 2>/dev/null || echo 0)"
 fi
@@ -160,6 +173,20 @@ for arch in "${ARCHES[@]}"; do
   checksums "$exe"
   echo "  $(basename "$exe")"
 
+  # kubectl's plugin: the executable named kubectl-nodegate (a copy, not a link: krew unpacks
+  # regular files) with the copyright notices the .deb carries.
+  plugin="$WORK/plugin-$arch"
+  mkdir -p "$plugin"
+  cp "$exe" "$plugin/kubectl-nodegate"
+  cp "$SRC/deploy/debian/copyright" "$plugin/copyright"
+  chmod 0644 "$plugin/copyright"
+  touch -d "@$SOURCE_DATE_EPOCH" "$plugin/kubectl-nodegate" "$plugin/copyright"
+  ptgz="$OUT/kubectl-nodegate-linux-$arch-v$VERSION.tar.gz"
+  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" \
+    --format=gnu -C "$plugin" -cf - ./copyright ./kubectl-nodegate | gzip -9n >"$ptgz"
+  checksums "$ptgz"
+  echo "  $(basename "$ptgz")"
+
   bash "$SRC/scripts/deb.sh" "$bin" "$WORK/deb-$arch" "$arch" >/dev/null
   deb="$OUT/nodegate_${VERSION}_$arch.deb"
   mv "$WORK/deb-$arch/nodegate_${VERSION}_$arch.deb" "$deb"
@@ -183,6 +210,41 @@ if [ "$WITH_IMAGE" = 1 ]; then
   manifest_list "$IMAGE" "nodegate-cni-v$VERSION.oci.tar"
   manifest_list "$WEBHOOK_IMAGE" "nodegate-v$VERSION.oci.tar"
 fi
+
+# The krew manifest: the template filled in from the archives just built, then read back and
+# every platform checked against them.
+KREW="$OUT/nodegate.yaml"
+# RFC 2606's .invalid until a publisher says where (the same bytes wherever the release is made).
+RELEASE_URL="${NODEGATE_RELEASE_URL:-https://nodegate.invalid/releases/v$VERSION}"
+python3 - "$SRC/deploy/krew/nodegate.yaml" "$KREW" "$VERSION" "$RELEASE_URL" "$OUT" "${ARCHES[@]}" <<'PY' ||
+import hashlib, os, sys, yaml
+template, out, version, url, folder, arches = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6:]
+def archive(arch):
+    return os.path.join(folder, "kubectl-nodegate-linux-%s-v%s.tar.gz" % (arch, version))
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+text = open(template).read().replace("@VERSION@", version).replace("@URL@", url.rstrip("/"))
+text = text.replace("@HOMEPAGE@", os.environ.get("NODEGATE_HOMEPAGE", url.rstrip("/")))
+for arch in ("amd64", "arm64"):
+    path = archive(arch)
+    # A platform not built in this release keeps no checksum: the manifest is then incomplete.
+    text = text.replace("@SHA256_LINUX_%s@" % arch.upper(), sha256(path) if os.path.exists(path) else "NOT-BUILT")
+open(out, "w").write(text)
+m = yaml.safe_load(open(out))
+assert m["kind"] == "Plugin" and m["metadata"]["name"] == "nodegate", "not the nodegate plugin"
+assert m["spec"]["version"] == "v" + version, "version"
+platforms = {(p["selector"]["matchLabels"]["os"], p["selector"]["matchLabels"]["arch"]): p for p in m["spec"]["platforms"]}
+assert set(platforms) == {("linux", "amd64"), ("linux", "arm64")}, "platforms: %s" % sorted(platforms)
+for arch in arches:
+    p = platforms[("linux", arch)]
+    assert p["uri"].endswith("/" + os.path.basename(archive(arch))), "uri of %s: %s" % (arch, p["uri"])
+    assert p["sha256"] == sha256(archive(arch)), "sha256 of %s" % arch
+    assert p["bin"] == "kubectl-nodegate", "bin of %s" % arch
+print("  nodegate.yaml (krew manifest: %s)" % ", ".join("linux/" + a for a in arches))
+PY
+  die "the krew manifest does not match the archives"
+checksums "$KREW"
 
 # Everything once more, as a downloader checks it.
 (cd "$OUT" && for f in *.sha256; do sha256sum --quiet -c "$f"; done &&

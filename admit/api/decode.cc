@@ -522,6 +522,7 @@ Result<Pod> DecodePod(const json& object, std::string_view where) {
     if (const json* status = ObjectField(object, "status", "")) {
       pod.phase = StringField(*status, "phase", "status");
       pod.qos_class = StringField(*status, "qosClass", "status");
+      pod.start_time = StringField(*status, "startTime", "status");
       CheckEnum(pod.qos_class,
                 std::array<std::string_view, 4>{"", "Guaranteed", "Burstable", "BestEffort"},
                 "status.qosClass");

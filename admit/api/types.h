@@ -119,7 +119,8 @@ struct Pod {
   std::string priority_class_name;
   // status
   std::string phase;
-  std::string qos_class;  // status.qosClass: Guaranteed, Burstable, BestEffort or ""
+  std::string qos_class;   // status.qosClass: Guaranteed, Burstable, BestEffort or ""
+  std::string start_time;  // status.startTime (RFC 3339), "" until the kubelet starts it
   std::vector<ContainerStatusResources> container_statuses;  // regular and init
 
   // Where the pod came from ("pods.json", "/etc/kubernetes/manifests/web.yaml"), for reports.

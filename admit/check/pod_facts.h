@@ -11,4 +11,8 @@ namespace nodegate::admit {
 
 PodFactsPtr MakePodFacts(const Pod& pod, const FeatureGates& gates, bool already_on_node);
 
+// StartTimeSeconds: status.startTime (RFC 3339, as the API server writes it) in seconds since
+// the epoch, as PodFacts::start_time keeps it; 0 for "" or anything else.
+int64_t StartTimeSeconds(const std::string& rfc3339);
+
 }  // namespace nodegate::admit

@@ -9,6 +9,7 @@ FeatureGates::FeatureGates()
           {std::string(kGateSupplementalGroupsPolicy), true},
           {std::string(kGateTaintTolerationComparisonOperators), false},
           {std::string(kGateInPlacePodVerticalScaling), true},
+          {std::string(kGateDynamicResourceAllocation), true},
       } {}
 
 Result<FeatureGates> FeatureGates::Parse(std::string_view list) {

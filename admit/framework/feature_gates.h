@@ -6,6 +6,8 @@
 //   SupplementalGroupsPolicy            beta, on   kubelet rejects Strict on nodes without it
 //   TaintTolerationComparisonOperators  alpha, off toleration operators Lt and Gt
 //   InPlacePodVerticalScaling           beta, on   pods on the node count their status resources
+//   DynamicResourceAllocation           GA, on     the scheduler's DynamicResources plugin runs
+//                                                  (explain: its PostFilter message)
 //
 //   auto gates = FeatureGates::Parse("PodLevelResources=false,SidecarContainers=true");
 
@@ -23,6 +25,7 @@ inline constexpr std::string_view kGateSupplementalGroupsPolicy = "SupplementalG
 inline constexpr std::string_view kGateTaintTolerationComparisonOperators =
     "TaintTolerationComparisonOperators";
 inline constexpr std::string_view kGateInPlacePodVerticalScaling = "InPlacePodVerticalScaling";
+inline constexpr std::string_view kGateDynamicResourceAllocation = "DynamicResourceAllocation";
 
 class FeatureGates {
  public:

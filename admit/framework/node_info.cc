@@ -22,12 +22,18 @@ NodeInfo::NodeInfo(Node node)
     : node_(std::move(node)), allocatable_(Resource::FromResourceList(node_.allocatable)) {}
 
 void NodeInfo::AddPod(PodFactsPtr pod) {
-  RemovePod(pod->key);  // a pod is on a node once
+  // A pod is on a node once: a pod of the same key leaves first. One lookup for the common
+  // case, a new pod (a cluster-wide list adds every pod once). The key's view points into the
+  // facts, which pods_ keeps alive.
+  const std::string_view key = pod->key;
+  if (!index_.try_emplace(key, pods_.size()).second) {
+    RemovePod(key);
+    index_.emplace(key, pods_.size());
+  }
   requested_.Add(pod->requests);
   for (const WantedPort& p : pod->ports) {
     used_ports_.Add(p.port, PortHolder{pod->key, p.container, pod->source});
   }
-  index_[pod->key] = pods_.size();
   pods_.push_back(std::move(pod));
 }
 

@@ -39,6 +39,9 @@ struct PodFacts {
   QosClass qos = QosClass::kBestEffort;
   Resource requests;  // effective requests (the scheduler's), in comparison units
   std::vector<WantedPort> ports;
+  // status.startTime in seconds since the epoch, 0 when not started (the scheduler's
+  // preemption prefers, among equal priorities, to keep the pod that started first).
+  int64_t start_time = 0;
   // What evicting it frees (the kubelet's GetResourceRequest) when that is not `requests`
   // (overhead, pod-level resources, a resize in progress); null for most pods.
   std::shared_ptr<const Resource> distinct_eviction_frees;

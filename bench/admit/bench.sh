@@ -4,6 +4,8 @@
 # Usage: bench/admit/bench.sh BUILD_DIR
 # Targets: filter (predicate evaluation) at 10,000 pods < 5 ms; total <= 1.5 x parse.
 set -euo pipefail
+# shellcheck source=bench/lib/results.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/results.sh"
 BUILD_DIR="$(cd "${1:-build}" && pwd)"
 BENCH="$BUILD_DIR/bin/admit_bench"
 NODEGATE="$BUILD_DIR/bin/nodegate"
@@ -34,9 +36,16 @@ if [ -x "$NODEGATE" ]; then
       fi
     done
     end=$(date +%s%N)
-    awk -v n="$n" -v ns="$((end - start))" 'BEGIN { printf "%-8s %10.1f\n", n, ns / 5 / 1e6 }'
+    wall=$(awk -v ns="$((end - start))" 'BEGIN { printf "%.1f", ns / 5 / 1e6 }')
+    printf "%-8s %10s\n" "$n" "$wall"
+    bench_result admit "nodegate admit -o json, whole process, $n pods" "$wall"
   done
 fi
+
+while read -r n _ _ total _ filter _; do
+  bench_result admit "predicate work (in-process), $n pods" "$filter"
+  bench_result admit "parse + judge (in-process), $n pods" "$total"
+done < <(awk '$1 ~ /^[0-9]+$/' "$TMP/table.txt")
 
 # Verdict against the issue's targets (10,000 pods row).
 awk '$1 == 10000 {

@@ -12,8 +12,10 @@
 # inside the node namespace with bash's EPOCHREALTIME (no fork per sample). Target: ours at
 # least 5 times faster than the reference.
 set -euo pipefail
+# shellcheck source=bench/lib/results.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/results.sh"
 BUILD_DIR="$(cd "${1:-build}" && pwd)"
-ITER="${2:-30}"
+ITER="${2:-${BANDWIDTH_BENCH_ITER:-30}}"
 OURS="$BUILD_DIR/bin/bandwidth"
 REF=/usr/lib/cni/bandwidth
 for bin in "$OURS" "$REF"; do
@@ -127,6 +129,9 @@ for others in 0 500; do
   read -r oa od oca ocd < <(measure "$OURS")
   read -r ra rd rca rcd < <(measure "$REF")
   RES[$others]="$oa $od $ra $rd $oca $ocd $rca $rcd"
+  bench_result bandwidth "ADD, $others other shaped containers" "$oa" "$ra"
+  bench_result bandwidth "DEL, $others other shaped containers" "$od" "$rd"
+  bench_result bandwidth "ADD CPU time (user + system), $others other shaped containers" "$oca" "$rca"
   printf '%-22s %-10s %10s %10s %10s %10s\n' "$others other containers" "nodegate" "$oa" "$od" "$oca" "$ocd"
   printf '%-22s %-10s %10s %10s %10s %10s\n' "$others other containers" "reference" "$ra" "$rd" "$rca" "$rcd"
   awk -v oa="$oa" -v od="$od" -v ra="$ra" -v rd="$rd" -v oca="$oca" -v ocd="$ocd" -v rca="$rca" -v rcd="$rcd" '

@@ -31,8 +31,10 @@ for f in "$BUILD_DIR/bin/cluster-ipam" "$BUILD_DIR/bin/host-local" "$BUILD_DIR/b
   [ -x "$f" ] || { echo "missing $f (make build)" >&2; exit 1; }
 done
 command -v etcd >/dev/null || { echo "missing etcd (scripts/install-deps.sh)" >&2; exit 1; }
+export PYTHONPATH="$SRC/bench/lib${PYTHONPATH:+:$PYTHONPATH}"
 exec python3 - "$BUILD_DIR" "$SRC" "${CLUSTER_IPAM_BENCH_REPS:-200}" <<'PY'
 import json, os, re, shutil, statistics, subprocess, sys, tempfile, threading, time
+from results import record
 
 build, src, reps = sys.argv[1], sys.argv[2], int(sys.argv[3])
 PLUGIN = os.path.join(build, "bin/cluster-ipam")
@@ -189,6 +191,15 @@ try:
             row("%d, %s" % (size, label), "%.2f" % statistics.median(add_ms),
                 "%.2f" % pct(add_ms, 99), "%.2f" % statistics.median(del_ms), "%.2f" % pct(del_ms, 99),
                 "%.2f" % floor_now)
+            if plain is not True:
+                via = " via agent" if plain == "agent" else ""
+                record("cluster-ipam", "cluster-ipam ADD p50%s, %d allocated, TLS" % (via, size),
+                       results[(size, plain)][0])
+                record("cluster-ipam", "cluster-ipam DEL p50%s, %d allocated, TLS" % (via, size),
+                       results[(size, plain)][1])
+    record("cluster-ipam", "floor: an exec'd etcd client's one transaction, TLS", floor_b)
+    record("cluster-ipam", "floor A: a static no-op's exec plus one warm etcd transaction", floor_a)
+    record("cluster-ipam", "host-local ADD (ours), for comparison", statistics.median(hl_add))
     # Floor A again, after the rows: the machine's load moves during a run.
     noop_after = [timed_exec([NOOP]) for _ in range(reps)]
     txn_after = subprocess.run([HELPER, "txn", conf_path, str(reps)], check=True, capture_output=True)
@@ -292,6 +303,14 @@ try:
 finally:
     tmpfs.stop()
     shutil.rmtree(tmp, ignore_errors=True)
+record("cluster-ipam", "ADDs per second, 10 nodes 10 at a time, etcd on disk", rate_disk,
+       unit="ADD/s")
+record("cluster-ipam", "ADDs per second, 10 nodes that can only borrow", rate_borrow,
+       unit="ADD/s")
+record("cluster-ipam", "ADDs per second, 10 nodes 10 at a time via their agents, etcd on disk",
+       rate_agents, unit="ADD/s")
+record("cluster-ipam", "ADDs per second, 10 nodes 10 at a time via their agents, etcd on tmpfs",
+       rate_tmpfs_agents, unit="ADD/s")
 print()
 print("throughput target 300/s, TLS: via agents %.0f/s with data on disk (%s), %.0f/s on tmpfs; "
       "straight to etcd %.0f/s on disk, %.0f/s on tmpfs, %.0f/s over plain HTTP; one node %.2fx "

@@ -27,8 +27,11 @@ REF=/usr/lib/cni/host-local
 if [ -z "${NG_IPAM_BENCH_INNER:-}" ]; then
   exec env NG_IPAM_BENCH_INNER=1 unshare -n bash "$0" "$BUILD_DIR"
 fi
+BENCH_LIB="$(cd "$(dirname "${BASH_SOURCE[0]}")/../lib" && pwd)"
+export PYTHONPATH="$BENCH_LIB${PYTHONPATH:+:$PYTHONPATH}"
 exec python3 - "$OURS" "$REF" "${IPAM_BENCH_REPS:-150}" "${IPAM_BENCH_FIRST_REPS:-5}" <<'PY'
 import os, shutil, statistics, subprocess, sys, tempfile, time
+from results import record
 
 ours, ref, reps, first_reps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 SIZES = [0, 1000, 5000]
@@ -132,6 +135,8 @@ for count in SIZES:
     ra0, rd0 = results[("ref", 0)]
     print("%-6d %12.2f %12.2f %12.2f %12.2f %12.2f %12.2f" % (count, ra / oa, rd / od, oa / oa0,
           od / od0, ra / ra0, rd / rd0))
+    record("ipam", "host-local ADD, %d reservations" % count, oa, ra)
+    record("ipam", "host-local DEL, %d reservations" % count, od, rd)
 no_cursor = first_without_cursor([("ours", ours), ("ref", ref)] * first_reps, 5000)
 first_ours, first_ref = statistics.median(no_cursor["ours"]), statistics.median(no_cursor["ref"])
 print()
@@ -141,6 +146,8 @@ for name in ("ours", "ref"):
     print("  %-5s %9.2f   [%s]" % (name, statistics.median(no_cursor[name]),
                                    " ".join("%.1f" % x for x in no_cursor[name])))
 
+record("ipam", "host-local first ADD on 5,000 reservations without last_reserved_ip.0",
+       first_ours, first_ref)
 oa, od = results[("ours", 5000)]
 ra, rd = results[("ref", 5000)]
 oa0, od0 = results[("ours", 0)]

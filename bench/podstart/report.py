@@ -16,6 +16,10 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "lib"))
+from results import record  # noqa: E402
+
 LINE = re.compile(r"^\s*(\d+)/(\d+)\s+([\d.]+):\s+sched:(sched_process_\w+):\s+(.*)$")
 PLUGINS = ("loopback", "bridge", "host-local", "portmap", "bandwidth")
 OURS = ("host-local", "portmap", "bandwidth")
@@ -143,6 +147,11 @@ def main():
               "%.0f%% of our chain (%.1f ms with the host-local it runs: %.1f)" % (
                   n, r["run"] / o["run"], o["run"], r["run"], o["chain"], r["chain"], o["three"],
                   r["three"], 100 * o["bridge-own"] / o["chain"], o["bridge-own"], o["bridge"]))
+        record("podstart", "RunPodSandbox p50, %s other mappings" % n, o["run"], r["run"])
+        record("podstart", "CNI ADD chain, %s other mappings" % n, o["chain"], r["chain"])
+        for p in OURS:
+            record("podstart", "%s ADD, %s other mappings" % (p, n), o[p], r[p])
+        record("podstart", "static binary's bare exec (floor), %s other mappings" % n, o["floor"])
         for p in OURS:
             over = o[p] - o["floor"]
             print("target: %s ADD within 2 ms of a static binary's bare exec at %s others "

@@ -36,6 +36,8 @@ cleanup() {
 trap cleanup EXIT
 # shellcheck source=bench/lib/node.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/node.sh"
+# shellcheck source=bench/lib/results.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/results.sh"
 
 [ "$(id -u)" = 0 ] || { echo "portmap bench needs root (network namespaces)" >&2; exit 1; }
 [ -x "$OURS" ] || { echo "missing $OURS (build first)" >&2; exit 1; }
@@ -258,7 +260,7 @@ done
 # ADD and DEL flush the host port's UDP entries. Each dump walks the kernel's whole conntrack
 # hash whatever the namespace holds, so with no entry the flush asks for the count and dumps
 # nothing. Ours runs the flush after it exits, in the helper that releases its nfnetlink
-# sockets (plugins/portmap/README.md, "UDP conntrack"), so its UDP call should cost what the
+# sockets (docs/performance/conntrack.md), so its UDP call should cost what the
 # same call with a TCP mapping (no flush at all) costs. OLD_PORTMAP=path adds that binary's UDP
 # ADD and DEL beside ours (an A/B of the flush).
 CT_ENTRIES="${CT_ENTRIES:-20000}"
@@ -334,6 +336,29 @@ if [ "$MANY_PORTS" -gt 0 ]; then
     "${ADD[many-nftables]}" "${DEL[many-nftables]}"
   printf 'many ports: the ADD'"'"'s CPU time (user + system, median ms): nft mode %s, legacy %s, nftables %s\n' \
     "${CPU[many-nft]}" "${CPU[many-legacy]}" "${CPU[many-nftables]}"
+fi
+# The same figures as rows for docs/performance.md (bench/lib/results.sh).
+for n in $SIZES; do
+  bench_result portmap "ADD, iptables layout, nft mode, $n mappings" "${ADD[nft,$n]}" "${ADD[refnft,$n]}"
+  bench_result portmap "DEL, iptables layout, nft mode, $n mappings" "${DEL[nft,$n]}" "${DEL[refnft,$n]}"
+  bench_result portmap "floor on nft nodes (exec + one commit adding a jump), $n mappings" "${FLOOR_MS[$n]}"
+  bench_result portmap "ADD, iptables layout, legacy mode, $n mappings" "${ADD[legacy,$n]}" "${ADD[reflegacy,$n]}"
+  bench_result portmap "DEL, iptables layout, legacy mode, $n mappings" "${DEL[legacy,$n]}" "${DEL[reflegacy,$n]}"
+  bench_result portmap "ADD, nftables backend (reference: nft mode), $n mappings" "${ADD[nftables,$n]}" "${ADD[refnft,$n]}"
+done
+for ct in $CT_SIZES; do
+  bench_result portmap "UDP ADD, nft mode, $ct conntrack entries" "${ADD[udp-iptables,$ct]}" "${ADD[udp-reference,$ct]}"
+  bench_result portmap "UDP ADD, nftables backend, $ct conntrack entries" "${ADD[udp-nftables,$ct]}" "${ADD[udp-reference,$ct]}"
+done
+if [ "$MANY_PORTS" -gt 0 ]; then
+  for mode in nft legacy nftables; do
+    bench_result portmap "one pod with $MANY_PORTS UDP host ports, ADD, $mode" "${ADD[many-$mode]}"
+    bench_result portmap "one pod with $MANY_PORTS UDP host ports, DEL, $mode" "${DEL[many-$mode]}"
+  done
+fi
+if [[ " $SIZES " == *" 1000 "* ]]; then
+  bench_result portmap "ADD with hostPortConflicts reject, nft mode, 1000 mappings" "${ADD[nft-reject,1000]}"
+  bench_result portmap "ADD with hostPortConflicts allow (the default), nft mode, 1000 mappings" "${ADD[nft-allow,1000]}"
 fi
 first=${SIZES%% *}; last=${SIZES##* }
 echo

@@ -27,6 +27,8 @@ cleanup() {
 trap cleanup EXIT
 # shellcheck source=bench/lib/node.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/node.sh"
+# shellcheck source=bench/lib/results.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/results.sh"
 
 [ "$(id -u)" = 0 ] || { echo "ports bench needs root (network namespaces)" >&2; exit 1; }
 [ -x "$NG" ] || { echo "missing $NG (build first)" >&2; exit 1; }
@@ -101,3 +103,5 @@ echo "nodegate ports, whole process, median of $RUNS (ms)"
 printf '%-52s %8s\n' "everything, -o json" "$all" "everything, text" "$text" \
   "--port 10000 (one row)" "$one" "mappings and sockets only (no pods, no cache)" "$kernel"
 echo "target: nodegate ports under 100 ms at $MAPPINGS mappings, $SOCKETS sockets, $PODS pods ($all): $(awk -v a="$all" 'BEGIN { print (a < 100) ? "met" : "MISSED" }')"
+bench_result ports "nodegate ports -o json, whole process, $MAPPINGS mappings, $SOCKETS sockets, $PODS pods" "$all"
+bench_result ports "nodegate ports --port (one row), same node" "$one"

@@ -15,6 +15,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SRC, "tests", "webhook"))
 import standin  # noqa: E402
+sys.path.insert(0, os.path.join(SRC, "bench", "lib"))
+from results import record  # noqa: E402
 
 NODEGATE, SECONDS = sys.argv[1], int(sys.argv[2])
 
@@ -93,6 +95,10 @@ def main():
             p50, p99, _ = wrk(port, body, 1, 1, SECONDS)
             _, _, rate = wrk(port, body, 16, 2, SECONDS)
             print("%-8d %12.3f %12.3f %14.0f" % (n, p50, p99, rate))
+            record("webhook", "review p50, %d pods on the node" % n, p50)
+            record("webhook", "review p99, %d pods on the node" % n, p99)
+            record("webhook", "reviews per second, %d pods, 16 connections" % n, rate,
+                   unit="reviews/s")
         finally:
             proc.terminate()
             proc.wait()

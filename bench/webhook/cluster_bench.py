@@ -30,8 +30,10 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SRC, "tests", "webhook"))
+sys.path.insert(0, os.path.join(SRC, "bench", "lib"))
 import standin  # noqa: E402
 from standin_admin import AdminClient  # noqa: E402
+from results import record  # noqa: E402
 
 NODEGATE = sys.argv[1]
 SIZES = [int(s) for s in sys.argv[2].split(",")]
@@ -224,6 +226,8 @@ def main():
             row["pods"], row["nodes"], row["sync_s"], row["sync_cpu"], row["standin_cpu"],
             row["rss_sync"] / MIB, row["rss_judged"] / MIB, row["peak"] / MIB, row["relist_s"],
             row["peak"] / MIB / (pods / 1000)), flush=True)
+        record("webhook", "initial sync, %d pods" % pods, row["sync_s"], unit="s")
+        record("webhook", "peak RSS, %d pods" % pods, row["peak"] / MIB, unit="MiB")
         if row["cached"] < pods * 0.9 or row["unknown"]:
             print("  warning: %d pods cached, %d nodes unknown" % (row["cached"], row["unknown"]))
     last = rows[-1]
@@ -236,6 +240,8 @@ def main():
     print("review latency at %d pods while the stand-in makes %.0f changes/s: p50 %.3f ms, "
           "p99 %.3f ms (target p99 < 2 ms)" % (last["pods"], last["events_per_s"] or 0,
                                                 last["p50_ms"], last["p99_ms"]))
+    record("webhook", "review p99 at %d pods during %.0f changes/s" % (
+        last["pods"], last["events_per_s"] or 0), last["p99_ms"])
     print("targets at %d pods: peak RSS %.0f MiB (< 256), sync %.2f s (< 10)" % (
         last["pods"], last["peak"] / MIB, last["sync_s"]))
 

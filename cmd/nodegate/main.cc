@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "admit/cli/cli.h"
+#include "cmd/nodegate/explain/cli.h"
 #include "ipam/cluster/cli/cli.h"
 #include "ports/cli/cli.h"
 #include "runtime/cli/cli.h"
@@ -22,7 +23,8 @@ constexpr std::string_view kUsage =
     "  cni       run a CNI network (.conflist) as a container runtime does\n"
     "  conf      validate CNI configuration files (conf validate [DIR|FILE]...)\n"
     "  webhook   serve the API server's admission webhook for pods with a fixed nodeName\n"
-    "  ipam      cluster-ipam's address pool: show, check, release, import\n";
+    "  ipam      cluster-ipam's address pool: show, check, release, import\n"
+    "  explain   why a pod fits no node, node by node (also as kubectl nodegate explain)\n";
 
 }  // namespace
 
@@ -53,6 +55,9 @@ int main(int argc, char** argv) {
   }
   if (command == "ipam") {
     return nodegate::ipam::cluster::RunIpamCli(argc - 1, argv + 1);
+  }
+  if (command == "explain") {
+    return nodegate::explain_cli::RunExplainCli(argc - 1, argv + 1);
   }
   std::cerr << "nodegate: unknown command '" << command << "'\n" << kUsage;
   return 2;

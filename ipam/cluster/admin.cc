@@ -165,127 +165,174 @@ Usage Summarize(const Snapshot& snapshot, const Pool& configured) {
   return usage;
 }
 
-std::vector<Problem> FindProblems(const Snapshot& snapshot, const Pool& configured,
-                                  const CheckInputs& inputs) {
-  const Pool& pool = PoolOf(snapshot, configured);
-  std::vector<Problem> problems;
-  for (const auto& u : snapshot.unreadable) {
-    problems.push_back({"unreadable", u.substr(0, u.find(": ")), u});
+namespace {
+
+// ProblemFinder: FindProblems' passes over one snapshot, sharing what each learns (the handles
+// by name, every holder of every address).
+class ProblemFinder {
+ public:
+  ProblemFinder(const Snapshot& snapshot, const Pool& pool, const CheckInputs& inputs)
+      : snapshot_(snapshot), pool_(pool), inputs_(inputs) {
+    for (const auto& h : snapshot.handles) handles_[h.handle.name()] = &h;
   }
-  if (snapshot.pool && !SamePool(*snapshot.pool, configured)) {
-    problems.push_back(
-        {"pool-differs", "pool",
-         "stored: " + DescribePool(*snapshot.pool) + "; configured: " + DescribePool(configured)});
+
+  // Blocks: each block in the pool, claimed by its node, not overlapping another, and its
+  // entries held by handles; each claim with a block.
+  void Blocks() {
+    std::map<net::IpPrefix, const Snapshot::ClaimEntry*> claims;
+    for (const auto& c : snapshot_.claims) claims[c.claim.block] = &c;
+    std::set<net::IpPrefix> with_content;
+    std::vector<net::IpPrefix> all_blocks;
+    for (const auto& b : snapshot_.blocks) {
+      const net::IpPrefix& cidr = b.block.block;
+      with_content.insert(cidr);
+      all_blocks.push_back(cidr);
+      if (!LocateBlock(pool_, cidr)) {
+        Add("not-in-pool", cidr.ToString(), b.key + ": not a block of the pool");
+      }
+      const auto claim = claims.find(cidr);
+      if (claim == claims.end()) {
+        Add("claim-mismatch", cidr.ToString(), b.key + " has no claim");
+      } else if (claim->second->claim.node != b.node) {
+        Add("claim-mismatch", cidr.ToString(),
+            "claimed by " + claim->second->claim.node + ", held under node " + b.node);
+      }
+      Entries(b);
+    }
+    for (const auto& c : snapshot_.claims) {
+      if (!with_content.count(c.claim.block)) {
+        Add("claim-mismatch", c.claim.block.ToString(),
+            "claimed by " + c.claim.node + " with no block under the node");
+      }
+    }
+    std::sort(all_blocks.begin(), all_blocks.end());
+    for (size_t i = 1; i < all_blocks.size(); ++i) {
+      if (all_blocks[i - 1].Overlaps(all_blocks[i])) {
+        Add("duplicate", all_blocks[i].ToString(),
+            "blocks " + all_blocks[i - 1].ToString() + " and " + all_blocks[i].ToString() +
+                " overlap");
+      }
+    }
   }
-  std::map<std::string, const Snapshot::HandleEntry*> handles;
-  for (const auto& h : snapshot.handles) handles[h.handle.name()] = &h;
-  std::map<net::IpPrefix, const Snapshot::ClaimEntry*> claims;
-  for (const auto& c : snapshot.claims) claims[c.claim.block] = &c;
-  std::set<net::IpPrefix> with_content;
-  // Every holder of every address: block entries and handles.
-  std::map<net::IpAddress, std::set<std::string>> holders;
-  std::vector<net::IpPrefix> all_blocks;
-  for (const auto& b : snapshot.blocks) {
+
+  // Handles: each handle's addresses recorded for it by their blocks, listed in the node's
+  // index, and (with the inputs) still attached on its node, of a node that exists.
+  void Handles() {
+    std::set<std::string> indexed;
+    for (const auto& i : snapshot_.index) {
+      indexed.insert(i.node + "/" + i.container_id + "/" + i.ifname);
+    }
+    for (const auto& h : snapshot_.handles) {
+      const Handle& handle = h.handle;
+      for (const auto& a : handle.addresses) {
+        holders_[a.ip].insert(handle.name());
+        if (!Records(a, handle)) {
+          Add("handle-mismatch", handle.name(),
+              "holds " + a.ip.ToString() + ", which block " + a.block.ToString() + " of node " +
+                  a.block_node + " does not record for it");
+        }
+      }
+      if (!indexed.count(handle.node + "/" + handle.name())) {
+        Add("index-missing", handle.name(), "not listed under node " + handle.node);
+      }
+      if (inputs_.node && inputs_.live && handle.node == *inputs_.node &&
+          !inputs_.live->count(handle.name())) {
+        std::string ips;
+        for (const auto& a : handle.addresses) ips += (ips.empty() ? "" : ",") + a.ip.ToString();
+        Add("leaked", handle.name(),
+            "node " + handle.node + "'s runtime has no such attachment; holds " + ips);
+      }
+      if (inputs_.nodes && !inputs_.nodes->count(handle.node)) {
+        Add("node-gone", handle.name(), "of node " + handle.node);
+      }
+    }
+  }
+
+  // Rest: stale index entries, addresses with several holders, blocks of nodes that are gone.
+  std::vector<Problem> Rest() && {
+    for (const auto& i : snapshot_.index) {
+      const auto h = handles_.find(i.container_id + "/" + i.ifname);
+      if (h == handles_.end() || h->second->handle.node != i.node) {
+        Add("index-stale", i.key, "no such handle of node " + i.node);
+      }
+    }
+    for (const auto& [ip, names] : holders_) {
+      if (names.size() > 1) {
+        std::string list;
+        for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+        Add("duplicate", ip.ToString(), "held by " + list);
+      }
+    }
+    if (inputs_.nodes) {
+      for (const auto& b : snapshot_.blocks) {
+        if (!inputs_.nodes->count(b.node)) {
+          Add("node-gone", b.block.block.ToString(), "block of node " + b.node);
+        }
+      }
+    }
+    return std::move(problems_);
+  }
+
+  void Add(std::string kind, std::string subject, std::string detail) {
+    problems_.push_back({std::move(kind), std::move(subject), std::move(detail)});
+  }
+
+ private:
+  // Entries: each allocation of block `b` held by a handle, the same allocation.
+  void Entries(const Snapshot::BlockEntry& b) {
     const net::IpPrefix& cidr = b.block.block;
-    with_content.insert(cidr);
-    all_blocks.push_back(cidr);
-    if (!LocateBlock(pool, cidr)) {
-      problems.push_back({"not-in-pool", cidr.ToString(), b.key + ": not a block of the pool"});
-    }
-    const auto claim = claims.find(cidr);
-    if (claim == claims.end()) {
-      problems.push_back({"claim-mismatch", cidr.ToString(), b.key + " has no claim"});
-    } else if (claim->second->claim.node != b.node) {
-      problems.push_back(
-          {"claim-mismatch", cidr.ToString(),
-           "claimed by " + claim->second->claim.node + ", held under node " + b.node});
-    }
     for (const auto& [ordinal, a] : b.block.allocations) {
       const net::IpAddress ip = AddressAt(cidr, ordinal);
-      holders[ip].insert(a.handle);
-      const auto h = handles.find(a.handle);
-      if (h == handles.end()) {
-        problems.push_back(
-            {"orphan-entry", ip.ToString(),
-             "block " + cidr.ToString() + " gives it to " + a.handle + ", which has no handle"});
+      holders_[ip].insert(a.handle);
+      const auto h = handles_.find(a.handle);
+      if (h == handles_.end()) {
+        Add("orphan-entry", ip.ToString(),
+            "block " + cidr.ToString() + " gives it to " + a.handle + ", which has no handle");
       } else if (h->second->handle.aid != a.aid) {
-        problems.push_back(
-            {"orphan-entry", ip.ToString(),
-             "block " + cidr.ToString() + " gives it to an earlier allocation of " + a.handle});
+        Add("orphan-entry", ip.ToString(),
+            "block " + cidr.ToString() + " gives it to an earlier allocation of " + a.handle);
       }
     }
   }
-  for (const auto& c : snapshot.claims) {
-    if (!with_content.count(c.claim.block)) {
-      problems.push_back({"claim-mismatch", c.claim.block.ToString(),
-                          "claimed by " + c.claim.node + " with no block under the node"});
+
+  // Records: the block entry of the handle's address names this handle and allocation.
+  template <typename Address>
+  bool Records(const Address& a, const Handle& handle) const {
+    const Snapshot::BlockEntry* block = nullptr;
+    for (const auto& b : snapshot_.blocks) {
+      if (b.block.block == a.block && b.node == a.block_node) block = &b;
     }
+    if (block == nullptr) return false;
+    const auto entry = block->block.allocations.find(OrdinalOf(a.block, a.ip));
+    return entry != block->block.allocations.end() && entry->second.handle == handle.name() &&
+           entry->second.aid == handle.aid;
   }
-  std::sort(all_blocks.begin(), all_blocks.end());
-  for (size_t i = 1; i < all_blocks.size(); ++i) {
-    if (all_blocks[i - 1].Overlaps(all_blocks[i])) {
-      problems.push_back({"duplicate", all_blocks[i].ToString(),
-                          "blocks " + all_blocks[i - 1].ToString() + " and " +
-                              all_blocks[i].ToString() + " overlap"});
-    }
+
+  const Snapshot& snapshot_;
+  const Pool& pool_;
+  const CheckInputs& inputs_;
+  std::map<std::string, const Snapshot::HandleEntry*> handles_;
+  // Every holder of every address: block entries and handles.
+  std::map<net::IpAddress, std::set<std::string>> holders_;
+  std::vector<Problem> problems_;
+};
+
+}  // namespace
+
+std::vector<Problem> FindProblems(const Snapshot& snapshot, const Pool& configured,
+                                  const CheckInputs& inputs) {
+  ProblemFinder finder(snapshot, PoolOf(snapshot, configured), inputs);
+  for (const auto& u : snapshot.unreadable) {
+    finder.Add("unreadable", u.substr(0, u.find(": ")), u);
   }
-  std::set<std::string> indexed;
-  for (const auto& i : snapshot.index)
-    indexed.insert(i.node + "/" + i.container_id + "/" + i.ifname);
-  for (const auto& h : snapshot.handles) {
-    const Handle& handle = h.handle;
-    for (const auto& a : handle.addresses) {
-      holders[a.ip].insert(handle.name());
-      // The block entry must name this handle and allocation.
-      const Snapshot::BlockEntry* block = nullptr;
-      for (const auto& b : snapshot.blocks) {
-        if (b.block.block == a.block && b.node == a.block_node) block = &b;
-      }
-      const auto entry = block ? block->block.allocations.find(OrdinalOf(a.block, a.ip))
-                               : std::map<uint64_t, Allocation>::const_iterator();
-      if (block == nullptr || entry == block->block.allocations.end() ||
-          entry->second.handle != handle.name() || entry->second.aid != handle.aid) {
-        problems.push_back({"handle-mismatch", handle.name(),
-                            "holds " + a.ip.ToString() + ", which block " + a.block.ToString() +
-                                " of node " + a.block_node + " does not record for it"});
-      }
-    }
-    if (!indexed.count(handle.node + "/" + handle.name())) {
-      problems.push_back({"index-missing", handle.name(), "not listed under node " + handle.node});
-    }
-    if (inputs.node && inputs.live && handle.node == *inputs.node &&
-        !inputs.live->count(handle.name())) {
-      std::string ips;
-      for (const auto& a : handle.addresses) ips += (ips.empty() ? "" : ",") + a.ip.ToString();
-      problems.push_back(
-          {"leaked", handle.name(),
-           "node " + handle.node + "'s runtime has no such attachment; holds " + ips});
-    }
-    if (inputs.nodes && !inputs.nodes->count(handle.node)) {
-      problems.push_back({"node-gone", handle.name(), "of node " + handle.node});
-    }
+  if (snapshot.pool && !SamePool(*snapshot.pool, configured)) {
+    finder.Add(
+        "pool-differs", "pool",
+        "stored: " + DescribePool(*snapshot.pool) + "; configured: " + DescribePool(configured));
   }
-  for (const auto& i : snapshot.index) {
-    const auto h = handles.find(i.container_id + "/" + i.ifname);
-    if (h == handles.end() || h->second->handle.node != i.node) {
-      problems.push_back({"index-stale", i.key, "no such handle of node " + i.node});
-    }
-  }
-  for (const auto& [ip, names] : holders) {
-    if (names.size() > 1) {
-      std::string list;
-      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-      problems.push_back({"duplicate", ip.ToString(), "held by " + list});
-    }
-  }
-  if (inputs.nodes) {
-    for (const auto& b : snapshot.blocks) {
-      if (!inputs.nodes->count(b.node)) {
-        problems.push_back({"node-gone", b.block.block.ToString(), "block of node " + b.node});
-      }
-    }
-  }
-  return problems;
+  finder.Blocks();
+  finder.Handles();
+  return std::move(finder).Rest();
 }
 
 Result<NodeRelease> ReleaseNode(etcd::Kv& kv, const ClusterConfig& cfg, const std::string& node,

@@ -430,13 +430,8 @@ Status Allocator::RefreshFromFailure(const etcd::TxnResponse& response,
   return OkStatus();
 }
 
-Result<std::vector<AddressInRange>> Allocator::Assign(const std::string& container_id,
-                                                      const std::string& ifname,
-                                                      const std::vector<net::IpAddress>& ips) {
-  (void)TakeCachedView();
-  const std::string handle_key = keys_.Handle(container_id, ifname);
-  const std::string handle_name = container_id + "/" + ifname;
-  const std::string fresh_aid = NewAllocationId();
+Result<std::vector<std::pair<Place, net::IpAddress>>> Allocator::PlacesOf(
+    const std::vector<net::IpAddress>& ips, const std::string& handle_name) const {
   std::vector<std::pair<Place, net::IpAddress>> wanted;
   for (const auto& ip : ips) {
     const auto place = LocateAddress(cfg_.pool, ip);
@@ -452,6 +447,17 @@ Result<std::vector<AddressInRange>> Allocator::Assign(const std::string& contain
     }
     wanted.emplace_back(*place, ip);
   }
+  return wanted;
+}
+
+Result<std::vector<AddressInRange>> Allocator::Assign(const std::string& container_id,
+                                                      const std::string& ifname,
+                                                      const std::vector<net::IpAddress>& ips) {
+  (void)TakeCachedView();
+  const std::string handle_key = keys_.Handle(container_id, ifname);
+  const std::string handle_name = container_id + "/" + ifname;
+  const std::string fresh_aid = NewAllocationId();
+  NG_ASSIGN_OR_RETURN(const auto wanted, PlacesOf(ips, handle_name));
   NG_ASSIGN_OR_RETURN(View view, Read(container_id, ifname, /*serializable=*/false));
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
     NG_RETURN_IF_ERROR(CheckPool(view));

@@ -122,6 +122,10 @@ class Allocator {
   std::optional<uint64_t> FreeOrdinal(const Block& block, const Range& range,
                                       const std::set<uint64_t>& taken) const;
   const Range& RangeOf(const Place& place) const;
+  // PlacesOf: where each requested address is in the pool; an error for one outside it or two
+  // of one range set.
+  Result<std::vector<std::pair<Place, net::IpAddress>>> PlacesOf(
+      const std::vector<net::IpAddress>& ips, const std::string& handle_name) const;
   Result<Place> PlaceOfBlock(const std::string& key, const net::IpPrefix& block) const;
   Status ReleaseOrphans();
 

@@ -1,6 +1,8 @@
 #include "kube/client/config.h"
 
+#include <cctype>
 #include <filesystem>
+#include <initializer_list>
 
 #include "admit/api/load.h"
 #include "lib/base/base64.h"
@@ -130,13 +132,25 @@ Result<ClientConfig> InClusterConfig(const std::map<std::string, std::string>& e
   }
   config.tls.ca_pem = std::move(ca).value();
   config.token_file = service_account_dir + "/token";
+  if (std::filesystem::exists(service_account_dir + "/namespace")) {
+    auto ns = ReadSmallFile(service_account_dir + "/namespace");
+    if (ns.ok()) {
+      config.namespace_name = *ns;
+      while (!config.namespace_name.empty() &&
+             std::isspace(static_cast<unsigned char>(config.namespace_name.back()))) {
+        config.namespace_name.pop_back();
+      }
+    }
+  }
   if (auto token = BearerToken(config); !token.ok()) {
     return token.error();
   }
   return config;
 }
 
-Result<ClientConfig> LoadKubeconfig(const std::string& path) {
+namespace {
+
+Result<json> ReadKubeconfig(const std::string& path) {
   auto text = ReadSmallFile(path);
   if (!text.ok()) {
     return text.error();
@@ -145,14 +159,41 @@ Result<ClientConfig> LoadKubeconfig(const std::string& path) {
   if (!documents.ok()) {
     return documents.error();
   }
-  const json& config = documents->front().value;
-  if (!config.is_object()) {
+  if (documents->empty() || !documents->front().value.is_object()) {
     return Error{path + ": not a kubeconfig"};
   }
-  const std::filesystem::path base = std::filesystem::path(path).parent_path();
-  const std::string context_name = Str(config, "current-context");
+  return std::move(documents->front().value);
+}
+
+// Absolute: the file paths a cluster or user entry names, made absolute against `base` (so
+// that entries merged from several files keep pointing where their file meant).
+void Absolute(json& config, const char* list, const char* inner,
+              std::initializer_list<const char*> fields, const std::filesystem::path& base) {
+  auto items = config.find(list);
+  if (items == config.end() || !items->is_array()) {
+    return;
+  }
+  for (json& item : *items) {
+    if (!item.is_object() || !item.contains(inner) || !item[inner].is_object()) {
+      continue;
+    }
+    for (const char* field : fields) {
+      json& entry = item[inner];
+      auto it = entry.find(field);
+      if (it != entry.end() && it->is_string() && !it->get<std::string>().empty() &&
+          std::filesystem::path(it->get<std::string>()).is_relative()) {
+        *it = (base / it->get<std::string>()).string();
+      }
+    }
+  }
+}
+
+Result<ClientConfig> FromKubeconfig(const json& config, const std::filesystem::path& base,
+                                    const std::string& path, const std::string& wanted_context) {
+  const std::string context_name =
+      wanted_context.empty() ? Str(config, "current-context") : wanted_context;
   if (context_name.empty()) {
-    return Error{path + ": no current-context"};
+    return Error{path + ": no current-context (give --context)"};
   }
   auto context = Named(config, "contexts", "context", context_name, path);
   if (!context.ok()) {
@@ -164,6 +205,8 @@ Result<ClientConfig> LoadKubeconfig(const std::string& path) {
   }
   ClientConfig out;
   out.source = path;
+  out.context = context_name;
+  out.namespace_name = Str(*context, "namespace");
   auto server = ParseServer(Str(*cluster, "server"));
   if (!server.ok()) {
     return Error{path + ": " + server.error().message};
@@ -205,6 +248,81 @@ Result<ClientConfig> LoadKubeconfig(const std::string& path) {
     }
     out.tls.cert_pem = std::move(cert).value();
     out.tls.key_pem = std::move(key).value();
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<ClientConfig> LoadKubeconfig(const std::string& path, const std::string& context) {
+  auto config = ReadKubeconfig(path);
+  if (!config.ok()) {
+    return config.error();
+  }
+  return FromKubeconfig(*config, std::filesystem::path(path).parent_path(), path, context);
+}
+
+Result<ClientConfig> LoadKubeconfigFiles(const std::vector<std::string>& paths,
+                                         const std::string& context) {
+  json merged = {
+      {"clusters", json::array()}, {"users", json::array()}, {"contexts", json::array()}};
+  std::string read;
+  for (const std::string& path : paths) {
+    if (!std::filesystem::exists(path)) {
+      continue;  // kubectl skips the missing files of KUBECONFIG
+    }
+    auto config = ReadKubeconfig(path);
+    if (!config.ok()) {
+      return config.error();
+    }
+    const std::filesystem::path base = std::filesystem::path(path).parent_path();
+    Absolute(*config, "clusters", "cluster", {"certificate-authority"}, base);
+    Absolute(*config, "users", "user", {"client-certificate", "client-key", "tokenFile"}, base);
+    if (!merged.contains("current-context") && !Str(*config, "current-context").empty()) {
+      merged["current-context"] = Str(*config, "current-context");
+    }
+    for (const char* list : {"clusters", "users", "contexts"}) {
+      auto items = config->find(list);
+      if (items == config->end() || !items->is_array()) {
+        continue;
+      }
+      for (const json& item : *items) {
+        const std::string name = item.is_object() ? Str(item, "name") : "";
+        bool taken = false;
+        for (const json& have : merged[list]) {
+          taken = taken || Str(have, "name") == name;
+        }
+        if (!taken) {
+          merged[list].push_back(item);
+        }
+      }
+    }
+    read += (read.empty() ? "" : ":") + path;
+  }
+  if (read.empty()) {
+    std::string all;
+    for (const std::string& p : paths) {
+      all += (all.empty() ? "" : ":") + p;
+    }
+    return Error{"no kubeconfig file found (looked at " + all + ")"};
+  }
+  return FromKubeconfig(merged, std::filesystem::path("/"), read, context);
+}
+
+std::vector<std::string> SplitKubeconfigList(const std::string& value) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= value.size()) {
+    const size_t colon = value.find(':', start);
+    const std::string item =
+        value.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    if (!item.empty()) {
+      out.push_back(item);
+    }
+    if (colon == std::string::npos) {
+      break;
+    }
+    start = colon + 1;
   }
   return out;
 }

@@ -116,5 +116,89 @@ TEST(ParseServer, Forms) {
   EXPECT_FALSE(ParseServer("ftp://h").ok());
 }
 
+TEST_F(ConfigTest, ContextChosenAndNamespace) {
+  Write("ca.crt", "-----BEGIN CERTIFICATE-----\n");
+  const std::string path = Write("kubeconfig", R"(current-context: a
+contexts:
+- name: a
+  context: {cluster: ca, user: ua}
+- name: b
+  context: {cluster: cb, user: ua, namespace: team-b}
+clusters:
+- name: ca
+  cluster: {server: "https://10.0.0.1:6443", certificate-authority: ca.crt}
+- name: cb
+  cluster: {server: "https://10.0.0.2", certificate-authority: ca.crt}
+users:
+- name: ua
+  user: {token: t}
+)");
+  auto a = LoadKubeconfig(path);
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_EQ(a->host, "10.0.0.1");
+  EXPECT_EQ(a->context, "a");
+  EXPECT_EQ(a->namespace_name, "");
+  auto b = LoadKubeconfig(path, "b");
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_EQ(b->host, "10.0.0.2");
+  EXPECT_EQ(b->port, "443");
+  EXPECT_EQ(b->namespace_name, "team-b");
+  auto none = LoadKubeconfig(path, "c");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("no context named \"c\""), std::string::npos);
+}
+
+TEST_F(ConfigTest, KubeconfigListMergedAsKubectlMergesIt) {
+  fs::create_directories(dir_ / "one");
+  fs::create_directories(dir_ / "two");
+  Write("one/ca.crt", "CA ONE");
+  Write("two/ca.crt", "CA TWO");
+  Write("two/token", "tok\n");
+  const std::string one = Write("one/config", R"(current-context: first
+contexts:
+- name: first
+  context: {cluster: shared, user: u}
+clusters:
+- name: shared
+  cluster: {server: "https://10.0.0.1", certificate-authority: ca.crt}
+)");
+  const std::string two = Write("two/config", R"(current-context: second
+contexts:
+- name: second
+  context: {cluster: shared, user: u}
+clusters:
+- name: shared
+  cluster: {server: "https://10.9.9.9", certificate-authority: ca.crt}
+users:
+- name: u
+  user: {tokenFile: token}
+)");
+  const std::vector<std::string> paths =
+      SplitKubeconfigList((dir_ / "missing").string() + "::" + one + ":" + two);
+  ASSERT_EQ(paths.size(), 3u);
+  auto merged = LoadKubeconfigFiles(paths);
+  ASSERT_TRUE(merged.ok()) << merged.error().message;
+  EXPECT_EQ(merged->context, "first");      // the first current-context
+  EXPECT_EQ(merged->host, "10.0.0.1");      // the first cluster of that name
+  EXPECT_EQ(merged->tls.ca_pem, "CA ONE");  // relative to its own file
+  EXPECT_EQ(merged->token_file, (dir_ / "two" / "token").string());
+  auto second = LoadKubeconfigFiles(paths, "second");
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->host, "10.0.0.1");
+  EXPECT_FALSE(LoadKubeconfigFiles({(dir_ / "none").string()}).ok());
+}
+
+TEST_F(ConfigTest, InClusterNamespace) {
+  fs::create_directories(dir_ / "sa");
+  Write("sa/ca.crt", "CA");
+  Write("sa/token", "t");
+  Write("sa/namespace", "nodegate\n");
+  auto config = InClusterConfig(
+      {{"KUBERNETES_SERVICE_HOST", "10.96.0.1"}, {"KUBERNETES_SERVICE_PORT", "443"}},
+      (dir_ / "sa").string());
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->namespace_name, "nodegate");
+}
+
 }  // namespace
 }  // namespace nodegate::kube

@@ -65,6 +65,17 @@ class ListStream {
   Result<size_t> StepKey(std::string_view data, size_t pos);
   Result<size_t> StepCapture(std::string_view data, size_t pos);
   Result<size_t> StepItem(std::string_view data, size_t pos);
+  // StepObject: the top object's punctuation (kStart, kMemberKey, kColon, kMemberEnd, kDone).
+  Result<size_t> StepObject(std::string_view data, size_t pos);
+  // StepItems: a member's value begins, and the items array's punctuation around its items.
+  Result<size_t> StepItems(std::string_view data, size_t pos);
+  // StepBlock: the 64 bytes at data[pos] of an item: walked past (pos += 64), the item's end
+  // (pos after it), or to be walked byte by byte (a backslash outside a string).
+  enum class BlockStep { kPast, kEnded, kScalar };
+  Result<BlockStep> StepBlock(std::string_view data, size_t& pos, std::string_view carry);
+  // EndItem: the item from data[start] (after item_) to pos handed over; pos.
+  size_t EndItem(std::string_view data, size_t start, size_t pos);
+  Result<size_t> FailAt(size_t pos, const std::string& what);
   void EndMember();
   // ScanString: from inside a string, the position of its closing quote in data, or npos when
   // the string goes on past data. `carry` is what came before data in the same buffer (for the

@@ -134,5 +134,38 @@ TEST(ListStreamTest, ItemsOverTheLimitAreRefused) {
   EXPECT_TRUE(items.empty());
 }
 
+TEST(ListStreamTest, BackslashesAndQuotesAcrossBlocksAndChunks) {
+  // Items whose strings hold runs of backslashes of every length next to quotes, braces and
+  // 64-byte boundaries; any chunking gives the same items, each a whole JSON text.
+  std::mt19937 random(7);
+  json list = {{"metadata", {{"resourceVersion", "1"}}}, {"items", json::array()}};
+  for (int i = 0; i < 60; ++i) {
+    std::string text;
+    const int n = static_cast<int>(random() % 300);
+    for (int j = 0; j < n; ++j) {
+      const char* pieces[] = {"\\", "\"", "{", "}", "[", "]", "a", "bc", "\\\"", " "};
+      text += pieces[random() % 10];
+    }
+    list["items"].push_back({{"metadata", {{"name", "p" + std::to_string(i)}}},
+                             {"text", text},
+                             {"pad", std::string(random() % 70, 'x')},
+                             {"k:{\"name\":\"c\"}", {{"f:image", json::object()}}}});
+  }
+  const std::string body = list.dump();
+  const std::vector<std::string> want = ExpectedItems(body);
+  for (size_t piece : {size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{1000}, body.size()}) {
+    Collected c;
+    for (size_t off = 0; off < body.size(); off += piece) {
+      ASSERT_TRUE(c.stream.Feed(std::string_view(body).substr(off, piece)).ok()) << piece;
+    }
+    ASSERT_TRUE(c.stream.Finish().ok());
+    std::vector<std::string> got;
+    for (const std::string& item : c.items) {
+      got.push_back(json::parse(item).dump());
+    }
+    EXPECT_EQ(got, want) << "pieces of " << piece;
+  }
+}
+
 }  // namespace
 }  // namespace nodegate::kube

@@ -40,6 +40,9 @@ struct PodRecord {
   std::string node_name;     // spec.nodeName, "" while Pending
   std::string phase;         // status.phase
   std::string resource_version;
+  // spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution as JSON text,
+  // "" when the pod has none (most pods): what another pod must not match to join its domain.
+  std::string required_anti_affinity;
 
   // Identity: metadata.uid, or NAMESPACE/NAME for an object without one.
   const std::string& Identity() const { return facts->uid.empty() ? facts->key : facts->uid; }

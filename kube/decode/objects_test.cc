@@ -32,6 +32,7 @@ void ExpectSameFacts(const admit::PodFacts& want, const admit::PodFacts& got,
   EXPECT_EQ(got.static_pod, want.static_pod);
   EXPECT_EQ(got.mirror_pod, want.mirror_pod);
   EXPECT_EQ(got.qos, want.qos);
+  EXPECT_EQ(got.start_time, want.start_time);
   for (bool frees : {false, true}) {
     const admit::Resource& a = frees ? want.EvictionFrees() : want.requests;
     const admit::Resource& b = frees ? got.EvictionFrees() : got.requests;
@@ -74,7 +75,7 @@ std::vector<json> ApiPods() {
          "resources": {"requests": {"cpu": "250m", "memory": "128Mi"}, "limits": {"cpu": "1", "memory": "256Mi"}},
          "livenessProbe": {"httpGet": {"path": "/", "port": 8080}}},
         {"name": "log", "image": "log:1", "resources": {"limits": {"cpu": "100m", "memory": "64Mi"}}}]},
-    "status": {"phase": "Running", "qosClass": "Burstable",
+    "status": {"phase": "Running", "qosClass": "Burstable", "startTime": "2026-11-01T10:00:02Z",
       "conditions": [{"type": "Ready", "status": "True"}],
       "containerStatuses": [{"name": "app", "ready": true, "restartCount": 0, "image": "web:1",
                              "state": {"running": {"startedAt": "2026-11-01T10:00:04Z"}}}]}
@@ -205,6 +206,29 @@ TEST(ObjectDecoderTest, ProjectionLeavesTheBulkBehind) {
   EXPECT_EQ(projected->at("spec").at("containers")[0].at("resources"),
             pod["spec"]["containers"][0]["resources"]);
   EXPECT_EQ(projected->at("metadata").at("resourceVersion"), "812");
+}
+
+TEST(ObjectDecoderTest, StartTimeAndRequiredAntiAffinityKept) {
+  ObjectDecoder decoder{admit::FeatureGates()};
+  json pod = ApiPods().front();
+  pod["spec"]["affinity"] = json::parse(R"({
+      "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []},
+      "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+          {"labelSelector": {"matchLabels": {"x": "y"}}, "topologyKey": "zone"}]},
+      "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+          {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}],
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+          {"weight": 1, "podAffinityTerm": {"topologyKey": "zone"}}]}})");
+  auto record = decoder.Pod(pod.dump());
+  ASSERT_TRUE(record.ok()) << record.error().message;
+  EXPECT_EQ(record->facts->start_time, 1793527202);  // 2026-11-01T10:00:02Z
+  EXPECT_EQ(
+      json::parse(record->required_anti_affinity),
+      pod["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]);
+  auto plain = decoder.Pod(ApiPods().front().dump());
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->required_anti_affinity, "");
 }
 
 TEST(ObjectDecoderTest, KnownFactsAreShared) {

@@ -168,30 +168,101 @@ std::string Reflector::Target(const std::string& query) const {
   return params.empty() ? target : target + "?" + params;
 }
 
-Reflector::Attempt Reflector::List(const std::string& resource_version,
-                                   std::string& listed_version) {
-  const auto started = Clock::now();
+// Listed: what the pages of one list held, and what could not be read.
+struct Reflector::Listed {
   std::vector<NodeRecord> nodes;
   std::vector<PodRecord> pods;
-  // Room for what the last list held and a little more: a vector grown by doubling would hold
-  // up to twice the list at its peak, while a relist's peak is what the cache must fit under.
-  if (options_.kind == Kind::kPod) {
-    pods.reserve(last_count_ + last_count_ / 16);
-  } else {
-    nodes.reserve(last_count_ + last_count_ / 16);
-  }
   size_t skipped = 0;
   size_t bytes = 0;
   std::string first_skip;
-  std::string continue_token;
+};
+
+Reflector::Attempt Reflector::ListPage(const std::string& query, bool with_version, Listed& listed,
+                                       std::string& listed_version, std::string& continue_token) {
   const KnownFacts known = [this](std::string_view uid, std::string_view rv) {
     return sink_.KnownPod(uid, rv);
   };
+  // The decoder, the records and the counts are the worker's until Finish().
+  DecodeWorker worker([&](std::string_view item) {
+    if (options_.kind == Kind::kPod) {
+      auto pod = decoder_.Pod(item, known);
+      if (pod.ok()) {
+        listed.pods.push_back(std::move(pod).value());
+      } else if (listed.skipped++ < kLogSkippedAtMost) {
+        listed.first_skip = pod.error().message;
+      }
+    } else {
+      auto node = decoder_.Node(item);
+      if (node.ok()) {
+        listed.nodes.push_back(std::move(node).value());
+      } else if (listed.skipped++ < kLogSkippedAtMost) {
+        listed.first_skip = node.error().message;
+      }
+    }
+  });
+  ListStream list([&](std::string_view item) { worker.Push(item); });
+  std::optional<Error> broken;
+  auto got = client_.Stream(
+      Target(query), options_.idle_timeout,
+      [](const StreamHead& head) { return head.status == 200; },
+      [&](std::string_view bytes) {
+        auto fed = list.Feed(bytes);
+        if (!fed.ok()) {
+          broken = fed.error();
+          return false;
+        }
+        return true;
+      });
+  if (!got.ok()) {
+    return Attempt{Outcome::kFailed, "list: " + got.error().message, std::nullopt};
+  }
+  if (got->status == 410 || (got->status == 504 && with_version)) {
+    // 410: the version (or a continue token) left the window; 504 with a version: "too large
+    // resource version", the cache has not caught up with it.
+    return Attempt{Outcome::kGone, StatusMessage("list", got->status, got->body), std::nullopt};
+  }
+  if (got->status != 200) {
+    return Attempt{Outcome::kFailed, StatusMessage("list", got->status, got->body),
+                   got->retry_after};
+  }
+  if (got->idle) {
+    return Attempt{
+        Outcome::kFailed,
+        "list: nothing arrived for " + std::to_string(options_.idle_timeout.count()) + " s",
+        std::nullopt};
+  }
+  if (broken) {
+    return Attempt{Outcome::kFailed, broken->message, std::nullopt};
+  }
+  listed.bytes += list.bytes();
+  if (auto done = list.Finish(); !done.ok()) {
+    return Attempt{Outcome::kFailed, done.error().message, std::nullopt};
+  }
+  if (list.resource_version().empty()) {
+    return Attempt{Outcome::kFailed, "list: no metadata.resourceVersion", std::nullopt};
+  }
+  listed_version = list.resource_version();
+  continue_token = list.continue_token();
+  return Attempt{};
+}
+
+Reflector::Attempt Reflector::List(const std::string& resource_version,
+                                   std::string& listed_version) {
+  const auto started = Clock::now();
+  Listed listed;
+  // Room for what the last list held and a little more: a vector grown by doubling would hold
+  // up to twice the list at its peak, while a relist's peak is what the cache must fit under.
+  if (options_.kind == Kind::kPod) {
+    listed.pods.reserve(last_count_ + last_count_ / 16);
+  } else {
+    listed.nodes.reserve(last_count_ + last_count_ / 16);
+  }
   // A list from a version other than 0 is paged only when the API server paged the first one
   // (its watch cache is off): with a limit such a list is an exact read of etcd, without one
   // the watch cache serves it (client-go's reflector makes the same choice).
   const bool paged =
       resource_version.empty() || resource_version == "0" || paginated_result_.load();
+  std::string continue_token;
   do {
     std::string query;
     if (paged) {
@@ -203,67 +274,11 @@ Reflector::Attempt Reflector::List(const std::string& resource_version,
       query += (query.empty() ? "" : "&") + std::string("resourceVersion=") +
                UrlEncode(resource_version);
     }
-    // The decoder, the records and the counts are the worker's until Finish().
-    DecodeWorker worker([&](std::string_view item) {
-      if (options_.kind == Kind::kPod) {
-        auto pod = decoder_.Pod(item, known);
-        if (pod.ok()) {
-          pods.push_back(std::move(pod).value());
-        } else if (skipped++ < kLogSkippedAtMost) {
-          first_skip = pod.error().message;
-        }
-      } else {
-        auto node = decoder_.Node(item);
-        if (node.ok()) {
-          nodes.push_back(std::move(node).value());
-        } else if (skipped++ < kLogSkippedAtMost) {
-          first_skip = node.error().message;
-        }
-      }
-    });
-    ListStream list([&](std::string_view item) { worker.Push(item); });
-    std::optional<Error> broken;
-    auto got = client_.Stream(
-        Target(query), options_.idle_timeout,
-        [](const StreamHead& head) { return head.status == 200; },
-        [&](std::string_view bytes) {
-          auto fed = list.Feed(bytes);
-          if (!fed.ok()) {
-            broken = fed.error();
-            return false;
-          }
-          return true;
-        });
-    if (!got.ok()) {
-      return Attempt{Outcome::kFailed, "list: " + got.error().message, std::nullopt};
+    Attempt page =
+        ListPage(query, !resource_version.empty(), listed, listed_version, continue_token);
+    if (page.outcome != Outcome::kOk) {
+      return page;
     }
-    if (got->status == 410 || (got->status == 504 && !resource_version.empty())) {
-      // 410: the version (or a continue token) left the window; 504 with a version: "too large
-      // resource version", the cache has not caught up with it.
-      return Attempt{Outcome::kGone, StatusMessage("list", got->status, got->body), std::nullopt};
-    }
-    if (got->status != 200) {
-      return Attempt{Outcome::kFailed, StatusMessage("list", got->status, got->body),
-                     got->retry_after};
-    }
-    if (got->idle) {
-      return Attempt{
-          Outcome::kFailed,
-          "list: nothing arrived for " + std::to_string(options_.idle_timeout.count()) + " s",
-          std::nullopt};
-    }
-    if (broken) {
-      return Attempt{Outcome::kFailed, broken->message, std::nullopt};
-    }
-    bytes += list.bytes();
-    if (auto done = list.Finish(); !done.ok()) {
-      return Attempt{Outcome::kFailed, done.error().message, std::nullopt};
-    }
-    if (list.resource_version().empty()) {
-      return Attempt{Outcome::kFailed, "list: no metadata.resourceVersion", std::nullopt};
-    }
-    listed_version = list.resource_version();
-    continue_token = list.continue_token();
     if (!continue_token.empty() && resource_version == "0") {
       paginated_result_ = true;
     }
@@ -271,27 +286,84 @@ Reflector::Attempt Reflector::List(const std::string& resource_version,
   if (stopped_) {
     return Attempt{Outcome::kFailed, "stopped", std::nullopt};
   }
-  if (skipped > 0) {
-    Log(std::to_string(skipped) +
-        " object(s) could not be read and are left out; the first: " + first_skip);
+  Store(std::move(listed), resource_version, started);
+  return Attempt{};
+}
+
+void Reflector::Store(Listed listed, const std::string& resource_version,
+                      Clock::time_point started) {
+  if (listed.skipped > 0) {
+    Log(std::to_string(listed.skipped) +
+        " object(s) could not be read and are left out; the first: " + listed.first_skip);
   }
   const auto received = Clock::now();
-  const size_t count = options_.kind == Kind::kPod ? pods.size() : nodes.size();
+  const size_t count = options_.kind == Kind::kPod ? listed.pods.size() : listed.nodes.size();
   last_count_ = count;
   if (options_.kind == Kind::kPod) {
-    sink_.ReplacePods(std::move(pods));
+    sink_.ReplacePods(std::move(listed.pods));
   } else {
-    sink_.ReplaceNodes(std::move(nodes));
+    sink_.ReplaceNodes(std::move(listed.nodes));
   }
   auto ms = [](Clock::duration d) {
     return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
   };
   Log("listed " + std::to_string(count) + " at resourceVersion " +
           (resource_version.empty() ? "\"\"" : resource_version) + " in " + ms(received - started) +
-          " ms (" + std::to_string(bytes >> 20) + " MiB), stored in " +
+          " ms (" + std::to_string(listed.bytes >> 20) + " MiB), stored in " +
           ms(Clock::now() - received) + " ms",
       /*problem=*/false);
-  return Attempt{};
+}
+
+std::optional<Reflector::Attempt> Reflector::Apply(std::string_view line,
+                                                   std::string& resource_version) {
+  const KnownFacts known = [this](std::string_view uid, std::string_view rv) {
+    return sink_.KnownPod(uid, rv);
+  };
+  auto event = decoder_.Event(line, options_.kind, known);
+  if (!event.ok()) {
+    // The stream cannot be trusted after a line that is not an event: watched again.
+    return Attempt{Outcome::kFailed, "watch: " + event.error().message, std::nullopt};
+  }
+  if (!event->unreadable.empty()) {
+    // A well-formed event whose object admit cannot read: left out, the watch goes on.
+    Log("event left out: " + event->unreadable);
+  }
+  switch (event->type) {
+    case WatchEvent::Type::kError:
+      if (event->error_code == 410) {
+        return Attempt{Outcome::kGone, "", std::nullopt};
+      }
+      return Attempt{
+          Outcome::kFailed,
+          "watch: " + (event->error_message.empty()
+                           ? "error event (code " + std::to_string(event->error_code) + ")"
+                           : event->error_message),
+          std::nullopt};
+    case WatchEvent::Type::kBookmark:
+      break;
+    case WatchEvent::Type::kAdded:
+    case WatchEvent::Type::kModified:
+      if (event->pod) {
+        sink_.UpsertPod(std::move(*event->pod));
+      } else if (event->node) {
+        sink_.UpsertNode(std::move(*event->node));
+      }
+      ++events_;
+      break;
+    case WatchEvent::Type::kDeleted:
+      if (event->pod) {
+        sink_.DeletePod(*event->pod);
+      } else if (event->node) {
+        sink_.DeleteNode(event->node->node->name);
+      }
+      ++events_;
+      break;
+  }
+  if (!event->resource_version.empty()) {
+    resource_version = event->resource_version;
+  }
+  Progress();
+  return std::nullopt;
 }
 
 Reflector::Attempt Reflector::Watch(std::string& resource_version) {
@@ -301,62 +373,8 @@ Reflector::Attempt Reflector::Watch(std::string& resource_version) {
   const std::string query =
       "watch=1&allowWatchBookmarks=true&resourceVersion=" + UrlEncode(resource_version) +
       "&timeoutSeconds=" + std::to_string(spread(random_));
-  const KnownFacts known = [this](std::string_view uid, std::string_view rv) {
-    return sink_.KnownPod(uid, rv);
-  };
-  bool gone = false;
-  std::optional<Attempt> failed;
+  std::optional<Attempt> ended;  // by an event: an error, 410, or a line that is not an event
   std::string pending;
-  auto apply = [&](std::string_view line) -> bool {
-    auto event = decoder_.Event(line, options_.kind, known);
-    if (!event.ok()) {
-      // The stream cannot be trusted after a line that is not an event: watched again.
-      failed = Attempt{Outcome::kFailed, "watch: " + event.error().message, std::nullopt};
-      return false;
-    }
-    if (!event->unreadable.empty()) {
-      // A well-formed event whose object admit cannot read: left out, the watch goes on.
-      Log("event left out: " + event->unreadable);
-    }
-    switch (event->type) {
-      case WatchEvent::Type::kError:
-        if (event->error_code == 410) {
-          gone = true;
-        } else {
-          failed = Attempt{
-              Outcome::kFailed,
-              "watch: " + (event->error_message.empty()
-                               ? "error event (code " + std::to_string(event->error_code) + ")"
-                               : event->error_message),
-              std::nullopt};
-        }
-        return false;
-      case WatchEvent::Type::kBookmark:
-        break;
-      case WatchEvent::Type::kAdded:
-      case WatchEvent::Type::kModified:
-        if (event->pod) {
-          sink_.UpsertPod(std::move(*event->pod));
-        } else if (event->node) {
-          sink_.UpsertNode(std::move(*event->node));
-        }
-        ++events_;
-        break;
-      case WatchEvent::Type::kDeleted:
-        if (event->pod) {
-          sink_.DeletePod(*event->pod);
-        } else if (event->node) {
-          sink_.DeleteNode(event->node->node->name);
-        }
-        ++events_;
-        break;
-    }
-    if (!event->resource_version.empty()) {
-      resource_version = event->resource_version;
-    }
-    Progress();
-    return true;
-  };
   auto got = client_.Stream(
       Target(query), options_.watch_idle_timeout,
       [&](const StreamHead& head) { return head.status == 200; },
@@ -371,9 +389,11 @@ Reflector::Attempt Reflector::Watch(std::string& resource_version) {
             pending.append(line);
             line = pending;
           }
-          const bool go_on = line.empty() || apply(line);
+          if (!line.empty()) {
+            ended = Apply(line, resource_version);
+          }
           pending.clear();
-          if (!go_on) {
+          if (ended) {
             return false;
           }
         }
@@ -383,15 +403,15 @@ Reflector::Attempt Reflector::Watch(std::string& resource_version) {
   if (!got.ok()) {
     return Attempt{Outcome::kFailed, "watch: " + got.error().message, std::nullopt};
   }
-  if (got->status == 410 || gone) {
+  if (got->status == 410 || (ended && ended->outcome == Outcome::kGone)) {
     return Attempt{Outcome::kGone, "", std::nullopt};
   }
   if (got->status != 200) {
     return Attempt{Outcome::kFailed, StatusMessage("watch", got->status, got->body),
                    got->retry_after};
   }
-  if (failed) {
-    return *failed;
+  if (ended) {
+    return *ended;
   }
   // Ended by the server (timeoutSeconds), or silent for watch_idle_timeout: watched again at
   // once from the last version.

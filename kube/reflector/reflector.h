@@ -124,8 +124,18 @@ class Reflector : public WatchStatus {
   // List: every object into the sink; the list's resourceVersion. `resource_version`: "0"
   // (the watch cache), a version (not older than it) or "" (a consistent read).
   Attempt List(const std::string& resource_version, std::string& listed_version);
+  struct Listed;
+  // ListPage: one page of a list (query: its limit, continue token or version) into `listed`;
+  // the version it was read at and the next page's token.
+  Attempt ListPage(const std::string& query, bool with_version, Listed& listed,
+                   std::string& listed_version, std::string& continue_token);
+  // Store: a whole list into the sink, in place of what it held.
+  void Store(Listed listed, const std::string& resource_version, Clock::time_point started);
   // Watch: events into the sink from `resource_version`, which follows every event.
   Attempt Watch(std::string& resource_version);
+  // Apply: one event line into the sink; what ends the watch (an error event, 410, a line that
+  // is not an event), or nullopt to go on.
+  std::optional<Attempt> Apply(std::string_view line, std::string& resource_version);
   std::string Target(const std::string& query) const;
   void Progress() { last_progress_ = Clock::now().time_since_epoch().count(); }
   void Log(const std::string& text, bool problem = true) const;

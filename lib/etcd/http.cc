@@ -113,92 +113,110 @@ Status ResponseParser::Feed(std::string_view bytes) {
   return Step();
 }
 
+// Each state's step: true when it moved on (the loop goes on), false when it needs more bytes.
+Result<bool> ResponseParser::StepHeader() {
+  const size_t end = buffer_.find("\r\n\r\n");
+  if (end == std::string::npos) {
+    if (buffer_.size() > max_header_) return BadResponse("header section too large");
+    return false;
+  }
+  const std::string header = buffer_.substr(0, end);
+  buffer_.erase(0, end + 4);
+  NG_RETURN_IF_ERROR(ParseHeader(header));
+  if (response_.status == 100) state_ = State::kHeader;  // 100 Continue: the next one
+  return true;
+}
+
+Result<bool> ResponseParser::StepBody() {
+  if (until_close_) {
+    if (response_.body.size() + buffer_.size() > max_body_) {
+      return BadResponse("body larger than " + std::to_string(max_body_) + " bytes");
+    }
+    response_.body.append(buffer_);
+    buffer_.clear();
+    return false;
+  }
+  return TakeBody(State::kDone);
+}
+
+Result<bool> ResponseParser::TakeBody(State next) {
+  const size_t take = std::min(remaining_, buffer_.size());
+  response_.body.append(buffer_, 0, take);
+  buffer_.erase(0, take);
+  remaining_ -= take;
+  if (remaining_ > 0) return false;
+  state_ = next;
+  return true;
+}
+
+Result<bool> ResponseParser::StepChunkSize() {
+  const size_t end = buffer_.find("\r\n");
+  if (end == std::string::npos) {
+    if (buffer_.size() > 1024) return BadResponse("chunk size line");
+    return false;
+  }
+  std::string_view line(buffer_.data(), end);
+  line = Trim(line.substr(0, line.find(';')));  // chunk extensions are ignored
+  size_t size = 0;
+  if (!ParseNumber(line, size, 16)) return BadResponse("chunk size");
+  buffer_.erase(0, end + 2);
+  if (size == 0) {
+    state_ = State::kTrailer;
+    return true;
+  }
+  if (size > max_body_ || response_.body.size() + size > max_body_) {
+    return BadResponse("body larger than " + std::to_string(max_body_) + " bytes");
+  }
+  remaining_ = size;
+  state_ = State::kChunkData;
+  return true;
+}
+
+Result<bool> ResponseParser::StepTrailer() {
+  // Trailer fields (none expected) up to an empty line.
+  const size_t end = buffer_.find("\r\n");
+  if (end == std::string::npos) {
+    if (buffer_.size() > max_header_) return BadResponse("trailer too large");
+    return false;
+  }
+  const bool last = end == 0;
+  buffer_.erase(0, end + 2);
+  if (last) state_ = State::kDone;
+  return true;
+}
+
 Status ResponseParser::Step() {
   for (;;) {
+    Result<bool> moved = false;
     switch (state_) {
-      case State::kHeader: {
-        const size_t end = buffer_.find("\r\n\r\n");
-        if (end == std::string::npos) {
-          if (buffer_.size() > max_header_) return BadResponse("header section too large");
-          return OkStatus();
-        }
-        const std::string header = buffer_.substr(0, end);
-        buffer_.erase(0, end + 4);
-        NG_RETURN_IF_ERROR(ParseHeader(header));
-        if (response_.status == 100) state_ = State::kHeader;  // 100 Continue: the next one
+      case State::kHeader:
+        moved = StepHeader();
         break;
-      }
-      case State::kBody: {
-        if (until_close_) {
-          if (response_.body.size() + buffer_.size() > max_body_) {
-            return BadResponse("body larger than " + std::to_string(max_body_) + " bytes");
-          }
-          response_.body.append(buffer_);
-          buffer_.clear();
-          return OkStatus();
-        }
-        const size_t take = std::min(remaining_, buffer_.size());
-        response_.body.append(buffer_, 0, take);
-        buffer_.erase(0, take);
-        remaining_ -= take;
-        if (remaining_ > 0) return OkStatus();
-        state_ = State::kDone;
+      case State::kBody:
+        moved = StepBody();
         break;
-      }
-      case State::kChunkSize: {
-        const size_t end = buffer_.find("\r\n");
-        if (end == std::string::npos) {
-          if (buffer_.size() > 1024) return BadResponse("chunk size line");
-          return OkStatus();
-        }
-        std::string_view line(buffer_.data(), end);
-        line = Trim(line.substr(0, line.find(';')));  // chunk extensions are ignored
-        size_t size = 0;
-        if (!ParseNumber(line, size, 16)) return BadResponse("chunk size");
-        buffer_.erase(0, end + 2);
-        if (size == 0) {
-          state_ = State::kTrailer;
-          break;
-        }
-        if (size > max_body_ || response_.body.size() + size > max_body_) {
-          return BadResponse("body larger than " + std::to_string(max_body_) + " bytes");
-        }
-        remaining_ = size;
-        state_ = State::kChunkData;
+      case State::kChunkSize:
+        moved = StepChunkSize();
         break;
-      }
-      case State::kChunkData: {
-        const size_t take = std::min(remaining_, buffer_.size());
-        response_.body.append(buffer_, 0, take);
-        buffer_.erase(0, take);
-        remaining_ -= take;
-        if (remaining_ > 0) return OkStatus();
-        state_ = State::kChunkDataEnd;
+      case State::kChunkData:
+        moved = TakeBody(State::kChunkDataEnd);
         break;
-      }
-      case State::kChunkDataEnd: {
+      case State::kChunkDataEnd:
         if (buffer_.size() < 2) return OkStatus();
         if (buffer_.compare(0, 2, "\r\n") != 0) return BadResponse("chunk not ended by CRLF");
         buffer_.erase(0, 2);
         state_ = State::kChunkSize;
+        moved = true;
         break;
-      }
-      case State::kTrailer: {
-        // Trailer fields (none expected) up to an empty line.
-        const size_t end = buffer_.find("\r\n");
-        if (end == std::string::npos) {
-          if (buffer_.size() > max_header_) return BadResponse("trailer too large");
-          return OkStatus();
-        }
-        const bool last = end == 0;
-        buffer_.erase(0, end + 2);
-        if (last) state_ = State::kDone;
+      case State::kTrailer:
+        moved = StepTrailer();
         break;
-      }
       case State::kDone:
         if (!buffer_.empty()) return BadResponse("bytes after the response");
         return OkStatus();
     }
+    if (!moved.ok()) return std::move(moved).error();
+    if (!*moved) return OkStatus();
   }
 }
 

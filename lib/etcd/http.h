@@ -46,6 +46,12 @@ class ResponseParser {
   enum class State { kHeader, kBody, kChunkSize, kChunkData, kChunkDataEnd, kTrailer, kDone };
   Status ParseHeader(std::string_view header);
   Status Step();
+  Result<bool> StepHeader();
+  Result<bool> StepBody();
+  Result<bool> StepChunkSize();
+  Result<bool> StepTrailer();
+  // TakeBody: up to remaining_ bytes of body; `next` once they have all come.
+  Result<bool> TakeBody(State next);
 
   size_t max_body_;
   size_t max_header_;

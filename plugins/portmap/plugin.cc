@@ -22,9 +22,9 @@ std::unique_ptr<PortMapper> Make(Backend backend, const Config& config) {
 // nfnetlink sockets (lib/netfilter/release.h): the kernel's walk of the whole conntrack hash
 // (2-10 ms a dump, 25 ms at 20,000 entries) is no longer in the runtime's wait. The rules are
 // committed before, so the first datagram after the flush takes the new mapping; until then
-// the pod's containers have not started (ADD) or are gone (DEL): README.md, "The flush after
-// the plugin's exit". Failures are logged (when the flush runs in the call), not fatal, as in
-// the reference.
+// the pod's containers have not started (ADD) or are gone (DEL): docs/performance/conntrack.md,
+// "After the plugin's exit". Failures are logged (when the flush runs in the call), not fatal, as
+// in the reference.
 void FlushUdpConntrack(const Config& config, bool only_known_families) {
   for (const auto family : {net::Family::kV4, net::Family::kV6}) {
     if (only_known_families && !config.container(family)) continue;

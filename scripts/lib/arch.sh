@@ -77,6 +77,25 @@ fetch_deb() {
   (cd "$dir" && apt-get download -qq -o APT::Sandbox::User=root "$1:$2" >&2)
 }
 
+# debian_kubectl: the path of Debian's kubectl (package kubernetes-client): /usr/bin/kubectl
+# when the package is installed, else the one of its cached .deb (unpacked once beside it);
+# nothing when neither is there (scripts/install-deps.sh gets one of them).
+debian_kubectl() {
+  local deb dir
+  if dpkg-query -W -f='${Status}' kubernetes-client 2>/dev/null | grep -q "install ok installed"; then
+    echo /usr/bin/kubectl
+    return 0
+  fi
+  deb="$(cached_deb kubernetes-client "$HOST_ARCH")"
+  [ -n "$deb" ] || return 0
+  dir="${deb%.deb}"
+  if [ ! -x "$dir/usr/bin/kubectl" ]; then
+    mkdir -p "$dir.tmp$$"
+    dpkg-deb -x "$deb" "$dir.tmp$$" && rm -rf "$dir" && mv "$dir.tmp$$" "$dir"
+  fi
+  echo "$dir/usr/bin/kubectl"
+}
+
 # arch_busybox ARCH DIR: a static busybox of ARCH, as DIR/busybox: the host's /bin/busybox
 # (busybox-static) for the host's architecture, else the one of the cached .deb.
 arch_busybox() {

@@ -65,6 +65,7 @@ echo "== 2. contents"
     usr/bin/nodegate; do
     echo "-rwxr-xr-x root/root ./$f"
   done
+  echo "lrwxrwxrwx root/root ./usr/bin/kubectl-nodegate"
   for f in usr/share/doc/nodegate/copyright usr/share/doc/nodegate/changelog.gz \
     usr/share/man/man1/nodegate.1.gz; do
     echo "-rw-r--r-- root/root ./$f"
@@ -146,6 +147,9 @@ done
 case "$help" in "usage: nodegate <command>"*) ok "installed nodegate --help" ;; *) fail "help: $help" ;; esac
 in_root /usr/bin/nodegate conf validate --help >/dev/null 2>&1 && ok "installed nodegate conf validate --help" ||
   fail "installed nodegate conf validate --help"
+expect_eq nodegate "$(readlink "$R/usr/bin/kubectl-nodegate")" "kubectl-nodegate links to nodegate"
+in_root /usr/bin/kubectl-nodegate explain --help 2>&1 | grep -q "nodegate explain" &&
+  ok "installed kubectl-nodegate explain --help" || fail "installed kubectl-nodegate explain --help"
 for p in portmap bandwidth host-local cluster-ipam; do
   out="$(CNI_COMMAND=VERSION in_root "/opt/cni/bin/$p" </dev/null 2>&1)" || fail "$p VERSION exit status"
   case "$out" in

@@ -71,7 +71,7 @@ PluginOutput Portmap(const TestNetns& node, const std::string& command,
                      const std::string& container_id, const std::string& conf, bool reference,
                      const std::map<std::string, std::string>& env);
 // Our portmap, returning once the helper it starts at exit has exited too: the UDP conntrack
-// flush runs there (plugins/portmap/README.md, "The flush after the plugin's exit"). For tests
+// flush runs there (docs/performance/conntrack.md, "After the plugin's exit"). For tests
 // of that flush.
 PluginOutput PortmapAndHelper(const TestNetns& node, const std::string& command,
                               const std::string& container_id, const std::string& conf);

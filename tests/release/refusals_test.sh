@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# make release refuses what it must not ship (issue 33): scripts/release.sh fails, naming the
-# file, when an executable is of another architecture than the one it is released as
-# (readelf -h) or is not static (an ELF interpreter). The executables here are this machine's
-# own dynamic /bin/true under the plugins' names, so the test needs no build.
+# make release refuses what it must not ship: scripts/release.sh fails, naming the file, when an
+# executable is of another architecture than the one it is released as (readelf -h) or is not
+# static (an ELF interpreter), and when CHANGELOG.md has no section for the version. The
+# executables here are this machine's own dynamic /bin/true under the plugins' names, so the
+# test needs no build.
 set -euo pipefail
 SRC="$(cd "$(dirname "$0")/../.." && pwd)"
 # shellcheck source=../../scripts/lib/check.sh
 source "$SRC/scripts/lib/check.sh"  # ok, fail, expect_eq, FAILED
 # shellcheck source=../../scripts/lib/arch.sh
 source "$SRC/scripts/lib/arch.sh"  # HOST_ARCH
+# shellcheck source=../../scripts/lib/changelog.sh
+source "$SRC/scripts/lib/changelog.sh"  # changelog_has_version
+# shellcheck source=../../scripts/lib/build_outputs.sh
+source "$SRC/scripts/lib/build_outputs.sh"  # project_version
 T="$(mktemp -d /tmp/ng-release-refusals.XXXXXX)"
 trap 'rm -rf "$T"' EXIT
 mkdir -p "$T/bin"
@@ -24,6 +29,19 @@ expect_refusal() {
   [ -z "$(ls -A "$T/out" 2>/dev/null)" ] && ok "$3: no artifact written" ||
     fail "$3: left $(ls "$T/out")"
 }
+
+# The tree's version has its changelog section (a version bump without one fails here, not
+# only at release time), and the rule tells an entry from its absence.
+VERSION="$(project_version "$SRC")"
+changelog_has_version "$SRC/CHANGELOG.md" "$VERSION" &&
+  ok "CHANGELOG.md has a section for $VERSION" || fail "CHANGELOG.md has no ## [$VERSION] section"
+printf '# Changelog\n\n## [Unreleased]\n\n## [%s.1] - 2027-01-01\n\n## [1%s] - 2027-01-01\n' \
+  "$VERSION" "$VERSION" >"$T/CHANGELOG.md"
+changelog_has_version "$T/CHANGELOG.md" "$VERSION" &&
+  fail "a changelog with only $VERSION.1 and 1$VERSION counts as $VERSION's" ||
+  ok "a changelog with only $VERSION.1 and 1$VERSION does not count as $VERSION's"
+NODEGATE_CHANGELOG="$T/CHANGELOG.md" expect_refusal "$HOST_ARCH" "has no section for $VERSION" \
+  "a version without a changelog section"
 
 other=arm64
 [ "$HOST_ARCH" = arm64 ] && other=amd64

@@ -23,6 +23,10 @@ for p in host-local cluster-ipam portmap bandwidth; do
   [ "$(stat -c %a "$f")" = 755 ] || fail "$f mode $(stat -c %a "$f")"
 done
 [ -x "$ROOT/usr/local/bin/nodegate" ] || fail "nodegate not in PREFIX/bin"
+[ "$(readlink "$ROOT/usr/local/bin/kubectl-nodegate")" = nodegate ] ||
+  fail "kubectl-nodegate is not a link to nodegate in PREFIX/bin"
+"$ROOT/usr/local/bin/kubectl-nodegate" explain --help | grep -q "nodegate explain" ||
+  fail "kubectl-nodegate explain --help"
 [ ! -e "$ROOT/etc/cni/net.d" ] || fail "configurations installed without INSTALL_CONF=1"
 # The installed plugin answers VERSION.
 out="$(CNI_COMMAND=VERSION "$ROOT/opt/cni/bin/portmap" </dev/null)"

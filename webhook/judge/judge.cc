@@ -70,8 +70,11 @@ std::string DenialMessage(const std::string& node, const admit::PodVerdict& verd
   return message;
 }
 
-Judgement Judge(const ReviewRequest& request, const JudgeContext& context,
-                Clock::time_point deadline) {
+namespace {
+
+// Skipped: why a request is let through unjudged (not a pod CREATE, the kubelet's own
+// mirror pods, no pod object), or nullopt.
+std::optional<Judgement> Skipped(const ReviewRequest& request) {
   // Only pod CREATEs are judged; the configuration sends nothing else, but a broader rule
   // must not turn into denials.
   if (request.operation != "CREATE" || request.kind != "Pod" || request.resource != "pods" ||
@@ -86,6 +89,11 @@ Judgement Judge(const ReviewRequest& request, const JudgeContext& context,
   if (!request.object.is_object()) {
     return Allow(request, "unreadable-pod", "nodegate: no pod in the request; not checked");
   }
+  return std::nullopt;
+}
+
+// PodOfRequest: the pod being created, named and namespaced as it will be.
+admit::Result<admit::Pod> PodOfRequest(const ReviewRequest& request) {
   nlohmann::json object = request.object;
   if (auto metadata = object.find("metadata"); metadata != object.end() && metadata->is_object()) {
     // A name the API server generates may not be set yet; the request's uid keeps it unique.
@@ -98,7 +106,78 @@ Judgement Judge(const ReviewRequest& request, const JudgeContext& context,
       (*metadata)["namespace"] = request.namespace_name;
     }
   }
-  auto decoded = admit::DecodePod(object, "request.object");
+  return admit::DecodePod(object, "request.object");
+}
+
+// OnNode: the node's verdict on the pod, from the cache (through the replicas' coordinator
+// when there is one) or, before the first sync, from a read of the node; or the judgement
+// that lets the pod through unchecked (a stale cache, a node that cannot be read).
+struct OnNode {
+  std::optional<Judgement> unchecked;
+  NodeVerdict judged;
+  std::optional<std::string> uncoordinated;  // a warning: replicas could not agree
+};
+
+OnNode JudgeOnNode(const ReviewRequest& request, const JudgeContext& context, const admit::Pod& pod,
+                   Clock::time_point deadline) {
+  OnNode out;
+  const bool assume = !request.dry_run;  // a dry run changes nothing, not even our state
+  if (context.synced && context.synced()) {
+    if (auto stale = context.stale ? context.stale() : std::nullopt) {
+      out.unchecked = Allow(request, "cache-stale",
+                            "nodegate: node " + pod.node_name + " not checked: " + *stale);
+    } else if (context.coordinator != nullptr) {
+      CoordinatedVerdict coordinated = context.coordinator->Judge(pod, request.dry_run, deadline);
+      out.judged = std::move(coordinated.judged);
+      out.uncoordinated = std::move(coordinated.warning);
+    } else {
+      out.judged = context.states->JudgeCached(pod, assume);
+    }
+    return out;
+  }
+  auto snapshot = context.read_node(pod.node_name, deadline);
+  if (!snapshot.ok()) {
+    out.unchecked =
+        Allow(request, "node-unreadable",
+              "nodegate: node " + pod.node_name + " not checked: " + snapshot.error().message);
+  } else if (snapshot->has_value()) {
+    out.judged = context.states->JudgeSnapshot(pod, std::move(**snapshot), assume);
+  }
+  return out;
+}
+
+// Answer: the response to a pod its node has judged: allowed (with the evictions it costs),
+// or denied with the kubelet's reason.
+Judgement Answer(const ReviewRequest& request, const admit::Pod& pod, const OnNode& on_node) {
+  const admit::PodVerdict& verdict = on_node.judged.verdict;
+  if (verdict.admitted) {
+    Judgement j = verdict.evictions.empty()
+                      ? Allow(request, "fits")
+                      : Allow(request, "preemption", EvictionWarning(pod.node_name, verdict));
+    if (on_node.uncoordinated) {
+      j.response.warnings.push_back(FitWarning(*on_node.uncoordinated));
+    }
+    return j;
+  }
+  Judgement j;
+  j.response.uid = request.uid;
+  j.response.allowed = false;
+  j.response.code = kDeniedCode;
+  j.response.reason = verdict.admit_reason;
+  j.response.message = DenialMessage(pod.node_name, verdict);
+  j.verdict = "denied";
+  j.reason = verdict.admit_reason;
+  return j;
+}
+
+}  // namespace
+
+Judgement Judge(const ReviewRequest& request, const JudgeContext& context,
+                Clock::time_point deadline) {
+  if (auto skipped = Skipped(request)) {
+    return std::move(*skipped);
+  }
+  auto decoded = PodOfRequest(request);
   if (!decoded.ok()) {
     return Allow(request, "unreadable-pod",
                  "nodegate: pod not checked: " + decoded.error().message);
@@ -111,59 +190,17 @@ Judgement Judge(const ReviewRequest& request, const JudgeContext& context,
     return Allow(request, "mirror-pod");
   }
   pod.source = "request";
-  const bool assume = !request.dry_run;  // a dry run changes nothing, not even our state
-  NodeVerdict judged;
-  std::optional<std::string> uncoordinated;
-  if (context.synced && context.synced()) {
-    if (auto stale = context.stale ? context.stale() : std::nullopt) {
-      return Named(Allow(request, "cache-stale",
-                         "nodegate: node " + pod.node_name + " not checked: " + *stale),
-                   pod);
-    }
-    if (context.coordinator != nullptr) {
-      CoordinatedVerdict coordinated = context.coordinator->Judge(pod, request.dry_run, deadline);
-      judged = std::move(coordinated.judged);
-      uncoordinated = std::move(coordinated.warning);
-    } else {
-      judged = context.states->JudgeCached(pod, assume);
-    }
-  } else {
-    auto snapshot = context.read_node(pod.node_name, deadline);
-    if (!snapshot.ok()) {
-      return Named(
-          Allow(request, "node-unreadable",
-                "nodegate: node " + pod.node_name + " not checked: " + snapshot.error().message),
-          pod);
-    }
-    if (snapshot->has_value()) {
-      judged = context.states->JudgeSnapshot(pod, std::move(**snapshot), assume);
-    }
+  OnNode on_node = JudgeOnNode(request, context, pod, deadline);
+  if (on_node.unchecked) {
+    return Named(std::move(*on_node.unchecked), pod);
   }
-  if (!judged.node_known) {
+  if (!on_node.judged.node_known) {
     return Named(
         Allow(request, "unknown-node",
               "nodegate: node " + pod.node_name + " is not known to the API server; not checked"),
         pod);
   }
-  const admit::PodVerdict& verdict = judged.verdict;
-  if (verdict.admitted) {
-    Judgement j = verdict.evictions.empty()
-                      ? Allow(request, "fits")
-                      : Allow(request, "preemption", EvictionWarning(pod.node_name, verdict));
-    if (uncoordinated) {
-      j.response.warnings.push_back(FitWarning(*uncoordinated));
-    }
-    return Named(std::move(j), pod);
-  }
-  Judgement j;
-  j.response.uid = request.uid;
-  j.response.allowed = false;
-  j.response.code = kDeniedCode;
-  j.response.reason = verdict.admit_reason;
-  j.response.message = DenialMessage(pod.node_name, verdict);
-  j.verdict = "denied";
-  j.reason = verdict.admit_reason;
-  return Named(std::move(j), pod);
+  return Named(Answer(request, pod, on_node), pod);
 }
 
 }  // namespace nodegate::webhook

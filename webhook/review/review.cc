@@ -60,22 +60,8 @@ Result<bool> ReadGroupVersion(const json& object, const char* key, const char* n
   return true;
 }
 
-}  // namespace
-
-Result<ReviewRequest> DecodeReview(std::string_view body) {
-  if (body.size() > kMaxReviewBytes) {
-    return Error{"AdmissionReview: larger than 3 MiB"};
-  }
-  const size_t first = body.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos || body[first] != '{') {
-    return Error{"AdmissionReview: expected a JSON object"};
-  }
-  auto documents = admit::ParseDocuments(body, "AdmissionReview");
-  if (!documents.ok()) {
-    return documents.error();
-  }
-  const json& review = documents->front().value;
-  const std::string where = "AdmissionReview";
+// ReadEnvelope: the review's request object, once apiVersion and kind say it is a v1 review.
+Result<const json*> ReadEnvelope(const json& review, const std::string& where) {
   std::string api_version;
   std::string kind;
   if (auto r = ReadString(review, "apiVersion", where, api_version); !r.ok()) {
@@ -88,16 +74,18 @@ Result<ReviewRequest> DecodeReview(std::string_view body) {
     return Error{where + ": expected apiVersion " + std::string(kReviewApiVersion) + " kind " +
                  std::string(kReviewKind) + ", got \"" + api_version + "\" \"" + kind + "\""};
   }
-  auto request_member = ReadObject(review, "request", where);
-  if (!request_member.ok()) {
-    return request_member.error();
+  auto request = ReadObject(review, "request", where);
+  if (!request.ok()) {
+    return request.error();
   }
-  if (*request_member == nullptr) {
+  if (*request == nullptr) {
     return Error{where + ": no request"};
   }
-  const json& request = **request_member;
-  const std::string at = where + ".request";
-  ReviewRequest out;
+  return *request;
+}
+
+// ReadTarget: which object the request is about (uid, names, operation, kind and resource).
+Result<admit::Ok> ReadTarget(const json& request, const std::string& at, ReviewRequest& out) {
   for (auto [field, target] :
        {std::pair{"uid", &out.uid}, std::pair{"subResource", &out.sub_resource},
         std::pair{"name", &out.name}, std::pair{"namespace", &out.namespace_name},
@@ -127,6 +115,11 @@ Result<ReviewRequest> DecodeReview(std::string_view body) {
   if (resource_group_version != "v1") {
     out.resource = resource_group_version + ", Resource=" + out.resource;
   }
+  return admit::Ok{};
+}
+
+// ReadRequester: userInfo's username and groups, and whether the request is a dry run.
+Result<admit::Ok> ReadRequester(const json& request, const std::string& at, ReviewRequest& out) {
   auto user = ReadObject(request, "userInfo", at);
   if (!user.ok()) {
     return user.error();
@@ -156,7 +149,36 @@ Result<ReviewRequest> DecodeReview(std::string_view body) {
     }
     out.dry_run = dry_run->get<bool>();
   }
-  if (auto object = request.find("object"); object != request.end()) {
+  return admit::Ok{};
+}
+
+}  // namespace
+
+Result<ReviewRequest> DecodeReview(std::string_view body) {
+  if (body.size() > kMaxReviewBytes) {
+    return Error{"AdmissionReview: larger than 3 MiB"};
+  }
+  const size_t first = body.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || body[first] != '{') {
+    return Error{"AdmissionReview: expected a JSON object"};
+  }
+  auto documents = admit::ParseDocuments(body, "AdmissionReview");
+  if (!documents.ok()) {
+    return documents.error();
+  }
+  auto request = ReadEnvelope(documents->front().value, "AdmissionReview");
+  if (!request.ok()) {
+    return request.error();
+  }
+  const std::string at = "AdmissionReview.request";
+  ReviewRequest out;
+  if (auto r = ReadTarget(**request, at, out); !r.ok()) {
+    return r.error();
+  }
+  if (auto r = ReadRequester(**request, at, out); !r.ok()) {
+    return r.error();
+  }
+  if (auto object = (*request)->find("object"); object != (*request)->end()) {
     out.object = *object;
   }
   return out;

@@ -370,6 +370,75 @@ AnonymousSet BuildSet(const Selector& s, std::vector<Value> values, net::Family 
   return set;
 }
 
+// TextOf: the tokens from `start` to `end` as they were written, for messages.
+std::string TextOf(const std::vector<Token>& t, size_t start, size_t end) {
+  std::string out;
+  for (size_t k = start; k < std::min(end, t.size()); ++k)
+    out += (out.empty() ? "" : " ") + t[k].text;
+  return out;
+}
+
+// ParseSetValues: the values of a `{ ... }` from t[i] to its closing brace (i left after it);
+// the match began at t[start].
+Result<std::vector<Value>> ParseSetValues(const Selector& s, const std::vector<Token>& t,
+                                          size_t start, size_t& i, net::Family family) {
+  std::vector<Value> values;
+  while (true) {
+    if (i >= t.size()) {
+      return Invalid("\"" + TextOf(t, start, i) + "\": a set without its closing }");
+    }
+    if (!t[i].quoted && t[i].text == "}") break;
+    if (!t[i].quoted && t[i].text == ",") {
+      ++i;
+      continue;
+    }
+    NG_ASSIGN_OR_RETURN(Value v, ParseValue(s, t[i], family));
+    if (v.wildcard) return Invalid("\"" + t[i].text + "*\": wildcards in a set are not supported");
+    if (v.range() && (s.kind == Kind::kProto || s.kind == Kind::kMark)) {
+      return Invalid("\"" + t[i].text + "\": ranges of this kind in a set are not supported");
+    }
+    values.push_back(std::move(v));
+    ++i;
+  }
+  ++i;  // the }
+  return values;
+}
+
+// AppendPrefix: an address range that is a prefix, compared as nft does: only its whole bytes
+// loaded, or the whole field loaded and masked. False when the range is not a prefix.
+bool AppendPrefix(const Value& v, uint32_t op, ConditionMatch& m) {
+  size_t common = 0;
+  while (common < v.lo.size() && v.lo[common] == v.hi[common]) ++common;
+  bool prefix = true;
+  int bits = static_cast<int>(common) * 8;
+  if (common < v.lo.size()) {
+    const uint8_t x = v.lo[common] ^ v.hi[common];
+    // The differing tail must be 0...0 in lo and 1...1 in hi.
+    int host = 0;
+    while (host < 8 && ((x >> host) & 1)) ++host;
+    prefix = (x >> host) == 0 && (v.lo[common] & x) == 0;
+    for (size_t k = common + 1; k < v.lo.size() && prefix; ++k) {
+      prefix = v.lo[k] == 0 && v.hi[k] == 0xff;
+    }
+    bits += 8 - host;
+  }
+  if (!prefix) return false;
+  auto& load = std::get<expr::Payload>(m.exprs.front());
+  if (bits % 8 == 0) {
+    load.len = static_cast<uint32_t>(bits / 8);
+    m.exprs.push_back(expr::Cmp{kReg, op, Bytes(v.lo.begin(), v.lo.begin() + bits / 8)});
+    return true;
+  }
+  Bytes mask_bytes(v.lo.size(), 0);
+  for (size_t k = 0; k < mask_bytes.size(); ++k) {
+    const int left = std::clamp(bits - static_cast<int>(k) * 8, 0, 8);
+    mask_bytes[k] = static_cast<uint8_t>((0xff00 >> left) & 0xff);
+  }
+  m.exprs.push_back(expr::Bitwise{kReg, kReg, mask_bytes, Bytes(v.lo.size(), 0)});
+  m.exprs.push_back(expr::Cmp{kReg, op, v.lo});
+  return true;
+}
+
 // ---- one match
 
 Result<ConditionMatch> ParseMatch(const std::vector<Token>& t, size_t& i, net::Family family) {
@@ -379,12 +448,7 @@ Result<ConditionMatch> ParseMatch(const std::vector<Token>& t, size_t& i, net::F
   m.family = s.family;
   m.needs_l4 = s.needs_l4;
   m.exprs = s.load;
-  const auto text_so_far = [&] {
-    std::string out;
-    for (size_t k = start; k < std::min(i, t.size()); ++k)
-      out += (out.empty() ? "" : " ") + t[k].text;
-    return out;
-  };
+  const auto text_so_far = [&] { return TextOf(t, start, i); };
   // An optional mask (marks only).
   std::optional<Bytes> mask;
   if (i < t.size() && !t[i].quoted && (t[i].text == "&" || t[i].text == "and")) {
@@ -412,25 +476,8 @@ Result<ConditionMatch> ParseMatch(const std::vector<Token>& t, size_t& i, net::F
 
   if (!t[i].quoted && t[i].text == "{") {
     if (relation.ordering) return Invalid("\"" + text_so_far() + " {\": < > <= >= against a set");
-    std::vector<Value> values;
     ++i;
-    while (true) {
-      if (i >= t.size()) return Invalid("\"" + text_so_far() + "\": a set without its closing }");
-      if (!t[i].quoted && t[i].text == "}") break;
-      if (!t[i].quoted && t[i].text == ",") {
-        ++i;
-        continue;
-      }
-      NG_ASSIGN_OR_RETURN(Value v, ParseValue(s, t[i], family));
-      if (v.wildcard)
-        return Invalid("\"" + t[i].text + "*\": wildcards in a set are not supported");
-      if (v.range() && (s.kind == Kind::kProto || s.kind == Kind::kMark)) {
-        return Invalid("\"" + t[i].text + "\": ranges of this kind in a set are not supported");
-      }
-      values.push_back(std::move(v));
-      ++i;
-    }
-    ++i;  // the }
+    NG_ASSIGN_OR_RETURN(std::vector<Value> values, ParseSetValues(s, t, start, i, family));
     if (values.empty()) return Invalid("\"" + text_so_far() + "\": an empty set");
     m.set = BuildSet(s, std::move(values), family);
     m.exprs.push_back(expr::Lookup{kReg, "__set%d", 0, std::nullopt,
@@ -447,41 +494,7 @@ Result<ConditionMatch> ParseMatch(const std::vector<Token>& t, size_t& i, net::F
     if (s.kind == Kind::kProto || s.kind == Kind::kMark) {
       return Invalid("\"" + m.text + "\": ranges of this kind are not supported");
     }
-    // A prefix loads only its whole bytes, or the whole field and masks it (as nft does).
-    if (s.kind == Kind::kAddress) {
-      size_t common = 0;
-      while (common < v.lo.size() && v.lo[common] == v.hi[common]) ++common;
-      bool prefix = true;
-      int bits = static_cast<int>(common) * 8;
-      if (common < v.lo.size()) {
-        const uint8_t x = v.lo[common] ^ v.hi[common];
-        // The differing tail must be 0...0 in lo and 1...1 in hi.
-        int host = 0;
-        while (host < 8 && ((x >> host) & 1)) ++host;
-        prefix = (x >> host) == 0 && (v.lo[common] & x) == 0;
-        for (size_t k = common + 1; k < v.lo.size() && prefix; ++k) {
-          prefix = v.lo[k] == 0 && v.hi[k] == 0xff;
-        }
-        bits += 8 - host;
-      }
-      if (prefix) {
-        auto& load = std::get<expr::Payload>(m.exprs.front());
-        if (bits % 8 == 0) {
-          load.len = static_cast<uint32_t>(bits / 8);
-          m.exprs.push_back(
-              expr::Cmp{kReg, relation.op, Bytes(v.lo.begin(), v.lo.begin() + bits / 8)});
-        } else {
-          Bytes mask_bytes(v.lo.size(), 0);
-          for (size_t k = 0; k < mask_bytes.size(); ++k) {
-            const int left = std::clamp(bits - static_cast<int>(k) * 8, 0, 8);
-            mask_bytes[k] = static_cast<uint8_t>((0xff00 >> left) & 0xff);
-          }
-          m.exprs.push_back(expr::Bitwise{kReg, kReg, mask_bytes, Bytes(v.lo.size(), 0)});
-          m.exprs.push_back(expr::Cmp{kReg, relation.op, v.lo});
-        }
-        return m;
-      }
-    }
+    if (s.kind == Kind::kAddress && AppendPrefix(v, relation.op, m)) return m;
     if (negate) {
       m.exprs.push_back(expr::Range{kReg, NFT_RANGE_NEQ, v.lo, v.hi});
     } else {

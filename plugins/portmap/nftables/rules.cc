@@ -517,9 +517,11 @@ std::vector<HostportsRule> HostportsRules(const Config& config, const HairpinLen
   return rules;
 }
 
-void AppendSetup(const Config& config, const HairpinLengths& lengths, Plan& plan) {
-  const NetworkNames n = NamesFor(config.network_name);
-  plan.Add(netfilter::NftTable{.comment = kTableComment});
+namespace {
+
+// AppendSets: the table's named sets and maps: owned and netcfg records, the DNAT maps and the
+// hairpin sets of each family.
+void AppendSets(const NetworkNames& n, const HairpinLengths& lengths, Plan& plan) {
   const auto named = [&](std::string name, uint32_t flags, uint32_t key_type, uint32_t key_len) {
     netfilter::NftSet set;
     set.name = std::move(name);
@@ -548,7 +550,11 @@ void AppendSetup(const Config& config, const HairpinLengths& lengths, Plan& plan
           named(n.HairpinIp(f, length), 0, Concat({addr, addr, kProto, kService}), 2 * len + 8));
     }
   }
-  const std::string comment = NetworkComment(config.network_name);
+}
+
+// AppendChains: the network's chains, emptied, and the base chains' jumps to its hostports
+// chain for traffic to the node's own addresses.
+void AppendChains(const NetworkNames& n, const std::string& comment, Plan& plan) {
   plan.Add(netfilter::NftChain{.name = n.Hostports(), .hook = std::nullopt, .comment = comment});
   const auto base = [&](const std::string& name, uint32_t hook, int32_t priority) {
     plan.Add(netfilter::NftChain{.name = name,
@@ -575,8 +581,13 @@ void AppendSetup(const Config& config, const HairpinLengths& lengths, Plan& plan
                            .comment = {}},
         Role::kFeature, kFeatureFib);
   }
+}
+
+// AppendHostportsRules: the hostports chain's rules, each `{ ... }` of their conditions an
+// anonymous set made just before the rule.
+void AppendHostportsRules(const Config& config, const HairpinLengths& lengths,
+                          const NetworkNames& n, Plan& plan) {
   for (auto& rule : HostportsRules(config, lengths)) {
-    // Each `{ ... }` of the conditions: an anonymous set made just before the rule.
     for (auto& [lookup, set] : rule.sets) {
       netfilter::NftSet anonymous;
       anonymous.name = "__set%d";
@@ -597,6 +608,16 @@ void AppendSetup(const Config& config, const HairpinLengths& lengths, Plan& plan
     plan.Add(
         netfilter::NftRule{.chain = n.Hostports(), .exprs = std::move(rule.exprs), .comment = {}});
   }
+}
+
+}  // namespace
+
+void AppendSetup(const Config& config, const HairpinLengths& lengths, Plan& plan) {
+  const NetworkNames n = NamesFor(config.network_name);
+  plan.Add(netfilter::NftTable{.comment = kTableComment});
+  AppendSets(n, lengths, plan);
+  AppendChains(n, NetworkComment(config.network_name), plan);
+  AppendHostportsRules(config, lengths, n, plan);
   if (config.snat) {
     const Bytes mark = HostU32(config.mark());
     plan.Add(netfilter::NftRule{

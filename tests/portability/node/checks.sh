@@ -293,7 +293,7 @@ udp_gone() {
   bad "$1: $(in_ns "$2" conntrack -L -p udp 2>&1 | grep "dport=$3 " | head -2)"
 }
 
-# portmap's UDP conntrack flush on this kernel (plugins/portmap/README.md, "The flush after the
+# portmap's UDP conntrack flush on this kernel (docs/performance/conntrack.md, "After the
 # plugin's exit"): an entry a client's datagram made toward a host port before the mapping
 # existed would keep that traffic on the node instead of sending it to the container. ADD
 # removes it, DEL removes one made while the mapping was there, and entries toward other ports
