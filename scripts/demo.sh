@@ -203,9 +203,10 @@ bash "$SRC/scripts/lib/etcd_cluster.sh" start "$T/etcd" >/dev/null
 say "$(paste -sd' ' "$T/etcd/endpoints")"
 # One conflist per node, differing only in nodeName (on a cluster: the same file, the node's name
 # from $KUBERNETES_NODE_NAME or the host name).
-pool_conf() {
+pool_conf() {  # pool_conf NODE AGENT_SOCKET ("": the plugin alone)
   printf '{"cniVersion":"1.1.0","name":"pods","plugins":[{"type":"ptp","ipam":{"type":"cluster-ipam",'
   printf '"ranges":[[{"subnet":"10.244.0.0/16","blockSize":28}]],"nodeName":"%s",' "$1"
+  printf '"agentSocket":"%s","lockDir":"%s/locks",' "$2" "$T"
   printf '"etcd":{"endpoints":[%s],' "$(sed 's/.*/"&"/' "$T/etcd/endpoints" | paste -sd,)"
   printf '"caFile":"%s/pki/ca.crt","certFile":"%s/pki/client.crt","keyFile":"%s/pki/client.key"}}}]}' \
     "$T/etcd" "$T/etcd" "$T/etcd"
@@ -216,7 +217,15 @@ p["cniVersion"]=c["cniVersion"]; print(json.dumps(p))' "$T/ipam-$1.conflist" |
     CNI_COMMAND="$2" CNI_CONTAINERID="$3" CNI_NETNS=/run/netns/none CNI_IFNAME=eth0 CNI_PATH="$BIN" \
       "$BIN/cluster-ipam"
 }
-for node in node-a node-b; do pool_conf "$node" >"$T/ipam-$node.conflist"; done
+# node-a has its node agent (cluster-ipam agent: keeps the etcd TLS connection, the plugin
+# forwards its calls to it); node-b's plugin works alone.
+"$BIN/cluster-ipam" agent --socket "$T/agent-node-a.sock" 2>"$T/agent-node-a.log" &
+AGENT_PID=$!
+PIDS+=("$AGENT_PID")
+for _ in $(seq 100); do [ -S "$T/agent-node-a.sock" ] && break; sleep 0.05; done
+say "node-a's agent: $(head -1 "$T/agent-node-a.log")"
+pool_conf node-a "$T/agent-node-a.sock" >"$T/ipam-node-a.conflist"
+pool_conf node-b "" >"$T/ipam-node-b.conflist"
 for pod in 1 2 3; do
   for node in node-a node-b; do
     ip="$(ipam_call "$node" ADD "$node-pod$pod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["ips"][0]["address"])')"
@@ -226,6 +235,8 @@ done
 show "$NG" ipam --conf "$T/ipam-node-a.conflist" show
 say "(each node claimed a /28 block with one transaction; each ADD was one read and one transaction)"
 for pod in 1 2 3; do for node in node-a node-b; do ipam_call "$node" DEL "$node-pod$pod"; done; done
+kill -TERM "$AGENT_PID" && wait "$AGENT_PID" 2>/dev/null
+say "node-a's agent, on SIGTERM: $(tail -1 "$T/agent-node-a.log")"
 show "$NG" ipam --conf "$T/ipam-node-a.conflist" check
 
 heading "13. kubectl nodegate explain: the seed story from the cluster's side"

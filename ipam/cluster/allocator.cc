@@ -388,6 +388,7 @@ Result<std::optional<std::vector<AddressInRange>>> Allocator::Commit(
   ++counters_.transactions;
   NG_ASSIGN_OR_RETURN(etcd::TxnResponse response, kv_.Txn(txn));
   if (response.succeeded) {
+    CacheView(view, plan.changed, response.revision);
     std::vector<AddressInRange> out;
     for (const auto& a : handle.addresses) {
       out.push_back({a.ip, &RangeOf(*LocateAddress(cfg_.pool, a.ip))});
@@ -452,6 +453,7 @@ Result<std::vector<std::pair<Place, net::IpAddress>>> Allocator::PlacesOf(
 Result<std::vector<AddressInRange>> Allocator::Assign(const std::string& container_id,
                                                       const std::string& ifname,
                                                       const std::vector<net::IpAddress>& ips) {
+  (void)TakeCachedView();
   const std::string handle_key = keys_.Handle(container_id, ifname);
   const std::string handle_name = container_id + "/" + ifname;
   const std::string fresh_aid = NewAllocationId();
@@ -525,12 +527,66 @@ Result<std::vector<AddressInRange>> Allocator::Assign(const std::string& contain
   return TooManyConflicts("assign " + handle_key);
 }
 
+ViewCache::ViewCache() = default;
+ViewCache::~ViewCache() = default;
+
+std::optional<Allocator::View> Allocator::TakeCachedView() {
+  if (cache_ == nullptr) return std::nullopt;
+  auto it = cache_->views_.find(keys_.NodeBlocksPrefix(cfg_.node_name));
+  if (it == cache_->views_.end()) return std::nullopt;
+  View view = std::move(*it->second);
+  cache_->views_.erase(it);
+  return view;
+}
+
+void Allocator::CacheView(const View& view, const std::map<std::string, Block>& written,
+                          int64_t revision) {
+  if (cache_ == nullptr) return;
+  auto kept = std::make_unique<View>();
+  kept->pool_exists = view.pool_exists;
+  kept->pool_revision = view.pool_revision;
+  kept->stored_pool = view.stored_pool;
+  for (const auto& [key, state] : view.blocks) {
+    if (state.block.node != cfg_.node_name) continue;  // others' blocks: read when borrowing
+    kept->blocks[key] = state;
+    if (auto w = written.find(key); w != written.end()) {
+      kept->blocks[key].block = w->second;
+      kept->blocks[key].revision = revision;  // every key a transaction puts gets its revision
+    }
+  }
+  cache_->views_[keys_.NodeBlocksPrefix(cfg_.node_name)] = std::move(kept);
+}
+
+void Allocator::PatchCachedView(const std::vector<std::pair<std::string, Block>>& written,
+                                int64_t revision) {
+  if (cache_ == nullptr) return;
+  auto it = cache_->views_.find(keys_.NodeBlocksPrefix(cfg_.node_name));
+  if (it == cache_->views_.end()) return;
+  for (const auto& [key, block] : written) {
+    auto state = it->second->blocks.find(key);
+    if (state != it->second->blocks.end()) {
+      state->second.block = block;
+      state->second.revision = revision;
+    } else if (block.node == cfg_.node_name) {
+      cache_->views_.erase(it);  // a block of this node the view does not know: read next time
+      return;
+    }
+  }
+}
+
 Result<std::vector<AddressInRange>> Allocator::Add(const std::string& container_id,
                                                    const std::string& ifname) {
   const std::string handle_key = keys_.Handle(container_id, ifname);
   const std::string fresh_aid = NewAllocationId();
-  // Cheap (the member's own state): every write below re-checks what this read saw.
-  NG_ASSIGN_OR_RETURN(View view, Read(container_id, ifname, /*serializable=*/true));
+  // Cheap (the member's own state), or none at all with the agent's cached view: every write
+  // below re-checks what this read saw. A cached view knows no handle: when this one exists
+  // (a repeated ADD), the compare that it is absent fails and brings it.
+  View view;
+  if (auto cached = TakeCachedView()) {
+    view = std::move(*cached);
+  } else {
+    NG_ASSIGN_OR_RETURN(view, Read(container_id, ifname, /*serializable=*/true));
+  }
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
     NG_RETURN_IF_ERROR(CheckPool(view));
     std::vector<bool> covered(cfg_.pool.sets.size(), false);
@@ -652,6 +708,7 @@ Status Allocator::Release(const std::string& container_id, const std::string& if
       }
     }
     TxnRequest txn;
+    std::vector<std::pair<std::string, Block>> written;
     txn.compare = {Compare::ModRevision(handle_key, found->kvs[0].mod_revision)};
     txn.success = {DeleteRequest{handle_key, ""},
                    DeleteRequest{keys_.NodeHandle(handle.node, container_id, ifname), ""}};
@@ -673,11 +730,13 @@ Status Allocator::Release(const std::string& container_id, const std::string& if
       if (!changed) continue;
       txn.compare.push_back(Compare::ModRevision(where[i].first, blocks[i].revision));
       txn.success.push_back(PutRequest{where[i].first, EncodeBlock(block)});
+      written.emplace_back(where[i].first, std::move(block));
     }
     ++counters_.transactions;
     NG_ASSIGN_OR_RETURN(etcd::TxnResponse response, kv_.Txn(txn));
     if (response.succeeded) {
       ++counters_.released;
+      PatchCachedView(written, response.revision);
       return OkStatus();
     }
     ++counters_.conflicts;
@@ -785,6 +844,7 @@ Status Allocator::ReleaseOrphans() {
 }
 
 Status Allocator::Gc(const std::vector<cni::Attachment>& live) {
+  (void)TakeCachedView();  // GC rewrites blocks of this node: the next ADD reads them
   NG_ASSIGN_OR_RETURN(
       etcd::RangeResponse listed,
       kv_.Range(Prefix(keys_.NodeHandlesPrefix(cfg_.node_name), false, /*keys_only=*/true)));

@@ -21,6 +21,8 @@
 //
 // Works against any etcd::Kv: the real client, or the fake in testing/fake_kv.h.
 
+#include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -54,9 +56,15 @@ struct Counters {
   int released = 0;      // handles or entries released (DEL, GC)
 };
 
+class ViewCache;
+
 class Allocator {
  public:
   Allocator(etcd::Kv& kv, const ClusterConfig& cfg) : kv_(kv), cfg_(cfg), keys_(cfg.keys()) {}
+
+  // The agent's (agent.h): ADD starts from the view this node's previous ADD or DEL left in
+  // `cache` instead of reading it (one etcd round trip fewer).
+  void set_view_cache(ViewCache* cache) { cache_ = cache; }
 
   // One address per range set, in range-set order. Errors: 101 exhausted, 7 a stored pool
   // that differs from the config, 104 stored values not ours, 11 etcd unreachable or too many
@@ -121,11 +129,38 @@ class Allocator {
   Result<Place> PlaceOfBlock(const std::string& key, const net::IpPrefix& block) const;
   Status ReleaseOrphans();
 
+  friend class ViewCache;
+  // The cached view of this node (taken out of the cache: a verb that fails leaves none), and
+  // what a successful write puts back.
+  std::optional<View> TakeCachedView();
+  void CacheView(const View& view, const std::map<std::string, Block>& written, int64_t revision);
+  void PatchCachedView(const std::vector<std::pair<std::string, Block>>& written, int64_t revision);
+
   etcd::Kv& kv_;
   const ClusterConfig& cfg_;
+  ViewCache* cache_ = nullptr;
   Keys keys_;
   Counters counters_;
   std::optional<std::set<net::IpPrefix>> claimed_;  // claims listed during this verb
+};
+
+// What the agent keeps between the verbs of its node, per network: the pool and the node's
+// blocks with their revisions, as the node's own last successful ADD or DEL wrote them. A view
+// gone stale (another node borrowed from a block, GC, an operator's release, an exec'd plugin
+// working directly) costs one failed compare, whose failure branch brings the current state:
+// never a wrong answer, as every write compares the revisions it was computed from. Not
+// thread-safe: the agent runs one verb at a time.
+class ViewCache {
+ public:
+  ViewCache();
+  ~ViewCache();
+  ViewCache(const ViewCache&) = delete;
+  ViewCache& operator=(const ViewCache&) = delete;
+  size_t size() const { return views_.size(); }
+
+ private:
+  friend class Allocator;
+  std::map<std::string, std::unique_ptr<Allocator::View>> views_;  // by node-blocks prefix
 };
 
 }  // namespace nodegate::ipam::cluster

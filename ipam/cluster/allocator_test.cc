@@ -357,3 +357,85 @@ TEST_F(AllocatorTest, PartialHandleIsCompleted) {
 
 }  // namespace
 }  // namespace nodegate::ipam::cluster
+
+namespace nodegate::ipam::cluster {
+namespace {
+
+// Passes every request on, counting them.
+class CountingKv : public etcd::Kv {
+ public:
+  explicit CountingKv(etcd::Kv& kv) : kv_(kv) {}
+  Result<etcd::RangeResponse> Range(const etcd::RangeRequest& request) override {
+    ++requests;
+    return kv_.Range(request);
+  }
+  Result<etcd::TxnResponse> Txn(const etcd::TxnRequest& request) override {
+    ++requests;
+    return kv_.Txn(request);
+  }
+  int requests = 0;
+
+ private:
+  etcd::Kv& kv_;
+};
+
+TEST_F(AllocatorTest, TheAgentsCachedViewSavesTheReadAndAStaleOneCostsOneRetry) {
+  const ClusterConfig a = Config("node-a", {{"10.7.0.0/26", 28}});
+  ViewCache cache;
+  CountingKv counting(kv_);
+  Counters last;
+  auto add = [&](const std::string& id) {
+    Allocator allocator(counting, a);
+    allocator.set_view_cache(&cache);
+    auto out = allocator.Add(id, "eth0");
+    last = allocator.counters();
+    return out;
+  };
+  auto del = [&](const std::string& id) {
+    Allocator allocator(counting, a);
+    allocator.set_view_cache(&cache);
+    return allocator.Release(id, "eth0");
+  };
+  ASSERT_TRUE(add("a0").ok());  // read, claim, read, commit: and the view is kept
+  EXPECT_EQ(cache.size(), 1u);
+  counting.requests = 0;
+  auto a1 = add("a1");
+  ASSERT_TRUE(a1.ok()) << a1.error().msg;
+  EXPECT_EQ(counting.requests, 1);  // the transaction alone
+  // A DEL keeps the view current: the next ADD is one request again.
+  ASSERT_TRUE(del("a1").ok());
+  counting.requests = 0;
+  auto a2 = add("a2");
+  ASSERT_TRUE(a2.ok());
+  EXPECT_EQ(counting.requests, 1);
+  EXPECT_EQ(last.conflicts, 0);
+  // A repeated ADD: the compare that its handle is absent fails and brings the handle back.
+  auto again = add("a2");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(Ips(*again), Ips(*a2));
+  EXPECT_EQ(KeysUnder(keys_.Handle("a2", "")).size(), 1u);
+  EXPECT_EQ(last.conflicts, 1);
+  // The node's block written by someone else (a plugin working directly): the stale view's
+  // compare fails once, its failure branch brings the block, and the address is a new one.
+  ASSERT_TRUE(add("a2b").ok());  // (the repeated ADD wrote nothing, and kept no view)
+  EXPECT_EQ(cache.size(), 1u);
+  ASSERT_TRUE(Add(a, "direct").ok());
+  auto a3 = add("a3");
+  ASSERT_TRUE(a3.ok());
+  EXPECT_EQ(last.conflicts, 1);
+  std::set<std::string> seen;
+  for (const auto& key : KeysUnder(keys_.HandlesPrefix())) {
+    const Handle h = *DecodeHandle("", kv_.Get(key)->value);
+    for (const auto& address : h.addresses) {
+      EXPECT_TRUE(seen.insert(address.ip.ToString()).second)
+          << "duplicate " << address.ip.ToString();
+    }
+  }
+  EXPECT_EQ(seen.size(), 5u);  // a0, a2, a2b, direct, a3
+  // Fill the block and beyond: a claim on the way, from the cached view.
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(add("f" + std::to_string(i)).ok());
+  EXPECT_EQ(KeysUnder(keys_.NodeBlocksPrefix("node-a")).size(), 2u);
+}
+
+}  // namespace
+}  // namespace nodegate::ipam::cluster

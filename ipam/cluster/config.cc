@@ -16,6 +16,9 @@ namespace {
 
 using cni::Json;
 
+// sockaddr_un's sun_path holds 108 bytes with the NUL.
+constexpr size_t kMaxSocketPath = 107;
+
 Error TypeError(const std::string& path, std::string_view want) {
   return Error(kErrDecode, "error decoding ipam config: " + path + " must be " + std::string(want));
 }
@@ -164,6 +167,19 @@ Result<PodAttributes> ParseCniArgs(std::string_view cni_args) {
   return pod;
 }
 
+// A path of this node's: absolute, no NUL; a socket path must also fit sockaddr_un.
+Status CheckLocalPath(const std::string& key, const std::string& path, bool may_be_empty) {
+  if (path.empty() && may_be_empty) return OkStatus();
+  if (path.empty() || path.front() != '/' || path.find('\0') != std::string::npos) {
+    return ConfigError(key + " \"" + path + "\" must be an absolute path");
+  }
+  if (key == "ipam.agentSocket" && path.size() > kMaxSocketPath) {
+    return ConfigError(key + " \"" + path + "\" is longer than a unix socket path may be (" +
+                       std::to_string(kMaxSocketPath) + ")");
+  }
+  return OkStatus();
+}
+
 // Inputs host-local takes and cluster-ipam does not: a clear refusal, not a silent difference.
 Status RefuseUnsupported(const cni::NetConf& conf) {
   if (const Json* ranges = cni::GivenField(conf.runtime_config, "ipRanges")) {
@@ -223,6 +239,8 @@ const cni::gojson::Shape& ConfigShape() {
                                              {"ranges", ListOf(ListOf(Struct(range)))},
                                              {"nodeName", Any(), Null::kKeep},
                                              {"strictAffinity", Any(), Null::kKeep},
+                                             {"agentSocket", Any(), Null::kKeep},
+                                             {"lockDir", Any(), Null::kKeep},
                                              {"etcd", etcd}});
     return cni::NetConfShape({{"ipam", ipam}});
   }();
@@ -251,6 +269,14 @@ Result<ClusterConfig> LoadClusterConfig(const cni::NetConf& conf, std::string_vi
   }
   NG_ASSIGN_OR_RETURN(cfg.strict_affinity,
                       cni::ReadBool(ipam, "strictAffinity").GetOr(false, MustBeAt("ipam.")));
+  NG_ASSIGN_OR_RETURN(cfg.agent_socket,
+                      cni::ReadString(ipam, "agentSocket")
+                          .GetOr(std::string(kDefaultAgentSocket), MustBeAt("ipam.")));
+  NG_ASSIGN_OR_RETURN(
+      cfg.lock_dir,
+      cni::ReadString(ipam, "lockDir").GetOr(std::string(kDefaultLockDir), MustBeAt("ipam.")));
+  NG_RETURN_IF_ERROR(CheckLocalPath("ipam.agentSocket", cfg.agent_socket, true));
+  NG_RETURN_IF_ERROR(CheckLocalPath("ipam.lockDir", cfg.lock_dir, false));
   if (purpose == Purpose::kRelease) return cfg;
 
   NG_RETURN_IF_ERROR(RefuseUnsupported(conf));

@@ -38,6 +38,9 @@
 
 namespace nodegate::ipam::cluster {
 
+inline constexpr std::string_view kDefaultAgentSocket = "/run/nodegate/cluster-ipam.sock";
+inline constexpr std::string_view kDefaultLockDir = "/run/nodegate/cluster-ipam";
+
 struct EtcdConfig {
   std::vector<std::string> endpoints;
   etcd::TlsFiles tls;
@@ -63,6 +66,10 @@ struct ClusterConfig {
   bool strict_affinity = false;
   EtcdConfig etcd;
   PodAttributes pod;
+  // The node-local agent's socket (agent.h); empty: never ask an agent.
+  std::string agent_socket = std::string(kDefaultAgentSocket);
+  // Where the node lock lives: <lock_dir>/<node_name>.lock (plugin.h).
+  std::string lock_dir = std::string(kDefaultLockDir);
 
   Keys keys() const { return Keys(etcd.prefix, network_name); }
 };

@@ -38,6 +38,28 @@ TEST(ClusterConfig, TheIssuesExample) {
   EXPECT_EQ(cfg->keys().Pool(), "/nodegate/ipam/net1/pool");
 }
 
+TEST(ClusterConfig, AgentSocketAndLockDir) {
+  const std::string ranges = R"("ranges":[[{"subnet":"10.9.0.0/24"}]],)";
+  auto defaults = Load(ranges + kEtcd);
+  ASSERT_TRUE(defaults.ok()) << defaults.error().msg;
+  EXPECT_EQ(defaults->agent_socket, "/run/nodegate/cluster-ipam.sock");
+  EXPECT_EQ(defaults->lock_dir, "/run/nodegate/cluster-ipam");
+  auto given = Load(ranges + R"("agentSocket":"","lockDir":"/var/lib/cni/locks",)" + kEtcd);
+  ASSERT_TRUE(given.ok()) << given.error().msg;
+  EXPECT_EQ(given->agent_socket, "");  // never ask an agent
+  EXPECT_EQ(given->lock_dir, "/var/lib/cni/locks");
+  for (const std::string& bad : std::vector<std::string>{
+           R"("agentSocket":"run/x.sock",)", R"("lockDir":"",)", R"("lockDir":"locks",)",
+           R"("agentSocket":"/)" + std::string(120, 'a') + R"(",)"}) {
+    auto cfg = Load(ranges + bad + kEtcd);
+    ASSERT_FALSE(cfg.ok()) << bad;
+    EXPECT_EQ(cfg.error().code, kErrInvalidConfig) << bad;
+  }
+  auto wrong_type = Load(ranges + R"("agentSocket":1,)" + kEtcd);
+  ASSERT_FALSE(wrong_type.ok());
+  EXPECT_EQ(wrong_type.error().code, kErrDecode);
+}
+
 TEST(ClusterConfig, DefaultsAndNodeNameSources) {
   auto cfg = Load(
       std::string(R"("ranges":[[{"subnet":"10.9.0.0/28"}],[{"subnet":"fd00::/64"}]],)") + kEtcd);

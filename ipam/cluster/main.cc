@@ -1,7 +1,16 @@
 // cluster-ipam: one address pool for the whole cluster, kept in etcd (see README.md).
-#include "ipam/cluster/plugin.h"
+//   cluster-ipam          the CNI plugin (exec'd by the runtime: no arguments)
+//   cluster-ipam agent    the node-local agent the plugin forwards its calls to (agent.h)
+#include <string_view>
+
+#include "ipam/cluster/agent.h"
 #include "lib/sys/prefault.h"
 
 NODEGATE_PREFAULT_AT_START();
 
-int main() { return nodegate::cni::PluginMain(nodegate::ipam::cluster::MakePlugin()); }
+int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "agent") {
+    return nodegate::ipam::cluster::AgentMain(argc, argv);
+  }
+  return nodegate::ipam::cluster::ClusterIpamMain(nodegate::cni::ProcessIo::Real());
+}

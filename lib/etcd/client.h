@@ -60,6 +60,9 @@ class Client : public Kv {
   Result<RangeResponse> Range(const RangeRequest& request) override;
   Result<TxnResponse> Txn(const TxnRequest& request) override;
 
+  // A client kept across calls (cluster-ipam's agent): each call's own deadline.
+  void set_deadline(std::optional<Deadline> deadline) { options_.deadline = deadline; }
+
   // The endpoint of the last answer (for logs), or "" before any.
   std::string current_endpoint() const;
   // Requests sent, retries included (for tests and logs).

@@ -3,6 +3,7 @@
 // data directory lock (same file and lock kind as the reference, so both can share a node)
 // and the xtables lock (/run/xtables.lock, as the iptables tools take it).
 
+#include <chrono>
 #include <string>
 
 #include "lib/base/result.h"
@@ -14,6 +15,11 @@ class FileLock {
  public:
   // Opens (creating if needed, mode 0600) and locks `path`, waiting for other holders.
   static Result<FileLock> Acquire(const std::string& path);
+  // As Acquire, but gives up at `deadline` with error 11 (try again later): for a lock whose
+  // holder may be stopped, where the caller has a deadline of its own (cluster-ipam's node
+  // lock). Polls with LOCK_NB, sleeping from 0.1 ms up to 5 ms between tries.
+  static Result<FileLock> AcquireUntil(const std::string& path,
+                                       std::chrono::steady_clock::time_point deadline);
   // Locks an existing folder itself (flock on its descriptor), waiting for other holders: a
   // lock that leaves no file behind in a folder whose contents others read (nodegate guard).
   static Result<FileLock> AcquireDirectory(const std::string& dir);

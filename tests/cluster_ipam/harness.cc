@@ -62,8 +62,10 @@ std::string JoinQuoted(const std::vector<std::string>& items) {
 std::string Conf(const EtcdCluster& etcd, const ConfOptions& o) {
   const auto& endpoints = o.endpoints.empty() ? etcd.endpoints() : o.endpoints;
   return R"({"cniVersion":")" + o.version + R"(","name":")" + o.network + R"(","type":"ptp",)" +
-         o.extra_top + R"("ipam":{"type":"cluster-ipam",)" + o.extra_ipam + R"("ranges":)" +
-         o.ranges + R"(,"nodeName":")" + o.node + R"(","strictAffinity":)" +
+         o.extra_top + R"("ipam":{"type":"cluster-ipam",)" + o.extra_ipam + R"("agentSocket":")" +
+         o.agent_socket + R"(","lockDir":")" +
+         (o.lock_dir.empty() ? etcd.dir() + "/locks" : o.lock_dir) + R"(","ranges":)" + o.ranges +
+         R"(,"nodeName":")" + o.node + R"(","strictAffinity":)" +
          (o.strict_affinity ? "true" : "false") + R"(,"etcd":{)" + o.extra_etcd +
          R"("endpoints":[)" + JoinQuoted(endpoints) + R"(],"caFile":")" + etcd.ca() +
          R"(","certFile":")" + etcd.cert() + R"(","keyFile":")" + etcd.key() + R"(","timeout":")" +

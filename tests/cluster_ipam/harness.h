@@ -33,6 +33,11 @@ struct ConfOptions {
   std::string extra_etcd;              // more pairs inside ipam.etcd, with a trailing comma
   std::string extra_top;               // more pairs at the top, with a trailing comma
   std::vector<std::string> endpoints;  // default: the cluster's
+  // ipam.agentSocket: "" (the default here) never asks an agent, so a test of the exec'd
+  // plugin is not served by an agent someone runs on the machine's default socket.
+  std::string agent_socket;
+  // ipam.lockDir: default <the cluster's folder>/locks, the test's own.
+  std::string lock_dir;
 };
 
 std::string Conf(const EtcdCluster& etcd, const ConfOptions& options);

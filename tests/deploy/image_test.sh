@@ -113,14 +113,24 @@ check(spec.get("hostNetwork") is True, "hostNetwork")
 check(spec.get("priorityClassName") == "system-node-critical", "priorityClassName system-node-critical")
 check({"operator": "Exists"} in spec.get("tolerations", []), "tolerates every taint (operator Exists, no key)")
 init, main = spec.get("initContainers", []), spec.get("containers", [])
-check(len(init) == 1 and len(main) == 1, "one init container, one main container")
-check(init[0].get("image") == tag and main[0].get("image") == tag, "both run " + tag)
+check(len(init) == 1 and [c["name"] for c in main] == ["wait", "cluster-ipam-agent"],
+      "one init container; main containers wait and cluster-ipam-agent")
+check(all(c.get("image") == tag for c in init + main), "all run " + tag)
 vols = {v["name"]: v.get("hostPath", {}).get("path") for v in spec.get("volumes", [])}
 mounts = {m["mountPath"]: vols.get(m["name"]) for m in init[0].get("volumeMounts", [])}
 check(mounts == {"/host/opt/cni/bin": "/opt/cni/bin", "/host/etc/cni/net.d": "/etc/cni/net.d"},
       "init container mounts host /opt/cni/bin and /etc/cni/net.d at the installer's defaults")
 check(not init[0].get("args") and not init[0].get("command"), "init container runs the entrypoint")
 check(main[0].get("args") == ["sleep"] and not main[0].get("volumeMounts"), "main container only waits")
+agent = main[1] if len(main) > 1 else {}
+check(agent.get("command", [])[:2] == ["/opt/nodegate/bin/cluster-ipam", "agent"] and
+      agent.get("command", [])[2:] == ["--socket", "/run/nodegate/cluster-ipam.sock"],
+      "cluster-ipam-agent runs the image's cluster-ipam in agent mode on the default socket")
+agent_mounts = {m["mountPath"]: (vols.get(m["name"]), bool(m.get("readOnly")))
+                for m in agent.get("volumeMounts", [])}
+check(agent_mounts == {"/run/nodegate": ("/run/nodegate", False),
+                       "/etc/nodegate/etcd": ("/etc/nodegate/etcd", True)},
+      "cluster-ipam-agent mounts host /run/nodegate and /etc/nodegate/etcd (read-only) at their paths")
 for c in init + main:
     sc = c.get("securityContext", {})
     print("podman %s %s" % (c["name"], " ".join(
