@@ -48,8 +48,8 @@ PACKAGES=(
   # the sanitizer stage of make test and make fuzz (libFuzzer and the sanitizers come with
   # Debian's clang; LLVM's linker links their static test executables about 4x faster)
   clang lld
-  # make format (checked by make test) and make tidy
-  clang-format clang-tidy
+  # make format (checked by make test) and make tidy; the function-size check's parser
+  clang-format clang-tidy universal-ctags
   # the shells whose completion scripts nodegate writes, to check them (tests/nodegate)
   bash-completion zsh
 )
