@@ -127,9 +127,8 @@ TEST(PodOfContainer, ByNetworkAndContainer) {
   write("cbr0-abc-eth0", kContainerdEntry);
   // Container "abc-abc" of "cbr0": its file name also reads as container "abc" of a network
   // "cbr0-abc", and begins as container "abc" of "cbr0" does.
-  write("cbr0-abc-abc-eth0",
-        R"({"containerId":"abc-abc","networkName":"cbr0","cniArgs":)"
-        R"([["K8S_POD_NAMESPACE","other"],["K8S_POD_NAME","x"]]})");
+  write("cbr0-abc-abc-eth0", R"({"containerId":"abc-abc","networkName":"cbr0","cniArgs":)"
+                             R"([["K8S_POD_NAMESPACE","other"],["K8S_POD_NAME","x"]]})");
   EXPECT_EQ(PodOfContainer(dir.string(), "cbr0", "abc"), "kube-system/coredns-1");
   EXPECT_EQ(PodOfContainer((dir / "results").string(), "", "abc"), "kube-system/coredns-1");
   EXPECT_EQ(PodOfContainer(dir.string(), "cbr0", "abc-abc"), "other/x");
