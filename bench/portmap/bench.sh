@@ -12,11 +12,15 @@
 # our ADD, each call after the same pause (see measure).
 # A DEL's deleted objects are freed an RCU grace period later, and a commit made meanwhile
 # waits for that (for any writer); each timed ADD starts 50 ms after the previous DEL, so the
-# figures are the calls' own cost, not that wait.
+# figures are the calls' own cost, not that wait. A node that starts and stops many pods makes
+# its calls back to back: the "back to back" rows (nft mode, ours and the reference) time ADD
+# then DEL then the next ADD with no pause, that wait included, and an ADD+DEL pair as one
+# figure; the targets judge those.
 # Everything runs inside a throwaway node namespace per size; the "other mappings" are loaded in
 # one go (iptables-nft-restore, iptables-legacy-restore, nft -f) in each layout.
 #
 #   bash bench/portmap/bench.sh BUILD_DIR        (root; RUNS=N to change repetitions)
+#   (SIZES="0 1000", MANY_PORTS=0 and CT_ENTRIES=0 leave parts out)
 set -euo pipefail
 BUILD_DIR="$(cd "${1:-build}" && pwd)"
 OURS="$BUILD_DIR/bin/portmap"
@@ -103,10 +107,12 @@ column_medians() {  # file "a b"...
 # With `cpu` instead, it prints "add_ms del_ms add_cpu_ms": the ADD's CPU time (user and system,
 # the kernel's work for it included) besides its wall time, which on a busy machine is mostly
 # waiting for a CPU.
+# With PAUSE=0 in the environment, no pause at all: ADD, DEL and the next ADD back to back.
 measure() {  # label binary backend_json runs path_prefix [with-floor|cpu]
   local label=$1 binary=$2 backend=$3 runs=$4 path=$5 floor=""
   [ "${6:-}" = with-floor ] && floor=$FLOOR
   ip netns exec "$NODE" env PATH="$path$PATH" BIN="$binary" RUNS="$runs" FLOOR_BIN="$floor" \
+    PAUSE="${PAUSE:-0.05}" \
     CONF_ADD="$(conf "$backend" bench-ctr 9000)" bash -c '
       export CNI_CONTAINERID=bench-ctr CNI_NETNS=/run/netns/bench-ctr CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni
       # The CPU time of the finished children, before and after the ADD: `times` (a builtin,
@@ -136,9 +142,11 @@ measure() {  # label binary backend_json runs path_prefix [with-floor|cpu]
           line="$line $t3 $t4 $t5 $t6"
         fi
         echo "$line"
-        sleep 0.05
+        [ "$PAUSE" = 0 ] || sleep "$PAUSE"
       done' > "$WORK/$label.raw"
-  if [ -n "$floor" ]; then
+  if [ "${PAUSE:-}" = 0 ]; then
+    column_medians "$WORK/$label.raw" "1 2" "2 3" "1 3"
+  elif [ -n "$floor" ]; then
     column_medians "$WORK/$label.raw" "1 2" "2 3" "6 7" "8 9"
   elif [ "${6:-}" = cpu ]; then
     column_medians "$WORK/$label.raw" "1 2" "2 3" "4 5"
@@ -178,7 +186,7 @@ floor_ms() {  # args...
     done' _ "$@" | median
 }
 
-declare -A ADD DEL CPU FLOOR_MS EXEC_MS DUMP_MS DUMP_EXEC_MS
+declare -A ADD DEL PAIR CPU FLOOR_MS EXEC_MS DUMP_MS DUMP_EXEC_MS
 # One pod with MANY_PORTS UDP host ports (a pod author chooses the number): the whole layout in
 # one transaction, and the stale UDP conntrack entries of all those ports flushed with one dump.
 # Measured first: for about half a minute after a namespace with thousands of chains is deleted,
@@ -229,6 +237,11 @@ for n in $SIZES; do
   fi
   read -r a d < <(measure "reference-nft-$n" "$REFERENCE" "" "$REF_RUNS" "")
   ADD[refnft,$n]=$a; DEL[refnft,$n]=$d
+  # Back to back: no pause between the calls (see the header).
+  read -r a d p < <(PAUSE=0 measure "ours-nft-b2b-$n" "$OURS" '' "$RUNS" "")
+  ADD[b2b,$n]=$a; DEL[b2b,$n]=$d; PAIR[b2b,$n]=$p
+  read -r a d p < <(PAUSE=0 measure "reference-nft-b2b-$n" "$REFERENCE" '' "$REF_RUNS" "")
+  ADD[refb2b,$n]=$a; DEL[refb2b,$n]=$d; PAIR[refb2b,$n]=$p
   DUMP_MS[$n]=$(floor_ms --dump CNI-HOSTPORT-DNAT)
   DUMP_EXEC_MS[$n]=$(floor_ms --noop)
   read -r a d < <(measure "ours-nftables-$n" "$OURS" ',"backend":"nftables"' "$RUNS" "")
@@ -309,6 +322,18 @@ for n in $SIZES; do
     "${FLOOR_MS[$n]}" "${EXEC_MS[$n]}" "$over"
 done
 echo
+echo "nf_tables back to back: ADD, DEL and the next ADD with no pause (each DEL's objects are freed a grace period later, and the next commit waits for it)"
+printf '%-7s | %-26s | %-26s | %-23s | %-14s\n' "others" "ours" "reference" "ref/ours" "ours - floor"
+printf '%-7s | %-26s | %-26s | %-23s | %-14s\n' "" "ADD      DEL      ADD+DEL" "ADD      DEL      ADD+DEL" "ADD     DEL     pair" "ADD"
+for n in $SIZES; do
+  over=$(awk -v a="${ADD[b2b,$n]}" -v f="${FLOOR_MS[$n]}" 'BEGIN { printf "%+.2f", a - f }')
+  printf '%-7s | %8s %8s %8s | %8s %8s %8s | %7s %7s %7s | %8s\n' "$n" \
+    "${ADD[b2b,$n]}" "${DEL[b2b,$n]}" "${PAIR[b2b,$n]}" \
+    "${ADD[refb2b,$n]}" "${DEL[refb2b,$n]}" "${PAIR[refb2b,$n]}" \
+    "$(ratio "${ADD[refb2b,$n]}" "${ADD[b2b,$n]}")" "$(ratio "${DEL[refb2b,$n]}" "${DEL[b2b,$n]}")" \
+    "$(ratio "${PAIR[refb2b,$n]}" "${PAIR[b2b,$n]}")" "$over"
+done
+echo
 echo "x_tables (legacy iptables: ours with iptablesMode legacy, the reference with the legacy tools on PATH), and our nftables backend"
 printf '%-7s | %-17s | %-17s | %-15s | %-17s | %-15s\n' "others" "ours legacy" "reference legacy" "ref/ours" "ours nftables" "ref(nft)/ours"
 printf '%-7s | %-17s | %-17s | %-15s | %-17s | %-15s\n' "" "ADD      DEL" "ADD      DEL" "ADD     DEL" "ADD      DEL" "ADD     DEL"
@@ -342,6 +367,8 @@ for n in $SIZES; do
   bench_result portmap "ADD, iptables layout, nft mode, $n mappings" "${ADD[nft,$n]}" "${ADD[refnft,$n]}"
   bench_result portmap "DEL, iptables layout, nft mode, $n mappings" "${DEL[nft,$n]}" "${DEL[refnft,$n]}"
   bench_result portmap "floor on nft nodes (exec + one commit adding a jump), $n mappings" "${FLOOR_MS[$n]}"
+  bench_result portmap "ADD back to back, nft mode, $n mappings" "${ADD[b2b,$n]}" "${ADD[refb2b,$n]}"
+  bench_result portmap "ADD+DEL back to back, nft mode, $n mappings" "${PAIR[b2b,$n]}" "${PAIR[refb2b,$n]}"
   bench_result portmap "ADD, iptables layout, legacy mode, $n mappings" "${ADD[legacy,$n]}" "${ADD[reflegacy,$n]}"
   bench_result portmap "DEL, iptables layout, legacy mode, $n mappings" "${DEL[legacy,$n]}" "${DEL[reflegacy,$n]}"
   bench_result portmap "ADD, nftables backend (reference: nft mode), $n mappings" "${ADD[nftables,$n]}" "${ADD[refnft,$n]}"
@@ -370,7 +397,7 @@ target() {  # text condition-awk
   echo "target: $1: $(awk "BEGIN { print ($2) ? \"met\" : \"MISSED\" }")"
 }
 if [[ " $SIZES " == *" 1000 "* ]]; then
-  target "nft ADD at least 20x faster than the reference at 1,000 mappings ($(ratio "${ADD[refnft,1000]}" "${ADD[nft,1000]}"))" "${ADD[refnft,1000]} >= 20 * ${ADD[nft,1000]}"
+  target "nft ADD at least 20x faster than the reference at 1,000 mappings, back to back ($(ratio "${ADD[refb2b,1000]}" "${ADD[b2b,1000]}"); after a pause $(ratio "${ADD[refnft,1000]}" "${ADD[nft,1000]}"))" "${ADD[refb2b,1000]} >= 20 * ${ADD[b2b,1000]}"
 fi
 if [[ " $SIZES " == *" 1000 "* ]]; then
   for mode in nft nftables; do
@@ -388,6 +415,6 @@ if [ "$MANY_PORTS" = 2000 ]; then
   done
 fi
 for n in $SIZES; do
-  target "nft ADD within 2 ms of the floor at $n mappings (${ADD[nft,$n]} vs ${FLOOR_MS[$n]})" "${ADD[nft,$n]} <= ${FLOOR_MS[$n]} + 2"
+  target "nft ADD within 2 ms of the floor at $n mappings, back to back (${ADD[b2b,$n]} vs ${FLOOR_MS[$n]}; after a pause ${ADD[nft,$n]})" "${ADD[b2b,$n]} <= ${FLOOR_MS[$n]} + 2"
 done
 exit 0

@@ -134,7 +134,8 @@ check_root() {  # NAME ROOT CONTROL_NAME: the control name is one the stand-ins 
     fail "no A query for dns-only.example: $(cat "$T/dns.log")"
 
   admit "$r" nowhere.example
-  [ "$CODE" = 2 ] && ok "nodegate admit via nowhere.example: exit 2" ||
+  # 3: what it needs could not be reached (the one exit status of every command).
+  [ "$CODE" = 3 ] && ok "nodegate admit via nowhere.example: exit 3" ||
     fail "nodegate admit via nowhere.example: exit $CODE: $OUT"
   grep -q 'cannot resolve nowhere.example' <<<"$OUT" && ok "the unknown name is reported: $(grep -o 'cannot resolve[^(]*' <<<"$OUT" | head -1)" ||
     fail "no resolution error: $OUT"

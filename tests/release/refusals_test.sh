@@ -17,7 +17,7 @@ source "$SRC/scripts/lib/build_outputs.sh"  # project_version
 T="$(mktemp -d /tmp/ng-release-refusals.XXXXXX)"
 trap 'rm -rf "$T"' EXIT
 mkdir -p "$T/bin"
-for p in host-local cluster-ipam portmap bandwidth nodegate; do cp /bin/true "$T/bin/$p"; done
+for p in host-local cluster-ipam portmap bandwidth bridge nodegate; do cp /bin/true "$T/bin/$p"; done
 
 # expect_refusal ARCH PATTERN DESCRIPTION: release.sh of $T/bin as ARCH fails, saying PATTERN,
 # and leaves no artifact.
