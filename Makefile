@@ -31,7 +31,7 @@ build: configure
 # arm64 (issue 33): the same build description, Debian's cross toolchain and :arm64 libraries
 # (install-deps.sh --arch arm64), the architecture a parameter of the toolchain file. Its unit
 # tests are configured too (make test-arm64 runs them under qemu-user); this target builds the
-# four executables only.
+# executables, the man page and the completions (written by nodegate under qemu-user) only.
 deps-arm64:
 	@bash scripts/install-deps.sh --arch arm64
 
@@ -40,7 +40,8 @@ configure-arm64: deps-arm64
 	  -DNODEGATE_ARCH=arm64 -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 build-arm64: configure-arm64
-	@cmake --build $(ARM64_DIR) -j $(JOBS) --target portmap bandwidth host-local cluster-ipam bridge nodegate
+	@cmake --build $(ARM64_DIR) -j $(JOBS) --target portmap bandwidth host-local cluster-ipam bridge nodegate \
+	  nodegate_docs
 
 # build/release/: per architecture the plugins' tarball, nodegate, the .deb (each with .sha256
 # and .sha512), and the install image and the webhook's image, each as one multi-architecture
