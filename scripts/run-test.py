@@ -10,7 +10,8 @@ method, or the script as one check, and sees every skip with its reason:
     by ':') leaves matching cases out and reports them as skipped for NODEGATE_SKIP_REASON
     (tests/arm64/unit_tier.sh: what qemu-user cannot emulate);
   - script: exit status 77, the reason on a line "SKIP: ..." (scripts/lib/check.sh: skip_test);
-  - unittest: skipTest() and the skip decorators (the module is loaded and run here, so the
+  - unittest: skipTest() and the skip decorators, and NODEGATE_SKIP_CASES (Class.method
+    globs joined by ':') as for gtest (the module is loaded and run here, so the
     test file needs nothing of its own).
 
 Exit status: the test failed (a failed case, a non-zero exit, a missing report, no case run):
@@ -208,10 +209,26 @@ def unittest_child(report, script):
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     suite = unittest.defaultTestLoader.loadTestsFromModule(module)
-    result = unittest.TextTestRunner(verbosity=2, stream=sys.stderr).run(suite)
 
     def case(test):
         return test.id().removeprefix(spec.name + ".")
+
+    # NODEGATE_SKIP_CASES: the cases left out here (tests/arm64/unit_tier.sh), each skipped
+    # with NODEGATE_SKIP_REASON instead of run.
+    left_out = [p for p in os.environ.get("NODEGATE_SKIP_CASES", "").split(":") if p]
+    if left_out:
+        reason = os.environ.get("NODEGATE_SKIP_REASON", "left out by NODEGATE_SKIP_CASES")
+
+        def leave_out(tests):
+            for test in tests:
+                if isinstance(test, unittest.TestSuite):
+                    leave_out(test)
+                elif any(fnmatch.fnmatchcase(case(test), p) for p in left_out):
+                    setattr(test, test._testMethodName,
+                            unittest.skip(reason)(getattr(test, test._testMethodName)))
+
+        leave_out(suite)
+    result = unittest.TextTestRunner(verbosity=2, stream=sys.stderr).run(suite)
 
     failed = {case(t) for t, _ in result.failures + result.errors}
     failed |= {case(t) for t in result.unexpectedSuccesses}

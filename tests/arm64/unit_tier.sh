@@ -10,8 +10,9 @@
 # tests/allowed_skips.txt accepts under CI:
 #   DetachedWork.*: sys::SpawnDetached clones with CLONE_VM and no CLONE_THREAD, which
 #     qemu-user refuses (EINVAL), and the test's seccomp filters cannot be installed under it;
-#   ReadLiveClaims.AFewPortsAreAskedForByKey, .ManyPorts...: they read this namespace's
-#     sockets through NETLINK_SOCK_DIAG, a netlink family qemu-user refuses.
+#   ReadLiveClaims.AFewPortsAreAskedForByKey, .ManyPorts..., and nodegate_cli_test's
+#     Reports.test_ports (`nodegate ports` itself): they read this namespace's sockets through
+#     NETLINK_SOCK_DIAG, a netlink family qemu-user refuses.
 #
 #   tests/arm64/unit_tier.sh ARM64_DIR
 set -euo pipefail
@@ -24,6 +25,7 @@ ARCH="$(sed -n 's/^NODEGATE_ARCH:[A-Z]*=//p' "$BUILD/CMakeCache.txt")"
 [ -n "$ARCH" ] || { echo "unit_tier.sh: $BUILD is not a cross build (no NODEGATE_ARCH)" >&2; exit 2; }
 UNEMULATED="DetachedWork.*:ReadLiveClaims.AFewPortsAreAskedForByKey"
 UNEMULATED+=":ReadLiveClaims.ManyPortsReadTheSourceWholeAndKeepOnlyThoseAsked"
+UNEMULATED+=":Reports.test_ports"
 echo "arm64 unit tier of $BUILD ($ARCH under qemu-user); left out: $UNEMULATED"
 # Counted when a driver's stage runs it (scripts/lib/stages.sh: counted_stage sets NG_JUNIT).
 report=()
