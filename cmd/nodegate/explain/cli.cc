@@ -140,13 +140,15 @@ admit::Result<explain::CandidatePod> CandidateFromFile(const std::string& path,
 
 }  // namespace
 
-int RunExplainCli(int argc, char** argv) {
-  Flags f;
-  CLI::App app{
-      "Why a pod fits no node, node by node: the kube-scheduler's own summary line, then each "
-      "node's failing Filter with who holds the port or uses up the resource, and what "
-      "preemption would do.",
-      "nodegate explain"};
+namespace {
+
+// Subcommands: what AddFlags defined that the run looks at once the line is parsed.
+struct Subcommands {
+  CLI::App* pod = nullptr;
+  CLI::App* daemonset = nullptr;
+};
+
+Subcommands AddFlags(CLI::App& app, Flags& f) {
   app.fallthrough();
   app.add_option("--kubeconfig", f.kubeconfig,
                  "kubeconfig file (default: KUBECONFIG, ~/.kube/config, then in-cluster)");
@@ -177,26 +179,98 @@ int RunExplainCli(int argc, char** argv) {
   pod->excludes(pending);
   ds->excludes(pending);
   app.require_subcommand(0, 1);
+  return Subcommands{pod, ds};
+}
+
+// Unusable: why the parsed line asks for nothing explain can do, or "".
+std::string Unusable(const Flags& f, bool want_pod, bool want_ds) {
+  if (!want_pod && !want_ds && !f.pending) {
+    return "say what to explain: pod NAME, pod -f FILE, daemonset NAME or --pending";
+  }
+  if (want_pod && f.pod_name.empty() && f.pod_file.empty()) {
+    return "explain pod: give NAME or -f FILE";
+  }
+  if (f.all_namespaces && !f.pending) {
+    return "-A goes with --pending";
+  }
+  return "";
+}
+
+// Named: the object the command names (a pod or DaemonSet), read before the whole cluster is
+// listed; its exit status when it cannot be read or does not exist.
+struct Named {
+  std::optional<nlohmann::json> object;
+  std::optional<int> failed;
+};
+
+Named GetNamed(kube::ApiClient& client, const std::string& path, const std::string& what,
+               std::chrono::milliseconds timeout, const std::string& server) {
+  auto got = explain::GetObject(client, path, what, timeout);
+  if (!got.ok()) {
+    return Named{std::nullopt, Fail(kExitUnreachable, got.error().message + server)};
+  }
+  if (!*got) {
+    return Named{std::nullopt, Fail(kExitBadInput, what + " not found")};
+  }
+  return Named{std::move(**got), std::nullopt};
+}
+
+// Report: the explanation asked for, printed; its exit status.
+int Report(const Flags& f, const Subcommands& sub, const std::string& ns,
+           std::optional<explain::CandidatePod> from_file, const Named& named,
+           const explain::Cluster& cluster, const explain::Scheduler& scheduler) {
+  if (sub.pod->parsed()) {
+    explain::CandidatePod candidate;
+    if (from_file) {
+      candidate = std::move(*from_file);
+    } else {
+      auto c = explain::DecodeCandidate(*named.object, "pod " + ns + "/" + f.pod_name);
+      if (!c.ok()) {
+        return Fail(kExitBadInput, c.error().message);
+      }
+      candidate = std::move(c).value();
+    }
+    const explain::PodExplanation e = scheduler.Explain(candidate);
+    Print(f, explain::PodJson(e), explain::PodText(e));
+    return e.fitting > 0 ? kExitFits : kExitFitsNowhere;
+  }
+  if (sub.daemonset->parsed()) {
+    auto e = explain::ExplainDaemonSet(*named.object, cluster, scheduler);
+    if (!e.ok()) {
+      return Fail(kExitBadInput,
+                  "daemonset " + ns + "/" + f.daemonset_name + ": " + e.error().message);
+    }
+    Print(f, explain::DaemonSetJson(*e), explain::DaemonSetText(*e));
+    return e->blocked > 0 ? kExitFitsNowhere : kExitFits;
+  }
+  const explain::PendingReport r =
+      explain::ExplainPending(cluster, scheduler, f.all_namespaces ? "" : ns);
+  Print(f, explain::PendingJson(r), explain::PendingText(r));
+  return r.fit_nowhere > 0 ? kExitFitsNowhere : kExitFits;
+}
+
+}  // namespace
+
+int RunExplainCli(int argc, char** argv) {
+  Flags f;
+  CLI::App app{
+      "Why a pod fits no node, node by node: the kube-scheduler's own summary line, then each "
+      "node's failing Filter with who holds the port or uses up the resource, and what "
+      "preemption would do.",
+      "nodegate explain"};
+  const Subcommands sub = AddFlags(app, f);
   if (auto code = cli::ParseFlags(app, argc, argv)) {
     return *code;
   }
-  const bool want_pod = pod->parsed();
-  const bool want_ds = ds->parsed();
-  if (!want_pod && !want_ds && !f.pending) {
-    return Fail(kExitBadInput,
-                "say what to explain: pod NAME, pod -f FILE, daemonset NAME or --pending");
-  }
-  if (want_pod && f.pod_name.empty() && f.pod_file.empty()) {
-    return Fail(kExitBadInput, "explain pod: give NAME or -f FILE");
-  }
-  if (f.all_namespaces && !f.pending) {
-    return Fail(kExitBadInput, "-A goes with --pending");
+  const bool want_pod = sub.pod->parsed();
+  const bool want_ds = sub.daemonset->parsed();
+  if (const std::string why = Unusable(f, want_pod, want_ds); !why.empty()) {
+    return Fail(kExitBadInput, why);
   }
   auto gates = admit::FeatureGates::Parse(f.feature_gates);
   if (!gates.ok()) {
     return Fail(kExitBadInput, gates.error().message);
   }
-
   // A pod from a file is read before the cluster: a file that is not a pod fails fast.
   std::optional<explain::CandidatePod> from_file;
   if (!f.pod_file.empty()) {
@@ -206,7 +280,6 @@ int RunExplainCli(int argc, char** argv) {
     }
     from_file = std::move(c).value();
   }
-
   auto config = ClientConfigOf(f);
   if (!config.ok()) {
     return Fail(kExitBadInput, config.error().message);
@@ -220,31 +293,17 @@ int RunExplainCli(int argc, char** argv) {
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(f.request_timeout * 1000.0));
   const std::string server =
       " (API server " + config->host + ":" + config->port + ", from " + config->source + ")";
-
-  // What the command names, before the whole cluster is listed.
-  std::optional<nlohmann::json> named;
+  Named named;
   if (want_pod && from_file == std::nullopt) {
-    auto got = explain::GetObject(**client, explain::PodPath(ns, f.pod_name),
-                                  "pod " + ns + "/" + f.pod_name, timeout);
-    if (!got.ok()) {
-      return Fail(kExitUnreachable, got.error().message + server);
-    }
-    if (!*got) {
-      return Fail(kExitBadInput, "pod " + ns + "/" + f.pod_name + " not found");
-    }
-    named = std::move(**got);
+    named = GetNamed(**client, explain::PodPath(ns, f.pod_name), "pod " + ns + "/" + f.pod_name,
+                     timeout, server);
   } else if (want_ds) {
-    auto got = explain::GetObject(**client, explain::DaemonSetPath(ns, f.daemonset_name),
-                                  "daemonset " + ns + "/" + f.daemonset_name, timeout);
-    if (!got.ok()) {
-      return Fail(kExitUnreachable, got.error().message + server);
-    }
-    if (!*got) {
-      return Fail(kExitBadInput, "daemonset " + ns + "/" + f.daemonset_name + " not found");
-    }
-    named = std::move(**got);
+    named = GetNamed(**client, explain::DaemonSetPath(ns, f.daemonset_name),
+                     "daemonset " + ns + "/" + f.daemonset_name, timeout, server);
   }
-
+  if (named.failed) {
+    return *named.failed;
+  }
   explain::ReadOptions read;
   read.gates = *gates;
   read.timeout = timeout;
@@ -259,42 +318,13 @@ int RunExplainCli(int argc, char** argv) {
   // tenth of the run, and the process ends right after printing.
   static explain::Cluster* kept = nullptr;
   kept = new explain::Cluster(std::move(read_cluster).value());
-  const explain::Cluster* cluster = kept;
-  if (cluster->counts().unreadable > 0) {
-    std::cerr << "nodegate explain: " << cluster->counts().unreadable
+  if (kept->counts().unreadable > 0) {
+    std::cerr << "nodegate explain: " << kept->counts().unreadable
               << " pod(s) could not be read and are left out; the first: "
-              << cluster->counts().first_unreadable << "\n";
+              << kept->counts().first_unreadable << "\n";
   }
-  const explain::Scheduler scheduler(*cluster, explain::SchedulerOptions{*gates});
-
-  if (want_pod) {
-    explain::CandidatePod candidate;
-    if (from_file) {
-      candidate = std::move(*from_file);
-    } else {
-      auto c = explain::DecodeCandidate(*named, "pod " + ns + "/" + f.pod_name);
-      if (!c.ok()) {
-        return Fail(kExitBadInput, c.error().message);
-      }
-      candidate = std::move(c).value();
-    }
-    const explain::PodExplanation e = scheduler.Explain(candidate);
-    Print(f, explain::PodJson(e), explain::PodText(e));
-    return e.fitting > 0 ? kExitFits : kExitFitsNowhere;
-  }
-  if (want_ds) {
-    auto e = explain::ExplainDaemonSet(*named, *cluster, scheduler);
-    if (!e.ok()) {
-      return Fail(kExitBadInput,
-                  "daemonset " + ns + "/" + f.daemonset_name + ": " + e.error().message);
-    }
-    Print(f, explain::DaemonSetJson(*e), explain::DaemonSetText(*e));
-    return e->blocked > 0 ? kExitFitsNowhere : kExitFits;
-  }
-  const explain::PendingReport r =
-      explain::ExplainPending(*cluster, scheduler, f.all_namespaces ? "" : ns);
-  Print(f, explain::PendingJson(r), explain::PendingText(r));
-  return r.fit_nowhere > 0 ? kExitFitsNowhere : kExitFits;
+  const explain::Scheduler scheduler(*kept, explain::SchedulerOptions{*gates});
+  return Report(f, sub, ns, std::move(from_file), named, *kept, scheduler);
 }
 
 }  // namespace nodegate::explain_cli

@@ -206,6 +206,204 @@ void AddFlags(CLI::App& app, Flags& f) {
 
 }  // namespace
 
+namespace {
+
+// Durations: the duration flags, parsed.
+struct Durations {
+  std::chrono::nanoseconds timeout, assume_ttl, watch_timeout, read_timeout, max_cache_age,
+      shutdown_delay;
+};
+
+admit::Result<Durations> ParseDurations(const Flags& f) {
+  auto timeout = DurationFlag("--timeout", f.timeout);
+  auto assume_ttl = DurationFlag("--assume-ttl", f.assume_ttl);
+  auto watch_timeout = DurationFlag("--watch-timeout", f.watch_timeout);
+  auto read_timeout = DurationFlag("--read-timeout", f.read_timeout);
+  auto max_cache_age = DurationFlag("--max-cache-age", f.max_cache_age);
+  auto shutdown_delay = DurationFlag("--shutdown-delay", f.shutdown_delay, /*zero_ok=*/true);
+  for (const auto* d :
+       {&timeout, &assume_ttl, &watch_timeout, &read_timeout, &max_cache_age, &shutdown_delay}) {
+    if (!d->ok()) {
+      return d->error();
+    }
+  }
+  return Durations{*timeout,      *assume_ttl,    *watch_timeout,
+                   *read_timeout, *max_cache_age, *shutdown_delay};
+}
+
+// WatchOptions: a reflector's options. Each watch ends with the API server's bookmark 2 s
+// before its timeoutSeconds: asked for at most half the cache's allowed age, a quiet watch
+// proves the cache current in time.
+kube::ReflectorOptions WatchOptions(kube::ReflectorOptions o, const Durations& d) {
+  using std::chrono::seconds;
+  const seconds longest =
+      std::max(seconds(3), std::min(std::chrono::duration_cast<seconds>(d.watch_timeout),
+                                    std::chrono::duration_cast<seconds>(d.max_cache_age / 2)));
+  o.max_watch_timeout = longest;
+  o.min_watch_timeout = std::max(seconds(3), longest * 3 / 4);
+  o.watch_idle_timeout = longest + seconds(5);
+  o.log = [](bool problem, const std::string& message) {
+    Log(problem ? Level::kWarn : Level::kInfo, message);
+  };
+  return o;
+}
+
+// StartMetricsServer: the plain-HTTP /metrics listener, or null without --metrics-listen.
+admit::Result<std::unique_ptr<net::Server>> StartMetricsServer(
+    const Flags& f, Handler& handler, std::chrono::milliseconds request_timeout) {
+  if (f.metrics_listen.empty()) {
+    return std::unique_ptr<net::Server>();
+  }
+  net::ServerOptions metrics_options;
+  metrics_options.listen = f.metrics_listen;
+  metrics_options.io_threads = 1;
+  metrics_options.workers = 1;
+  metrics_options.max_connections = 64;
+  metrics_options.request_timeout = request_timeout;
+  auto started = net::Server::Start(
+      metrics_options, [&handler](const net::HttpRequest& r) { return handler.ServeMetrics(r); },
+      nullptr);
+  if (!started.ok()) {
+    return started.error();
+  }
+  return std::move(started).value();
+}
+
+// WaitSignal: SIGTERM or SIGINT, or -1 once `limit` has passed (SIGPIPE is passed over).
+int WaitSignal(const sigset_t& signals, std::chrono::nanoseconds limit) {
+  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(limit);
+  struct timespec ts = {static_cast<time_t>(secs.count()),
+                        static_cast<long>((limit - secs).count())};
+  for (;;) {
+    const int got = sigtimedwait(&signals, nullptr, &ts);
+    if (got != SIGPIPE) {
+      return got;
+    }
+  }
+}
+
+// ServeUntilSignalled: housekeeping until SIGTERM or SIGINT, then the shutdown: /readyz 503,
+// reviews served for --shutdown-delay (a second signal cuts it short), those in flight drained.
+void ServeUntilSignalled(const sigset_t& signals, const Durations& d, Handler& handler,
+                         tls::ServerCertificate& cert, net::Server& server) {
+  int signal = -1;
+  auto last_check = Clock::now();
+  while ((signal = WaitSignal(signals, kHousekeeping)) < 0) {
+    if (Clock::now() - last_check >= kHousekeeping) {
+      WarnIfCertificateExpires(cert);
+      last_check = Clock::now();
+    }
+  }
+  handler.BeginShutdown();
+  Log(Level::kInfo, "stopping: /readyz answers 503; reviews are still served",
+      {{"signal", signal == SIGTERM ? "SIGTERM" : "SIGINT"},
+       {"shutdown_delay", Seconds(d.shutdown_delay)}});
+  if (d.shutdown_delay > std::chrono::nanoseconds(0)) {
+    WaitSignal(signals, d.shutdown_delay);
+  }
+  const auto grace =
+      std::chrono::duration_cast<std::chrono::milliseconds>(d.timeout) + std::chrono::seconds(1);
+  server.Drain(grace);
+}
+
+// Access: what the webhook reaches the API server and its clients with.
+struct Access {
+  kube::ClientConfig config;
+  // One client per user of the API: each reflector's Stop cancels only its own stream.
+  std::unique_ptr<kube::ApiClient> node_client, pod_client, reader;
+  std::unique_ptr<tls::ServerCertificate> cert;  // the serving certificate, reloaded on change
+};
+
+admit::Result<Access> LoadAccess(const Flags& f, const std::map<std::string, std::string>& env) {
+  auto config = f.kubeconfig.empty()
+                    ? kube::InClusterConfig(env, std::string(kube::kServiceAccountDir))
+                    : kube::LoadKubeconfig(f.kubeconfig);
+  if (!config.ok()) {
+    return config.error();
+  }
+  Access access;
+  for (auto* client : {&access.node_client, &access.pod_client, &access.reader}) {
+    auto created = kube::ApiClient::Create(*config);
+    if (!created.ok()) {
+      return created.error();
+    }
+    *client = std::move(created).value();
+  }
+  auto cert = tls::ServerCertificate::Load(f.tls_cert, f.tls_key);
+  if (!cert.ok()) {
+    return cert.error();
+  }
+  access.cert = std::move(cert).value();
+  access.config = std::move(config).value();
+  return access;
+}
+
+// BlockSignals: SIGTERM, SIGINT and SIGPIPE blocked in every thread, so that they are taken by
+// sigtimedwait (WaitSignal), never by a handler on some other thread.
+sigset_t BlockSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
+// Serve: the review and metrics listeners and the watches, until SIGTERM or SIGINT and the
+// shutdown after it (ServeUntilSignalled); the exit status.
+int Serve(const Flags& f, const Durations& d, Access& access, Handler& handler, Metrics& metrics,
+          kube::Reflector& nodes, kube::Reflector& pods, const std::string& claims_namespace,
+          const std::string& identity, const sigset_t& signals) {
+  net::ServerOptions server_options;
+  server_options.listen = f.listen;
+  server_options.request_timeout =
+      std::chrono::duration_cast<std::chrono::milliseconds>(d.read_timeout);
+  // Once the cache has synced, a review without claims to record waits for nothing
+  // (microseconds of CPU): it runs on the I/O thread. Otherwise it goes to the worker pool.
+  server_options.run_inline = [&handler](const net::HttpRequest&) { return handler.QuickNow(); };
+  auto server = net::Server::Start(
+      server_options, [&handler](const net::HttpRequest& r) { return handler.Serve(r); },
+      access.cert.get(), [&metrics](int status) { metrics.RecordRefused(status); });
+  if (!server.ok()) {
+    return Fail(server.error().message, cli::kExitUnavailable);
+  }
+  auto started_metrics = StartMetricsServer(f, handler, server_options.request_timeout);
+  if (!started_metrics.ok()) {
+    return Fail(started_metrics.error().message, cli::kExitUnavailable);
+  }
+  std::unique_ptr<net::Server> metrics_server = std::move(started_metrics).value();
+  Log(Level::kInfo, "serving",
+      {{"listen", f.listen},
+       {"port", (*server)->port()},
+       {"metrics_port", metrics_server ? metrics_server->port() : 0},
+       {"api_server", access.config.host + ":" + access.config.port},
+       {"api_source", access.config.source},
+       {"claims_namespace", claims_namespace},
+       {"identity", identity}});
+  if (claims_namespace.empty()) {
+    Log(Level::kWarn,
+        "no claims namespace: replicas do not agree on allowed pods (one replica only, or set "
+        "--claims-namespace)");
+  }
+  WarnIfCertificateExpires(*access.cert);
+  std::thread node_thread([&nodes] { nodes.Run(); });
+  std::thread pod_thread([&pods] { pods.Run(); });
+
+  ServeUntilSignalled(signals, d, handler, *access.cert, **server);
+  if (metrics_server) {
+    metrics_server->Stop();
+  }
+  nodes.Stop();
+  pods.Stop();
+  node_thread.join();
+  pod_thread.join();
+  Log(Level::kInfo, "stopped");
+  return kExitOk;
+}
+
+}  // namespace
+
 int RunWebhookCli(int argc, char** argv) {
   CLI::App app{
       "Serves the API server's validating admission webhook for pods created with "
@@ -221,80 +419,39 @@ int RunWebhookCli(int argc, char** argv) {
     return *code;
   }
   SetLogFormat(f.log_format == "json" ? LogFormat::kJson : LogFormat::kText);
-  auto timeout = DurationFlag("--timeout", f.timeout);
-  auto assume_ttl = DurationFlag("--assume-ttl", f.assume_ttl);
-  auto watch_timeout = DurationFlag("--watch-timeout", f.watch_timeout);
-  auto read_timeout = DurationFlag("--read-timeout", f.read_timeout);
-  auto max_cache_age = DurationFlag("--max-cache-age", f.max_cache_age);
-  auto shutdown_delay = DurationFlag("--shutdown-delay", f.shutdown_delay, /*zero_ok=*/true);
-  for (const auto* d :
-       {&timeout, &assume_ttl, &watch_timeout, &read_timeout, &max_cache_age, &shutdown_delay}) {
-    if (!d->ok()) {
-      return Fail(d->error().message);
-    }
+  auto durations = ParseDurations(f);
+  if (!durations.ok()) {
+    return Fail(durations.error().message);
   }
+  const Durations& d = *durations;
   auto gates = admit::FeatureGates::Parse(f.feature_gates);
   if (!gates.ok()) {
     return Fail(gates.error().message);
   }
   const auto env = Environment();
-  auto config = f.kubeconfig.empty()
-                    ? kube::InClusterConfig(env, std::string(kube::kServiceAccountDir))
-                    : kube::LoadKubeconfig(f.kubeconfig);
-  if (!config.ok()) {
-    return Fail(config.error().message);
+  auto access = LoadAccess(f, env);
+  if (!access.ok()) {
+    return Fail(access.error().message);
   }
-  // One client per user of the API: each reflector's Stop cancels only its own stream.
-  auto node_client = kube::ApiClient::Create(*config);
-  auto pod_client = kube::ApiClient::Create(*config);
-  auto reader = kube::ApiClient::Create(*config);
-  for (const auto* c : {&node_client, &pod_client, &reader}) {
-    if (!c->ok()) {
-      return Fail(c->error().message);
-    }
-  }
-  auto cert = tls::ServerCertificate::Load(f.tls_cert, f.tls_key);
-  if (!cert.ok()) {
-    return Fail(cert.error().message);
-  }
+  auto& cert = access->cert;
+  auto& reader = access->reader;
   RaiseFileLimit();
-  // Signals are taken by sigtimedwait below, never by a handler on some other thread.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const sigset_t signals = BlockSignals();
 
   admit::CheckOptions options;
   options.profile = admit::Profile::kKubelet;
   options.gates = *gates;
-  const auto ttl = std::chrono::duration_cast<Clock::duration>(*assume_ttl);
+  const auto ttl = std::chrono::duration_cast<Clock::duration>(d.assume_ttl);
   NodeStates states(options, ttl);
-  auto watch_options = [&](kube::ReflectorOptions o) {
-    // Each watch ends with the API server's bookmark 2 s before its timeoutSeconds: asked for
-    // at most half the cache's allowed age, a quiet watch proves the cache current in time.
-    using std::chrono::seconds;
-    const seconds longest =
-        std::max(seconds(3), std::min(std::chrono::duration_cast<seconds>(*watch_timeout),
-                                      std::chrono::duration_cast<seconds>(*max_cache_age / 2)));
-    o.max_watch_timeout = longest;
-    o.min_watch_timeout = std::max(seconds(3), longest * 3 / 4);
-    o.watch_idle_timeout = longest + seconds(5);
-    o.log = [](bool problem, const std::string& message) {
-      Log(problem ? Level::kWarn : Level::kInfo, message);
-    };
-    return o;
-  };
-  kube::Reflector nodes(watch_options(NodeWatch(*gates)), **node_client, states);
-  kube::Reflector pods(watch_options(PodWatch(*gates)), **pod_client, states);
+  kube::Reflector nodes(WatchOptions(NodeWatch(*gates), d), *access->node_client, states);
+  kube::Reflector pods(WatchOptions(PodWatch(*gates), d), *access->pod_client, states);
 
   const std::string claims_namespace = ClaimsNamespace(f, env);
   std::unique_ptr<ClaimStore> claim_store;
   std::unique_ptr<Coordinator> coordinator;
   if (!claims_namespace.empty()) {
     claim_store =
-        std::make_unique<ClaimStore>(**reader, ClaimsOptions{claims_namespace, Identity(f, env)});
+        std::make_unique<ClaimStore>(*reader, ClaimsOptions{claims_namespace, Identity(f, env)});
     coordinator = std::make_unique<Coordinator>(states, *claim_store, ttl);
   }
   Metrics metrics;
@@ -302,101 +459,18 @@ int RunWebhookCli(int argc, char** argv) {
   parts.states = &states;
   parts.watches = {&nodes, &pods};
   parts.read_node = [&reader, gates = *gates](const std::string& node, Clock::time_point deadline) {
-    return ReadNode(**reader, gates, node, deadline);
+    return ReadNode(*reader, gates, node, deadline);
   };
   parts.coordinator = coordinator.get();
   parts.metrics = &metrics;
-  parts.certificate_expiry = [&cert] { return tls::NotAfter((*cert)->Current()); };
+  parts.certificate_expiry = [&cert] { return tls::NotAfter(cert->Current()); };
   HandlerOptions handler_options;
-  handler_options.timeout = *timeout;
-  handler_options.max_cache_age = *max_cache_age;
+  handler_options.timeout = d.timeout;
+  handler_options.max_cache_age = d.max_cache_age;
   Handler handler(std::move(parts), handler_options);
 
-  net::ServerOptions server_options;
-  server_options.listen = f.listen;
-  server_options.request_timeout =
-      std::chrono::duration_cast<std::chrono::milliseconds>(*read_timeout);
-  // Once the cache has synced, a review without claims to record waits for nothing
-  // (microseconds of CPU): it runs on the I/O thread. Otherwise it goes to the worker pool.
-  server_options.run_inline = [&handler](const net::HttpRequest&) { return handler.QuickNow(); };
-  auto server = net::Server::Start(
-      server_options, [&handler](const net::HttpRequest& r) { return handler.Serve(r); },
-      cert->get(), [&metrics](int status) { metrics.RecordRefused(status); });
-  if (!server.ok()) {
-    return Fail(server.error().message, cli::kExitUnavailable);
-  }
-  std::unique_ptr<net::Server> metrics_server;
-  if (!f.metrics_listen.empty()) {
-    net::ServerOptions metrics_options;
-    metrics_options.listen = f.metrics_listen;
-    metrics_options.io_threads = 1;
-    metrics_options.workers = 1;
-    metrics_options.max_connections = 64;
-    metrics_options.request_timeout = server_options.request_timeout;
-    auto started = net::Server::Start(
-        metrics_options, [&handler](const net::HttpRequest& r) { return handler.ServeMetrics(r); },
-        nullptr);
-    if (!started.ok()) {
-      return Fail(started.error().message, cli::kExitUnavailable);
-    }
-    metrics_server = std::move(started).value();
-  }
-  Log(Level::kInfo, "serving",
-      {{"listen", f.listen},
-       {"port", (*server)->port()},
-       {"metrics_port", metrics_server ? metrics_server->port() : 0},
-       {"api_server", config->host + ":" + config->port},
-       {"api_source", config->source},
-       {"claims_namespace", claims_namespace},
-       {"identity", claim_store ? claim_store->options().identity : ""}});
-  if (claims_namespace.empty()) {
-    Log(Level::kWarn,
-        "no claims namespace: replicas do not agree on allowed pods (one replica only, or set "
-        "--claims-namespace)");
-  }
-  WarnIfCertificateExpires(**cert);
-  std::thread node_thread([&nodes] { nodes.Run(); });
-  std::thread pod_thread([&pods] { pods.Run(); });
-
-  auto wait_signal = [&signals](std::chrono::nanoseconds limit) {
-    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(limit);
-    struct timespec ts = {static_cast<time_t>(secs.count()),
-                          static_cast<long>((limit - secs).count())};
-    for (;;) {
-      const int got = sigtimedwait(&signals, nullptr, &ts);
-      if (got != SIGPIPE) {
-        return got;  // a signal, or -1 when the time is up
-      }
-    }
-  };
-  int signal = -1;
-  auto last_check = Clock::now();
-  while ((signal = wait_signal(kHousekeeping)) < 0) {
-    if (Clock::now() - last_check >= kHousekeeping) {
-      WarnIfCertificateExpires(**cert);
-      last_check = Clock::now();
-    }
-  }
-  handler.BeginShutdown();
-  Log(Level::kInfo, "stopping: /readyz answers 503; reviews are still served",
-      {{"signal", signal == SIGTERM ? "SIGTERM" : "SIGINT"},
-       {"shutdown_delay", Seconds(*shutdown_delay)}});
-  // A second signal cuts the delay short.
-  if (*shutdown_delay > std::chrono::nanoseconds(0)) {
-    wait_signal(*shutdown_delay);
-  }
-  const auto grace =
-      std::chrono::duration_cast<std::chrono::milliseconds>(*timeout) + std::chrono::seconds(1);
-  (*server)->Drain(grace);
-  if (metrics_server) {
-    metrics_server->Stop();
-  }
-  nodes.Stop();
-  pods.Stop();
-  node_thread.join();
-  pod_thread.join();
-  Log(Level::kInfo, "stopped");
-  return kExitOk;
+  return Serve(f, d, access.value(), handler, metrics, nodes, pods, claims_namespace,
+               claim_store ? claim_store->options().identity : "", signals);
 }
 
 }  // namespace nodegate::webhook
