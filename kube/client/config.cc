@@ -7,6 +7,8 @@
 #include "admit/api/load.h"
 #include "lib/base/base64.h"
 
+extern char** environ;
+
 namespace nodegate::kube {
 namespace {
 
@@ -340,6 +342,18 @@ Result<std::string> BearerToken(const ClientConfig& config) {
     token.pop_back();
   }
   return token;
+}
+
+std::map<std::string, std::string> ProcessEnvironment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const size_t eq = entry.find('=');
+    if (eq != std::string_view::npos) {
+      env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+    }
+  }
+  return env;
 }
 
 }  // namespace nodegate::kube

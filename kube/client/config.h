@@ -33,6 +33,10 @@ struct ClientConfig {
 inline constexpr std::string_view kServiceAccountDir =
     "/var/run/secrets/kubernetes.io/serviceaccount";
 
+// ProcessEnvironment: this process's environment as a map, for InClusterConfig and
+// LoadKubeconfig's KUBECONFIG.
+std::map<std::string, std::string> ProcessEnvironment();
+
 // InClusterConfig: from the environment and `service_account_dir`.
 Result<ClientConfig> InClusterConfig(const std::map<std::string, std::string>& env,
                                      const std::string& service_account_dir);

@@ -22,8 +22,6 @@
 #include "lib/cli/output.h"
 #include "lib/cli/parse_flags.h"
 
-extern char** environ;
-
 namespace nodegate::explain_cli {
 namespace {
 
@@ -51,22 +49,10 @@ int Fail(int code, const std::string& message) {
   return code;
 }
 
-std::map<std::string, std::string> Environment() {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    const std::string_view entry(*e);
-    const size_t eq = entry.find('=');
-    if (eq != std::string_view::npos) {
-      env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
-    }
-  }
-  return env;
-}
-
 // ClientConfigOf: as kubectl finds the cluster: --kubeconfig, else KUBECONFIG, else
 // ~/.kube/config, else the pod's service account (in-cluster).
 admit::Result<kube::ClientConfig> ClientConfigOf(const Flags& f) {
-  const std::map<std::string, std::string> env = Environment();
+  const std::map<std::string, std::string> env = kube::ProcessEnvironment();
   if (!f.kubeconfig.empty()) {
     return kube::LoadKubeconfig(f.kubeconfig, f.context);
   }

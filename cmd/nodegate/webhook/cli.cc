@@ -31,8 +31,6 @@
 #include "webhook/state/node_states.h"
 #include "webhook/state/sources.h"
 
-extern char** environ;
-
 namespace nodegate::webhook {
 namespace {
 
@@ -64,18 +62,6 @@ struct Flags {
 int Fail(const std::string& message, int status = kExitBadInput) {
   Log(Level::kError, message);
   return status;
-}
-
-std::map<std::string, std::string> Environment() {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    const std::string_view entry(*e);
-    const size_t eq = entry.find('=');
-    if (eq != std::string_view::npos) {
-      env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
-    }
-  }
-  return env;
 }
 
 std::string EnvOr(const std::map<std::string, std::string>& env, const std::string& key) {
@@ -428,7 +414,7 @@ int RunWebhookCli(int argc, char** argv) {
   if (!gates.ok()) {
     return Fail(gates.error().message);
   }
-  const auto env = Environment();
+  const auto env = kube::ProcessEnvironment();
   auto access = LoadAccess(f, env);
   if (!access.ok()) {
     return Fail(access.error().message);
