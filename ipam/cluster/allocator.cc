@@ -589,67 +589,19 @@ Result<std::vector<AddressInRange>> Allocator::Add(const std::string& container_
   }
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
     NG_RETURN_IF_ERROR(CheckPool(view));
-    std::vector<bool> covered(cfg_.pool.sets.size(), false);
-    if (view.handle) {
-      for (const auto& a : view.handle->addresses) {
-        const auto place = LocateAddress(cfg_.pool, a.ip);
-        if (!place || covered[place->set]) {
-          return Error(kErrStoreCorrupt, handle_key + ": holds " + a.ip.ToString() +
-                                             ", not one address per range set of this pool");
-        }
-        covered[place->set] = true;
-      }
-      if (std::all_of(covered.begin(), covered.end(), [](bool c) { return c; })) {
-        cni::LogInfo("cluster-ipam: {} already holds its addresses (idempotent ADD)", handle_key);
-        NG_ASSIGN_OR_RETURN(auto confirmed, Confirm(*view.handle, view));
-        if (confirmed) return std::move(*confirmed);
-        NG_ASSIGN_OR_RETURN(view, Read(container_id, ifname, /*serializable=*/false));
-        continue;
-      }
+    NG_ASSIGN_OR_RETURN(std::vector<bool> covered, CoveredSets(view, handle_key));
+    if (view.handle && std::all_of(covered.begin(), covered.end(), [](bool c) { return c; })) {
+      cni::LogInfo("cluster-ipam: {} already holds its addresses (idempotent ADD)", handle_key);
+      NG_ASSIGN_OR_RETURN(auto confirmed, Confirm(*view.handle, view));
+      if (confirmed) return std::move(*confirmed);
+      NG_ASSIGN_OR_RETURN(view, Read(container_id, ifname, /*serializable=*/false));
+      continue;
     }
     const std::string aid = view.handle ? view.handle->aid : fresh_aid;
-    const std::string handle_name = container_id + "/" + ifname;
     Plan plan;
-    bool again = false;
-    for (size_t s = 0; s < cfg_.pool.sets.size() && !again; ++s) {
-      if (covered[s]) continue;
-      bool found = false;
-      for (auto& [key, state] : view.blocks) {
-        if (state.block.node != cfg_.node_name || state.place.set != s) continue;
-        const Block current = plan.changed.count(key) ? plan.changed[key] : state.block;
-        if (const auto ordinal = FreeOrdinal(current, RangeOf(state.place), {})) {
-          Block next = current;
-          next.allocations[*ordinal] = Allocation{handle_name, aid, ""};
-          next.next = (*ordinal + 1) % BlockCapacity(current.block);
-          plan.changed[key] = std::move(next);
-          plan.added.emplace_back(
-              s, HandleAddress{AddressAt(current.block, *ordinal), current.block, cfg_.node_name});
-          found = true;
-          break;
-        }
-      }
-      if (found) continue;
-      NG_ASSIGN_OR_RETURN(bool claimed, ClaimBlock(s, view));
-      if (claimed) {
-        again = true;  // plan again with the node's blocks as they are now
-        break;
-      }
-      const auto& set = cfg_.pool.sets[s].range_set;
-      if (cfg_.strict_affinity) {
-        return Error(kErrAddressExhausted,
-                     "no IP addresses available in range set: " + set.ToString(),
-                     "node " + cfg_.node_name +
-                         "'s blocks are full, every block of the pool is claimed, and "
-                         "strictAffinity forbids borrowing from other nodes' blocks");
-      }
-      NG_ASSIGN_OR_RETURN(bool borrowed, Borrow(s, view, plan, handle_name, aid));
-      if (!borrowed) {
-        return Error(kErrAddressExhausted,
-                     "no IP addresses available in range set: " + set.ToString(),
-                     "every address of every block of the pool is allocated");
-      }
-    }
-    if (again) {
+    NG_ASSIGN_OR_RETURN(bool planned,
+                        PlanAddresses(covered, view, plan, container_id + "/" + ifname, aid));
+    if (!planned) {
       // The claim re-reads the node's blocks only through its own view; a concurrent ADD of
       // this node may have claimed the block the failed compare saw.
       NG_ASSIGN_OR_RETURN(view, Read(container_id, ifname, /*serializable=*/false));
@@ -660,6 +612,94 @@ Result<std::vector<AddressInRange>> Allocator::Add(const std::string& container_
   }
   return TooManyConflicts("ADD " + handle_key);
 }
+
+Result<std::vector<bool>> Allocator::CoveredSets(const View& view,
+                                                 const std::string& handle_key) const {
+  std::vector<bool> covered(cfg_.pool.sets.size(), false);
+  if (!view.handle) return covered;
+  for (const auto& a : view.handle->addresses) {
+    const auto place = LocateAddress(cfg_.pool, a.ip);
+    if (!place || covered[place->set]) {
+      return Error(kErrStoreCorrupt, handle_key + ": holds " + a.ip.ToString() +
+                                         ", not one address per range set of this pool");
+    }
+    covered[place->set] = true;
+  }
+  return covered;
+}
+
+Result<bool> Allocator::PlanAddresses(const std::vector<bool>& covered, View& view, Plan& plan,
+                                      const std::string& handle_name, const std::string& aid) {
+  for (size_t s = 0; s < cfg_.pool.sets.size(); ++s) {
+    if (covered[s] || TakeFromOwnBlocks(s, view, plan, handle_name, aid)) continue;
+    NG_ASSIGN_OR_RETURN(bool claimed, ClaimBlock(s, view));
+    if (claimed) return false;  // plan again with the node's blocks as they are now
+    const auto& set = cfg_.pool.sets[s].range_set;
+    if (cfg_.strict_affinity) {
+      return Error(kErrAddressExhausted,
+                   "no IP addresses available in range set: " + set.ToString(),
+                   "node " + cfg_.node_name +
+                       "'s blocks are full, every block of the pool is claimed, and "
+                       "strictAffinity forbids borrowing from other nodes' blocks");
+    }
+    NG_ASSIGN_OR_RETURN(bool borrowed, Borrow(s, view, plan, handle_name, aid));
+    if (!borrowed) {
+      return Error(kErrAddressExhausted,
+                   "no IP addresses available in range set: " + set.ToString(),
+                   "every address of every block of the pool is allocated");
+    }
+  }
+  return true;
+}
+
+bool Allocator::TakeFromOwnBlocks(size_t set, const View& view, Plan& plan,
+                                  const std::string& handle_name, const std::string& aid) const {
+  for (const auto& [key, state] : view.blocks) {
+    if (state.block.node != cfg_.node_name || state.place.set != set) continue;
+    const Block current = plan.changed.count(key) ? plan.changed[key] : state.block;
+    if (const auto ordinal = FreeOrdinal(current, RangeOf(state.place), {})) {
+      Block next = current;
+      next.allocations[*ordinal] = Allocation{handle_name, aid, ""};
+      next.next = (*ordinal + 1) % BlockCapacity(current.block);
+      plan.changed[key] = std::move(next);
+      plan.added.emplace_back(
+          set, HandleAddress{AddressAt(current.block, *ordinal), current.block, cfg_.node_name});
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+// The release's writes: each held block without this allocation's entries, compared at the
+// revision it was read. Blocks that are gone (revision 0) and blocks the handle no longer has an
+// entry in are left alone.
+void PlanRelease(const Handle& handle, const std::vector<HeldBlock>& held, TxnRequest& txn,
+                 std::vector<std::pair<std::string, Block>>& written) {
+  for (const HeldBlock& h : held) {
+    if (h.stored.revision == 0) continue;  // the block is gone, and its entries with it
+    Block block = h.stored.value;
+    bool changed = false;
+    for (const auto& a : handle.addresses) {
+      if (a.block != block.block) continue;
+      const auto entry = block.allocations.find(OrdinalOf(a.block, a.ip));
+      // Only this allocation's entry: an address released and taken again meanwhile carries
+      // another allocation id, and stays.
+      if (entry != block.allocations.end() && entry->second.aid == handle.aid &&
+          entry->second.handle == handle.name()) {
+        block.allocations.erase(entry);
+        changed = true;
+      }
+    }
+    if (!changed) continue;
+    txn.compare.push_back(Compare::ModRevision(h.key, h.stored.revision));
+    txn.success.push_back(PutRequest{h.key, EncodeBlock(block)});
+    written.emplace_back(h.key, std::move(block));
+  }
+}
+
+}  // namespace
 
 Status Allocator::Release(const std::string& container_id, const std::string& ifname) {
   const std::string handle_key = keys_.Handle(container_id, ifname);
@@ -678,60 +718,13 @@ Status Allocator::Release(const std::string& container_id, const std::string& if
     if (handle.container_id != container_id || handle.ifname != ifname) {
       return Error(kErrStoreCorrupt, handle_key + ": names another attachment");
     }
-    std::vector<std::pair<std::string, net::IpPrefix>> where;
-    for (const auto& a : handle.addresses) {
-      const std::string key = keys_.NodeBlock(a.block_node, a.block);
-      if (std::none_of(where.begin(), where.end(), [&](const auto& w) { return w.first == key; })) {
-        where.emplace_back(key, a.block);
-      }
-    }
-    std::vector<Versioned<Block>> blocks(where.size());
-    std::vector<std::pair<std::string, net::IpPrefix>> elsewhere;
-    for (size_t i = 0; i < where.size(); ++i) {
-      const auto kv = std::find_if(own->kvs.begin(), own->kvs.end(), [&](const etcd::KeyValue& k) {
-        return k.key == where[i].first;
-      });
-      if (kv == own->kvs.end()) {
-        elsewhere.push_back(where[i]);
-        continue;
-      }
-      NG_ASSIGN_OR_RETURN(Block block, DecodeBlock(kv->key, kv->value));
-      blocks[i] = Versioned<Block>{std::move(block), kv->mod_revision};
-    }
-    if (!elsewhere.empty()) {
-      NG_ASSIGN_OR_RETURN(std::vector<Versioned<Block>> read_blocks, ReadBlocks(elsewhere, false));
-      for (size_t i = 0, j = 0; i < where.size(); ++i) {
-        if (blocks[i].revision == 0 && j < elsewhere.size() &&
-            elsewhere[j].first == where[i].first) {
-          blocks[i] = std::move(read_blocks[j++]);
-        }
-      }
-    }
+    NG_ASSIGN_OR_RETURN(std::vector<HeldBlock> held, HeldBlocks(handle, *own));
     TxnRequest txn;
     std::vector<std::pair<std::string, Block>> written;
     txn.compare = {Compare::ModRevision(handle_key, found->kvs[0].mod_revision)};
     txn.success = {DeleteRequest{handle_key, ""},
                    DeleteRequest{keys_.NodeHandle(handle.node, container_id, ifname), ""}};
-    for (size_t i = 0; i < where.size(); ++i) {
-      if (blocks[i].revision == 0) continue;  // the block is gone, and its entries with it
-      Block block = blocks[i].value;
-      bool changed = false;
-      for (const auto& a : handle.addresses) {
-        if (a.block != block.block) continue;
-        const auto entry = block.allocations.find(OrdinalOf(a.block, a.ip));
-        // Only this allocation's entry: an address released and taken again meanwhile carries
-        // another allocation id, and stays.
-        if (entry != block.allocations.end() && entry->second.aid == handle.aid &&
-            entry->second.handle == handle.name()) {
-          block.allocations.erase(entry);
-          changed = true;
-        }
-      }
-      if (!changed) continue;
-      txn.compare.push_back(Compare::ModRevision(where[i].first, blocks[i].revision));
-      txn.success.push_back(PutRequest{where[i].first, EncodeBlock(block)});
-      written.emplace_back(where[i].first, std::move(block));
-    }
+    PlanRelease(handle, held, txn, written);
     ++counters_.transactions;
     NG_ASSIGN_OR_RETURN(etcd::TxnResponse response, kv_.Txn(txn));
     if (response.succeeded) {
@@ -742,6 +735,37 @@ Status Allocator::Release(const std::string& container_id, const std::string& if
     ++counters_.conflicts;
   }
   return TooManyConflicts("DEL " + handle_key);
+}
+
+Result<std::vector<HeldBlock>> Allocator::HeldBlocks(const Handle& handle,
+                                                     const etcd::RangeResponse& own) {
+  std::vector<HeldBlock> held;
+  for (const auto& a : handle.addresses) {
+    const std::string key = keys_.NodeBlock(a.block_node, a.block);
+    if (std::none_of(held.begin(), held.end(), [&](const HeldBlock& h) { return h.key == key; })) {
+      held.push_back(HeldBlock{key, a.block, {}});
+    }
+  }
+  // Most are this node's, read with the handle; the others (borrowed) are read now.
+  std::vector<std::pair<std::string, net::IpPrefix>> elsewhere;
+  for (HeldBlock& h : held) {
+    const auto kv = std::find_if(own.kvs.begin(), own.kvs.end(),
+                                 [&](const etcd::KeyValue& k) { return k.key == h.key; });
+    if (kv == own.kvs.end()) {
+      elsewhere.emplace_back(h.key, h.block);
+      continue;
+    }
+    NG_ASSIGN_OR_RETURN(Block block, DecodeBlock(kv->key, kv->value));
+    h.stored = Versioned<Block>{std::move(block), kv->mod_revision};
+  }
+  if (elsewhere.empty()) return held;
+  NG_ASSIGN_OR_RETURN(std::vector<Versioned<Block>> read_blocks, ReadBlocks(elsewhere, false));
+  for (size_t i = 0, j = 0; i < held.size(); ++i) {
+    if (held[i].stored.revision == 0 && j < elsewhere.size() && elsewhere[j].first == held[i].key) {
+      held[i].stored = std::move(read_blocks[j++]);
+    }
+  }
+  return held;
 }
 
 Status Allocator::Check(const std::string& container_id, const std::string& ifname,

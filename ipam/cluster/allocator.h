@@ -47,6 +47,13 @@ struct Versioned {
   int64_t revision = 0;  // the key's mod_revision when read
 };
 
+// A block that holds some address of a handle being released, as stored (revision 0: gone).
+struct HeldBlock {
+  std::string key;  // its node-block key
+  net::IpPrefix block;
+  Versioned<Block> stored;
+};
+
 // What a verb did, for logs and tests.
 struct Counters {
   int transactions = 0;  // write transactions sent
@@ -116,6 +123,20 @@ class Allocator {
   // Takes a free address of another node's block of `set` into `plan` for the handle.
   Result<bool> Borrow(size_t set, View& view, Plan& plan, const std::string& handle_name,
                       const std::string& aid);
+  // Which range sets of the pool the view's handle already holds an address of; an error when
+  // it holds one outside the pool or two of one set.
+  Result<std::vector<bool>> CoveredSets(const View& view, const std::string& handle_key) const;
+  // Plans an address of every uncovered range set: from this node's blocks, a block claimed for
+  // it, or another node's block. false: a block was claimed (or lost to a concurrent claimer),
+  // so read the node's blocks again and plan afresh.
+  Result<bool> PlanAddresses(const std::vector<bool>& covered, View& view, Plan& plan,
+                             const std::string& handle_name, const std::string& aid);
+  // Takes a free address of this node's blocks of `set` into `plan`; false when all are full.
+  bool TakeFromOwnBlocks(size_t set, const View& view, Plan& plan, const std::string& handle_name,
+                         const std::string& aid) const;
+  // The blocks that hold the handle's addresses, from `own` (this node's blocks, read with the
+  // handle) or else read now; a block that is gone has revision 0.
+  Result<std::vector<HeldBlock>> HeldBlocks(const Handle& handle, const etcd::RangeResponse& own);
   // The blocks at these node-block keys; revision 0 for one that does not exist.
   Result<std::vector<Versioned<Block>>> ReadBlocks(
       const std::vector<std::pair<std::string, net::IpPrefix>>& where, bool serializable);
