@@ -1,6 +1,6 @@
 #!/bin/sh
-# Entrypoint of the nodegate-cni image (busybox sh): copies the plugins host-local, portmap and
-# bandwidth into the host's plugin folder, mounted at $CNI_BIN_DIR, and, when asked, one
+# Entrypoint of the nodegate-cni image (busybox sh): copies the plugins bridge, host-local,
+# cluster-ipam, portmap and bandwidth into the host's plugin folder, mounted at $CNI_BIN_DIR, and, when asked, one
 # network configuration into the host's $CNI_CONF_DIR; prints what it did and exits 0 (an
 # init container), or then waits until it is stopped (SLEEP=true).
 #
@@ -15,18 +15,21 @@
 #                                       10-standard.conflist; empty: no configuration
 #   CNI_CONF_SOURCE_DIR=/opt/nodegate/net.d   the examples of conf/examples; mount your own
 #   CNI_CONF_OVERWRITE=false            true: replace an existing file of that name
+#   KEEP_BRIDGE=false                   true: leave the host's bridge as it is (a node that keeps
+#                                       the reference's bridge with our other plugins)
 #   SLEEP=false                         true: after installing, wait until stopped
 #
 #   install-cni.sh sleep                only wait until stopped (the DaemonSet's main container)
 set -eu
 
 IMAGE_BIN=/opt/nodegate/bin
-PLUGINS="host-local cluster-ipam portmap bandwidth"
+PLUGINS="bridge host-local cluster-ipam portmap bandwidth"
 CNI_BIN_DIR="${CNI_BIN_DIR:-/host/opt/cni/bin}"
 CNI_CONF_DIR="${CNI_CONF_DIR:-/host/etc/cni/net.d}"
 CNI_CONF_NAME="${CNI_CONF_NAME:-}"
 CNI_CONF_SOURCE_DIR="${CNI_CONF_SOURCE_DIR:-/opt/nodegate/net.d}"
 CNI_CONF_OVERWRITE="${CNI_CONF_OVERWRITE:-false}"
+KEEP_BRIDGE="${KEEP_BRIDGE:-false}"
 SLEEP="${SLEEP:-false}"
 
 say() { echo "nodegate-cni: $*"; }
@@ -57,6 +60,7 @@ case "$CNI_CONF_OVERWRITE" in
   true | false) ;;
   *) die "CNI_CONF_OVERWRITE must be true or false, not '$CNI_CONF_OVERWRITE'" ;;
 esac
+case "$KEEP_BRIDGE" in true | false) ;; *) die "KEEP_BRIDGE must be true or false, not '$KEEP_BRIDGE'" ;; esac
 # Without the mount the files would land in this container's own file system and vanish.
 [ -d "$CNI_BIN_DIR" ] || die "$CNI_BIN_DIR is not a folder: mount the host's /opt/cni/bin there"
 
@@ -73,6 +77,10 @@ stage() {
 
 for p in $PLUGINS; do
   dst="$CNI_BIN_DIR/$p"
+  if [ "$p" = bridge ] && [ "$KEEP_BRIDGE" = true ]; then
+    say "kept $dst (KEEP_BRIDGE=true)"
+    continue
+  fi
   if [ -f "$dst" ] && [ -x "$dst" ] && cmp -s "$IMAGE_BIN/$p" "$dst"; then
     say "unchanged $dst"
     continue

@@ -22,21 +22,15 @@ SRC="$(cd "$(dirname "$0")/.." && pwd)"
 source "$SRC/scripts/lib/build_outputs.sh"
 # shellcheck source=lib/arch.sh
 source "$SRC/scripts/lib/arch.sh"
-VERSION="$(project_version "$SRC")"
-[ -n "$VERSION" ] || { echo "image: no project(nodegate VERSION ...) in CMakeLists.txt" >&2; exit 1; }
-TAG="${2:-localhost/nodegate-cni:$VERSION}"
-ARCH="${3:-$HOST_ARCH}"
-arch_triplet "$ARCH" >/dev/null || { echo "image: unsupported architecture $ARCH" >&2; exit 1; }
-PLUGINS=(host-local cluster-ipam portmap bandwidth)
+# shellcheck source=lib/oci_image.sh
+source "$SRC/scripts/lib/oci_image.sh"
+oci_image_args image "$SRC" localhost/nodegate-cni "${2:-}" "${3:-}"
+PLUGINS=(bridge host-local cluster-ipam portmap bandwidth)
 # The installer's shell and tools (busybox applets, as symbolic links).
 APPLETS=(sh ls cat cp mv rm ln chmod cmp sleep sync mkdir stat tr echo test)
 
 require_built image "$BIN_DIR" "${PLUGINS[@]}"
-command -v podman >/dev/null || { echo "image: podman not found (scripts/install-deps.sh)" >&2; exit 1; }
-READELF="$(arch_tool "$ARCH" readelf)"
-if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
-  SOURCE_DATE_EPOCH="$(git -C "$SRC" log -1 --format=%ct 2>/dev/null || stat -c %Y "$BIN_DIR/portmap")"
-fi
+oci_image_epoch "$SRC" "$BIN_DIR/portmap"
 
 CTX="$(mktemp -d /tmp/ng-image.XXXXXX)"
 trap 'rm -rf "$CTX"' EXIT
@@ -44,13 +38,7 @@ R="$CTX/rootfs"
 mkdir -p "$R/bin" "$R/opt/nodegate/bin" "$R/opt/nodegate/net.d"
 arch_busybox "$ARCH" "$R/bin" || { echo "image: no busybox-static for $ARCH" >&2; exit 1; }
 # The image has no libc: its busybox and plugins must be static, and all of ARCH.
-for f in "$R/bin/busybox" "${PLUGINS[@]/#/$BIN_DIR/}"; do
-  case "$("$READELF" -lhdW "$f" 2>&1)" in
-    *INTERP* | *NEEDED*) echo "image: $f is dynamically linked" >&2; exit 1 ;;
-    *"Machine:"*"$(arch_elf_machine "$ARCH")"*) ;;
-    *) echo "image: $f is not an executable of $ARCH" >&2; exit 1 ;;
-  esac
-done
+for f in "$R/bin/busybox" "${PLUGINS[@]/#/$BIN_DIR/}"; do oci_image_require_static image "$f" "$f"; done
 for a in "${APPLETS[@]}"; do ln -s busybox "$R/bin/$a"; done
 for p in "${PLUGINS[@]}"; do cp "$BIN_DIR/$p" "$R/opt/nodegate/bin/$p"; done
 cp "$SRC"/conf/examples/*.conflist "$R/opt/nodegate/net.d/"
@@ -59,7 +47,4 @@ chmod 0755 "$R/bin/busybox" "$R"/opt/nodegate/bin/* "$R/opt/nodegate/install-cni
 chmod 0644 "$R"/opt/nodegate/net.d/*
 cp "$SRC/deploy/Containerfile" "$CTX/Containerfile"
 
-podman build --quiet --pull=never --layers=false --timestamp "$SOURCE_DATE_EPOCH" \
-  --platform "linux/$(arch_oci "$ARCH")" --build-arg "VERSION=$VERSION" \
-  -f "$CTX/Containerfile" -t "$TAG" "$CTX" >/dev/null
-echo "built $TAG ($(podman image inspect --format '{{.Id}}' "$TAG" | cut -c1-12))"
+oci_image_build "$CTX"

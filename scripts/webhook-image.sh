@@ -23,21 +23,15 @@ SRC="$(cd "$(dirname "$0")/.." && pwd)"
 source "$SRC/scripts/lib/build_outputs.sh"
 # shellcheck source=lib/arch.sh
 source "$SRC/scripts/lib/arch.sh"
-VERSION="$(project_version "$SRC")"
-[ -n "$VERSION" ] || { echo "webhook image: no project(nodegate VERSION ...) in CMakeLists.txt" >&2; exit 1; }
-TAG="${2:-localhost/nodegate:$VERSION}"
-ARCH="${3:-$HOST_ARCH}"
-arch_triplet "$ARCH" >/dev/null || { echo "webhook image: unsupported architecture $ARCH" >&2; exit 1; }
+# shellcheck source=lib/oci_image.sh
+source "$SRC/scripts/lib/oci_image.sh"
+oci_image_args "webhook image" "$SRC" localhost/nodegate "${2:-}" "${3:-}"
 
 require_built "webhook image" "$BIN_DIR" nodegate
-command -v podman >/dev/null || { echo "webhook image: podman not found (scripts/install-deps.sh)" >&2; exit 1; }
-READELF="$(arch_tool "$ARCH" readelf)"
 STRIP="$(arch_tool "$ARCH" strip)"
 command -v "$STRIP" >/dev/null ||
   { echo "webhook image: $STRIP not found (scripts/install-deps.sh --arch $ARCH)" >&2; exit 1; }
-if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
-  SOURCE_DATE_EPOCH="$(git -C "$SRC" log -1 --format=%ct 2>/dev/null || stat -c %Y "$BIN_DIR/nodegate")"
-fi
+oci_image_epoch "$SRC" "$BIN_DIR/nodegate"
 
 CTX="$(mktemp -d /tmp/ng-webhook-image.XXXXXX)"
 trap 'rm -rf "$CTX"' EXIT
@@ -46,14 +40,7 @@ mkdir -p "$(dirname "$EXE")"
 "$STRIP" --strip-unneeded --remove-section=.comment --remove-section=.note -o "$EXE" "$BIN_DIR/nodegate"
 chmod 0755 "$EXE"
 # The image has no libc: the executable must be static, and of ARCH.
-case "$("$READELF" -lhdW "$EXE" 2>&1)" in
-  *INTERP* | *NEEDED*) echo "webhook image: $BIN_DIR/nodegate is dynamically linked" >&2; exit 1 ;;
-  *"Machine:"*"$(arch_elf_machine "$ARCH")"*) ;;
-  *) echo "webhook image: $BIN_DIR/nodegate is not an executable of $ARCH" >&2; exit 1 ;;
-esac
+oci_image_require_static "webhook image" "$EXE" "$BIN_DIR/nodegate"
 cp "$SRC/deploy/webhook/Containerfile" "$CTX/Containerfile"
 
-podman build --quiet --pull=never --layers=false --timestamp "$SOURCE_DATE_EPOCH" \
-  --platform "linux/$(arch_oci "$ARCH")" --build-arg "VERSION=$VERSION" \
-  -f "$CTX/Containerfile" -t "$TAG" "$CTX" >/dev/null
-echo "built $TAG ($(podman image inspect --format '{{.Id}}' "$TAG" | cut -c1-12))"
+oci_image_build "$CTX"

@@ -28,6 +28,8 @@ source "$SRC/scripts/lib/check.sh"  # ok, fail, expect_eq, FAILED
 source "$SRC/scripts/lib/build_outputs.sh"  # project_version
 # shellcheck source=../../scripts/lib/arch.sh
 source "$SRC/scripts/lib/arch.sh"  # HOST_ARCH, with_arch_binfmt
+# shellcheck source=../../scripts/lib/podman_store.sh
+source "$SRC/scripts/lib/podman_store.sh"  # podman_store_init, podman_store, podman_store_remove
 ARCH="${NODEGATE_ARCH:-$HOST_ARCH}"
 RUNTIME_FLAGS=()
 if [ "$ARCH" != "$HOST_ARCH" ]; then
@@ -47,37 +49,21 @@ fi
 START=$SECONDS
 T="$(mktemp -d /tmp/ng-image-test.XXXXXX)"
 HOLD_PID=""
-P() { CONTAINERS_CONF="$T/containers.conf" CONTAINERS_STORAGE_CONF="$T/storage.conf" podman "${RUNTIME_FLAGS[@]}" "$@"; }
+P() { podman_store "$T" "${RUNTIME_FLAGS[@]}" "$@"; }
 cleanup() {
   set +e
   [ -n "$HOLD_PID" ] && kill "$HOLD_PID" 2>/dev/null
   exec 3<&- 2>/dev/null
-  if [ -f "$T/containers.conf" ]; then
-    P rm -a -f -t 0 >/dev/null 2>&1
-    P rmi -a -f >/dev/null 2>&1
-  fi
-  grep -o " ${T}[^ ]*" /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
-  rm -rf "$T"
+  podman_store_remove "$T" "${RUNTIME_FLAGS[@]}"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-mkdir -p "$T/storage" "$T/run" "$T/tmp"
-printf '[storage]\ndriver = "vfs"\ngraphroot = "%s"\nrunroot = "%s"\n' "$T/storage" "$T/run" \
-  >"$T/storage.conf"
-{
-  echo '[containers]'
-  echo 'default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]'
-  echo '[engine]'
-  echo 'runtime = "runc"'
-  echo 'events_logger = "file"'
-  echo "events_logfile_path = \"$T/events.log\""
-  echo "tmp_dir = \"$T/tmp\""
-} >"$T/containers.conf"
+podman_store_init "$T"
 
 VERSION="$(project_version "$SRC")"
 TAG="localhost/nodegate-cni:$VERSION"
-PLUGINS="host-local cluster-ipam portmap bandwidth"
+PLUGINS="bridge host-local cluster-ipam portmap bandwidth"
 
 echo "== 1. the image"
 out="$(CONTAINERS_CONF="$T/containers.conf" CONTAINERS_STORAGE_CONF="$T/storage.conf" \
@@ -177,7 +163,7 @@ done
 grep -q "no network configuration installed" <<<"$out" && ok "says no configuration was installed" ||
   fail "no word about the configuration: $out"
 expect_eq 0 "$(find "$HC" -mindepth 1 | wc -l)" "no configuration without CNI_CONF_NAME"
-expect_eq 4 "$(find "$HB" -mindepth 1 | wc -l)" "exactly the four plugins, no temporary file left"
+expect_eq 5 "$(find "$HB" -mindepth 1 | wc -l)" "exactly the five plugins, no temporary file left"
 out="$(CNI_COMMAND=VERSION "$HB/portmap" </dev/null 2>&1)" || true
 case "$out" in *supportedVersions*) ok "the installed portmap answers VERSION on the host" ;; *) fail "VERSION: $out" ;; esac
 
@@ -208,7 +194,18 @@ HOLD_PID=""
 expect_eq "$host_local_inode" "$(stat -c %i "$HB/host-local")" "identical host-local left alone"
 grep -qx "nodegate-cni: unchanged /host/opt/cni/bin/host-local" <<<"$out" && ok "says host-local is unchanged" ||
   fail "no 'unchanged' line: $out"
-expect_eq 4 "$(find "$HB" -mindepth 1 | wc -l)" "no temporary file left"
+expect_eq 5 "$(find "$HB" -mindepth 1 | wc -l)" "no temporary file left"
+printf '#!/bin/sh\necho the node bridge\n' >"$HB/bridge"
+chmod 755 "$HB/bridge"
+cp "$HB/bridge" "$T/node-bridge"
+out="$(install KEEP_BRIDGE=true 2>&1)" || fail "install with KEEP_BRIDGE=true: $out"
+cmp -s "$T/node-bridge" "$HB/bridge" && ok "KEEP_BRIDGE=true leaves the node's bridge" ||
+  fail "KEEP_BRIDGE=true replaced the node's bridge"
+grep -qx "nodegate-cni: kept /host/opt/cni/bin/bridge (KEEP_BRIDGE=true)" <<<"$out" &&
+  ok "says it kept the bridge" || fail "no 'kept' line for bridge: $out"
+out="$(install 2>&1)" || fail "install after KEEP_BRIDGE: $out"
+cmp -s "$BIN/bridge" "$HB/bridge" && ok "without KEEP_BRIDGE our bridge replaces it" ||
+  fail "our bridge not installed over the node's: $out"
 
 echo "== 5. configuration"
 rm -f "$HB/portmap"
@@ -261,7 +258,7 @@ sleep 1
 for c in sleeper waiter; do
   expect_eq running "$(P inspect -f '{{.State.Status}}' "$c")" "$c still running"
 done
-expect_eq 4 "$(find "$HB" -mindepth 1 | wc -l)" "SLEEP=true installed before waiting"
+expect_eq 5 "$(find "$HB" -mindepth 1 | wc -l)" "SLEEP=true installed before waiting"
 P logs waiter 2>&1 | grep -q "nodegate-cni: installed" && fail "the main container installed something" ||
   ok "the main container installs nothing"
 for c in sleeper waiter; do

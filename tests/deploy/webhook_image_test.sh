@@ -23,6 +23,8 @@ source "$SRC/scripts/lib/check.sh"  # ok, fail, expect_eq, FAILED
 source "$SRC/scripts/lib/build_outputs.sh"  # project_version
 # shellcheck source=../../scripts/lib/arch.sh
 source "$SRC/scripts/lib/arch.sh"  # HOST_ARCH, with_arch_binfmt
+# shellcheck source=../../scripts/lib/podman_store.sh
+source "$SRC/scripts/lib/podman_store.sh"  # podman_store_init, podman_store, podman_store_remove
 ARCH="${NODEGATE_ARCH:-$HOST_ARCH}"
 RUNTIME_FLAGS=()
 if [ "$ARCH" != "$HOST_ARCH" ]; then
@@ -41,31 +43,15 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 START=$SECONDS
 T="$(mktemp -d /tmp/ng-webhook-image-test.XXXXXX)"
-P() { CONTAINERS_CONF="$T/containers.conf" CONTAINERS_STORAGE_CONF="$T/storage.conf" podman "${RUNTIME_FLAGS[@]}" "$@"; }
+P() { podman_store "$T" "${RUNTIME_FLAGS[@]}" "$@"; }
 cleanup() {
   set +e
-  if [ -f "$T/containers.conf" ]; then
-    P rm -a -f -t 0 >/dev/null 2>&1
-    P rmi -a -f >/dev/null 2>&1
-  fi
-  grep -o " ${T}[^ ]*" /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
-  rm -rf "$T"
+  podman_store_remove "$T" "${RUNTIME_FLAGS[@]}"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-mkdir -p "$T/storage" "$T/run" "$T/tmp"
-printf '[storage]\ndriver = "vfs"\ngraphroot = "%s"\nrunroot = "%s"\n' "$T/storage" "$T/run" \
-  >"$T/storage.conf"
-{
-  echo '[containers]'
-  echo 'default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]'
-  echo '[engine]'
-  echo 'runtime = "runc"'
-  echo 'events_logger = "file"'
-  echo "events_logfile_path = \"$T/events.log\""
-  echo "tmp_dir = \"$T/tmp\""
-} >"$T/containers.conf"
+podman_store_init "$T"
 build() {
   CONTAINERS_CONF="$T/containers.conf" CONTAINERS_STORAGE_CONF="$T/storage.conf" \
     bash "$SRC/scripts/webhook-image.sh" "$BIN" "" "$ARCH" 2>&1
