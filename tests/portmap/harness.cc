@@ -243,6 +243,14 @@ std::string SaveNatBothFamilies(const TestNetns& node) {
 
 std::string NftRuleset(const TestNetns& node) { return node.Run("nft list ruleset").output; }
 
+void ExpectEachRefusedAsInvalid(const TestNetns& node, const std::vector<std::string>& confs) {
+  for (const auto& conf : confs) {
+    const auto out = Portmap(node, "ADD", "bad", conf);
+    EXPECT_EQ(out.exit_code, 1) << conf;
+    EXPECT_NE(out.out.find("\"code\": 7"), std::string::npos) << conf << "\n" << out.out;
+  }
+}
+
 EchoServer::EchoServer(const std::string& netns_path, int port, const std::string& tag) {
   int ready[2];
   if (::pipe2(ready, O_CLOEXEC) != 0) return;

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "plugins/portmap/iptables/mode.h"
 #include "tests/support/netns_fixture.h"
@@ -75,6 +76,10 @@ PluginOutput Portmap(const TestNetns& node, const std::string& command,
 // of that flush.
 PluginOutput PortmapAndHelper(const TestNetns& node, const std::string& command,
                               const std::string& container_id, const std::string& conf);
+
+// ADD of each configuration fails with exit status 1 and CNI error code 7 (invalid network
+// config), each failure reported as a test failure naming the configuration.
+void ExpectEachRefusedAsInvalid(const TestNetns& node, const std::vector<std::string>& confs);
 
 // `iptables-save -t nat` (or ip6tables) of the mode under test, without comment lines.
 std::string SaveNat(const TestNetns& node, bool v6 = false);

@@ -745,11 +745,7 @@ TEST(PortmapNftables, BadInputChangesNothing) {
       Conf("nftables", kMappings, kPrev, R"(,"externalSetMarkChain":"X")"),
       Conf("nftables", kMappings, kPrev, R"(,"conditionsV6":["-s","::1"])"),
   };
-  for (const auto& conf : bad) {
-    const auto out = Portmap(node, "ADD", "bad", conf);
-    EXPECT_EQ(out.exit_code, 1) << conf;
-    EXPECT_NE(out.out.find("\"code\": 7"), std::string::npos) << conf << "\n" << out.out;
-  }
+  ExpectEachRefusedAsInvalid(node, bad);
   EXPECT_EQ(NftRuleset(node), before);
 }
 

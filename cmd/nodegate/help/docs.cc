@@ -147,6 +147,22 @@ std::string ShellQuote(const std::string& text) {
   return out + "'";
 }
 
+// Calls visit(flag, pattern) for every flag that takes a value (so the next word is that value),
+// where pattern is the completion functions' `case` pattern for it: 'path|--name'|'path|-n'.
+void ForEachValueFlag(const CommandDoc& root,
+                      const std::function<void(const FlagDoc&, const std::string&)>& visit) {
+  Walk(root, [&](const CommandDoc& c) {
+    for (const FlagDoc& f : c.flags) {
+      if (f.positional || f.value.empty()) continue;
+      std::string pattern;
+      for (const auto& name : f.names) {
+        pattern += (pattern.empty() ? "" : "|") + ShellQuote(c.path + "|" + name);
+      }
+      visit(f, pattern);
+    }
+  });
+}
+
 }  // namespace
 
 CommandDoc Describe(const CLI::App& app, const std::string& parent_path) {
@@ -198,19 +214,12 @@ std::string BashCompletion(const CommandDoc& root) {
   out << "    esac\n"
          "  done\n"
          "  case \"$path|$prev\" in\n";
-  Walk(root, [&](const CommandDoc& c) {
-    for (const FlagDoc& f : c.flags) {
-      if (f.positional || f.value.empty()) continue;
-      std::vector<std::string> cases;
-      for (const auto& name : f.names) cases.push_back(ShellQuote(c.path + "|" + name));
-      std::string joined;
-      for (const auto& k : cases) joined += (joined.empty() ? "" : "|") + k;
-      if (f.choices.empty()) {
-        out << "    " << joined << ") COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n";
-      } else {
-        out << "    " << joined << ") COMPREPLY=($(compgen -W " << ShellQuote(Words(f.choices))
-            << " -- \"$cur\")); return ;;\n";
-      }
+  ForEachValueFlag(root, [&](const FlagDoc& f, const std::string& pattern) {
+    if (f.choices.empty()) {
+      out << "    " << pattern << ") COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n";
+    } else {
+      out << "    " << pattern << ") COMPREPLY=($(compgen -W " << ShellQuote(Words(f.choices))
+          << " -- \"$cur\")); return ;;\n";
     }
   });
   out << "  esac\n"
@@ -250,17 +259,11 @@ std::string ZshCompletion(const CommandDoc& root) {
          "  done\n"
          "  local cur=\"${words[CURRENT]}\" prev=\"${words[CURRENT-1]}\"\n"
          "  case \"$cmdpath|$prev\" in\n";
-  Walk(root, [&](const CommandDoc& c) {
-    for (const FlagDoc& f : c.flags) {
-      if (f.positional || f.value.empty()) continue;
-      std::string joined;
-      for (const auto& name : f.names)
-        joined += (joined.empty() ? "" : "|") + ShellQuote(c.path + "|" + name);
-      if (f.choices.empty()) {
-        out << "    (" << joined << ") _files; return ;;\n";
-      } else {
-        out << "    (" << joined << ") compadd -- " << Words(f.choices) << "; return ;;\n";
-      }
+  ForEachValueFlag(root, [&](const FlagDoc& f, const std::string& pattern) {
+    if (f.choices.empty()) {
+      out << "    (" << pattern << ") _files; return ;;\n";
+    } else {
+      out << "    (" << pattern << ") compadd -- " << Words(f.choices) << "; return ;;\n";
     }
   });
   out << "  esac\n"
