@@ -158,3 +158,16 @@ with_arch_binfmt() {
   wait "$pid" || rc=$?
   return $rc
 }
+
+# arch_test_reexec ARCH SCRIPT ARGS...: a test of ARCH's executables on another machine runs
+# again, once, as `bash SCRIPT ARGS` inside with_arch_binfmt, and exits with its status. Returns
+# at once when ARCH is this machine's or when already running inside.
+arch_test_reexec() {
+  local arch=$1
+  shift
+  [ "$arch" != "$HOST_ARCH" ] && [ -z "${NG_ARCH_BINFMT:-}" ] || return 0
+  export NG_ARCH_BINFMT=1
+  local rc=0
+  with_arch_binfmt "$arch" bash "$@" || rc=$?
+  exit "$rc"
+}

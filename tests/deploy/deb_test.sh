@@ -19,13 +19,9 @@ source "$SRC/scripts/lib/check.sh"  # ok, fail, expect_eq, FAILED
 # shellcheck source=../../scripts/lib/build_outputs.sh
 source "$SRC/scripts/lib/build_outputs.sh"  # project_version
 # shellcheck source=../../scripts/lib/arch.sh
-source "$SRC/scripts/lib/arch.sh"  # HOST_ARCH, arch_tool, with_arch_binfmt
+source "$SRC/scripts/lib/arch.sh"  # HOST_ARCH, arch_tool, arch_test_reexec
 ARCH="${NODEGATE_ARCH:-$HOST_ARCH}"
-if [ "$ARCH" != "$HOST_ARCH" ] && [ -z "${NG_ARCH_BINFMT:-}" ]; then
-  export NG_ARCH_BINFMT=1
-  with_arch_binfmt "$ARCH" bash "$0" "$@"
-  exit
-fi
+arch_test_reexec "$ARCH" "$0" "$@"
 READELF="$(arch_tool "$ARCH" readelf)"
 
 T="$(mktemp -d /tmp/ng-deb-test.XXXXXX)"

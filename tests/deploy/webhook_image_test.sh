@@ -22,19 +22,13 @@ source "$SRC/scripts/lib/check.sh"  # ok, fail, expect_eq, FAILED
 # shellcheck source=../../scripts/lib/build_outputs.sh
 source "$SRC/scripts/lib/build_outputs.sh"  # project_version
 # shellcheck source=../../scripts/lib/arch.sh
-source "$SRC/scripts/lib/arch.sh"  # HOST_ARCH, with_arch_binfmt
+source "$SRC/scripts/lib/arch.sh"  # HOST_ARCH, arch_test_reexec
 # shellcheck source=../../scripts/lib/podman_store.sh
 source "$SRC/scripts/lib/podman_store.sh"  # podman_store_init, podman_store, podman_store_remove
 ARCH="${NODEGATE_ARCH:-$HOST_ARCH}"
+arch_test_reexec "$ARCH" "$0" "$@"
 RUNTIME_FLAGS=()
-if [ "$ARCH" != "$HOST_ARCH" ]; then
-  if [ -z "${NG_ARCH_BINFMT:-}" ]; then
-    export NG_ARCH_BINFMT=1
-    with_arch_binfmt "$ARCH" bash "$0" "$@"
-    exit
-  fi
-  RUNTIME_FLAGS=(--runtime-flag rootless=true)
-fi
+[ "$ARCH" = "$HOST_ARCH" ] || RUNTIME_FLAGS=(--runtime-flag rootless=true)
 PY=/usr/bin/python3  # Debian's, with python3-yaml
 
 if [ "$(id -u)" -ne 0 ]; then
