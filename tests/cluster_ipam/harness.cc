@@ -1,10 +1,14 @@
 #include "tests/cluster_ipam/harness.h"
 
 #include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -15,6 +19,7 @@
 namespace nodegate::cluster_ipam::testing {
 namespace {
 
+using Clock = std::chrono::steady_clock;
 using Json = nlohmann::json;
 
 std::string Slurp(const std::string& path) {
@@ -58,6 +63,60 @@ std::string JoinQuoted(const std::vector<std::string>& items) {
 }
 
 }  // namespace
+
+bool Agent::Start() {
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    const int err = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    const int null = ::open("/dev/null", O_RDWR);
+    ::dup2(null, 0);
+    ::dup2(null, 1);
+    ::dup2(err, 2);
+    ::setenv("NODEGATE_LOG_LEVEL", "debug", 1);
+    const std::string bin = nodegate::testing::BinPath("cluster-ipam");
+    ::execl(bin.c_str(), bin.c_str(), "agent", "--socket", socket_.c_str(), nullptr);
+    ::_exit(127);
+  }
+  // Serving once it says so (a socket that answers may be another agent's).
+  const std::string serving = "serving on " + socket_ + " (pid " + std::to_string(pid_) + ")";
+  for (auto until = Clock::now() + std::chrono::seconds(10); Clock::now() < until;) {
+    if (log().find(serving) != std::string::npos && Connectable()) return true;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+bool Agent::Connectable() const {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof address.sun_path, "%s", socket_.c_str());
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+  ::close(fd);
+  return ok;
+}
+
+std::string Agent::log() const { return Slurp(log_); }
+
+int Agent::Signal(int sig) {
+  if (pid_ <= 0) return -1;
+  ::kill(pid_, SIGCONT);
+  ::kill(pid_, sig);
+  int status = 0;
+  for (auto until = Clock::now() + std::chrono::seconds(15); Clock::now() < until;) {
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return -1;
+}
 
 std::string Conf(const EtcdCluster& etcd, const ConfOptions& o) {
   const auto& endpoints = o.endpoints.empty() ? etcd.endpoints() : o.endpoints;

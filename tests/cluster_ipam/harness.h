@@ -6,10 +6,14 @@
 // the machine's own namespace and reaches the test's members on loopback; CNI_NETNS names a
 // path that does not exist, which proves it.
 
+#include <signal.h>
+#include <sys/types.h>
+
 #include <functional>
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/cni/types.h"
@@ -62,6 +66,34 @@ IpamRun NodegateIpam(const std::string& conf, const std::vector<std::string>& ar
 // check -o json: the kinds of problems found ("duplicate", "orphan-entry", ...).
 std::vector<std::string> ProblemKinds(const std::string& conf,
                                       const std::vector<std::string>& extra = {});
+
+// One `cluster-ipam agent` process (the node agent), serving on `socket`, its stderr (at debug)
+// in the file `log`; killed when destroyed.
+class Agent {
+ public:
+  Agent(std::string socket, std::string log) : socket_(std::move(socket)), log_(std::move(log)) {}
+  ~Agent() { Kill(); }
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Starts it; true once it says it serves on its socket and the socket accepts.
+  bool Start();
+  bool Connectable() const;
+  void Kill() { Signal(SIGKILL); }
+  // SIGTERM; the exit status, or -1 when it did not exit within 15 s.
+  int Terminate() { return Signal(SIGTERM); }
+  void Stop() { ::kill(pid_, SIGSTOP); }
+  void Continue() { ::kill(pid_, SIGCONT); }
+  bool Alive() const { return pid_ > 0 && ::kill(pid_, 0) == 0; }
+  const std::string& socket() const { return socket_; }
+  std::string log() const;
+
+ private:
+  int Signal(int sig);
+
+  std::string socket_, log_;
+  pid_t pid_ = -1;
+};
 
 // Runs fn(i) for i in [0, count) on `threads` threads; returns the results in order of i.
 std::vector<PluginOutput> InParallel(int count, int threads,
