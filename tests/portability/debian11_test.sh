@@ -11,7 +11,8 @@ require_root
 checks=("$@")
 if [ ${#checks[@]} -eq 0 ]; then
   checks=(version host_local portmap_iptables:nft portmap_cross:nft portmap_iptables:legacy
-    portmap_cross:legacy portmap_conntrack portmap_nftables portmap_nftables_masqall admit ports)
+    portmap_cross:legacy portmap_conntrack portmap_nftables portmap_nftables_masqall admit ports
+    bridge:nft bridge:legacy)
 fi
 entry=$(debian_root --suite bullseye)
 tmp=$(mktemp -d /tmp/ng-portability.XXXXXX)
