@@ -52,14 +52,14 @@ Result<std::vector<admit::Pod>> LoadNodePods(const std::string& manifests_dir,
   if (!manifests_dir.empty()) {
     auto pods = admit::LoadManifestDir(manifests_dir, node_name);
     if (!pods.ok()) {
-      return Error(kErrDecode, pods.error().message);
+      return pods.error();
     }
     AppendNew(std::move(pods).value(), node_name, seen, out);
   }
   for (const std::string& file : pods_files) {
     auto pods = admit::LoadPods(file, /*allow_workloads=*/false);
     if (!pods.ok()) {
-      return Error(kErrDecode, pods.error().message);
+      return pods.error();
     }
     AppendNew(std::move(pods).value(), node_name, seen, out);
   }

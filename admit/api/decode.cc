@@ -158,7 +158,7 @@ Quantity DecodeQuantity(const json& j, const std::string& path) {
   }
   auto q = Quantity::Parse(text);
   if (!q.ok()) {
-    Fail(path, "invalid quantity \"" + text + "\": " + q.error().message);
+    Fail(path, "invalid quantity \"" + text + "\": " + q.error().msg);
   }
   return *q;
 }
@@ -487,7 +487,7 @@ Error ToError(std::string_view where, const DecodeFailure& f) {
     message += ": " + f.path;
   }
   message += ": " + f.message;
-  return Error{std::move(message)};
+  return Error(kErrDecode, std::move(message));
 }
 
 }  // namespace
@@ -534,7 +534,7 @@ Result<Pod> DecodePod(const json& object, std::string_view where) {
   } catch (const DecodeFailure& f) {
     return ToError(where, f);
   } catch (const std::exception& e) {
-    return Error{std::string(where) + ": " + e.what()};
+    return Error(kErrDecode, std::string(where) + ": " + e.what());
   }
 }
 
@@ -564,7 +564,7 @@ Result<Pod> DecodePodTemplate(const json& workload, std::string_view where) {
   } catch (const DecodeFailure& f) {
     return ToError(where, f);
   } catch (const std::exception& e) {
-    return Error{std::string(where) + ": " + e.what()};
+    return Error(kErrDecode, std::string(where) + ": " + e.what());
   }
 }
 
@@ -628,7 +628,7 @@ Result<Node> DecodeNode(const json& object, std::string_view where) {
   } catch (const DecodeFailure& f) {
     return ToError(where, f);
   } catch (const std::exception& e) {
-    return Error{std::string(where) + ": " + e.what()};
+    return Error(kErrDecode, std::string(where) + ": " + e.what());
   }
 }
 

@@ -63,8 +63,8 @@ bool IsWorkloadKind(const std::string& kind) {
          kind == "StatefulSet" || kind == "Job" || kind == "ReplicationController";
 }
 
-VoidResult CollectPods(const json& value, const std::string& where, bool allow_workloads,
-                       bool inside_list, std::vector<Pod>& out) {
+nodegate::Status CollectPods(const json& value, const std::string& where, bool allow_workloads,
+                             bool inside_list, std::vector<Pod>& out) {
   if (value.is_array()) {
     for (size_t i = 0; i < value.size(); ++i) {
       auto r =
@@ -73,26 +73,26 @@ VoidResult CollectPods(const json& value, const std::string& where, bool allow_w
         return r;
       }
     }
-    return Ok{};
+    return OkStatus();
   }
   if (!value.is_object()) {
-    return Error{where + ": expected an object, got " +
-                 std::string(value.is_string() ? "a string" : "a scalar")};
+    return Error(kErrDecode, where + ": expected an object, got " +
+                                 std::string(value.is_string() ? "a string" : "a scalar"));
   }
   std::string kind;
   if (auto it = value.find("kind"); it != value.end() && !it->is_null()) {
     if (!it->is_string()) {
-      return Error{where + ": kind: expected string"};
+      return Error(kErrDecode, where + ": kind: expected string");
     }
     kind = it->get<std::string>();
   }
   if (kind == "PodList" || kind == "List") {
     auto items = value.find("items");
     if (items == value.end() || items->is_null()) {
-      return Ok{};  // an empty list
+      return OkStatus();  // an empty list
     }
     if (!items->is_array()) {
-      return Error{where + ": items: expected list"};
+      return Error(kErrDecode, where + ": items: expected list");
     }
     for (size_t i = 0; i < items->size(); ++i) {
       const json& item = (*items)[i];
@@ -109,7 +109,7 @@ VoidResult CollectPods(const json& value, const std::string& where, bool allow_w
         return r;
       }
     }
-    return Ok{};
+    return OkStatus();
   }
   if (kind.empty() || kind == "Pod") {
     auto pod = DecodePod(value, where);
@@ -117,7 +117,7 @@ VoidResult CollectPods(const json& value, const std::string& where, bool allow_w
       return pod.error();
     }
     out.push_back(std::move(pod).value());
-    return Ok{};
+    return OkStatus();
   }
   if (allow_workloads && IsWorkloadKind(kind)) {
     auto pod = DecodePodTemplate(value, where);
@@ -125,11 +125,12 @@ VoidResult CollectPods(const json& value, const std::string& where, bool allow_w
       return pod.error();
     }
     out.push_back(std::move(pod).value());
-    return Ok{};
+    return OkStatus();
   }
   (void)inside_list;
-  return Error{where + ": kind: unsupported kind \"" + kind + "\" (want Pod, PodList or List" +
-               (allow_workloads ? ", or a workload with a pod template)" : ")")};
+  return Error(kErrDecode, where + ": kind: unsupported kind \"" + kind +
+                               "\" (want Pod, PodList or List" +
+                               (allow_workloads ? ", or a workload with a pod template)" : ")"));
 }
 
 }  // namespace
@@ -137,27 +138,28 @@ VoidResult CollectPods(const json& value, const std::string& where, bool allow_w
 Result<std::vector<Document>> ParseDocuments(std::string_view text, std::string_view name) {
   const std::string label(name);
   if (text.size() > kMaxInputBytes) {
-    return Error{label + ": larger than " + std::to_string(kMaxInputBytes >> 20) + " MiB"};
+    return Error(kErrDecode,
+                 label + ": larger than " + std::to_string(kMaxInputBytes >> 20) + " MiB");
   }
   if (IsBlank(text)) {
-    return Error{label + ": empty: no objects"};
+    return Error(kErrDecode, label + ": empty: no objects");
   }
   std::vector<Document> docs;
   if (LooksLikeJson(text)) {
     if (!DepthOk(text)) {
-      return Error{label + ": JSON nesting deeper than " + std::to_string(kMaxDocumentDepth) +
-                   " levels"};
+      return Error(kErrDecode, label + ": JSON nesting deeper than " +
+                                   std::to_string(kMaxDocumentDepth) + " levels");
     }
     try {
       docs.push_back({json::parse(text), label});
     } catch (const std::exception& e) {
-      return Error{label + ": invalid JSON: " + e.what()};
+      return Error(kErrDecode, label + ": invalid JSON: " + e.what());
     }
     return docs;
   }
   auto values = YamlDocumentsToJson(text);
   if (!values.ok()) {
-    return Error{label + ": " + values.error().message};
+    return values.error().WithContext(label);
   }
   for (size_t i = 0; i < values->size(); ++i) {
     json& value = (*values)[i];
@@ -171,7 +173,7 @@ Result<std::vector<Document>> ParseDocuments(std::string_view text, std::string_
     docs.push_back({std::move(value), std::move(where)});
   }
   if (docs.empty()) {
-    return Error{label + ": empty: no objects"};
+    return Error(kErrDecode, label + ": empty: no objects");
   }
   return docs;
 }
@@ -180,15 +182,15 @@ Result<std::string> ReadInput(const std::string& path) {
   if (path == "-") {
     std::string text;
     if (!sys::ReadAllCapped(STDIN_FILENO, kMaxInputBytes, text)) {
-      return Error{"-: standard input " + (errno == EFBIG
-                                               ? "larger than " + sys::FormatByteCap(kMaxInputBytes)
-                                               : std::string(std::strerror(errno)))};
+      return Error(kErrIo, "-: standard input " +
+                               (errno == EFBIG ? "larger than " + sys::FormatByteCap(kMaxInputBytes)
+                                               : std::string(std::strerror(errno))));
     }
     return text;
   }
   auto text = sys::ReadRegularFile(path, kMaxInputBytes);
   if (!text.ok()) {
-    return Error{text.error().msg};
+    return text.error();
   }
   return std::move(text).value();
 }
@@ -235,7 +237,8 @@ Result<Node> LoadNode(const std::string& path) {
     return docs.error();
   }
   if (docs->size() != 1) {
-    return Error{path + ": expected one Node, got " + std::to_string(docs->size()) + " documents"};
+    return Error(kErrDecode,
+                 path + ": expected one Node, got " + std::to_string(docs->size()) + " documents");
   }
   return DecodeNode(docs->front().value, docs->front().where);
 }
@@ -263,15 +266,15 @@ Result<Pod> DecodeManifest(std::string_view text, const std::string& name,
   }
   // The kubelet reads exactly one pod per manifest file.
   if (docs->size() != 1) {
-    return Error{name + ": a static-pod manifest holds one Pod, got " +
-                 std::to_string(docs->size()) + " documents"};
+    return Error(kErrDecode, name + ": a static-pod manifest holds one Pod, got " +
+                                 std::to_string(docs->size()) + " documents");
   }
   const nlohmann::json& value = docs->front().value;
   if (value.is_object()) {
     auto kind = value.find("kind");
     if (kind != value.end() && kind->is_string() && kind->get<std::string>() != "Pod") {
-      return Error{name + ": kind: a static-pod manifest must be a Pod, got \"" +
-                   kind->get<std::string>() + "\""};
+      return Error(kErrDecode, name + ": kind: a static-pod manifest must be a Pod, got \"" +
+                                   kind->get<std::string>() + "\"");
     }
   }
   auto pod = DecodePod(value, docs->front().where);
@@ -287,7 +290,7 @@ Result<std::vector<Pod>> LoadManifestDir(const std::string& dir, const std::stri
                                          const std::string& skip_filename) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
-    return Error{dir + ": not a directory"};
+    return Error(kErrIo, dir + ": not a directory");
   }
   std::vector<std::filesystem::path> files;
   for (auto it = std::filesystem::directory_iterator(dir, ec);
@@ -301,7 +304,7 @@ Result<std::vector<Pod>> LoadManifestDir(const std::string& dir, const std::stri
     }
   }
   if (ec) {
-    return Error{dir + ": " + ec.message()};
+    return Error(kErrIo, dir + ": " + ec.message());
   }
   std::sort(files.begin(), files.end());
   std::vector<Pod> pods;

@@ -47,12 +47,12 @@ Result<HttpUrl> SplitAuthority(std::string_view authority, HttpUrl url) {
   if (authority.starts_with("[")) {
     const size_t close = authority.find(']');
     if (close == std::string_view::npos) {
-      return Error{"missing ']' in the host"};
+      return Error(kErrInvalidConfig, "missing ']' in the host");
     }
     host = authority.substr(1, close - 1);
     std::string_view rest = authority.substr(close + 1);
     if (!rest.empty() && !rest.starts_with(":")) {
-      return Error{"unexpected text after the host"};
+      return Error(kErrInvalidConfig, "unexpected text after the host");
     }
     port = rest.empty() ? "" : rest.substr(1);
   } else if (const size_t colon = authority.rfind(':'); colon != std::string_view::npos) {
@@ -60,13 +60,13 @@ Result<HttpUrl> SplitAuthority(std::string_view authority, HttpUrl url) {
     port = authority.substr(colon + 1);
   }
   if (host.empty()) {
-    return Error{"no host"};
+    return Error(kErrInvalidConfig, "no host");
   }
   url.host = std::string(host);
   if (!port.empty()) {
     if (!AllDigits(port) || port.size() > 5 || std::stoi(std::string(port)) == 0 ||
         std::stoi(std::string(port)) > 65535) {
-      return Error{"invalid port \"" + std::string(port) + "\""};
+      return Error(kErrInvalidConfig, "invalid port \"" + std::string(port) + "\"");
     }
     url.port = std::string(port);
   }
@@ -85,7 +85,8 @@ Result<HttpResponse> ParseHead(std::string_view head) {
   std::string_view status_line = head.substr(0, line_end);
   if (!status_line.starts_with("HTTP/1.") || status_line.size() < 12 || status_line[8] != ' ' ||
       !AllDigits(status_line.substr(9, 3))) {
-    return Error{"not an HTTP/1.x response: \"" + std::string(status_line.substr(0, 40)) + "\""};
+    return Error(kErrIo,
+                 "not an HTTP/1.x response: \"" + std::string(status_line.substr(0, 40)) + "\"");
   }
   r.status = std::stoi(std::string(status_line.substr(9, 3)));
   r.status_line_rest = std::string(Trim(status_line.substr(9)));
@@ -102,7 +103,7 @@ Result<HttpResponse> ParseHead(std::string_view head) {
     }
     const size_t colon = line.find(':');
     if (colon == std::string_view::npos) {
-      return Error{"malformed header line \"" + std::string(line.substr(0, 40)) + "\""};
+      return Error(kErrIo, "malformed header line \"" + std::string(line.substr(0, 40)) + "\"");
     }
     r.headers[Lower(Trim(line.substr(0, colon)))] = std::string(Trim(line.substr(colon + 1)));
   }
@@ -123,7 +124,7 @@ Result<std::optional<std::string>> DecodeChunked(std::string_view data) {
     size_t size = 0;
     if (size_text.empty() || size_text.size() > 15 ||
         !std::all_of(size_text.begin(), size_text.end(), ::isxdigit)) {
-      return Error{"malformed chunk size \"" + std::string(size_text.substr(0, 20)) + "\""};
+      return Error(kErrIo, "malformed chunk size \"" + std::string(size_text.substr(0, 20)) + "\"");
     }
     size = std::stoull(std::string(size_text), nullptr, 16);
     pos = line_end + 2;
@@ -139,7 +140,7 @@ Result<std::optional<std::string>> DecodeChunked(std::string_view data) {
     }
     body.append(data.substr(pos, size));
     if (data.substr(pos + size, 2) != "\r\n") {
-      return Error{"chunk not followed by CRLF"};
+      return Error(kErrIo, "chunk not followed by CRLF");
     }
     pos += size + 2;
   }
@@ -182,19 +183,19 @@ Result<sys::UniqueFd> ConnectTo(const addrinfo& ai, const Deadline& deadline) {
   sys::UniqueFd fd(
       ::socket(ai.ai_family, ai.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai.ai_protocol));
   if (!fd.valid()) {
-    return Error{std::string("socket: ") + std::strerror(errno)};
+    return Error(kErrIo, std::string("socket: ") + std::strerror(errno));
   }
   if (::connect(fd.get(), ai.ai_addr, ai.ai_addrlen) != 0 && errno != EINPROGRESS) {
-    return Error{std::strerror(errno)};
+    return Error(kErrIo, std::strerror(errno));
   }
   if (!WaitFor(fd.get(), POLLOUT, deadline)) {
-    return Error{std::strerror(errno)};
+    return Error(kErrIo, std::strerror(errno));
   }
   int err = 0;
   socklen_t len = sizeof(err);
   ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
   if (err != 0) {
-    return Error{std::strerror(err)};
+    return Error(kErrIo, std::strerror(err));
   }
   return fd;
 }
@@ -205,7 +206,7 @@ Result<sys::UniqueFd> Connect(const HttpUrl& url, const Deadline& deadline) {
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* list = nullptr;
   if (int rc = ::getaddrinfo(url.host.c_str(), url.port.c_str(), &hints, &list); rc != 0) {
-    return Error{"cannot resolve " + url.host + ": " + ::gai_strerror(rc)};
+    return Error(kErrIo, "cannot resolve " + url.host + ": " + ::gai_strerror(rc));
   }
   std::string last = "no address";
   for (addrinfo* ai = list; ai != nullptr; ai = ai->ai_next) {
@@ -214,26 +215,26 @@ Result<sys::UniqueFd> Connect(const HttpUrl& url, const Deadline& deadline) {
       ::freeaddrinfo(list);
       return fd;
     }
-    last = fd.error().message;
+    last = fd.error().msg;
   }
   ::freeaddrinfo(list);
-  return Error{"cannot connect to " + url.host + ":" + url.port + ": " + last};
+  return Error(kErrIo, "cannot connect to " + url.host + ":" + url.port + ": " + last);
 }
 
-VoidResult SendAll(int fd, std::string_view data, const Deadline& deadline) {
+nodegate::Status SendAll(int fd, std::string_view data, const Deadline& deadline) {
   while (!data.empty()) {
     const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
     if (n > 0) {
       data.remove_prefix(static_cast<size_t>(n));
     } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
       if (!WaitFor(fd, POLLOUT, deadline)) {
-        return Error{std::strerror(errno)};
+        return Error(kErrIo, std::strerror(errno));
       }
     } else {
-      return Error{std::string("sending the request: ") + std::strerror(errno)};
+      return Error(kErrIo, std::string("sending the request: ") + std::strerror(errno));
     }
   }
-  return Ok{};
+  return OkStatus();
 }
 
 // ReadResponse: reads until the response is complete, the server closes, the cap or the
@@ -243,18 +244,19 @@ Result<HttpResponse> ReadResponse(int fd, const Deadline& deadline, size_t max_b
   char buf[65536];
   for (;;) {
     if (!WaitFor(fd, POLLIN, deadline)) {
-      return Error{errno == ETIMEDOUT ? "no complete response in time" : std::strerror(errno)};
+      return Error(kErrIo,
+                   errno == ETIMEDOUT ? "no complete response in time" : std::strerror(errno));
     }
     const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
       continue;
     }
     if (n < 0) {
-      return Error{std::string("reading the response: ") + std::strerror(errno)};
+      return Error(kErrIo, std::string("reading the response: ") + std::strerror(errno));
     }
     raw.append(buf, static_cast<size_t>(n));
     if (raw.size() > max_bytes) {
-      return Error{"response larger than " + std::to_string(max_bytes >> 20) + " MiB"};
+      return Error(kErrIo, "response larger than " + std::to_string(max_bytes >> 20) + " MiB");
     }
     auto parsed = ParseHttpResponse(raw, /*at_eof=*/n == 0);
     if (!parsed.ok()) {
@@ -302,17 +304,18 @@ Result<HttpUrl> NextUrl(const HttpUrl& current, const std::string& location) {
 Result<HttpUrl> ParseHttpUrl(std::string_view url) {
   const std::string lower = Lower(url.substr(0, 8));
   if (lower.starts_with("https://")) {
-    return Error{"https:// is not supported, only http:// (the kubelet reads both)"};
+    return Error(kErrInvalidConfig,
+                 "https:// is not supported, only http:// (the kubelet reads both)");
   }
   if (!lower.starts_with("http://")) {
-    return Error{"not an http:// URL"};
+    return Error(kErrInvalidConfig, "not an http:// URL");
   }
   std::string_view rest = url.substr(7);
   rest = rest.substr(0, rest.find('#'));
   const size_t path_start = rest.find_first_of("/?");
   std::string_view authority = rest.substr(0, path_start);
   if (authority.find('@') != std::string_view::npos) {
-    return Error{"user:password@ in the URL is not supported"};
+    return Error(kErrInvalidConfig, "user:password@ in the URL is not supported");
   }
   HttpUrl out;
   if (path_start != std::string_view::npos) {
@@ -323,7 +326,7 @@ Result<HttpUrl> ParseHttpUrl(std::string_view url) {
   }
   if (std::any_of(out.target.begin(), out.target.end(),
                   [](unsigned char c) { return c <= ' ' || c == 0x7f; })) {
-    return Error{"spaces or control characters in the path"};
+    return Error(kErrInvalidConfig, "spaces or control characters in the path");
   }
   return SplitAuthority(authority, std::move(out));
 }
@@ -332,7 +335,7 @@ Result<std::optional<HttpResponse>> ParseHttpResponse(std::string_view raw, bool
   const size_t head_end = HeaderEnd(raw);
   if (head_end == std::string_view::npos) {
     if (at_eof) {
-      return Error{raw.empty() ? "empty reply" : "reply cut short in its headers"};
+      return Error(kErrIo, raw.empty() ? "empty reply" : "reply cut short in its headers");
     }
     return std::optional<HttpResponse>();
   }
@@ -350,7 +353,7 @@ Result<std::optional<HttpResponse>> ParseHttpResponse(std::string_view raw, bool
     }
     if (!decoded->has_value()) {
       if (at_eof) {
-        return Error{"reply cut short in its chunked body"};
+        return Error(kErrIo, "reply cut short in its chunked body");
       }
       return std::optional<HttpResponse>();
     }
@@ -359,13 +362,13 @@ Result<std::optional<HttpResponse>> ParseHttpResponse(std::string_view raw, bool
   }
   if (auto cl = r.headers.find("content-length"); cl != r.headers.end()) {
     if (!AllDigits(cl->second) || cl->second.size() > 15) {
-      return Error{"invalid Content-Length \"" + cl->second + "\""};
+      return Error(kErrIo, "invalid Content-Length \"" + cl->second + "\"");
     }
     const size_t length = std::stoull(cl->second);
     if (body.size() < length) {
       if (at_eof) {
-        return Error{"reply cut short: " + std::to_string(body.size()) + " of " +
-                     std::to_string(length) + " bytes"};
+        return Error(kErrIo, "reply cut short: " + std::to_string(body.size()) + " of " +
+                                 std::to_string(length) + " bytes");
       }
       return std::optional<HttpResponse>();
     }
@@ -382,33 +385,34 @@ Result<std::optional<HttpResponse>> ParseHttpResponse(std::string_view raw, bool
 Result<std::string> FetchUrl(const std::string& url, const FetchOptions& options) {
   auto parsed = ParseHttpUrl(url);
   if (!parsed.ok()) {
-    return Error{url + ": " + parsed.error().message};
+    return parsed.error().WithContext(url);
   }
   const Deadline deadline(options.timeout);
   HttpUrl current = *parsed;
   for (int redirects = 0;; ++redirects) {
     auto response = Get(current, deadline, options.max_bytes);
     if (!response.ok()) {
-      const std::string why = response.error().message;
-      return Error{url + ": " + why +
-                   (why == "no complete response in time"
-                        ? " (timeout " + std::to_string(options.timeout.count()) + " ms)"
-                        : "")};
+      const std::string why = response.error().msg;
+      return Error(kErrIo,
+                   url + ": " + why +
+                       (why == "no complete response in time"
+                            ? " (timeout " + std::to_string(options.timeout.count()) + " ms)"
+                            : ""));
     }
     auto location = response->headers.find("location");
     if (IsRedirect(response->status) && location != response->headers.end()) {
       if (redirects == options.max_redirects) {
-        return Error{url + ": stopped after " + std::to_string(redirects) + " redirects"};
+        return Error(kErrIo, url + ": stopped after " + std::to_string(redirects) + " redirects");
       }
       auto next = NextUrl(current, location->second);
       if (!next.ok()) {
-        return Error{url + ": redirect to " + location->second + ": " + next.error().message};
+        return next.error().WithContext(url + ": redirect to " + location->second);
       }
       current = std::move(next).value();
       continue;
     }
     if (response->status != 200) {
-      return Error{url + ": " + response->status_line_rest};
+      return Error(kErrIo, url + ": " + response->status_line_rest);
     }
     return std::move(response->body);
   }
@@ -429,10 +433,11 @@ Result<std::vector<Pod>> PodsFromHttpSource(std::string_view body, const std::st
   const nlohmann::json& v = doc.value;
   const std::string kind = cni::StringOrEmpty(v, "kind");
   if (cni::StringOrEmpty(v, "apiVersion") != "v1" || (kind != "Pod" && kind != "PodList")) {
-    return Error{doc.where + ": the kubelet's HTTP source takes a v1 Pod or a v1 PodList, got " +
-                 (v.is_object() ? "apiVersion \"" + cni::StringOrEmpty(v, "apiVersion") +
-                                      "\", kind \"" + kind + "\""
-                                : std::string("no object"))};
+    return Error(kErrIo,
+                 doc.where + ": the kubelet's HTTP source takes a v1 Pod or a v1 PodList, got " +
+                     (v.is_object() ? "apiVersion \"" + cni::StringOrEmpty(v, "apiVersion") +
+                                          "\", kind \"" + kind + "\""
+                                    : std::string("no object")));
   }
   auto pods = PodsFromDocuments({doc}, /*allow_workloads=*/false);
   if (!pods.ok()) {

@@ -31,9 +31,9 @@ TEST(ManifestUrlTest, ParseHttpUrl) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.url);
     auto got = ParseHttpUrl(c.url);
-    ASSERT_EQ(got.ok(), c.error.empty()) << (got.ok() ? "" : got.error().message);
+    ASSERT_EQ(got.ok(), c.error.empty()) << (got.ok() ? "" : got.error().msg);
     if (!got.ok()) {
-      EXPECT_EQ(got.error().message, c.error);
+      EXPECT_EQ(got.error().msg, c.error);
       continue;
     }
     EXPECT_EQ(got->host, c.host);
@@ -77,7 +77,7 @@ TEST(ManifestUrlTest, ParseHttpResponse) {
     auto got = ParseHttpResponse(c.raw, c.at_eof);
     std::string summary;
     if (!got.ok()) {
-      summary = "error: " + got.error().message;
+      summary = "error: " + got.error().msg;
     } else if (!got->has_value()) {
       summary = "more";
     } else {
@@ -98,7 +98,7 @@ TEST(ManifestUrlTest, PodsFromHttpSourceAsTheKubeletReadsThem) {
   const std::string url = "http://h/pods";
   std::string note;
   auto pods = PodsFromHttpSource(kPod, url, "worker-1", &note);
-  ASSERT_TRUE(pods.ok()) << pods.error().message;
+  ASSERT_TRUE(pods.ok()) << pods.error().msg;
   ASSERT_EQ(pods->size(), 1u);
   const Pod& p = pods->front();
   EXPECT_EQ(p.Key(), "kube-system/agent-worker-1");
@@ -114,12 +114,12 @@ TEST(ManifestUrlTest, PodsFromHttpSourceAsTheKubeletReadsThem) {
           {"metadata": {"name": "a"}, "spec": {"containers": [{"name": "c"}]}},
           {"metadata": {"name": "b"}, "spec": {"containers": [{"name": "c"}]}}]})";
   pods = PodsFromHttpSource(list, url, "worker-1", &note);
-  ASSERT_TRUE(pods.ok()) << pods.error().message;
+  ASSERT_TRUE(pods.ok()) << pods.error().msg;
   ASSERT_EQ(pods->size(), 2u);
   EXPECT_EQ((*pods)[1].Key(), "default/b-worker-1");
 
   pods = PodsFromHttpSource(std::string(kPod) + "---\n" + kPod, url, "worker-1", &note);
-  ASSERT_TRUE(pods.ok()) << pods.error().message;
+  ASSERT_TRUE(pods.ok()) << pods.error().msg;
   EXPECT_EQ(pods->size(), 1u) << "a second document is not read";
   EXPECT_EQ(note,
             "http://h/pods: 1 document(s) after the first ignored: the kubelet's HTTP source "
@@ -148,7 +148,7 @@ TEST(ManifestUrlTest, PodsFromHttpSourceRefusesWhatTheKubeletRefuses) {
     SCOPED_TRACE(c.name);
     auto got = PodsFromHttpSource(c.body, "u", "n", nullptr);
     ASSERT_FALSE(got.ok());
-    EXPECT_EQ(got.error().message, c.want);
+    EXPECT_EQ(got.error().msg, c.want);
   }
 }
 
@@ -165,10 +165,10 @@ TEST(ManifestUrlTest, FetchUrl) {
   options.timeout = std::chrono::milliseconds(1500);
 
   auto body = FetchUrl(server.Url("/pod.yaml"), options);
-  ASSERT_TRUE(body.ok()) << body.error().message;
+  ASSERT_TRUE(body.ok()) << body.error().msg;
   EXPECT_EQ(*body, kPod);
   body = FetchUrl(server.Url("/moved"), options);
-  ASSERT_TRUE(body.ok()) << body.error().message;
+  ASSERT_TRUE(body.ok()) << body.error().msg;
   EXPECT_EQ(*body, kPod);
 
   const std::map<std::string, std::string> errors = {
@@ -180,16 +180,16 @@ TEST(ManifestUrlTest, FetchUrl) {
     SCOPED_TRACE(path);
     body = FetchUrl(server.Url(path), options);
     ASSERT_FALSE(body.ok());
-    EXPECT_EQ(body.error().message, server.Url(path) + want);
+    EXPECT_EQ(body.error().msg, server.Url(path) + want);
   }
   options.max_bytes = 1 << 20;
   body = FetchUrl(server.Url("/endless"), options);
   ASSERT_FALSE(body.ok());
-  EXPECT_EQ(body.error().message, server.Url("/endless") + ": response larger than 1 MiB");
+  EXPECT_EQ(body.error().msg, server.Url("/endless") + ": response larger than 1 MiB");
 
   std::string note;
   auto pods = LoadManifestUrl(server.Url("/empty"), "n", options, &note);
-  ASSERT_TRUE(pods.ok()) << pods.error().message;
+  ASSERT_TRUE(pods.ok()) << pods.error().msg;
   EXPECT_TRUE(pods->empty());
   EXPECT_EQ(note, server.Url("/empty") +
                       ": zero-length data received; the kubelet runs no pods "

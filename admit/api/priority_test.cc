@@ -32,7 +32,7 @@ value: 1000000000
 
 TEST(PriorityClassesTest, ReadsEveryFormAndKnowsTheBuiltIns) {
   auto classes = FromYaml(kClasses);
-  ASSERT_TRUE(classes.ok()) << classes.error().message;
+  ASSERT_TRUE(classes.ok()) << classes.error().msg;
   EXPECT_TRUE(classes->complete());
   ASSERT_NE(classes->Find("business-critical"), nullptr);
   EXPECT_EQ(classes->Find("business-critical")->value, 1000000000);
@@ -76,14 +76,14 @@ TEST(PriorityClassesTest, RefusesWhatTheApiServerRefuses) {
     SCOPED_TRACE(c.name);
     auto got = FromYaml(c.text);
     ASSERT_FALSE(got.ok());
-    EXPECT_EQ(got.error().message, c.want);
+    EXPECT_EQ(got.error().msg, c.want);
   }
 }
 
 // plugin/pkg/admission/priority admission.go, on pod creation.
 TEST(ResolvePriorityTest, AsThePriorityAdmissionPluginDoes) {
   auto file = FromYaml(kClasses);
-  ASSERT_TRUE(file.ok()) << file.error().message;
+  ASSERT_TRUE(file.ok()) << file.error().msg;
   const PriorityClasses built_in = PriorityClasses::BuiltIn();
   struct Case {
     std::string name;
@@ -114,8 +114,8 @@ TEST(ResolvePriorityTest, AsThePriorityAdmissionPluginDoes) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     Pod pod = c.pod;
-    VoidResult r = ResolvePriority(pod, *c.classes);
-    EXPECT_EQ(r.ok() ? "" : r.error().message, c.want_error);
+    nodegate::Status r = ResolvePriority(pod, *c.classes);
+    EXPECT_EQ(r.ok() ? "" : r.error().msg, c.want_error);
     EXPECT_EQ(pod.priority, c.want_priority);
     EXPECT_EQ(pod.priority_class_name, c.want_class);
   }

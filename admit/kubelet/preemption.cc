@@ -76,8 +76,8 @@ std::vector<Preemptee> Concat(std::initializer_list<const std::vector<Preemptee>
 }
 
 Error NoSetOfPods(const AdmissionRequirements& missing) {
-  return Error{"no set of running pods found to reclaim resources: " +
-               RequirementsToString(missing)};
+  return Error(kErrInternal, "no set of running pods found to reclaim resources: " +
+                                 RequirementsToString(missing));
 }
 
 // PodsToPreemptByDistance: greedy, one pod per round, the one closest to meeting what is

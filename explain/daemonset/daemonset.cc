@@ -177,10 +177,9 @@ bool ShouldRun(const admit::Pod& tmpl, const admit::Node& node, bool comparison,
 // PlaceMissing: for a node where the daemon pod should run and does not, the scheduler's
 // verdict for its pod there (the Pending pod when there is one, else the pod the controller
 // would make), into n.
-admit::Result<admit::Ok> PlaceMissing(const json& daemonset, const std::string& daemonset_key,
-                                      const json* pending, const Scheduler& scheduler,
-                                      DaemonSetNode& n) {
-  admit::Result<CandidatePod> pod = admit::Error{""};
+Status PlaceMissing(const json& daemonset, const std::string& daemonset_key, const json* pending,
+                    const Scheduler& scheduler, DaemonSetNode& n) {
+  Result<CandidatePod> pod = Error(kErrDecode, "");
   if (pending != nullptr) {
     pod = DecodeCandidate(*pending, "pod");
     if (pod.ok()) {
@@ -201,7 +200,7 @@ admit::Result<admit::Ok> PlaceMissing(const json& daemonset, const std::string& 
   }
   if (n.verdict && n.verdict->state == NodeVerdict::State::kFits) {
     n.state = DaemonSetNode::State::kWouldFit;
-    return admit::Ok{};
+    return OkStatus();
   }
   n.state = DaemonSetNode::State::kBlocked;
   if (!n.pending_pod.empty()) {
@@ -212,15 +211,15 @@ admit::Result<admit::Ok> PlaceMissing(const json& daemonset, const std::string& 
       n.victims = p.victims;
     }
   }
-  return admit::Ok{};
+  return OkStatus();
 }
 
 }  // namespace
 
-admit::Result<DaemonSetExplanation> ExplainDaemonSet(const json& daemonset, const Cluster& cluster,
-                                                     const Scheduler& scheduler) {
+Result<DaemonSetExplanation> ExplainDaemonSet(const json& daemonset, const Cluster& cluster,
+                                              const Scheduler& scheduler) {
   if (!daemonset.is_object() || Str(daemonset, {"kind"}) != "DaemonSet") {
-    return admit::Error{"not a DaemonSet"};
+    return Error(kErrDecode, "not a DaemonSet");
   }
   const std::string ns = Str(daemonset, {"metadata", "namespace"});
   const std::string name = Str(daemonset, {"metadata", "name"});

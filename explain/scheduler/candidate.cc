@@ -150,13 +150,13 @@ bool LabelSelectorMatches(const json& selector, const std::map<std::string, std:
   return true;
 }
 
-admit::Result<CandidatePod> DecodeCandidate(const json& object, std::string_view where) {
+Result<CandidatePod> DecodeCandidate(const json& object, std::string_view where) {
   if (!object.is_object()) {
-    return admit::Error{std::string(where) + ": not a JSON object"};
+    return Error(kErrDecode, std::string(where) + ": not a JSON object");
   }
   const std::string kind = StringAt(object, {"kind"});
   if (!kind.empty() && kind != "Pod") {
-    return admit::Error{std::string(where) + ": a " + kind + ", not a Pod"};
+    return Error(kErrDecode, std::string(where) + ": a " + kind + ", not a Pod");
   }
   auto pod = admit::DecodePod(object, where);
   if (!pod.ok()) {

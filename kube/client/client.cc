@@ -106,7 +106,7 @@ class ApiClient::Connection {
         interrupt_(interrupt) {}
 
   // ConnectTcp: the TCP connection (the one name lookup, when the kubeconfig names its server).
-  Result<admit::Ok> ConnectTcp() {
+  Status ConnectTcp() {
     tcp::resolver::results_type endpoints;
     boost::system::error_code ec;
     if (IsIpAddress(config_.host)) {
@@ -124,10 +124,10 @@ class ApiClient::Connection {
     if (ec) {
       return Fail("connect", ec);
     }
-    return admit::Ok{};
+    return OkStatus();
   }
 
-  Result<admit::Ok> Open() {
+  Status Open() {
     if (auto connected = ConnectTcp(); !connected.ok()) {
       return connected;
     }
@@ -138,11 +138,10 @@ class ApiClient::Connection {
       return Fail("TLS handshake", ec);
     }
     open_ = true;
-    return admit::Ok{};
+    return OkStatus();
   }
 
-  Result<admit::Ok> Send(const std::string& method, const std::string& target,
-                         const std::string& body) {
+  Status Send(const std::string& method, const std::string& target, const std::string& body) {
     auto built = BuildRequest(config_, method, target, body);
     if (!built.ok()) {
       return built.error();
@@ -153,7 +152,7 @@ class ApiClient::Connection {
       open_ = false;
       return Fail(method + " " + target + ": send", ec);
     }
-    return admit::Ok{};
+    return OkStatus();
   }
 
   beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
@@ -186,7 +185,7 @@ class ApiClient::Connection {
     if (ec.category() == asio::error::get_ssl_category()) {
       text += " (" + tls::OpenSslErrors() + ")";
     }
-    return Error{config_.host + ":" + config_.port + ": " + what + ": " + text};
+    return Error(kErrIo, config_.host + ":" + config_.port + ": " + what + ": " + text);
   }
 
   asio::io_context ioc_;
@@ -230,15 +229,15 @@ class DirectStream {
   DirectStream(const DirectStream&) = delete;
   DirectStream& operator=(const DirectStream&) = delete;
 
-  Result<admit::Ok> Handshake(const ClientConfig& config, std::chrono::milliseconds limit) {
+  Status Handshake(const ClientConfig& config, std::chrono::milliseconds limit) {
     if (ssl_ == nullptr || SSL_set_fd(ssl_, fd_) != 1) {
-      return Error{"TLS: " + tls::OpenSslErrors()};
+      return Error(kErrIo, "TLS: " + tls::OpenSslErrors());
     }
     SetPeerName(ssl_, config);
     return Drive([&] { return SSL_connect(ssl_); }, limit, "TLS handshake");
   }
 
-  Result<admit::Ok> Write(std::string_view bytes, std::chrono::milliseconds limit) {
+  Status Write(std::string_view bytes, std::chrono::milliseconds limit) {
     while (!bytes.empty()) {
       size_t written = 0;
       auto done = Drive([&] { return SSL_write_ex(ssl_, bytes.data(), bytes.size(), &written); },
@@ -248,12 +247,11 @@ class DirectStream {
       }
       bytes.remove_prefix(written);
     }
-    return admit::Ok{};
+    return OkStatus();
   }
 
   // Header: the response's status line and header.
-  Result<admit::Ok> Header(http::response_parser<http::buffer_body>& parser,
-                           std::chrono::milliseconds idle) {
+  Status Header(http::response_parser<http::buffer_body>& parser, std::chrono::milliseconds idle) {
     while (!parser.is_header_done()) {
       if (auto parsed = Parse(parser); !parsed.ok()) {
         return parsed;
@@ -266,10 +264,10 @@ class DirectStream {
         return read.error();
       }
       if (!*read) {
-        return Error{"no answer within " + std::to_string(idle.count() / 1000) + " s"};
+        return Error(kErrIo, "no answer within " + std::to_string(idle.count() / 1000) + " s");
       }
     }
-    return admit::Ok{};
+    return OkStatus();
   }
 
   // Next: the body that has arrived, up to kBatch, as soon as nothing more waits behind it.
@@ -309,7 +307,7 @@ class DirectStream {
 
   // Parse: pending bytes into the parser as far as they go (a chunk header cut in two waits
   // for the rest; a full body buffer for the next batch).
-  Result<admit::Ok> Parse(http::response_parser<http::buffer_body>& parser) {
+  Status Parse(http::response_parser<http::buffer_body>& parser) {
     size_t used = 0;
     while (used < pending_.size() && !parser.is_done()) {
       beast::error_code ec;
@@ -320,7 +318,7 @@ class DirectStream {
       }
       if (ec) {
         pending_.erase(0, used);
-        return Error{"malformed response: " + ec.message()};
+        return Error(kErrIo, "malformed response: " + ec.message());
       }
       if (n == 0 || (parser.is_header_done() && parser.get().body().size == 0 &&
                      parser.get().body().data != nullptr)) {
@@ -328,7 +326,7 @@ class DirectStream {
       }
     }
     pending_.erase(0, used);
-    return admit::Ok{};
+    return OkStatus();
   }
 
   bool Readable(std::chrono::milliseconds wait) {
@@ -339,24 +337,24 @@ class DirectStream {
   // Drive: an OpenSSL call on the non-blocking socket, polled until it is done, `limit` passes
   // or the client is cancelled (looked at five times a second).
   template <class Call>
-  Result<admit::Ok> Drive(Call call, std::chrono::milliseconds limit, const char* what) {
+  Status Drive(Call call, std::chrono::milliseconds limit, const char* what) {
     const auto give_up = std::chrono::steady_clock::now() + limit;
     for (;;) {
       if (cancelled_.load() || interrupt_.load()) {
-        return Error{std::string(what) + ": cancelled"};
+        return Error(kErrIo, std::string(what) + ": cancelled");
       }
       ERR_clear_error();
       const int rc = call();
       if (rc == 1) {
-        return admit::Ok{};
+        return OkStatus();
       }
       const int err = SSL_get_error(ssl_, rc);
       if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) {
-        return Error{std::string(what) + ": " + tls::OpenSslErrors()};
+        return Error(kErrIo, std::string(what) + ": " + tls::OpenSslErrors());
       }
       const auto now = std::chrono::steady_clock::now();
       if (now >= give_up) {
-        return Error{std::string(what) + ": timed out"};
+        return Error(kErrIo, std::string(what) + ": timed out");
       }
       struct pollfd p = {fd_, static_cast<short>(err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
       ::poll(
@@ -373,7 +371,7 @@ class DirectStream {
     char buf[kRecord];
     for (;;) {
       if (cancelled_.load() || interrupt_.load()) {
-        return Error{"cancelled"};
+        return Error(kErrIo, "cancelled");
       }
       ERR_clear_error();
       size_t n = 0;
@@ -389,12 +387,12 @@ class DirectStream {
         beast::error_code ec;
         parser.put_eof(ec);
         if (ec || !parser.is_done()) {
-          return Error{"the connection closed before the response ended"};
+          return Error(kErrIo, "the connection closed before the response ended");
         }
         return true;
       }
       if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) {
-        return Error{"TLS read: " + tls::OpenSslErrors()};
+        return Error(kErrIo, "TLS read: " + tls::OpenSslErrors());
       }
       const auto now = std::chrono::steady_clock::now();
       if (now >= give_up) {
@@ -423,7 +421,7 @@ ApiClient::~ApiClient() = default;
 Result<std::unique_ptr<ApiClient>> ApiClient::Create(ClientConfig config) {
   auto tls = tls::MakeClientContext(config.tls);
   if (!tls.ok()) {
-    return Error{config.source + ": " + tls.error().message};
+    return tls.error().WithContext(config.source);
   }
   return std::unique_ptr<ApiClient>(new ApiClient(std::move(config), std::move(tls).value()));
 }
@@ -490,15 +488,15 @@ Result<HttpResult> ApiClient::Call(const std::string& method, const std::string&
     }
     return out;
   }
-  return Error{config_.host + ":" + config_.port + ": " + method + " " + target +
-               ": the connection closed twice"};
+  return Error(kErrIo, config_.host + ":" + config_.port + ": " + method + " " + target +
+                           ": the connection closed twice");
 }
 
 Result<HttpResult> ApiClient::Stream(const std::string& target, std::chrono::milliseconds idle,
                                      const std::function<bool(const StreamHead&)>& on_head,
                                      const std::function<bool(std::string_view bytes)>& on_body) {
   if (cancelled_) {
-    return Error{"cancelled"};
+    return Error(kErrIo, "cancelled");
   }
   interrupt_ = false;
   const std::string where = config_.host + ":" + config_.port + ": GET " + target + ": ";
@@ -513,12 +511,12 @@ Result<HttpResult> ApiClient::Stream(const std::string& target, std::chrono::mil
     boost::system::error_code ec;
     fd = c.Lowest().socket().release(ec);  // the socket is the DirectStream's from here on
     if (ec) {
-      return Error{where + ec.message()};
+      return Error(kErrIo, where + ec.message());
     }
   }
   DirectStream stream(fd, tls_, cancelled_, interrupt_);
   if (auto shook = stream.Handshake(config_, idle); !shook.ok()) {
-    return Error{where + shook.error().message};
+    return Error(kErrIo, where + shook.error().msg);
   }
   auto request = BuildRequest(config_, "GET", target, "");
   if (!request.ok()) {
@@ -527,12 +525,12 @@ Result<HttpResult> ApiClient::Stream(const std::string& target, std::chrono::mil
   std::ostringstream text;
   text << *request;
   if (auto sent = stream.Write(text.str(), idle); !sent.ok()) {
-    return Error{where + sent.error().message};
+    return Error(kErrIo, where + sent.error().msg);
   }
   http::response_parser<http::buffer_body> parser;
   parser.body_limit(std::numeric_limits<std::uint64_t>::max());
   if (auto header = stream.Header(parser, idle); !header.ok()) {
-    return Error{where + header.error().message};
+    return Error(kErrIo, where + header.error().msg);
   }
   HttpResult out;
   out.status = static_cast<int>(parser.get().result_int());
@@ -542,7 +540,7 @@ Result<HttpResult> ApiClient::Stream(const std::string& target, std::chrono::mil
   while (!parser.is_done()) {
     auto next = stream.Next(parser, idle, got);
     if (!next.ok()) {
-      return Error{where + next.error().message};
+      return Error(kErrIo, where + next.error().msg);
     }
     if (!go_on) {
       out.body.append(got.substr(0, kMaxErrorBody - std::min(kMaxErrorBody, out.body.size())));

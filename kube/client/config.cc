@@ -22,7 +22,7 @@ Result<std::string> ReadSmallFile(const std::string& path) {
     return text.error();
   }
   if (text->size() > kMaxConfigBytes) {
-    return Error{path + ": larger than 16 MiB"};
+    return Error(kErrInvalidConfig, path + ": larger than 16 MiB");
   }
   return std::move(text).value();
 }
@@ -30,7 +30,7 @@ Result<std::string> ReadSmallFile(const std::string& path) {
 // The kubeconfig's *-data fields: line breaks of a pasted value skipped, padding optional.
 Result<std::string> DecodeBase64(const std::string& in, const std::string& field) {
   std::optional<std::string> out = Base64Decode(in, Base64Input::kLenient);
-  if (!out) return Error{field + ": not base64"};
+  if (!out) return Error(kErrInvalidConfig, field + ": not base64");
   return std::move(*out);
 }
 
@@ -54,7 +54,7 @@ Result<json> Named(const json& config, const char* list, const char* inner, cons
       }
     }
   }
-  return Error{where + ": no " + std::string(inner) + " named \"" + name + "\""};
+  return Error(kErrInvalidConfig, where + ": no " + std::string(inner) + " named \"" + name + "\"");
 }
 
 // PemFrom: "<field>-data" (base64) or "<field>" (a path, relative to the kubeconfig).
@@ -79,12 +79,12 @@ Result<std::string> PemFrom(const json& object, const std::string& field,
 Result<std::pair<std::string, std::string>> ParseServer(const std::string& url) {
   constexpr std::string_view kScheme = "https://";
   if (url.rfind(kScheme, 0) != 0) {
-    return Error{"server " + url + ": only https:// is supported"};
+    return Error(kErrInvalidConfig, "server " + url + ": only https:// is supported");
   }
   std::string rest = url.substr(kScheme.size());
   if (const size_t slash = rest.find('/'); slash != std::string::npos) {
     if (rest.find_first_not_of('/', slash) != std::string::npos) {
-      return Error{"server " + url + ": a path prefix is not supported"};
+      return Error(kErrInvalidConfig, "server " + url + ": a path prefix is not supported");
     }
     rest.resize(slash);
   }
@@ -93,12 +93,12 @@ Result<std::pair<std::string, std::string>> ParseServer(const std::string& url) 
   if (!rest.empty() && rest.front() == '[') {
     const size_t close = rest.find(']');
     if (close == std::string::npos) {
-      return Error{"server " + url + ": unclosed ["};
+      return Error(kErrInvalidConfig, "server " + url + ": unclosed [");
     }
     host = rest.substr(1, close - 1);
     if (close + 1 < rest.size()) {
       if (rest[close + 1] != ':') {
-        return Error{"server " + url + ": expected :PORT after ]"};
+        return Error(kErrInvalidConfig, "server " + url + ": expected :PORT after ]");
       }
       port = rest.substr(close + 2);
     }
@@ -108,7 +108,7 @@ Result<std::pair<std::string, std::string>> ParseServer(const std::string& url) 
   }
   if (host.empty() || port.empty() || port.find_first_not_of("0123456789") != std::string::npos ||
       port.size() > 5 || std::stoul(port) == 0 || std::stoul(port) > 65535) {
-    return Error{"server " + url + ": expected https://HOST[:PORT]"};
+    return Error(kErrInvalidConfig, "server " + url + ": expected https://HOST[:PORT]");
   }
   return std::pair{host, port};
 }
@@ -118,9 +118,10 @@ Result<ClientConfig> InClusterConfig(const std::map<std::string, std::string>& e
   auto host = env.find("KUBERNETES_SERVICE_HOST");
   auto port = env.find("KUBERNETES_SERVICE_PORT");
   if (host == env.end() || host->second.empty() || port == env.end() || port->second.empty()) {
-    return Error{
+    return Error(
+        kErrInvalidConfig,
         "not in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set "
-        "(give --kubeconfig)"};
+        "(give --kubeconfig)");
   }
   ClientConfig config;
   config.source = "in-cluster";
@@ -162,7 +163,7 @@ Result<json> ReadKubeconfig(const std::string& path) {
     return documents.error();
   }
   if (documents->empty() || !documents->front().value.is_object()) {
-    return Error{path + ": not a kubeconfig"};
+    return Error(kErrInvalidConfig, path + ": not a kubeconfig");
   }
   return std::move(documents->front().value);
 }
@@ -195,7 +196,7 @@ Result<ClientConfig> FromKubeconfig(const json& config, const std::filesystem::p
   const std::string context_name =
       wanted_context.empty() ? Str(config, "current-context") : wanted_context;
   if (context_name.empty()) {
-    return Error{path + ": no current-context (give --context)"};
+    return Error(kErrInvalidConfig, path + ": no current-context (give --context)");
   }
   auto context = Named(config, "contexts", "context", context_name, path);
   if (!context.ok()) {
@@ -211,7 +212,7 @@ Result<ClientConfig> FromKubeconfig(const json& config, const std::filesystem::p
   out.namespace_name = Str(*context, "namespace");
   auto server = ParseServer(Str(*cluster, "server"));
   if (!server.ok()) {
-    return Error{path + ": " + server.error().message};
+    return server.error().WithContext(path);
   }
   out.host = server->first;
   out.port = server->second;
@@ -226,8 +227,9 @@ Result<ClientConfig> FromKubeconfig(const json& config, const std::filesystem::p
   }
   out.tls.ca_pem = std::move(ca).value();
   if (out.tls.ca_pem.empty() && !out.tls.insecure_skip_verify) {
-    return Error{path + ": cluster \"" + Str(*context, "cluster") +
-                 "\" has no certificate-authority (the system's CAs are not read)"};
+    return Error(kErrInvalidConfig,
+                 path + ": cluster \"" + Str(*context, "cluster") +
+                     "\" has no certificate-authority (the system's CAs are not read)");
   }
   const std::string user_name = Str(*context, "user");
   if (!user_name.empty()) {
@@ -306,7 +308,7 @@ Result<ClientConfig> LoadKubeconfigFiles(const std::vector<std::string>& paths,
     for (const std::string& p : paths) {
       all += (all.empty() ? "" : ":") + p;
     }
-    return Error{"no kubeconfig file found (looked at " + all + ")"};
+    return Error(kErrInvalidConfig, "no kubeconfig file found (looked at " + all + ")");
   }
   return FromKubeconfig(merged, std::filesystem::path("/"), read, context);
 }

@@ -140,8 +140,8 @@ ListStream::ListStream(ItemFn on_item, size_t max_item_bytes, size_t max_member_
       max_item_bytes_(max_item_bytes),
       max_member_bytes_(max_member_bytes) {}
 
-Result<admit::Ok> ListStream::Fail(const std::string& what) const {
-  return Error{"list response, at byte " + std::to_string(bytes_) + ": " + what};
+Status ListStream::Fail(const std::string& what) const {
+  return Error(kErrDecode, "list response, at byte " + std::to_string(bytes_) + ": " + what);
 }
 
 size_t ListStream::ScanString(std::string_view data, size_t pos, std::string_view carry) {
@@ -483,7 +483,7 @@ Result<size_t> ListStream::StepItems(std::string_view data, size_t pos) {
   }
 }
 
-Result<admit::Ok> ListStream::Feed(std::string_view data) {
+Status ListStream::Feed(std::string_view data) {
   size_t pos = 0;
   while (pos < data.size()) {
     Result<size_t> next = pos;
@@ -512,14 +512,14 @@ Result<admit::Ok> ListStream::Feed(std::string_view data) {
     pos = *next;
   }
   bytes_ += data.size();
-  return admit::Ok{};
+  return OkStatus();
 }
 
-Result<admit::Ok> ListStream::Finish() {
+Status ListStream::Finish() {
   if (state_ != State::kDone) {
     return Fail("the response ended before the list did");
   }
-  return admit::Ok{};
+  return OkStatus();
 }
 
 }  // namespace nodegate::kube

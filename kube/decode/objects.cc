@@ -750,7 +750,7 @@ struct ObjectDecoder::Impl {
     Load(input);
     od::document doc;
     if (auto err = parser.iterate(buffer.data(), input.size(), buffer.size()).get(doc)) {
-      return Error{std::string(what) + ": " + simdjson::error_message(err)};
+      return Error(kErrDecode, std::string(what) + ": " + simdjson::error_message(err));
     }
     od::value root;
     json out;
@@ -763,7 +763,8 @@ struct ObjectDecoder::Impl {
       err = simdjson::TRAILING_CONTENT;
     }
     if (err) {
-      return Error{std::string(what) + ": invalid JSON: " + simdjson::error_message(err)};
+      return Error(kErrDecode,
+                   std::string(what) + ": invalid JSON: " + simdjson::error_message(err));
     }
     return out;
   }
@@ -847,12 +848,12 @@ Result<WatchEvent> ObjectDecoder::Event(std::string_view line, Kind kind, const 
     return projected.error();
   }
   if (!projected->is_object()) {
-    return Error{"watch event is not an object"};
+    return Error(kErrDecode, "watch event is not an object");
   }
   const std::string type = StringAt(*projected, {"type"});
   auto object = projected->find("object");
   if (object == projected->end() || !object->is_object()) {
-    return Error{"watch event without an object"};
+    return Error(kErrDecode, "watch event without an object");
   }
   WatchEvent event;
   if (type == "ERROR") {
@@ -874,7 +875,7 @@ Result<WatchEvent> ObjectDecoder::Event(std::string_view line, Kind kind, const 
   } else if (type == "DELETED") {
     event.type = WatchEvent::Type::kDeleted;
   } else {
-    return Error{"watch: unknown event type \"" + type + "\""};
+    return Error(kErrDecode, "watch: unknown event type \"" + type + "\"");
   }
   if (kind == Kind::kPod) {
     // A deletion is always decoded afresh: its object is the pod's last state.
@@ -882,14 +883,14 @@ Result<WatchEvent> ObjectDecoder::Event(std::string_view line, Kind kind, const 
     if (pod.ok()) {
       event.pod = std::move(pod).value();
     } else {
-      event.unreadable = pod.error().message;
+      event.unreadable = pod.error().msg;
     }
   } else {
     auto node = impl_->NodeFrom(*object);
     if (node.ok()) {
       event.node = std::move(node).value();
     } else {
-      event.unreadable = node.error().message;
+      event.unreadable = node.error().msg;
     }
   }
   return event;

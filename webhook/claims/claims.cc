@@ -254,9 +254,9 @@ Result<StoredClaim> DecodeClaim(const json& value) {
     claim.facts = std::move(facts);
     return claim;
   } catch (const ClaimError& e) {
-    return Error{"claim: " + e.message};
+    return Error(kErrDecode, "claim: " + e.message);
   } catch (const json::exception& e) {
-    return Error{std::string("claim: ") + e.what()};
+    return Error(kErrDecode, std::string("claim: ") + e.what());
   }
 }
 
@@ -265,10 +265,10 @@ Result<std::vector<StoredClaim>> DecodeClaims(std::string_view text, size_t* unr
   try {
     list = json::parse(text);
   } catch (const json::exception& e) {
-    return Error{std::string(kClaimsAnnotation) + ": not JSON: " + e.what()};
+    return Error(kErrDecode, std::string(kClaimsAnnotation) + ": not JSON: " + e.what());
   }
   if (!list.is_array()) {
-    return Error{std::string(kClaimsAnnotation) + ": not a list"};
+    return Error(kErrDecode, std::string(kClaimsAnnotation) + ": not a list");
   }
   std::vector<StoredClaim> out;
   for (const json& item : list) {
@@ -304,21 +304,22 @@ Result<LeaseState> ClaimStore::Read(const std::string& node, kube::Clock::time_p
     return state;
   }
   if (got->status != 200) {
-    return Error{kube::StatusMessage("read claims of node " + node, got->status, got->body)};
+    return Error(kErrDecode,
+                 kube::StatusMessage("read claims of node " + node, got->status, got->body));
   }
   try {
     state.object = json::parse(got->body);
   } catch (const json::exception& e) {
-    return Error{"claims of node " + node + ": not JSON: " + e.what()};
+    return Error(kErrDecode, "claims of node " + node + ": not JSON: " + e.what());
   }
   if (!state.object.is_object() || !state.object.contains("metadata") ||
       !state.object["metadata"].is_object()) {
-    return Error{"claims of node " + node + ": not a Lease"};
+    return Error(kErrDecode, "claims of node " + node + ": not a Lease");
   }
   const json& metadata = state.object["metadata"];
   auto rv = metadata.find("resourceVersion");
   if (rv == metadata.end() || !rv->is_string() || rv->get<std::string>().empty()) {
-    return Error{"claims of node " + node + ": no resourceVersion"};
+    return Error(kErrDecode, "claims of node " + node + ": no resourceVersion");
   }
   state.exists = true;
   state.resource_version = rv->get<std::string>();
@@ -387,7 +388,8 @@ Result<WriteOutcome> ClaimStore::Write(const std::string& node, const LeaseState
   if (got->status == 409 || (read.exists && got->status == 404)) {
     return WriteOutcome::kConflict;
   }
-  return Error{kube::StatusMessage("record claim on node " + node, got->status, got->body)};
+  return Error(kErrDecode,
+               kube::StatusMessage("record claim on node " + node, got->status, got->body));
 }
 
 }  // namespace nodegate::webhook

@@ -18,7 +18,7 @@ Result<bool> ReadString(const json& object, const char* key, const std::string& 
     return false;
   }
   if (!it->is_string()) {
-    return Error{where + "." + key + ": expected string, got " + it->type_name()};
+    return Error(kErrDecode, where + "." + key + ": expected string, got " + it->type_name());
   }
   out = it->get<std::string>();
   return true;
@@ -30,7 +30,7 @@ Result<const json*> ReadObject(const json& object, const char* key, const std::s
     return static_cast<const json*>(nullptr);
   }
   if (!it->is_object()) {
-    return Error{where + "." + key + ": expected object, got " + it->type_name()};
+    return Error(kErrDecode, where + "." + key + ": expected object, got " + it->type_name());
   }
   return &*it;
 }
@@ -71,21 +71,22 @@ Result<const json*> ReadEnvelope(const json& review, const std::string& where) {
     return r.error();
   }
   if (api_version != kReviewApiVersion || kind != kReviewKind) {
-    return Error{where + ": expected apiVersion " + std::string(kReviewApiVersion) + " kind " +
-                 std::string(kReviewKind) + ", got \"" + api_version + "\" \"" + kind + "\""};
+    return Error(kErrDecode, where + ": expected apiVersion " + std::string(kReviewApiVersion) +
+                                 " kind " + std::string(kReviewKind) + ", got \"" + api_version +
+                                 "\" \"" + kind + "\"");
   }
   auto request = ReadObject(review, "request", where);
   if (!request.ok()) {
     return request.error();
   }
   if (*request == nullptr) {
-    return Error{where + ": no request"};
+    return Error(kErrDecode, where + ": no request");
   }
   return *request;
 }
 
 // ReadTarget: which object the request is about (uid, names, operation, kind and resource).
-Result<admit::Ok> ReadTarget(const json& request, const std::string& at, ReviewRequest& out) {
+Status ReadTarget(const json& request, const std::string& at, ReviewRequest& out) {
   for (auto [field, target] :
        {std::pair{"uid", &out.uid}, std::pair{"subResource", &out.sub_resource},
         std::pair{"name", &out.name}, std::pair{"namespace", &out.namespace_name},
@@ -95,7 +96,7 @@ Result<admit::Ok> ReadTarget(const json& request, const std::string& at, ReviewR
     }
   }
   if (out.uid.empty()) {
-    return Error{at + ".uid: missing"};
+    return Error(kErrDecode, at + ".uid: missing");
   }
   std::string kind_group_version;
   std::string resource_group_version;
@@ -115,11 +116,11 @@ Result<admit::Ok> ReadTarget(const json& request, const std::string& at, ReviewR
   if (resource_group_version != "v1") {
     out.resource = resource_group_version + ", Resource=" + out.resource;
   }
-  return admit::Ok{};
+  return OkStatus();
 }
 
 // ReadRequester: userInfo's username and groups, and whether the request is a dry run.
-Result<admit::Ok> ReadRequester(const json& request, const std::string& at, ReviewRequest& out) {
+Status ReadRequester(const json& request, const std::string& at, ReviewRequest& out) {
   auto user = ReadObject(request, "userInfo", at);
   if (!user.ok()) {
     return user.error();
@@ -132,11 +133,11 @@ Result<admit::Ok> ReadRequester(const json& request, const std::string& at, Revi
     auto groups = (*user)->find("groups");
     if (groups != (*user)->end() && !groups->is_null()) {
       if (!groups->is_array()) {
-        return Error{user_at + ".groups: expected array, got " + groups->type_name()};
+        return Error(kErrDecode, user_at + ".groups: expected array, got " + groups->type_name());
       }
       for (const json& group : *groups) {
         if (!group.is_string()) {
-          return Error{user_at + ".groups: expected strings, got " + group.type_name()};
+          return Error(kErrDecode, user_at + ".groups: expected strings, got " + group.type_name());
         }
         out.groups.push_back(group.get<std::string>());
       }
@@ -145,22 +146,22 @@ Result<admit::Ok> ReadRequester(const json& request, const std::string& at, Revi
   auto dry_run = request.find("dryRun");
   if (dry_run != request.end() && !dry_run->is_null()) {
     if (!dry_run->is_boolean()) {
-      return Error{at + ".dryRun: expected boolean, got " + dry_run->type_name()};
+      return Error(kErrDecode, at + ".dryRun: expected boolean, got " + dry_run->type_name());
     }
     out.dry_run = dry_run->get<bool>();
   }
-  return admit::Ok{};
+  return OkStatus();
 }
 
 }  // namespace
 
 Result<ReviewRequest> DecodeReview(std::string_view body) {
   if (body.size() > kMaxReviewBytes) {
-    return Error{"AdmissionReview: larger than 3 MiB"};
+    return Error(kErrDecode, "AdmissionReview: larger than 3 MiB");
   }
   const size_t first = body.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos || body[first] != '{') {
-    return Error{"AdmissionReview: expected a JSON object"};
+    return Error(kErrDecode, "AdmissionReview: expected a JSON object");
   }
   auto documents = admit::ParseDocuments(body, "AdmissionReview");
   if (!documents.ok()) {

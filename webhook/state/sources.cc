@@ -45,7 +45,7 @@ Result<std::optional<NodeSnapshot>> ReadNode(kube::ApiClient& client,
     return std::optional<NodeSnapshot>();
   }
   if (got->status != 200) {
-    return Error{kube::StatusMessage("node " + node, got->status, got->body)};
+    return Error(kErrIo, kube::StatusMessage("node " + node, got->status, got->body));
   }
   kube::ObjectDecoder decoder(gates);
   auto decoded = decoder.Node(got->body);
@@ -62,7 +62,7 @@ Result<std::optional<NodeSnapshot>> ReadNode(kube::ApiClient& client,
     return pods.error();
   }
   if (pods->status != 200) {
-    return Error{kube::StatusMessage("pods on node " + node, pods->status, pods->body)};
+    return Error(kErrIo, kube::StatusMessage("pods on node " + node, pods->status, pods->body));
   }
   kube::ListStream list([&](std::string_view item) {
     auto pod = decoder.Pod(item);

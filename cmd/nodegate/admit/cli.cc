@@ -96,21 +96,21 @@ struct Environment {
 };
 
 // ResolvePriorities: priority admission for pods that reach the node through the API server.
-VoidResult ResolvePriorities(std::vector<Pod>& pods, const PriorityClasses& classes) {
+nodegate::Status ResolvePriorities(std::vector<Pod>& pods, const PriorityClasses& classes) {
   for (Pod& pod : pods) {
     if (auto r = ResolvePriority(pod, classes); !r.ok()) {
-      return Error{pod.source + ": pod " + pod.Key() + ": " + r.error().message};
+      return r.error().WithContext(pod.source + ": pod " + pod.Key());
     }
   }
-  return Ok{};
+  return OkStatus();
 }
 
 // AttachLiveClaims: --live reads the node's listeners and mappings on the candidates' host
 // ports once, before any check.
-Result<Ok> AttachLiveClaims(const CommonFlags& f, Environment& env,
-                            const std::vector<Pod>& candidates) {
+nodegate::Status AttachLiveClaims(const CommonFlags& f, Environment& env,
+                                  const std::vector<Pod>& candidates) {
   if (!f.live) {
-    return Ok{};
+    return OkStatus();
   }
   auto live = ReadNodeLiveClaims(f.cni_cache_dir, candidates);
   if (!live.ok()) {
@@ -118,7 +118,7 @@ Result<Ok> AttachLiveClaims(const CommonFlags& f, Environment& env,
   }
   env.live = std::move(live).value();
   env.report.live = true;
-  return Ok{};
+  return OkStatus();
 }
 
 // CheckCandidate: the verdict for one candidate, recorded in the report with its --live
@@ -260,7 +260,7 @@ std::string Render(const Report& report, cli::Format output,
 }
 
 int Fail(const std::string& command, const Error& error, int status = kExitBadInput) {
-  std::cerr << command << ": " << error.message << "\n";
+  std::cerr << command << ": " << error.msg << "\n";
   return status;
 }
 
@@ -318,7 +318,7 @@ int GuardInstall(const CommonFlags& flags, const std::string& file, const std::s
   // The lock is on the folder itself: no lock file appears among the manifests.
   auto lock = sys::FileLock::AcquireDirectory(flags.manifests_dir);
   if (!lock.ok()) {
-    return Fail(command, Error{lock.error().msg});
+    return Fail(command, lock.error());
   }
   // The file with the same name in DIR is the previous version: it is replaced, not counted.
   bool unreachable = false;
@@ -363,7 +363,7 @@ int RunAdmitCli(int argc, char** argv) {
     return *code;
   }
   if (std::count(pod_files.begin(), pod_files.end(), "-") > 1) {
-    return Fail("nodegate admit", Error{"'-' (stdin) may be given once"});
+    return Fail("nodegate admit", Error(kErrInvalidConfig, "'-' (stdin) may be given once"));
   }
   bool unreachable = false;
   auto env = BuildEnvironment(flags, "", unreachable);
@@ -417,15 +417,17 @@ int RunGuardCli(int argc, char** argv) {
   }
   const std::string command = "nodegate guard";
   if (file == "-") {
-    return Fail(command, Error{"FILE must be a file: its name is the manifest's name in DIR"});
+    return Fail(command, Error(kErrInvalidConfig,
+                               "FILE must be a file: its name is the manifest's name in DIR"));
   }
   std::error_code ec;
   if (!std::filesystem::is_directory(flags.manifests_dir, ec)) {
-    return Fail(command, Error{flags.manifests_dir + ": not a directory"});
+    return Fail(command, Error(kErrInvalidConfig, flags.manifests_dir + ": not a directory"));
   }
   const std::string filename = std::filesystem::path(file).filename().string();
   if (!IsManifestFile(filename)) {
-    return Fail(command, Error{file + ": hidden files are ignored by the kubelet"});
+    return Fail(command,
+                Error(kErrInvalidConfig, file + ": hidden files are ignored by the kubelet"));
   }
   auto text = ReadInput(file);
   if (!text.ok()) {

@@ -83,7 +83,8 @@ Result<std::chrono::nanoseconds> DurationFlag(const std::string& flag, const std
                                               bool zero_ok = false) {
   auto d = ParseDuration(value);
   if (!d || (*d <= std::chrono::nanoseconds(0) && !zero_ok)) {
-    return Error{flag + " " + value + ": expected a duration such as 4s or 500ms"};
+    return Error(kErrInvalidConfig,
+                 flag + " " + value + ": expected a duration such as 4s or 500ms");
   }
   return *d;
 }
@@ -200,7 +201,7 @@ struct Durations {
       shutdown_delay;
 };
 
-admit::Result<Durations> ParseDurations(const Flags& f) {
+Result<Durations> ParseDurations(const Flags& f) {
   auto timeout = DurationFlag("--timeout", f.timeout);
   auto assume_ttl = DurationFlag("--assume-ttl", f.assume_ttl);
   auto watch_timeout = DurationFlag("--watch-timeout", f.watch_timeout);
@@ -235,8 +236,8 @@ kube::ReflectorOptions WatchOptions(kube::ReflectorOptions o, const Durations& d
 }
 
 // StartMetricsServer: the plain-HTTP /metrics listener, or null without --metrics-listen.
-admit::Result<std::unique_ptr<net::Server>> StartMetricsServer(
-    const Flags& f, Handler& handler, std::chrono::milliseconds request_timeout) {
+Result<std::unique_ptr<net::Server>> StartMetricsServer(const Flags& f, Handler& handler,
+                                                        std::chrono::milliseconds request_timeout) {
   if (f.metrics_listen.empty()) {
     return std::unique_ptr<net::Server>();
   }
@@ -300,7 +301,7 @@ struct Access {
   std::unique_ptr<tls::ServerCertificate> cert;  // the serving certificate, reloaded on change
 };
 
-admit::Result<Access> LoadAccess(const Flags& f, const std::map<std::string, std::string>& env) {
+Result<Access> LoadAccess(const Flags& f, const std::map<std::string, std::string>& env) {
   auto config = f.kubeconfig.empty()
                     ? kube::InClusterConfig(env, std::string(kube::kServiceAccountDir))
                     : kube::LoadKubeconfig(f.kubeconfig);
@@ -352,11 +353,11 @@ int Serve(const Flags& f, const Durations& d, Access& access, Handler& handler, 
       server_options, [&handler](const net::HttpRequest& r) { return handler.Serve(r); },
       access.cert.get(), [&metrics](int status) { metrics.RecordRefused(status); });
   if (!server.ok()) {
-    return Fail(server.error().message, cli::kExitUnavailable);
+    return Fail(server.error().msg, cli::kExitUnavailable);
   }
   auto started_metrics = StartMetricsServer(f, handler, server_options.request_timeout);
   if (!started_metrics.ok()) {
-    return Fail(started_metrics.error().message, cli::kExitUnavailable);
+    return Fail(started_metrics.error().msg, cli::kExitUnavailable);
   }
   std::unique_ptr<net::Server> metrics_server = std::move(started_metrics).value();
   Log(Level::kInfo, "serving",
@@ -407,17 +408,17 @@ int RunWebhookCli(int argc, char** argv) {
   SetLogFormat(f.log_format == "json" ? LogFormat::kJson : LogFormat::kText);
   auto durations = ParseDurations(f);
   if (!durations.ok()) {
-    return Fail(durations.error().message);
+    return Fail(durations.error().msg);
   }
   const Durations& d = *durations;
   auto gates = admit::FeatureGates::Parse(f.feature_gates);
   if (!gates.ok()) {
-    return Fail(gates.error().message);
+    return Fail(gates.error().msg);
   }
   const auto env = kube::ProcessEnvironment();
   auto access = LoadAccess(f, env);
   if (!access.ok()) {
-    return Fail(access.error().message);
+    return Fail(access.error().msg);
   }
   auto& cert = access->cert;
   auto& reader = access->reader;
