@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "admit/api/load.h"
+#include "lib/base/result.h"
 
 namespace nodegate::admit {
 namespace {
@@ -17,11 +18,8 @@ namespace {
 using nlohmann::json;
 
 Result<std::vector<Pod>> PodsFrom(std::string_view text, bool allow_workloads = false) {
-  auto docs = ParseDocuments(text, "input.yaml");
-  if (!docs.ok()) {
-    return docs.error();
-  }
-  return PodsFromDocuments(*docs, allow_workloads);
+  NG_ASSIGN_OR_RETURN(auto docs, ParseDocuments(text, "input.yaml"));
+  return PodsFromDocuments(docs, allow_workloads);
 }
 
 std::string ErrorOf(std::string_view text, bool allow_workloads = false) {

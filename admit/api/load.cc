@@ -9,6 +9,7 @@
 
 #include "admit/api/decode.h"
 #include "admit/api/yaml.h"
+#include "lib/base/result.h"
 #include "lib/sys/io.h"
 
 namespace nodegate::admit {
@@ -104,27 +105,18 @@ nodegate::Status CollectPods(const json& value, const std::string& where, bool a
           continue;  // a List may mix kinds (kubectl get all); only pods are on the node
         }
       }
-      auto r = CollectPods(item, item_where, allow_workloads, true, out);
-      if (!r.ok()) {
-        return r;
-      }
+      NG_RETURN_IF_ERROR(CollectPods(item, item_where, allow_workloads, true, out));
     }
     return OkStatus();
   }
   if (kind.empty() || kind == "Pod") {
-    auto pod = DecodePod(value, where);
-    if (!pod.ok()) {
-      return pod.error();
-    }
-    out.push_back(std::move(pod).value());
+    NG_ASSIGN_OR_RETURN(auto pod, DecodePod(value, where));
+    out.push_back(std::move(pod));
     return OkStatus();
   }
   if (allow_workloads && IsWorkloadKind(kind)) {
-    auto pod = DecodePodTemplate(value, where);
-    if (!pod.ok()) {
-      return pod.error();
-    }
-    out.push_back(std::move(pod).value());
+    NG_ASSIGN_OR_RETURN(auto pod, DecodePodTemplate(value, where));
+    out.push_back(std::move(pod));
     return OkStatus();
   }
   (void)inside_list;
@@ -188,59 +180,37 @@ Result<std::string> ReadInput(const std::string& path) {
     }
     return text;
   }
-  auto text = sys::ReadRegularFile(path, kMaxInputBytes);
-  if (!text.ok()) {
-    return text.error();
-  }
-  return std::move(text).value();
+  return sys::ReadRegularFile(path, kMaxInputBytes);
 }
 
 Result<std::vector<Pod>> PodsFromDocuments(const std::vector<Document>& documents,
                                            bool allow_workloads) {
   std::vector<Pod> pods;
   for (const Document& doc : documents) {
-    auto r = CollectPods(doc.value, doc.where, allow_workloads, false, pods);
-    if (!r.ok()) {
-      return r.error();
-    }
+    NG_RETURN_IF_ERROR(CollectPods(doc.value, doc.where, allow_workloads, false, pods));
   }
   return pods;
 }
 
 Result<std::vector<Pod>> LoadPods(const std::string& path, bool allow_workloads) {
-  auto text = ReadInput(path);
-  if (!text.ok()) {
-    return text.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto text, ReadInput(path));
   const std::string label = path == "-" ? "<stdin>" : path;
-  auto docs = ParseDocuments(*text, label);
-  if (!docs.ok()) {
-    return docs.error();
-  }
-  auto pods = PodsFromDocuments(*docs, allow_workloads);
-  if (!pods.ok()) {
-    return pods.error();
-  }
-  for (Pod& pod : *pods) {
+  NG_ASSIGN_OR_RETURN(auto docs, ParseDocuments(text, label));
+  NG_ASSIGN_OR_RETURN(auto pods, PodsFromDocuments(docs, allow_workloads));
+  for (Pod& pod : pods) {
     pod.source = label;
   }
   return pods;
 }
 
 Result<Node> LoadNode(const std::string& path) {
-  auto text = ReadInput(path);
-  if (!text.ok()) {
-    return text.error();
-  }
-  auto docs = ParseDocuments(*text, path);
-  if (!docs.ok()) {
-    return docs.error();
-  }
-  if (docs->size() != 1) {
+  NG_ASSIGN_OR_RETURN(auto text, ReadInput(path));
+  NG_ASSIGN_OR_RETURN(auto docs, ParseDocuments(text, path));
+  if (docs.size() != 1) {
     return Error(kErrDecode,
-                 path + ": expected one Node, got " + std::to_string(docs->size()) + " documents");
+                 path + ": expected one Node, got " + std::to_string(docs.size()) + " documents");
   }
-  return DecodeNode(docs->front().value, docs->front().where);
+  return DecodeNode(docs.front().value, docs.front().where);
 }
 
 void ApplyKubeletSourceDefaults(Pod& pod, const std::string& node_name, std::string_view source) {
@@ -260,16 +230,13 @@ bool IsManifestFile(std::string_view filename) { return !filename.empty() && fil
 
 Result<Pod> DecodeManifest(std::string_view text, const std::string& name,
                            const std::string& node_name) {
-  auto docs = ParseDocuments(text, name);
-  if (!docs.ok()) {
-    return docs.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto docs, ParseDocuments(text, name));
   // The kubelet reads exactly one pod per manifest file.
-  if (docs->size() != 1) {
+  if (docs.size() != 1) {
     return Error(kErrDecode, name + ": a static-pod manifest holds one Pod, got " +
-                                 std::to_string(docs->size()) + " documents");
+                                 std::to_string(docs.size()) + " documents");
   }
-  const nlohmann::json& value = docs->front().value;
+  const nlohmann::json& value = docs.front().value;
   if (value.is_object()) {
     auto kind = value.find("kind");
     if (kind != value.end() && kind->is_string() && kind->get<std::string>() != "Pod") {
@@ -277,12 +244,9 @@ Result<Pod> DecodeManifest(std::string_view text, const std::string& name,
                                    kind->get<std::string>() + "\"");
     }
   }
-  auto pod = DecodePod(value, docs->front().where);
-  if (!pod.ok()) {
-    return pod.error();
-  }
-  pod->source = name;
-  ApplyStaticPodDefaults(*pod, node_name);
+  NG_ASSIGN_OR_RETURN(Pod pod, DecodePod(value, docs.front().where));
+  pod.source = name;
+  ApplyStaticPodDefaults(pod, node_name);
   return pod;
 }
 
@@ -309,15 +273,9 @@ Result<std::vector<Pod>> LoadManifestDir(const std::string& dir, const std::stri
   std::sort(files.begin(), files.end());
   std::vector<Pod> pods;
   for (const auto& file : files) {
-    auto text = ReadInput(file.string());
-    if (!text.ok()) {
-      return text.error();
-    }
-    auto pod = DecodeManifest(*text, file.string(), node_name);
-    if (!pod.ok()) {
-      return pod.error();
-    }
-    pods.push_back(std::move(pod).value());
+    NG_ASSIGN_OR_RETURN(auto text, ReadInput(file.string()));
+    NG_ASSIGN_OR_RETURN(auto pod, DecodeManifest(text, file.string(), node_name));
+    pods.push_back(std::move(pod));
   }
   return pods;
 }

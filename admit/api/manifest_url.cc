@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "admit/api/load.h"
+#include "lib/base/result.h"
 #include "lib/cni/json_field.h"
 #include "lib/sys/fd.h"
 
@@ -258,31 +259,23 @@ Result<HttpResponse> ReadResponse(int fd, const Deadline& deadline, size_t max_b
     if (raw.size() > max_bytes) {
       return Error(kErrIo, "response larger than " + std::to_string(max_bytes >> 20) + " MiB");
     }
-    auto parsed = ParseHttpResponse(raw, /*at_eof=*/n == 0);
-    if (!parsed.ok()) {
-      return parsed.error();
-    }
-    if (parsed->has_value()) {
-      return std::move(**parsed);
+    NG_ASSIGN_OR_RETURN(auto parsed, ParseHttpResponse(raw, /*at_eof=*/n == 0));
+    if (parsed.has_value()) {
+      return std::move(*parsed);
     }
   }
 }
 
 Result<HttpResponse> Get(const HttpUrl& url, const Deadline& deadline, size_t max_bytes) {
-  auto fd = Connect(url, deadline);
-  if (!fd.ok()) {
-    return fd.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto fd, Connect(url, deadline));
   const std::string host =
       (url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host) +
       (url.port == "80" ? "" : ":" + url.port);
   const std::string request = "GET " + url.target + " HTTP/1.1\r\nHost: " + host +
                               "\r\nUser-Agent: nodegate\r\nAccept: */*\r\n"
                               "Connection: close\r\n\r\n";
-  if (auto sent = SendAll(fd->get(), request, deadline); !sent.ok()) {
-    return sent.error();
-  }
-  return ReadResponse(fd->get(), deadline, max_bytes);
+  NG_RETURN_IF_ERROR(SendAll(fd.get(), request, deadline));
+  return ReadResponse(fd.get(), deadline, max_bytes);
 }
 
 bool IsRedirect(int status) {
@@ -339,25 +332,19 @@ Result<std::optional<HttpResponse>> ParseHttpResponse(std::string_view raw, bool
     }
     return std::optional<HttpResponse>();
   }
-  auto head = ParseHead(raw.substr(0, head_end));
-  if (!head.ok()) {
-    return head.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto head, ParseHead(raw.substr(0, head_end)));
   std::string_view body = raw.substr(head_end);
-  HttpResponse& r = *head;
+  HttpResponse& r = head;
   if (auto te = r.headers.find("transfer-encoding");
       te != r.headers.end() && Lower(te->second).find("chunked") != std::string::npos) {
-    auto decoded = DecodeChunked(body);
-    if (!decoded.ok()) {
-      return decoded.error();
-    }
-    if (!decoded->has_value()) {
+    NG_ASSIGN_OR_RETURN(auto decoded, DecodeChunked(body));
+    if (!decoded.has_value()) {
       if (at_eof) {
         return Error(kErrIo, "reply cut short in its chunked body");
       }
       return std::optional<HttpResponse>();
     }
-    r.body = std::move(**decoded);
+    r.body = std::move(*decoded);
     return std::optional<HttpResponse>(std::move(r));
   }
   if (auto cl = r.headers.find("content-length"); cl != r.headers.end()) {
@@ -420,30 +407,24 @@ Result<std::string> FetchUrl(const std::string& url, const FetchOptions& options
 
 Result<std::vector<Pod>> PodsFromHttpSource(std::string_view body, const std::string& url,
                                             const std::string& node_name, std::string* note) {
-  auto docs = ParseDocuments(body, url);
-  if (!docs.ok()) {
-    return docs.error();
-  }
-  if (docs->size() > 1 && note != nullptr) {
-    *note = url + ": " + std::to_string(docs->size() - 1) +
+  NG_ASSIGN_OR_RETURN(auto docs, ParseDocuments(body, url));
+  if (docs.size() > 1 && note != nullptr) {
+    *note = url + ": " + std::to_string(docs.size() - 1) +
             " document(s) after the first ignored: the kubelet's HTTP source reads only the "
             "first";
   }
-  const Document& doc = docs->front();
+  const Document& doc = docs.front();
   const nlohmann::json& v = doc.value;
   const std::string kind = cni::StringOrEmpty(v, "kind");
   if (cni::StringOrEmpty(v, "apiVersion") != "v1" || (kind != "Pod" && kind != "PodList")) {
-    return Error(kErrIo,
+    return Error(kErrDecode,
                  doc.where + ": the kubelet's HTTP source takes a v1 Pod or a v1 PodList, got " +
                      (v.is_object() ? "apiVersion \"" + cni::StringOrEmpty(v, "apiVersion") +
                                           "\", kind \"" + kind + "\""
                                     : std::string("no object")));
   }
-  auto pods = PodsFromDocuments({doc}, /*allow_workloads=*/false);
-  if (!pods.ok()) {
-    return pods.error();
-  }
-  for (Pod& pod : *pods) {
+  NG_ASSIGN_OR_RETURN(auto pods, PodsFromDocuments({doc}, /*allow_workloads=*/false));
+  for (Pod& pod : pods) {
     pod.source = url;
     ApplyKubeletSourceDefaults(pod, node_name, kConfigSourceHttp);
   }
@@ -452,17 +433,14 @@ Result<std::vector<Pod>> PodsFromHttpSource(std::string_view body, const std::st
 
 Result<std::vector<Pod>> LoadManifestUrl(const std::string& url, const std::string& node_name,
                                          const FetchOptions& options, std::string* note) {
-  auto body = FetchUrl(url, options);
-  if (!body.ok()) {
-    return body.error();
-  }
-  if (body->empty()) {
+  NG_ASSIGN_OR_RETURN(auto body, FetchUrl(url, options));
+  if (body.empty()) {
     if (note != nullptr) {
       *note = url + ": zero-length data received; the kubelet runs no pods from it";
     }
     return std::vector<Pod>();
   }
-  return PodsFromHttpSource(*body, url, node_name, note);
+  return PodsFromHttpSource(body, url, node_name, note);
 }
 
 }  // namespace nodegate::admit

@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "lib/base/result.h"
+
 namespace nodegate::admit {
 namespace {
 
@@ -77,10 +79,7 @@ nodegate::Status CollectClasses(const json& value, const std::string& where,
                                 std::vector<PriorityClass>& out) {
   if (value.is_array()) {
     for (size_t i = 0; i < value.size(); ++i) {
-      auto r = CollectClasses(value[i], where + "[" + std::to_string(i) + "]", out);
-      if (!r.ok()) {
-        return r;
-      }
+      NG_RETURN_IF_ERROR(CollectClasses(value[i], where + "[" + std::to_string(i) + "]", out));
     }
     return OkStatus();
   }
@@ -96,10 +95,8 @@ nodegate::Status CollectClasses(const json& value, const std::string& where,
       return Error(kErrInvalidConfig, where + ": items: expected list");
     }
     for (size_t i = 0; i < items.size(); ++i) {
-      auto r = CollectClasses(items[i], where + ": items[" + std::to_string(i) + "]", out);
-      if (!r.ok()) {
-        return r;
-      }
+      NG_RETURN_IF_ERROR(
+          CollectClasses(items[i], where + ": items[" + std::to_string(i) + "]", out));
     }
     return OkStatus();
   }
@@ -108,14 +105,9 @@ nodegate::Status CollectClasses(const json& value, const std::string& where,
         kErrInvalidConfig,
         where + ": kind: expected PriorityClass, PriorityClassList or List, got \"" + kind + "\"");
   }
-  auto pc = DecodePriorityClass(value, where);
-  if (!pc.ok()) {
-    return pc.error();
-  }
-  if (auto valid = Validate(*pc, where); !valid.ok()) {
-    return valid;
-  }
-  out.push_back(std::move(pc).value());
+  NG_ASSIGN_OR_RETURN(auto pc, DecodePriorityClass(value, where));
+  NG_RETURN_IF_ERROR(Validate(pc, where));
+  out.push_back(std::move(pc));
   return OkStatus();
 }
 
@@ -130,9 +122,7 @@ PriorityClasses PriorityClasses::BuiltIn() {
 Result<PriorityClasses> PriorityClasses::FromDocuments(const std::vector<Document>& documents) {
   std::vector<PriorityClass> found;
   for (const Document& doc : documents) {
-    if (auto r = CollectClasses(doc.value, doc.where, found); !r.ok()) {
-      return r.error();
-    }
+    NG_RETURN_IF_ERROR(CollectClasses(doc.value, doc.where, found));
   }
   PriorityClasses set = BuiltIn();
   set.complete_ = true;
@@ -168,15 +158,9 @@ const PriorityClass* PriorityClasses::GlobalDefault() const {
 }
 
 Result<PriorityClasses> LoadPriorityClasses(const std::string& path) {
-  auto text = ReadInput(path);
-  if (!text.ok()) {
-    return text.error();
-  }
-  auto docs = ParseDocuments(*text, path == "-" ? "<stdin>" : path);
-  if (!docs.ok()) {
-    return docs.error();
-  }
-  return PriorityClasses::FromDocuments(*docs);
+  NG_ASSIGN_OR_RETURN(auto text, ReadInput(path));
+  NG_ASSIGN_OR_RETURN(auto docs, ParseDocuments(text, path == "-" ? "<stdin>" : path));
+  return PriorityClasses::FromDocuments(docs);
 }
 
 nodegate::Status ResolvePriority(Pod& pod, const PriorityClasses& classes) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "admit/testing/builders.h"
+#include "lib/base/result.h"
 
 namespace nodegate::admit {
 namespace {
@@ -10,11 +11,8 @@ namespace {
 using testing::MakePod;
 
 Result<PriorityClasses> FromYaml(const std::string& text) {
-  auto docs = ParseDocuments(text, "classes.yaml");
-  if (!docs.ok()) {
-    return docs.error();
-  }
-  return PriorityClasses::FromDocuments(*docs);
+  NG_ASSIGN_OR_RETURN(auto docs, ParseDocuments(text, "classes.yaml"));
+  return PriorityClasses::FromDocuments(docs);
 }
 
 constexpr const char* kClasses = R"(apiVersion: v1

@@ -86,23 +86,21 @@ Result<Cluster> ReadCluster(kube::ApiClient& client, const ReadOptions& options)
   kube::ObjectDecoder decoder(options.gates);
   size_t bad_nodes = 0;
   std::string first_bad_node;
-  auto nodes = ListAll(client, "/api/v1/nodes", "nodes", options, [&](std::string_view item) {
+  auto add_node = [&](std::string_view item) {
     auto node = decoder.Node(item);
     if (node.ok()) {
       cluster.AddNode(std::move(node->node));
     } else if (bad_nodes++ == 0) {
       first_bad_node = node.error().msg;
     }
-  });
-  if (!nodes.ok()) {
-    return nodes.error();
-  }
+  };
+  NG_RETURN_IF_ERROR(ListAll(client, "/api/v1/nodes", "nodes", options, add_node));
   if (bad_nodes > 0) {
     // A node nodegate cannot read would be a node it says nothing about: refuse to guess.
     return Error(kErrIo, "list nodes: " + std::to_string(bad_nodes) +
                              " node(s) could not be read; the first: " + first_bad_node);
   }
-  auto pods = ListAll(client, "/api/v1/pods", "pods", options, [&](std::string_view item) {
+  auto add_pod = [&](std::string_view item) {
     auto pod = decoder.Pod(item);
     if (!pod.ok()) {
       cluster.CountUnreadable(pod.error().msg);
@@ -117,10 +115,8 @@ Result<Cluster> ReadCluster(kube::ApiClient& client, const ReadOptions& options)
         cluster.AddUnbound(std::move(object));
       }
     }
-  });
-  if (!pods.ok()) {
-    return pods.error();
-  }
+  };
+  NG_RETURN_IF_ERROR(ListAll(client, "/api/v1/pods", "pods", options, add_pod));
   return cluster;
 }
 

@@ -6,6 +6,7 @@
 #include "admit/predicates/node_affinity/node_affinity.h"
 #include "admit/predicates/taint_toleration/taint_toleration.h"
 #include "explain/scheduler/candidate.h"
+#include "lib/base/result.h"
 
 namespace nodegate::explain {
 namespace {
@@ -224,11 +225,9 @@ Result<DaemonSetExplanation> ExplainDaemonSet(const json& daemonset, const Clust
   const std::string ns = Str(daemonset, {"metadata", "namespace"});
   const std::string name = Str(daemonset, {"metadata", "name"});
   // The controller's own check: the template with its tolerations, its own affinity.
-  auto would_be = DecodeCandidate(DaemonPodFor(daemonset, ""), "daemonset " + ns + "/" + name);
-  if (!would_be.ok()) {
-    return would_be.error();
-  }
-  const admit::Pod& tmpl = would_be->pod;
+  NG_ASSIGN_OR_RETURN(auto would_be,
+                      DecodeCandidate(DaemonPodFor(daemonset, ""), "daemonset " + ns + "/" + name));
+  const admit::Pod& tmpl = would_be.pod;
   const bool comparison =
       scheduler.options().gates.Enabled(admit::kGateTaintTolerationComparisonOperators);
 
@@ -238,8 +237,8 @@ Result<DaemonSetExplanation> ExplainDaemonSet(const json& daemonset, const Clust
   for (const admit::WantedPort& p : admit::GetHostPorts(tmpl)) {
     e.host_ports.push_back(p.port.ToString());
   }
-  e.not_evaluated = would_be->not_evaluated;
-  e.notes = would_be->notes;
+  e.not_evaluated = would_be.not_evaluated;
+  e.notes = would_be.notes;
   const DaemonPods pods = FindDaemonPods(cluster, "DaemonSet " + ns + "/" + name);
 
   for (const NodeEntry& entry : cluster.nodes()) {
@@ -265,9 +264,7 @@ Result<DaemonSetExplanation> ExplainDaemonSet(const json& daemonset, const Clust
     // It should run here and does not: the scheduler's verdict for its pod.
     auto w = pods.waiting.find(node.name);
     const json* pending = w != pods.waiting.end() ? w->second : nullptr;
-    if (auto placed = PlaceMissing(daemonset, e.daemonset, pending, scheduler, n); !placed.ok()) {
-      return placed.error();
-    }
+    NG_RETURN_IF_ERROR(PlaceMissing(daemonset, e.daemonset, pending, scheduler, n));
     if (n.state == DaemonSetNode::State::kWouldFit) {
       ++e.waiting;
     } else {

@@ -4,6 +4,7 @@
 
 #include "admit/api/decode.h"
 #include "admit/api/priority.h"
+#include "lib/base/result.h"
 
 namespace nodegate::explain {
 namespace {
@@ -158,12 +159,9 @@ Result<CandidatePod> DecodeCandidate(const json& object, std::string_view where)
   if (!kind.empty() && kind != "Pod") {
     return Error(kErrDecode, std::string(where) + ": a " + kind + ", not a Pod");
   }
-  auto pod = admit::DecodePod(object, where);
-  if (!pod.ok()) {
-    return pod.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto pod, admit::DecodePod(object, where));
   CandidatePod c;
-  c.pod = std::move(pod).value();
+  c.pod = std::move(pod);
   static const json kEmpty = json::object();
   const json* spec = At(object, {"spec"});
   const json& s = spec != nullptr && spec->is_object() ? *spec : kEmpty;

@@ -23,6 +23,8 @@
 #include <sstream>
 #include <vector>
 
+#include "lib/base/result.h"
+
 namespace nodegate::kube {
 namespace {
 
@@ -69,17 +71,14 @@ Result<http::request<http::string_body>> BuildRequest(const ClientConfig& config
                                                       const std::string& method,
                                                       const std::string& target,
                                                       const std::string& body) {
-  auto token = BearerToken(config);
-  if (!token.ok()) {
-    return token.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto token, BearerToken(config));
   http::request<http::string_body> request{http::string_to_verb(method), target, 11};
   const bool v6 = config.host.find(':') != std::string::npos;
   request.set(http::field::host, (v6 ? "[" + config.host + "]" : config.host) + ":" + config.port);
   request.set(http::field::user_agent, "nodegate");
   request.set(http::field::accept, "application/json");
-  if (!token->empty()) {
-    request.set(http::field::authorization, "Bearer " + *token);
+  if (!token.empty()) {
+    request.set(http::field::authorization, "Bearer " + token);
   }
   if (!body.empty()) {
     request.set(http::field::content_type, "application/json");
@@ -128,9 +127,7 @@ class ApiClient::Connection {
   }
 
   Status Open() {
-    if (auto connected = ConnectTcp(); !connected.ok()) {
-      return connected;
-    }
+    NG_RETURN_IF_ERROR(ConnectTcp());
     SetPeerName(stream_.native_handle(), config_);
     auto ec = Run(
         [&](auto handler) { stream_.async_handshake(asio::ssl::stream_base::client, handler); });
@@ -142,11 +139,7 @@ class ApiClient::Connection {
   }
 
   Status Send(const std::string& method, const std::string& target, const std::string& body) {
-    auto built = BuildRequest(config_, method, target, body);
-    if (!built.ok()) {
-      return built.error();
-    }
-    auto& request = *built;
+    NG_ASSIGN_OR_RETURN(auto request, BuildRequest(config_, method, target, body));
     auto ec = Run([&](auto handler) { http::async_write(stream_, request, handler); });
     if (ec) {
       open_ = false;
@@ -253,17 +246,12 @@ class DirectStream {
   // Header: the response's status line and header.
   Status Header(http::response_parser<http::buffer_body>& parser, std::chrono::milliseconds idle) {
     while (!parser.is_header_done()) {
-      if (auto parsed = Parse(parser); !parsed.ok()) {
-        return parsed;
-      }
+      NG_RETURN_IF_ERROR(Parse(parser));
       if (parser.is_header_done()) {
         break;
       }
-      auto read = Read(parser, idle);
-      if (!read.ok()) {
-        return read.error();
-      }
-      if (!*read) {
+      NG_ASSIGN_OR_RETURN(auto read, Read(parser, idle));
+      if (!read) {
         return Error(kErrIo, "no answer within " + std::to_string(idle.count() / 1000) + " s");
       }
     }
@@ -278,9 +266,7 @@ class DirectStream {
     parser.get().body().size = batch_.size();
     auto filled = [&] { return batch_.size() - parser.get().body().size; };
     for (;;) {
-      if (auto parsed = Parse(parser); !parsed.ok()) {
-        return parsed.error();
-      }
+      NG_RETURN_IF_ERROR(Parse(parser));
       out = std::string_view(batch_.data(), filled());
       if (parser.is_done()) {
         return kEnd;
@@ -291,11 +277,8 @@ class DirectStream {
       if (filled() > 0 && SSL_pending(ssl_) == 0 && !Readable(std::chrono::milliseconds(0))) {
         return kData;  // hand over what there is before waiting for more
       }
-      auto read = Read(parser, idle);
-      if (!read.ok()) {
-        return read.error();
-      }
-      if (!*read) {
+      NG_ASSIGN_OR_RETURN(auto read, Read(parser, idle));
+      if (!read) {
         return kIdle;
       }
     }
@@ -456,9 +439,7 @@ Result<HttpResult> ApiClient::Call(const std::string& method, const std::string&
     }
     c->Lowest().expires_at(deadline);
     if (!reused) {
-      if (auto opened = c->Open(); !opened.ok()) {
-        return opened.error();
-      }
+      NG_RETURN_IF_ERROR(c->Open());
     }
     if (auto sent = c->Send(method, target, body); !sent.ok()) {
       if (reused) {
@@ -505,9 +486,7 @@ Result<HttpResult> ApiClient::Stream(const std::string& target, std::chrono::mil
     Connection c(config_, tls_, cancelled_, interrupt_);
     c.streaming_ = true;
     c.Lowest().expires_after(idle);
-    if (auto connected = c.ConnectTcp(); !connected.ok()) {
-      return connected.error();
-    }
+    NG_RETURN_IF_ERROR(c.ConnectTcp());
     boost::system::error_code ec;
     fd = c.Lowest().socket().release(ec);  // the socket is the DirectStream's from here on
     if (ec) {
@@ -518,12 +497,9 @@ Result<HttpResult> ApiClient::Stream(const std::string& target, std::chrono::mil
   if (auto shook = stream.Handshake(config_, idle); !shook.ok()) {
     return Error(kErrIo, where + shook.error().msg);
   }
-  auto request = BuildRequest(config_, "GET", target, "");
-  if (!request.ok()) {
-    return request.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto request, BuildRequest(config_, "GET", target, ""));
   std::ostringstream text;
-  text << *request;
+  text << request;
   if (auto sent = stream.Write(text.str(), idle); !sent.ok()) {
     return Error(kErrIo, where + sent.error().msg);
   }

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "lib/base/result.h"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -321,14 +323,11 @@ Result<size_t> ListStream::StepItem(std::string_view data, size_t pos) {
     // 64 bytes at a time while they hold no backslash (most of an API object): strings
     // found by the parity of quotes, braces and brackets outside them counted.
     if (pos >= scalar_until && pos + 64 <= data.size()) {
-      auto step = StepBlock(data, pos, carry);
-      if (!step.ok()) {
-        return step.error();
-      }
-      if (*step == BlockStep::kEnded) {
+      NG_ASSIGN_OR_RETURN(auto step, StepBlock(data, pos, carry));
+      if (step == BlockStep::kEnded) {
         return EndItem(data, start, pos);
       }
-      if (*step == BlockStep::kPast) {
+      if (step == BlockStep::kPast) {
         continue;
       }
       scalar_until = pos + 64;
@@ -506,10 +505,7 @@ Status ListStream::Feed(std::string_view data) {
         next = StepObject(data, pos);
         break;
     }
-    if (!next.ok()) {
-      return next.error();
-    }
-    pos = *next;
+    NG_ASSIGN_OR_RETURN(pos, std::move(next));
   }
   bytes_ += data.size();
   return OkStatus();

@@ -11,6 +11,7 @@
 
 #include "admit/api/decode.h"
 #include "admit/check/pod_facts.h"
+#include "lib/base/result.h"
 
 namespace nodegate::kube {
 namespace {
@@ -786,21 +787,15 @@ struct ObjectDecoder::Impl {
         }
       }
     }
-    auto pod = admit::DecodePod(projected, "pod");
-    if (!pod.ok()) {
-      return pod.error();
-    }
-    record.facts = admit::MakePodFacts(*pod, gates, /*already_on_node=*/true);
+    NG_ASSIGN_OR_RETURN(auto pod, admit::DecodePod(projected, "pod"));
+    record.facts = admit::MakePodFacts(pod, gates, /*already_on_node=*/true);
     return record;
   }
 
   Result<NodeRecord> NodeFrom(const json& projected) {
-    auto node = admit::DecodeNode(projected, "node");
-    if (!node.ok()) {
-      return node.error();
-    }
+    NG_ASSIGN_OR_RETURN(auto node, admit::DecodeNode(projected, "node"));
     NodeRecord record;
-    record.node = std::make_shared<const admit::Node>(std::move(node).value());
+    record.node = std::make_shared<const admit::Node>(std::move(node));
     record.resource_version = StringAt(projected, {"metadata", "resourceVersion"});
     return record;
   }
@@ -822,11 +817,8 @@ Result<PodRecord> ObjectDecoder::Pod(std::string_view input, const KnownFacts& k
   }
   const bool remember = !impl_->key.empty();
   std::string key = std::move(impl_->key);
-  auto projected = impl_->Project(input, PodProjectionTree(), "pod");
-  if (!projected.ok()) {
-    return projected.error();
-  }
-  auto record = impl_->PodFrom(*projected, known);
+  NG_ASSIGN_OR_RETURN(auto projected, impl_->Project(input, PodProjectionTree(), "pod"));
+  auto record = impl_->PodFrom(projected, known);
   if (record.ok() && remember) {
     impl_->key = std::move(key);
     impl_->Remember(record->facts);
@@ -835,24 +827,19 @@ Result<PodRecord> ObjectDecoder::Pod(std::string_view input, const KnownFacts& k
 }
 
 Result<NodeRecord> ObjectDecoder::Node(std::string_view input) {
-  auto projected = impl_->Project(input, NodeProjectionTree(), "node");
-  if (!projected.ok()) {
-    return projected.error();
-  }
-  return impl_->NodeFrom(*projected);
+  NG_ASSIGN_OR_RETURN(auto projected, impl_->Project(input, NodeProjectionTree(), "node"));
+  return impl_->NodeFrom(projected);
 }
 
 Result<WatchEvent> ObjectDecoder::Event(std::string_view line, Kind kind, const KnownFacts& known) {
-  auto projected = impl_->Project(line, EventProjectionTree(kind), "watch event");
-  if (!projected.ok()) {
-    return projected.error();
-  }
-  if (!projected->is_object()) {
+  NG_ASSIGN_OR_RETURN(auto projected,
+                      impl_->Project(line, EventProjectionTree(kind), "watch event"));
+  if (!projected.is_object()) {
     return Error(kErrDecode, "watch event is not an object");
   }
-  const std::string type = StringAt(*projected, {"type"});
-  auto object = projected->find("object");
-  if (object == projected->end() || !object->is_object()) {
+  const std::string type = StringAt(projected, {"type"});
+  auto object = projected.find("object");
+  if (object == projected.end() || !object->is_object()) {
     return Error(kErrDecode, "watch event without an object");
   }
   WatchEvent event;

@@ -8,6 +8,8 @@
 
 #include <utility>
 
+#include "lib/base/result.h"
+
 namespace nodegate::tls {
 namespace {
 
@@ -55,11 +57,8 @@ Result<std::unique_ptr<ServerCertificate>> ServerCertificate::Load(std::string c
   std::unique_ptr<ServerCertificate> cert(
       new ServerCertificate(std::move(cert_path), std::move(key_path)));
   cert->stamps_ = cert->Stamps();
-  auto ctx = cert->Build();
-  if (!ctx.ok()) {
-    return ctx.error();
-  }
-  cert->current_ = std::move(ctx).value();
+  NG_ASSIGN_OR_RETURN(auto ctx, cert->Build());
+  cert->current_ = std::move(ctx);
   cert->last_check_ = std::chrono::steady_clock::now();
   return cert;
 }

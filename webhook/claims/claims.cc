@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "lib/base/hash.h"
+#include "lib/base/result.h"
 
 namespace nodegate::webhook {
 namespace {
@@ -295,20 +296,17 @@ std::string ClaimStore::LeasePath(const std::string& node) const {
 }
 
 Result<LeaseState> ClaimStore::Read(const std::string& node, kube::Clock::time_point deadline) {
-  auto got = client_.Get(LeasePath(node), deadline, kMaxLeaseBytes);
-  if (!got.ok()) {
-    return got.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto got, client_.Get(LeasePath(node), deadline, kMaxLeaseBytes));
   LeaseState state;
-  if (got->status == 404) {
+  if (got.status == 404) {
     return state;
   }
-  if (got->status != 200) {
+  if (got.status != 200) {
     return Error(kErrDecode,
-                 kube::StatusMessage("read claims of node " + node, got->status, got->body));
+                 kube::StatusMessage("read claims of node " + node, got.status, got.body));
   }
   try {
-    state.object = json::parse(got->body);
+    state.object = json::parse(got.body);
   } catch (const json::exception& e) {
     return Error(kErrDecode, "claims of node " + node + ": not JSON: " + e.what());
   }
@@ -376,20 +374,18 @@ Result<WriteOutcome> ClaimStore::Write(const std::string& node, const LeaseState
   const std::string path = read.exists ? LeasePath(node)
                                        : "/apis/coordination.k8s.io/v1/namespaces/" +
                                              kube::UrlEncode(options_.namespace_name) + "/leases";
-  auto got = client_.Call(read.exists ? "PUT" : "POST", path, lease.dump(), deadline, 1u << 20);
-  if (!got.ok()) {
-    return got.error();
-  }
-  if (got->status == 200 || got->status == 201) {
+  NG_ASSIGN_OR_RETURN(
+      auto got, client_.Call(read.exists ? "PUT" : "POST", path, lease.dump(), deadline, 1u << 20));
+  if (got.status == 200 || got.status == 201) {
     return WriteOutcome::kRecorded;
   }
   // 409: an update from an older version (Conflict) or a create that lost (AlreadyExists);
   // 404: deleted since it was read. Either way: read again.
-  if (got->status == 409 || (read.exists && got->status == 404)) {
+  if (got.status == 409 || (read.exists && got.status == 404)) {
     return WriteOutcome::kConflict;
   }
   return Error(kErrDecode,
-               kube::StatusMessage("record claim on node " + node, got->status, got->body));
+               kube::StatusMessage("record claim on node " + node, got.status, got.body));
 }
 
 }  // namespace nodegate::webhook

@@ -21,6 +21,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "lib/base/result.h"
+
 namespace nodegate::webhook::net {
 
 namespace asio = boost::asio;
@@ -335,12 +337,9 @@ Server::~Server() { Stop(); }
 
 Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, Handler handler,
                                               tls::ServerCertificate* tls, RefusedFn refused) {
-  auto listen = ParseListen(options.listen);
-  if (!listen.ok()) {
-    return listen.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto listen, ParseListen(options.listen));
   auto impl = std::make_unique<Impl>(options, std::move(handler), tls, std::move(refused));
-  const tcp::endpoint endpoint(asio::ip::make_address(listen->first), listen->second);
+  const tcp::endpoint endpoint(asio::ip::make_address(listen.first), listen.second);
   beast::error_code ec;
   impl->acceptor.open(endpoint.protocol(), ec);
   if (!ec) {

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "admit/api/load.h"
+#include "lib/base/result.h"
 
 namespace nodegate::webhook {
 namespace {
@@ -40,11 +41,8 @@ Result<const json*> ReadObject(const json& object, const char* key, const std::s
 Result<bool> ReadGroupVersion(const json& object, const char* key, const char* name_key,
                               const std::string& where, std::string& group_version,
                               std::string& name) {
-  auto member = ReadObject(object, key, where);
-  if (!member.ok()) {
-    return member.error();
-  }
-  if (*member == nullptr) {
+  NG_ASSIGN_OR_RETURN(const json* member, ReadObject(object, key, where));
+  if (member == nullptr) {
     return false;
   }
   const std::string inner = where + "." + key;
@@ -52,9 +50,7 @@ Result<bool> ReadGroupVersion(const json& object, const char* key, const char* n
   std::string version;
   for (auto [field, out] :
        {std::pair{"group", &group}, std::pair{"version", &version}, std::pair{name_key, &name}}) {
-    if (auto r = ReadString(**member, field, inner, *out); !r.ok()) {
-      return r.error();
-    }
+    NG_RETURN_IF_ERROR(ReadString(*member, field, inner, *out));
   }
   group_version = group.empty() ? version : group + "/" + version;
   return true;
@@ -64,25 +60,18 @@ Result<bool> ReadGroupVersion(const json& object, const char* key, const char* n
 Result<const json*> ReadEnvelope(const json& review, const std::string& where) {
   std::string api_version;
   std::string kind;
-  if (auto r = ReadString(review, "apiVersion", where, api_version); !r.ok()) {
-    return r.error();
-  }
-  if (auto r = ReadString(review, "kind", where, kind); !r.ok()) {
-    return r.error();
-  }
+  NG_RETURN_IF_ERROR(ReadString(review, "apiVersion", where, api_version));
+  NG_RETURN_IF_ERROR(ReadString(review, "kind", where, kind));
   if (api_version != kReviewApiVersion || kind != kReviewKind) {
     return Error(kErrDecode, where + ": expected apiVersion " + std::string(kReviewApiVersion) +
                                  " kind " + std::string(kReviewKind) + ", got \"" + api_version +
                                  "\" \"" + kind + "\"");
   }
-  auto request = ReadObject(review, "request", where);
-  if (!request.ok()) {
-    return request.error();
-  }
-  if (*request == nullptr) {
+  NG_ASSIGN_OR_RETURN(const json* request, ReadObject(review, "request", where));
+  if (request == nullptr) {
     return Error(kErrDecode, where + ": no request");
   }
-  return *request;
+  return request;
 }
 
 // ReadTarget: which object the request is about (uid, names, operation, kind and resource).
@@ -91,9 +80,7 @@ Status ReadTarget(const json& request, const std::string& at, ReviewRequest& out
        {std::pair{"uid", &out.uid}, std::pair{"subResource", &out.sub_resource},
         std::pair{"name", &out.name}, std::pair{"namespace", &out.namespace_name},
         std::pair{"operation", &out.operation}}) {
-    if (auto r = ReadString(request, field, at, *target); !r.ok()) {
-      return r.error();
-    }
+    NG_RETURN_IF_ERROR(ReadString(request, field, at, *target));
   }
   if (out.uid.empty()) {
     return Error(kErrDecode, at + ".uid: missing");
@@ -121,17 +108,12 @@ Status ReadTarget(const json& request, const std::string& at, ReviewRequest& out
 
 // ReadRequester: userInfo's username and groups, and whether the request is a dry run.
 Status ReadRequester(const json& request, const std::string& at, ReviewRequest& out) {
-  auto user = ReadObject(request, "userInfo", at);
-  if (!user.ok()) {
-    return user.error();
-  }
-  if (*user != nullptr) {
+  NG_ASSIGN_OR_RETURN(const json* user, ReadObject(request, "userInfo", at));
+  if (user != nullptr) {
     const std::string user_at = at + ".userInfo";
-    if (auto r = ReadString(**user, "username", user_at, out.username); !r.ok()) {
-      return r.error();
-    }
-    auto groups = (*user)->find("groups");
-    if (groups != (*user)->end() && !groups->is_null()) {
+    NG_RETURN_IF_ERROR(ReadString(*user, "username", user_at, out.username));
+    auto groups = user->find("groups");
+    if (groups != user->end() && !groups->is_null()) {
       if (!groups->is_array()) {
         return Error(kErrDecode, user_at + ".groups: expected array, got " + groups->type_name());
       }
@@ -163,23 +145,14 @@ Result<ReviewRequest> DecodeReview(std::string_view body) {
   if (first == std::string_view::npos || body[first] != '{') {
     return Error(kErrDecode, "AdmissionReview: expected a JSON object");
   }
-  auto documents = admit::ParseDocuments(body, "AdmissionReview");
-  if (!documents.ok()) {
-    return documents.error();
-  }
-  auto request = ReadEnvelope(documents->front().value, "AdmissionReview");
-  if (!request.ok()) {
-    return request.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto documents, admit::ParseDocuments(body, "AdmissionReview"));
+  NG_ASSIGN_OR_RETURN(const json* request,
+                      ReadEnvelope(documents.front().value, "AdmissionReview"));
   const std::string at = "AdmissionReview.request";
   ReviewRequest out;
-  if (auto r = ReadTarget(**request, at, out); !r.ok()) {
-    return r.error();
-  }
-  if (auto r = ReadRequester(**request, at, out); !r.ok()) {
-    return r.error();
-  }
-  if (auto object = (*request)->find("object"); object != (*request)->end()) {
+  NG_RETURN_IF_ERROR(ReadTarget(*request, at, out));
+  NG_RETURN_IF_ERROR(ReadRequester(*request, at, out));
+  if (auto object = request->find("object"); object != request->end()) {
     out.object = *object;
   }
   return out;

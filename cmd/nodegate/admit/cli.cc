@@ -19,6 +19,7 @@
 #include "cmd/nodegate/admit/install.h"
 #include "cmd/nodegate/admit/live.h"
 #include "cmd/nodegate/admit/report.h"
+#include "lib/base/result.h"
 #include "lib/cli/output.h"
 #include "lib/cli/parse_flags.h"
 #include "lib/cni/cache_pods.h"
@@ -112,11 +113,8 @@ nodegate::Status AttachLiveClaims(const CommonFlags& f, Environment& env,
   if (!f.live) {
     return OkStatus();
   }
-  auto live = ReadNodeLiveClaims(f.cni_cache_dir, candidates);
-  if (!live.ok()) {
-    return live.error();
-  }
-  env.live = std::move(live).value();
+  NG_ASSIGN_OR_RETURN(auto live, ReadNodeLiveClaims(f.cni_cache_dir, candidates));
+  env.live = std::move(live);
   env.report.live = true;
   return OkStatus();
 }
@@ -157,30 +155,20 @@ Result<std::vector<Pod>> ExistingPods(const CommonFlags& f, const std::string& n
                                       bool& unreachable) {
   std::vector<Pod> existing;
   for (const std::string& file : f.pods_files) {
-    auto pods = LoadPods(file, /*allow_workloads=*/false);
-    if (!pods.ok()) {
-      return pods.error();
-    }
-    if (auto r = ResolvePriorities(*pods, env.priority_classes); !r.ok()) {
-      return r.error();
-    }
-    std::move(pods->begin(), pods->end(), std::back_inserter(existing));
+    NG_ASSIGN_OR_RETURN(auto pods, LoadPods(file, /*allow_workloads=*/false));
+    NG_RETURN_IF_ERROR(ResolvePriorities(pods, env.priority_classes));
+    std::move(pods.begin(), pods.end(), std::back_inserter(existing));
   }
   if (!f.manifests_dir.empty()) {
-    auto pods = LoadManifestDir(f.manifests_dir, node_name, skip_manifest);
-    if (!pods.ok()) {
-      return pods.error();
-    }
-    std::move(pods->begin(), pods->end(), std::back_inserter(existing));
+    NG_ASSIGN_OR_RETURN(auto pods, LoadManifestDir(f.manifests_dir, node_name, skip_manifest));
+    std::move(pods.begin(), pods.end(), std::back_inserter(existing));
   }
   if (!f.manifest_url.empty()) {
     FetchOptions options;
     options.timeout =
         std::chrono::milliseconds(static_cast<int64_t>(f.manifest_url_timeout * 1000));
     std::string note;
-    if (auto url = ParseHttpUrl(f.manifest_url); !url.ok()) {
-      return url.error();
-    }
+    NG_RETURN_IF_ERROR(ParseHttpUrl(f.manifest_url));
     auto body = FetchUrl(f.manifest_url, options);
     if (!body.ok()) {
       unreachable = true;
@@ -188,53 +176,38 @@ Result<std::vector<Pod>> ExistingPods(const CommonFlags& f, const std::string& n
     }
     // LoadManifestUrl's steps, apart: a fetch that fails is the source unreachable (exit 3),
     // a body that is no pod list unusable input (exit 2).
-    Result<std::vector<Pod>> pods = std::vector<Pod>();
+    std::vector<Pod> pods;
     if (body->empty()) {
       note = f.manifest_url + ": zero-length data received; the kubelet runs no pods from it";
     } else {
-      pods = PodsFromHttpSource(*body, f.manifest_url, node_name, &note);
-    }
-    if (!pods.ok()) {
-      return pods.error();
+      NG_ASSIGN_OR_RETURN(pods, PodsFromHttpSource(*body, f.manifest_url, node_name, &note));
     }
     if (!note.empty()) {
       env.notes.push_back(std::move(note));
     }
-    std::move(pods->begin(), pods->end(), std::back_inserter(existing));
+    std::move(pods.begin(), pods.end(), std::back_inserter(existing));
   }
   return existing;
 }
 
 Result<Environment> BuildEnvironment(const CommonFlags& f, const std::string& skip_manifest,
                                      bool& unreachable) {
-  auto gates = FeatureGates::Parse(f.feature_gates);
-  if (!gates.ok()) {
-    return gates.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto gates, FeatureGates::Parse(f.feature_gates));
   Environment env;
   if (!f.priority_classes_file.empty()) {
-    auto classes = LoadPriorityClasses(f.priority_classes_file);
-    if (!classes.ok()) {
-      return classes.error();
-    }
-    env.priority_classes = std::move(classes).value();
+    NG_ASSIGN_OR_RETURN(auto classes, LoadPriorityClasses(f.priority_classes_file));
+    env.priority_classes = std::move(classes);
   }
-  auto node = LoadNodeFor(f, env);
-  if (!node.ok()) {
-    return node.error();
-  }
-  auto existing = ExistingPods(f, node->name, skip_manifest, env, unreachable);
-  if (!existing.ok()) {
-    return existing.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto node, LoadNodeFor(f, env));
+  NG_ASSIGN_OR_RETURN(auto existing, ExistingPods(f, node.name, skip_manifest, env, unreachable));
   CheckOptions options;
   options.profile = f.profile == "kubelet" ? Profile::kKubelet : Profile::kScheduler;
-  options.gates = *gates;
+  options.gates = gates;
   options.host_os = f.host_os;
-  env.report.node = node->name;
+  env.report.node = node.name;
   env.report.profile = options.profile;
-  env.checker.emplace(std::move(node).value(), std::move(options));
-  env.report.existing = env.checker->AddExistingPods(std::move(existing).value());
+  env.checker.emplace(std::move(node), std::move(options));
+  env.report.existing = env.checker->AddExistingPods(std::move(existing));
   env.report.pods_on_node = env.checker->node_info().pods().size();
   return env;
 }

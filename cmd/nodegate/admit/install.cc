@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/base/result.h"
 #include "lib/sys/atomic_file.h"
 #include "lib/sys/fd.h"
 
@@ -21,9 +22,7 @@ nodegate::Status InstallFileAtomically(const std::string& dir, const std::string
     mode = static_cast<int>(st.st_mode & 07777);
   }
   // The temporary file is a dot-file in the same folder, which the kubelet ignores.
-  if (nodegate::Status written = sys::WriteFileAtomic(target, contents, mode); !written.ok()) {
-    return written.error();
-  }
+  NG_RETURN_IF_ERROR(sys::WriteFileAtomic(target, contents, mode));
   sys::UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir_fd.valid()) {
     ::fsync(dir_fd.get());  // best effort: the rename is already visible

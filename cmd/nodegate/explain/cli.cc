@@ -19,6 +19,7 @@
 #include "explain/scheduler/scheduler.h"
 #include "kube/client/client.h"
 #include "kube/client/config.h"
+#include "lib/base/result.h"
 #include "lib/cli/output.h"
 #include "lib/cli/parse_flags.h"
 
@@ -79,19 +80,13 @@ void Print(const Flags& f, const nlohmann::json& j, const std::string& text) {
 
 // CandidateFromFile: -f FILE: one Pod, or the pod template of a workload.
 Result<explain::CandidatePod> CandidateFromFile(const std::string& path, const std::string& ns) {
-  auto text = admit::ReadInput(path);
-  if (!text.ok()) {
-    return text.error();
-  }
-  auto documents = admit::ParseDocuments(*text, path);
-  if (!documents.ok()) {
-    return documents.error();
-  }
-  if (documents->size() != 1) {
+  NG_ASSIGN_OR_RETURN(auto text, admit::ReadInput(path));
+  NG_ASSIGN_OR_RETURN(auto documents, admit::ParseDocuments(text, path));
+  if (documents.size() != 1) {
     return Error(kErrDecode, path + ": expected one Pod, found " +
-                                 std::to_string(documents->size()) + " documents");
+                                 std::to_string(documents.size()) + " documents");
   }
-  nlohmann::json object = documents->front().value;
+  nlohmann::json object = documents.front().value;
   if (!object.is_object()) {
     return Error(kErrDecode, path + ": expected a Pod object");
   }
@@ -116,11 +111,8 @@ Result<explain::CandidatePod> CandidateFromFile(const std::string& path, const s
   if (object.contains("metadata") && object["metadata"].is_object() && !ns.empty()) {
     object["metadata"]["namespace"] = ns;
   }
-  auto candidate = explain::DecodeCandidate(object, path);
-  if (!candidate.ok()) {
-    return candidate.error();
-  }
-  candidate->pod.source = path;
+  NG_ASSIGN_OR_RETURN(auto candidate, explain::DecodeCandidate(object, path));
+  candidate.pod.source = path;
   return candidate;
 }
 

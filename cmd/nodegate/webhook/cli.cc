@@ -19,6 +19,7 @@
 #include "kube/client/client.h"
 #include "kube/client/config.h"
 #include "kube/reflector/reflector.h"
+#include "lib/base/result.h"
 #include "lib/cli/parse_flags.h"
 #include "lib/tls/tls.h"
 #include "webhook/claims/claims.h"
@@ -247,13 +248,9 @@ Result<std::unique_ptr<net::Server>> StartMetricsServer(const Flags& f, Handler&
   metrics_options.workers = 1;
   metrics_options.max_connections = 64;
   metrics_options.request_timeout = request_timeout;
-  auto started = net::Server::Start(
+  return net::Server::Start(
       metrics_options, [&handler](const net::HttpRequest& r) { return handler.ServeMetrics(r); },
       nullptr);
-  if (!started.ok()) {
-    return started.error();
-  }
-  return std::move(started).value();
 }
 
 // WaitSignal: SIGTERM or SIGINT, or -1 once `limit` has passed (SIGPIPE is passed over).
@@ -302,26 +299,18 @@ struct Access {
 };
 
 Result<Access> LoadAccess(const Flags& f, const std::map<std::string, std::string>& env) {
-  auto config = f.kubeconfig.empty()
-                    ? kube::InClusterConfig(env, std::string(kube::kServiceAccountDir))
-                    : kube::LoadKubeconfig(f.kubeconfig);
-  if (!config.ok()) {
-    return config.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto config,
+                      f.kubeconfig.empty()
+                          ? kube::InClusterConfig(env, std::string(kube::kServiceAccountDir))
+                          : kube::LoadKubeconfig(f.kubeconfig));
   Access access;
   for (auto* client : {&access.node_client, &access.pod_client, &access.reader}) {
-    auto created = kube::ApiClient::Create(*config);
-    if (!created.ok()) {
-      return created.error();
-    }
-    *client = std::move(created).value();
+    NG_ASSIGN_OR_RETURN(auto created, kube::ApiClient::Create(config));
+    *client = std::move(created);
   }
-  auto cert = tls::ServerCertificate::Load(f.tls_cert, f.tls_key);
-  if (!cert.ok()) {
-    return cert.error();
-  }
-  access.cert = std::move(cert).value();
-  access.config = std::move(config).value();
+  NG_ASSIGN_OR_RETURN(auto cert, tls::ServerCertificate::Load(f.tls_cert, f.tls_key));
+  access.cert = std::move(cert);
+  access.config = std::move(config);
   return access;
 }
 
