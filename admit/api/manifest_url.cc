@@ -1,40 +1,21 @@
 #include "admit/api/manifest_url.h"
 
-#include <fcntl.h>
-#include <netdb.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
+#include <chrono>
 
 #include "admit/api/load.h"
 #include "lib/base/result.h"
 #include "lib/cni/json_field.h"
-#include "lib/sys/fd.h"
+#include "lib/http/client.h"
 
 namespace nodegate::admit {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 std::string Lower(std::string_view s) {
   std::string out(s);
   std::transform(out.begin(), out.end(), out.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
 }
 
 bool AllDigits(std::string_view s) {
@@ -72,210 +53,6 @@ Result<HttpUrl> SplitAuthority(std::string_view authority, HttpUrl url) {
     url.port = std::string(port);
   }
   return url;
-}
-
-// HeaderEnd: the offset just past "\r\n\r\n", or npos.
-size_t HeaderEnd(std::string_view raw) {
-  const size_t at = raw.find("\r\n\r\n");
-  return at == std::string_view::npos ? at : at + 4;
-}
-
-Result<HttpResponse> ParseHead(std::string_view head) {
-  HttpResponse r;
-  const size_t line_end = head.find("\r\n");
-  std::string_view status_line = head.substr(0, line_end);
-  if (!status_line.starts_with("HTTP/1.") || status_line.size() < 12 || status_line[8] != ' ' ||
-      !AllDigits(status_line.substr(9, 3))) {
-    return Error(kErrIo,
-                 "not an HTTP/1.x response: \"" + std::string(status_line.substr(0, 40)) + "\"");
-  }
-  r.status = std::stoi(std::string(status_line.substr(9, 3)));
-  r.status_line_rest = std::string(Trim(status_line.substr(9)));
-  size_t pos = line_end + 2;
-  while (pos < head.size()) {
-    size_t end = head.find("\r\n", pos);
-    if (end == std::string_view::npos) {
-      end = head.size();
-    }
-    std::string_view line = head.substr(pos, end - pos);
-    pos = end + 2;
-    if (line.empty()) {
-      break;
-    }
-    const size_t colon = line.find(':');
-    if (colon == std::string_view::npos) {
-      return Error(kErrIo, "malformed header line \"" + std::string(line.substr(0, 40)) + "\"");
-    }
-    r.headers[Lower(Trim(line.substr(0, colon)))] = std::string(Trim(line.substr(colon + 1)));
-  }
-  return r;
-}
-
-// DecodeChunked: nullopt while more chunks are to come; an error when malformed.
-Result<std::optional<std::string>> DecodeChunked(std::string_view data) {
-  std::string body;
-  size_t pos = 0;
-  for (;;) {
-    const size_t line_end = data.find("\r\n", pos);
-    if (line_end == std::string_view::npos) {
-      return std::optional<std::string>();
-    }
-    std::string_view size_text = Trim(data.substr(pos, line_end - pos));
-    size_text = size_text.substr(0, size_text.find(';'));  // chunk extensions
-    size_t size = 0;
-    if (size_text.empty() || size_text.size() > 15 ||
-        !std::all_of(size_text.begin(), size_text.end(), ::isxdigit)) {
-      return Error(kErrIo, "malformed chunk size \"" + std::string(size_text.substr(0, 20)) + "\"");
-    }
-    size = std::stoull(std::string(size_text), nullptr, 16);
-    pos = line_end + 2;
-    if (size == 0) {
-      // Optional trailer fields, then an empty line.
-      if (data.substr(pos, 2) == "\r\n" || data.find("\r\n\r\n", pos) != std::string_view::npos) {
-        return std::optional<std::string>(std::move(body));
-      }
-      return std::optional<std::string>();
-    }
-    if (data.size() < pos + size + 2) {
-      return std::optional<std::string>();
-    }
-    body.append(data.substr(pos, size));
-    if (data.substr(pos + size, 2) != "\r\n") {
-      return Error(kErrIo, "chunk not followed by CRLF");
-    }
-    pos += size + 2;
-  }
-}
-
-// Deadline: the time left for the whole exchange.
-class Deadline {
- public:
-  explicit Deadline(std::chrono::milliseconds timeout) : end_(Clock::now() + timeout) {}
-  int RemainingMs() const {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(end_ - Clock::now()).count();
-    return left <= 0 ? 0 : static_cast<int>(std::min<int64_t>(left, 1 << 30));
-  }
-
- private:
-  Clock::time_point end_;
-};
-
-// WaitFor: poll one fd for `events` until the deadline; false on timeout (errno ETIMEDOUT).
-bool WaitFor(int fd, short events, const Deadline& deadline) {
-  for (;;) {
-    const int ms = deadline.RemainingMs();
-    if (ms == 0) {
-      errno = ETIMEDOUT;
-      return false;
-    }
-    pollfd p{fd, events, 0};
-    const int n = ::poll(&p, 1, ms);
-    if (n > 0) {
-      return true;
-    }
-    if (n < 0 && errno != EINTR) {
-      return false;
-    }
-  }
-}
-
-Result<sys::UniqueFd> ConnectTo(const addrinfo& ai, const Deadline& deadline) {
-  sys::UniqueFd fd(
-      ::socket(ai.ai_family, ai.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai.ai_protocol));
-  if (!fd.valid()) {
-    return Error(kErrIo, std::string("socket: ") + std::strerror(errno));
-  }
-  if (::connect(fd.get(), ai.ai_addr, ai.ai_addrlen) != 0 && errno != EINPROGRESS) {
-    return Error(kErrIo, std::strerror(errno));
-  }
-  if (!WaitFor(fd.get(), POLLOUT, deadline)) {
-    return Error(kErrIo, std::strerror(errno));
-  }
-  int err = 0;
-  socklen_t len = sizeof(err);
-  ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-  if (err != 0) {
-    return Error(kErrIo, std::strerror(err));
-  }
-  return fd;
-}
-
-Result<sys::UniqueFd> Connect(const HttpUrl& url, const Deadline& deadline) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* list = nullptr;
-  if (int rc = ::getaddrinfo(url.host.c_str(), url.port.c_str(), &hints, &list); rc != 0) {
-    return Error(kErrIo, "cannot resolve " + url.host + ": " + ::gai_strerror(rc));
-  }
-  std::string last = "no address";
-  for (addrinfo* ai = list; ai != nullptr; ai = ai->ai_next) {
-    auto fd = ConnectTo(*ai, deadline);
-    if (fd.ok()) {
-      ::freeaddrinfo(list);
-      return fd;
-    }
-    last = fd.error().msg;
-  }
-  ::freeaddrinfo(list);
-  return Error(kErrIo, "cannot connect to " + url.host + ":" + url.port + ": " + last);
-}
-
-nodegate::Status SendAll(int fd, std::string_view data, const Deadline& deadline) {
-  while (!data.empty()) {
-    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n > 0) {
-      data.remove_prefix(static_cast<size_t>(n));
-    } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-      if (!WaitFor(fd, POLLOUT, deadline)) {
-        return Error(kErrIo, std::strerror(errno));
-      }
-    } else {
-      return Error(kErrIo, std::string("sending the request: ") + std::strerror(errno));
-    }
-  }
-  return OkStatus();
-}
-
-// ReadResponse: reads until the response is complete, the server closes, the cap or the
-// deadline.
-Result<HttpResponse> ReadResponse(int fd, const Deadline& deadline, size_t max_bytes) {
-  std::string raw;
-  char buf[65536];
-  for (;;) {
-    if (!WaitFor(fd, POLLIN, deadline)) {
-      return Error(kErrIo,
-                   errno == ETIMEDOUT ? "no complete response in time" : std::strerror(errno));
-    }
-    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-      continue;
-    }
-    if (n < 0) {
-      return Error(kErrIo, std::string("reading the response: ") + std::strerror(errno));
-    }
-    raw.append(buf, static_cast<size_t>(n));
-    if (raw.size() > max_bytes) {
-      return Error(kErrIo, "response larger than " + std::to_string(max_bytes >> 20) + " MiB");
-    }
-    NG_ASSIGN_OR_RETURN(auto parsed, ParseHttpResponse(raw, /*at_eof=*/n == 0));
-    if (parsed.has_value()) {
-      return std::move(*parsed);
-    }
-  }
-}
-
-Result<HttpResponse> Get(const HttpUrl& url, const Deadline& deadline, size_t max_bytes) {
-  NG_ASSIGN_OR_RETURN(auto fd, Connect(url, deadline));
-  const std::string host =
-      (url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host) +
-      (url.port == "80" ? "" : ":" + url.port);
-  const std::string request = "GET " + url.target + " HTTP/1.1\r\nHost: " + host +
-                              "\r\nUser-Agent: nodegate\r\nAccept: */*\r\n"
-                              "Connection: close\r\n\r\n";
-  NG_RETURN_IF_ERROR(SendAll(fd.get(), request, deadline));
-  return ReadResponse(fd.get(), deadline, max_bytes);
 }
 
 bool IsRedirect(int status) {
@@ -324,60 +101,17 @@ Result<HttpUrl> ParseHttpUrl(std::string_view url) {
   return SplitAuthority(authority, std::move(out));
 }
 
-Result<std::optional<HttpResponse>> ParseHttpResponse(std::string_view raw, bool at_eof) {
-  const size_t head_end = HeaderEnd(raw);
-  if (head_end == std::string_view::npos) {
-    if (at_eof) {
-      return Error(kErrIo, raw.empty() ? "empty reply" : "reply cut short in its headers");
-    }
-    return std::optional<HttpResponse>();
-  }
-  NG_ASSIGN_OR_RETURN(auto head, ParseHead(raw.substr(0, head_end)));
-  std::string_view body = raw.substr(head_end);
-  HttpResponse& r = head;
-  if (auto te = r.headers.find("transfer-encoding");
-      te != r.headers.end() && Lower(te->second).find("chunked") != std::string::npos) {
-    NG_ASSIGN_OR_RETURN(auto decoded, DecodeChunked(body));
-    if (!decoded.has_value()) {
-      if (at_eof) {
-        return Error(kErrIo, "reply cut short in its chunked body");
-      }
-      return std::optional<HttpResponse>();
-    }
-    r.body = std::move(*decoded);
-    return std::optional<HttpResponse>(std::move(r));
-  }
-  if (auto cl = r.headers.find("content-length"); cl != r.headers.end()) {
-    if (!AllDigits(cl->second) || cl->second.size() > 15) {
-      return Error(kErrIo, "invalid Content-Length \"" + cl->second + "\"");
-    }
-    const size_t length = std::stoull(cl->second);
-    if (body.size() < length) {
-      if (at_eof) {
-        return Error(kErrIo, "reply cut short: " + std::to_string(body.size()) + " of " +
-                                 std::to_string(length) + " bytes");
-      }
-      return std::optional<HttpResponse>();
-    }
-    r.body = std::string(body.substr(0, length));
-    return std::optional<HttpResponse>(std::move(r));
-  }
-  if (!at_eof) {
-    return std::optional<HttpResponse>();  // the body ends with the connection
-  }
-  r.body = std::string(body);
-  return std::optional<HttpResponse>(std::move(r));
-}
-
 Result<std::string> FetchUrl(const std::string& url, const FetchOptions& options) {
   auto parsed = ParseHttpUrl(url);
   if (!parsed.ok()) {
     return parsed.error().WithContext(url);
   }
-  const Deadline deadline(options.timeout);
+  // One deadline for the whole exchange, redirects included (as the kubelet's client).
+  const auto deadline = std::chrono::steady_clock::now() + options.timeout;
   HttpUrl current = *parsed;
   for (int redirects = 0;; ++redirects) {
-    auto response = Get(current, deadline, options.max_bytes);
+    auto response =
+        http::Get(current.host, current.port, current.target, deadline, options.max_bytes);
     if (!response.ok()) {
       const std::string why = response.error().msg;
       return Error(kErrIo,
@@ -399,7 +133,8 @@ Result<std::string> FetchUrl(const std::string& url, const FetchOptions& options
       continue;
     }
     if (response->status != 200) {
-      return Error(kErrIo, url + ": " + response->status_line_rest);
+      return Error(kErrIo, url + ": " + std::to_string(response->status) +
+                               (response->reason.empty() ? "" : " " + response->reason));
     }
     return std::move(response->body);
   }

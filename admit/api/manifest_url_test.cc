@@ -2,12 +2,12 @@
 
 #include <gtest/gtest.h>
 
-#include "admit/testing/http_server.h"
+#include "lib/http/testing/http_server.h"
 
 namespace nodegate::admit {
 namespace {
 
-using testing::LocalHttpServer;
+using http::testing::LocalHttpServer;
 
 TEST(ManifestUrlTest, ParseHttpUrl) {
   struct Case {
@@ -39,51 +39,6 @@ TEST(ManifestUrlTest, ParseHttpUrl) {
     EXPECT_EQ(got->host, c.host);
     EXPECT_EQ(got->port, c.port);
     EXPECT_EQ(got->target, c.target);
-  }
-}
-
-TEST(ManifestUrlTest, ParseHttpResponse) {
-  struct Case {
-    std::string name;
-    std::string raw;
-    bool at_eof;
-    std::string want;  // "more" (incomplete), "error: MESSAGE", or "STATUS BODY"
-  };
-  const std::string ok = "HTTP/1.1 200 OK\r\n";
-  const std::vector<Case> cases = {
-      {"content length, complete", ok + "Content-Length: 3\r\n\r\nabcdef", false, "200 abc"},
-      {"content length, more to come", ok + "Content-Length: 5\r\n\r\nabc", false, "more"},
-      {"content length, cut short", ok + "Content-Length: 5\r\n\r\nabc", true,
-       "error: reply cut short: 3 of 5 bytes"},
-      {"chunked", ok + "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n",
-       false, "200 abcde"},
-      {"chunked with a trailer",
-       ok + "Transfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\nX-T: 1\r\n\r\n", false, "200 a"},
-      {"chunked, more to come", ok + "Transfer-Encoding: chunked\r\n\r\n3\r\nab", false, "more"},
-      {"chunked, cut short", ok + "Transfer-Encoding: chunked\r\n\r\n3\r\nab", true,
-       "error: reply cut short in its chunked body"},
-      {"chunked, bad size", ok + "Transfer-Encoding: chunked\r\n\r\nzz\r\n", false,
-       "error: malformed chunk size \"zz\""},
-      {"no length: up to the end", "HTTP/1.0 200 OK\r\n\r\nall of it", true, "200 all of it"},
-      {"no length, open", "HTTP/1.0 200 OK\r\n\r\nall of", false, "more"},
-      {"headers not complete", ok + "Content-Le", false, "more"},
-      {"empty reply", "", true, "error: empty reply"},
-      {"not HTTP", "SSH-2.0-OpenSSH\r\n\r\n", false,
-       "error: not an HTTP/1.x response: \"SSH-2.0-OpenSSH\""},
-      {"a 404", "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", false, "404 "},
-  };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.name);
-    auto got = ParseHttpResponse(c.raw, c.at_eof);
-    std::string summary;
-    if (!got.ok()) {
-      summary = "error: " + got.error().msg;
-    } else if (!got->has_value()) {
-      summary = "more";
-    } else {
-      summary = std::to_string((*got)->status) + " " + (*got)->body;
-    }
-    EXPECT_EQ(summary, c.want);
   }
 }
 

@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "lib/base/result.h"
+#include "lib/http/client.h"
+#include "lib/http/transport.h"
 
 namespace nodegate::kube {
 namespace {
@@ -35,12 +37,6 @@ using tcp = asio::ip::tcp;
 
 constexpr size_t kMaxErrorBody = 1u << 20;
 constexpr size_t kIdleConnections = 4;
-
-bool IsIpAddress(const std::string& host) {
-  boost::system::error_code ec;
-  asio::ip::make_address(host, ec);
-  return !ec;
-}
 
 template <class Fields>
 std::optional<std::chrono::seconds> RetryAfterOf(const Fields& fields) {
@@ -55,13 +51,13 @@ std::optional<std::chrono::seconds> RetryAfterOf(const Fields& fields) {
 void SetPeerName(SSL* ssl, const ClientConfig& config) {
   const std::string& name = config.server_name.empty() ? config.host : config.server_name;
   if (!config.tls.insecure_skip_verify) {
-    if (IsIpAddress(name)) {
+    if (nodegate::http::IsIpAddress(name)) {
       X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name.c_str());
     } else {
       SSL_set1_host(ssl, name.c_str());
     }
   }
-  if (!IsIpAddress(name)) {
+  if (!nodegate::http::IsIpAddress(name)) {
     SSL_set_tlsext_host_name(ssl, name.c_str());
   }
 }
@@ -73,8 +69,7 @@ Result<http::request<http::string_body>> BuildRequest(const ClientConfig& config
                                                       const std::string& body) {
   NG_ASSIGN_OR_RETURN(auto token, BearerToken(config));
   http::request<http::string_body> request{http::string_to_verb(method), target, 11};
-  const bool v6 = config.host.find(':') != std::string::npos;
-  request.set(http::field::host, (v6 ? "[" + config.host + "]" : config.host) + ":" + config.port);
+  request.set(http::field::host, nodegate::http::HostHeader(config.host, config.port, ""));
   request.set(http::field::user_agent, "nodegate");
   request.set(http::field::accept, "application/json");
   if (!token.empty()) {
@@ -106,18 +101,10 @@ class ApiClient::Connection {
 
   // ConnectTcp: the TCP connection (the one name lookup, when the kubeconfig names its server).
   Status ConnectTcp() {
-    tcp::resolver::results_type endpoints;
     boost::system::error_code ec;
-    if (IsIpAddress(config_.host)) {
-      const tcp::endpoint ep(asio::ip::make_address(config_.host),
-                             static_cast<uint16_t>(std::stoul(config_.port)));
-      endpoints = tcp::resolver::results_type::create(ep, config_.host, config_.port);
-    } else {
-      tcp::resolver resolver(ioc_);
-      endpoints = resolver.resolve(config_.host, config_.port, ec);
-      if (ec) {
-        return Fail("resolve " + config_.host, ec);
-      }
+    auto endpoints = nodegate::http::Resolve(ioc_, config_.host, config_.port, ec);
+    if (ec) {
+      return Fail("resolve " + config_.host, ec);
     }
     ec = Run([&](auto handler) { Lowest().async_connect(endpoints, handler); });
     if (ec) {
@@ -150,31 +137,21 @@ class ApiClient::Connection {
 
   beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
 
-  // Run: one asynchronous operation to its end. Cancellation is looked at five times a second.
+  // Run: one asynchronous operation to its end, or to Cancel() (and, streaming, Interrupt()).
   template <class Start>
   beast::error_code Run(Start&& start) {
-    std::optional<beast::error_code> result;
-    start([&result](beast::error_code ec, auto&&...) { result = ec; });
-    ioc_.restart();
-    while (!result) {
-      ioc_.run_for(std::chrono::milliseconds(200));
-      if (!result && (cancelled_.load() || (streaming_ && interrupt_.load()))) {
-        beast::error_code ignored;
-        Lowest().socket().close(ignored);
-        ioc_.restart();
-        ioc_.run();
-        result = asio::error::operation_aborted;
-        open_ = false;
-      }
-    }
-    return *result;
+    return nodegate::http::RunOne(
+        ioc_, std::forward<Start>(start),
+        [this] { return cancelled_.load() || (streaming_ && interrupt_.load()); },
+        [this] {
+          beast::error_code ignored;
+          Lowest().socket().close(ignored);
+          open_ = false;
+        });
   }
 
   Error Fail(const std::string& what, const beast::error_code& ec) const {
-    std::string text = ec == beast::error::timeout ? "timed out" : ec.message();
-    if (ec == asio::error::operation_aborted) {
-      text = "cancelled";
-    }
+    std::string text = nodegate::http::ErrorText(ec);
     if (ec.category() == asio::error::get_ssl_category()) {
       text += " (" + tls::OpenSslErrors() + ")";
     }
