@@ -99,9 +99,8 @@ Result<Response> Get(const std::string& host, const std::string& port, const std
   ec = RunOne(
       ioc, [&](auto handler) { bhttp::async_write(stream, request, handler); }, never, nothing);
   if (ec) {
-    return Error(kErrIo, ec == beast::error::timeout
-                             ? std::string(kNoResponseInTime)
-                             : "sending the request: " + ErrorText(ec));
+    return Error(kErrIo, ec == beast::error::timeout ? std::string(kNoResponseInTime)
+                                                     : "sending the request: " + ErrorText(ec));
   }
 
   beast::flat_buffer buffer;

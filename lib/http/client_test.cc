@@ -42,7 +42,8 @@ TEST(HttpClientTest, ResponsesAsSent) {
       {"no length: up to the end", "HTTP/1.0 200 OK\r\n\r\nall of it", "200 all of it"},
       {"headers cut short", ok + "Content-Le", "error: reply cut short in its headers"},
       {"empty reply", "", "error: empty reply"},
-      {"not HTTP", "SSH-2.0-OpenSSH\r\n\r\n", "error: not an HTTP/1.x response: \"SSH-2.0-OpenSSH\""},
+      {"not HTTP", "SSH-2.0-OpenSSH\r\n\r\n",
+       "error: not an HTTP/1.x response: \"SSH-2.0-OpenSSH\""},
       {"a 404", "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", "404 "},
   };
   LocalHttpServer server;
@@ -95,12 +96,11 @@ TEST(HttpClientTest, NothingListening) {
     LocalHttpServer gone;
     port = gone.port();
   }
-  auto got = Get("127.0.0.1", std::to_string(port), "/", std::chrono::steady_clock::now() +
-                                                             std::chrono::seconds(5),
-                 1 << 20);
+  auto got = Get("127.0.0.1", std::to_string(port), "/",
+                 std::chrono::steady_clock::now() + std::chrono::seconds(5), 1 << 20);
   ASSERT_FALSE(got.ok());
-  EXPECT_EQ(got.error().msg, "cannot connect to 127.0.0.1:" + std::to_string(port) +
-                                 ": Connection refused");
+  EXPECT_EQ(got.error().msg,
+            "cannot connect to 127.0.0.1:" + std::to_string(port) + ": Connection refused");
 }
 
 TEST(HttpClientTest, HostHeader) {
