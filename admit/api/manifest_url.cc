@@ -5,8 +5,8 @@
 
 #include "admit/api/load.h"
 #include "lib/base/result.h"
-#include "lib/cni/json_field.h"
 #include "lib/http/client.h"
+#include "lib/json/field.h"
 
 namespace nodegate::admit {
 namespace {
@@ -150,11 +150,11 @@ Result<std::vector<Pod>> PodsFromHttpSource(std::string_view body, const std::st
   }
   const Document& doc = docs.front();
   const nlohmann::json& v = doc.value;
-  const std::string kind = cni::StringOrEmpty(v, "kind");
-  if (cni::StringOrEmpty(v, "apiVersion") != "v1" || (kind != "Pod" && kind != "PodList")) {
+  const std::string kind = json_field::StringOrEmpty(v, "kind");
+  if (json_field::StringOrEmpty(v, "apiVersion") != "v1" || (kind != "Pod" && kind != "PodList")) {
     return Error(kErrDecode,
                  doc.where + ": the kubelet's HTTP source takes a v1 Pod or a v1 PodList, got " +
-                     (v.is_object() ? "apiVersion \"" + cni::StringOrEmpty(v, "apiVersion") +
+                     (v.is_object() ? "apiVersion \"" + json_field::StringOrEmpty(v, "apiVersion") +
                                           "\", kind \"" + kind + "\""
                                     : std::string("no object")));
   }
