@@ -4,9 +4,9 @@
 #include <optional>
 
 #include "lib/cni/args.h"
-#include "lib/cni/json_field.h"
 #include "lib/cni/skel.h"
 #include "lib/cni/version.h"
+#include "lib/json/field.h"
 
 namespace nodegate::ipam {
 namespace {
@@ -19,14 +19,14 @@ Error TypeError(const std::string& path, std::string_view want) {
 
 // Words a mismatch of a member of the object at `path` ("ipam.", "ipam.ranges[0][1].").
 auto MustBeAt(std::string path) {
-  return [path = std::move(path)](const cni::FieldMismatch& mismatch) {
+  return [path = std::move(path)](const json_field::FieldMismatch& mismatch) {
     return TypeError(path + std::string(mismatch.key), mismatch.described());
   };
 }
 
 Result<std::optional<net::IpAddress>> OptIp(const Json& obj, const char* key,
                                             const std::string& path) {
-  NG_ASSIGN_OR_RETURN(std::string text, cni::ReadString(obj, key).GetOr("", MustBeAt(path)));
+  NG_ASSIGN_OR_RETURN(std::string text, json_field::ReadString(obj, key).GetOr("", MustBeAt(path)));
   if (text.empty()) {
     return std::optional<net::IpAddress>();
   }
@@ -39,7 +39,7 @@ Result<std::optional<net::IpAddress>> OptIp(const Json& obj, const char* key,
 
 Result<std::optional<net::IpPrefix>> OptCidr(const Json& obj, const char* key,
                                              const std::string& path) {
-  NG_ASSIGN_OR_RETURN(std::string text, cni::ReadString(obj, key).GetOr("", MustBeAt(path)));
+  NG_ASSIGN_OR_RETURN(std::string text, json_field::ReadString(obj, key).GetOr("", MustBeAt(path)));
   if (text.empty()) {
     return std::optional<net::IpPrefix>();
   }
@@ -53,7 +53,7 @@ Result<std::optional<net::IpPrefix>> OptCidr(const Json& obj, const char* key,
 // Go reads these as int (64 bits); cni::Route keeps the small numbers they are as int.
 Result<std::optional<int>> OptInt(const Json& obj, const char* key, const std::string& path) {
   NG_ASSIGN_OR_RETURN(std::optional<int64_t> number,
-                      cni::ReadInteger(obj, key).Get(MustBeAt(path)));
+                      json_field::ReadInteger(obj, key).Get(MustBeAt(path)));
   if (!number) {
     return std::optional<int>();
   }
@@ -79,7 +79,7 @@ Result<net::IpAddress> ParseRequestedIp(const std::string& text) {
 }
 
 Status AppendIpList(const Json& object, const std::string& path, std::vector<net::IpAddress>& out) {
-  const auto list = cni::ReadList(object, "ips");
+  const auto list = json_field::ReadList(object, "ips");
   if (list.mismatched()) {
     return TypeError(path, "a list of strings");
   }
@@ -111,7 +111,7 @@ Result<std::vector<net::IpAddress>> RequestedIps(const cni::NetConf& conf,
     all.push_back(*parsed);
   }
   NG_ASSIGN_OR_RETURN(const Json* cni_args_object,
-                      cni::ReadObject(conf.args, "cni").GetOr(nullptr, MustBeAt("args.")));
+                      json_field::ReadObject(conf.args, "cni").GetOr(nullptr, MustBeAt("args.")));
   if (cni_args_object != nullptr) {
     NG_RETURN_IF_ERROR(AppendIpList(*cni_args_object, "args.cni.ips", all));
   }
@@ -143,7 +143,7 @@ Result<RangeSpec> ParseRangeSpec(const Json& obj, const std::string& path) {
 Result<std::vector<std::vector<RangeSpec>>> ParseRangeSets(const Json& object, const char* key,
                                                            const std::string& path) {
   std::vector<std::vector<RangeSpec>> out;
-  const auto list = cni::ReadList(object, key);
+  const auto list = json_field::ReadList(object, key);
   if (list.mismatched()) {
     return TypeError(path, "a list of range sets");
   }
@@ -175,7 +175,7 @@ Result<std::vector<std::vector<RangeSpec>>> ParseRangeSets(const Json& object, c
 Result<std::vector<cni::Route>> ParseRoutes(const Json& ipam) {
   std::vector<cni::Route> routes;
   NG_ASSIGN_OR_RETURN(const Json* value,
-                      cni::ReadList(ipam, "routes").GetOr(nullptr, MustBeAt("ipam.")));
+                      json_field::ReadList(ipam, "routes").GetOr(nullptr, MustBeAt("ipam.")));
   if (value == nullptr) {
     return routes;
   }
@@ -282,7 +282,7 @@ const cni::gojson::Shape& ConfigShape() {
 
 Result<IpamConfig> LoadIpamConfig(const cni::NetConf& conf, std::string_view cni_args, Verb verb) {
   NG_ASSIGN_OR_RETURN(const Json* ipam_object,
-                      cni::ReadObject(conf.raw, "ipam").GetOr(nullptr, MustBeAt("")));
+                      json_field::ReadObject(conf.raw, "ipam").GetOr(nullptr, MustBeAt("")));
   if (ipam_object == nullptr) {
     return ConfigError("IPAM config missing 'ipam' key");
   }
@@ -290,7 +290,8 @@ Result<IpamConfig> LoadIpamConfig(const cni::NetConf& conf, std::string_view cni
   IpamConfig cfg;
   cfg.cni_version = conf.cni_version;
   cfg.network_name = conf.name;
-  NG_ASSIGN_OR_RETURN(cfg.data_dir, cni::ReadString(ipam, "dataDir").GetOr("", MustBeAt("ipam.")));
+  NG_ASSIGN_OR_RETURN(cfg.data_dir,
+                      json_field::ReadString(ipam, "dataDir").GetOr("", MustBeAt("ipam.")));
   if (cfg.data_dir.empty()) {
     cfg.data_dir = std::string(kDefaultDataDir);
   }
@@ -302,7 +303,7 @@ Result<IpamConfig> LoadIpamConfig(const cni::NetConf& conf, std::string_view cni
     return cfg;  // GC releases by owner only; ranges do not matter
   }
   NG_ASSIGN_OR_RETURN(cfg.resolv_conf,
-                      cni::ReadString(ipam, "resolvConf").GetOr("", MustBeAt("ipam.")));
+                      json_field::ReadString(ipam, "resolvConf").GetOr("", MustBeAt("ipam.")));
   NG_ASSIGN_OR_RETURN(cfg.routes, ParseRoutes(ipam));
 
   // Range sets: ipRanges capability, legacy top-level range, then "ranges".

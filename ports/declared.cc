@@ -4,6 +4,7 @@
 
 #include "admit/api/load.h"
 #include "admit/framework/host_port_set.h"
+#include "lib/base/result.h"
 
 namespace nodegate::ports {
 namespace {
@@ -50,18 +51,12 @@ Result<std::vector<admit::Pod>> LoadNodePods(const std::string& manifests_dir,
   std::vector<admit::Pod> out;
   std::set<std::string> seen;
   if (!manifests_dir.empty()) {
-    auto pods = admit::LoadManifestDir(manifests_dir, node_name);
-    if (!pods.ok()) {
-      return Error(kErrDecode, pods.error().message);
-    }
-    AppendNew(std::move(pods).value(), node_name, seen, out);
+    NG_ASSIGN_OR_RETURN(auto pods, admit::LoadManifestDir(manifests_dir, node_name));
+    AppendNew(std::move(pods), node_name, seen, out);
   }
   for (const std::string& file : pods_files) {
-    auto pods = admit::LoadPods(file, /*allow_workloads=*/false);
-    if (!pods.ok()) {
-      return Error(kErrDecode, pods.error().message);
-    }
-    AppendNew(std::move(pods).value(), node_name, seen, out);
+    NG_ASSIGN_OR_RETURN(auto pods, admit::LoadPods(file, /*allow_workloads=*/false));
+    AppendNew(std::move(pods), node_name, seen, out);
   }
   return out;
 }

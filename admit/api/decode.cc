@@ -6,7 +6,7 @@
 #include <limits>
 #include <utility>
 
-#include "lib/cni/json_field.h"
+#include "lib/json/field.h"
 
 namespace nodegate::admit {
 namespace {
@@ -60,11 +60,11 @@ std::string Index(std::string_view path, size_t i) {
   Fail(path, "expected " + std::string(want) + ", got " + TypeName(got));
 }
 
-// The value the shared reader (lib/cni/json_field.h) gave; a member of another type fails
+// The value the shared reader (lib/json/field.h) gave; a member of another type fails
 // with its path. Absent and null read as not given: Go decodes null as the zero value. The
 // result refers into `read`: use it in the expression that made `read`.
 template <typename T>
-const std::optional<T>& Checked(const cni::FieldRead<T>& read, const std::string& path,
+const std::optional<T>& Checked(const json_field::FieldRead<T>& read, const std::string& path,
                                 std::string_view want) {
   if (read.mismatched()) {
     WrongType(Join(path, read.mismatch().key), want, *read.mismatch().found);
@@ -73,24 +73,24 @@ const std::optional<T>& Checked(const cni::FieldRead<T>& read, const std::string
 }
 
 const json* ObjectField(const json& object, std::string_view key, const std::string& path) {
-  return Checked(cni::ReadObject(object, key), path, "object").value_or(nullptr);
+  return Checked(json_field::ReadObject(object, key), path, "object").value_or(nullptr);
 }
 
 const json* ListField(const json& object, std::string_view key, const std::string& path) {
-  return Checked(cni::ReadList(object, key), path, "list").value_or(nullptr);
+  return Checked(json_field::ReadList(object, key), path, "list").value_or(nullptr);
 }
 
 std::string StringField(const json& object, std::string_view key, const std::string& path) {
-  return Checked(cni::ReadString(object, key), path, "string").value_or("");
+  return Checked(json_field::ReadString(object, key), path, "string").value_or("");
 }
 
 bool BoolField(const json& object, std::string_view key, const std::string& path) {
-  return Checked(cni::ReadBool(object, key), path, "boolean").value_or(false);
+  return Checked(json_field::ReadBool(object, key), path, "boolean").value_or(false);
 }
 
 std::optional<int64_t> IntField(const json& object, std::string_view key, const std::string& path,
                                 int64_t min, int64_t max) {
-  const auto read = cni::ReadInteger(object, key);
+  const auto read = json_field::ReadInteger(object, key);
   const auto out_of_range = [&](const std::string& got) {
     Fail(Join(path, key),
          "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + got);
@@ -131,9 +131,9 @@ std::map<std::string, std::string> StringMapField(const json& object, std::strin
 
 std::vector<std::string> StringListField(const json& object, std::string_view key,
                                          const std::string& path) {
-  const auto read = cni::ReadStringList(object, key);
+  const auto read = json_field::ReadStringList(object, key);
   if (read.mismatched()) {
-    const cni::FieldMismatch& mismatch = read.mismatch();
+    const json_field::FieldMismatch& mismatch = read.mismatch();
     if (mismatch.index) {
       WrongType(Index(Join(path, key), *mismatch.index), "string", *mismatch.found);
     }
@@ -158,7 +158,7 @@ Quantity DecodeQuantity(const json& j, const std::string& path) {
   }
   auto q = Quantity::Parse(text);
   if (!q.ok()) {
-    Fail(path, "invalid quantity \"" + text + "\": " + q.error().message);
+    Fail(path, "invalid quantity \"" + text + "\": " + q.error().msg);
   }
   return *q;
 }
@@ -385,11 +385,11 @@ void DecodeStatuses(const json& status, std::string_view key, const std::string&
     }
     ContainerStatusResources cs;
     cs.name = StringField(j, "name", spath);
-    if (cni::GivenField(j, "allocatedResources") != nullptr) {
+    if (json_field::GivenField(j, "allocatedResources") != nullptr) {
       cs.allocated_resources = ResourceListField(j, "allocatedResources", spath, false);
     }
     if (const json* res = ObjectField(j, "resources", spath)) {
-      if (cni::GivenField(*res, "requests") != nullptr) {
+      if (json_field::GivenField(*res, "requests") != nullptr) {
         cs.resources_requests =
             ResourceListField(*res, "requests", Join(spath, "resources"), false);
       }
@@ -459,7 +459,7 @@ void DecodeSpec(const json& spec, const std::string& spath, Pod& pod) {
   pod.node_selector = StringMapField(spec, "nodeSelector", spath);
   pod.required_node_affinity = DecodeRequiredAffinity(spec, spath);
   pod.overhead = ResourceListField(spec, "overhead", spath, false);
-  if (cni::GivenField(spec, "resources") != nullptr) {
+  if (json_field::GivenField(spec, "resources") != nullptr) {
     DecodedResources resources = DecodeResources(spec, spath);
     pod.pod_level_requests = std::move(resources.requests);
     pod.pod_level_limits = std::move(resources.limits);
@@ -487,7 +487,7 @@ Error ToError(std::string_view where, const DecodeFailure& f) {
     message += ": " + f.path;
   }
   message += ": " + f.message;
-  return Error{std::move(message)};
+  return Error(kErrDecode, std::move(message));
 }
 
 }  // namespace
@@ -534,7 +534,7 @@ Result<Pod> DecodePod(const json& object, std::string_view where) {
   } catch (const DecodeFailure& f) {
     return ToError(where, f);
   } catch (const std::exception& e) {
-    return Error{std::string(where) + ": " + e.what()};
+    return Error(kErrDecode, std::string(where) + ": " + e.what());
   }
 }
 
@@ -564,7 +564,7 @@ Result<Pod> DecodePodTemplate(const json& workload, std::string_view where) {
   } catch (const DecodeFailure& f) {
     return ToError(where, f);
   } catch (const std::exception& e) {
-    return Error{std::string(where) + ": " + e.what()};
+    return Error(kErrDecode, std::string(where) + ": " + e.what());
   }
 }
 
@@ -612,13 +612,13 @@ Result<Node> DecodeNode(const json& object, std::string_view where) {
     }
     if (const json* status = ObjectField(object, "status", "")) {
       node.capacity = ResourceListField(*status, "capacity", "status", false);
-      if (cni::GivenField(*status, "allocatable") != nullptr) {
+      if (json_field::GivenField(*status, "allocatable") != nullptr) {
         node.allocatable = ResourceListField(*status, "allocatable", "status", false);
       } else {
         node.allocatable = node.capacity;  // SetDefaults_NodeStatus
       }
       if (const json* features = ObjectField(*status, "features", "status")) {
-        if (cni::GivenField(*features, "supplementalGroupsPolicy") != nullptr) {
+        if (json_field::GivenField(*features, "supplementalGroupsPolicy") != nullptr) {
           node.supports_supplemental_groups_policy =
               BoolField(*features, "supplementalGroupsPolicy", "status.features");
         }
@@ -628,7 +628,7 @@ Result<Node> DecodeNode(const json& object, std::string_view where) {
   } catch (const DecodeFailure& f) {
     return ToError(where, f);
   } catch (const std::exception& e) {
-    return Error{std::string(where) + ": " + e.what()};
+    return Error(kErrDecode, std::string(where) + ": " + e.what());
   }
 }
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
-#include "admit/api/result.h"
 #include "admit/api/types.h"
+#include "lib/base/result.h"
 
 namespace nodegate::admit {
 

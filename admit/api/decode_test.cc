@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "admit/api/load.h"
+#include "lib/base/result.h"
 
 namespace nodegate::admit {
 namespace {
@@ -17,16 +18,13 @@ namespace {
 using nlohmann::json;
 
 Result<std::vector<Pod>> PodsFrom(std::string_view text, bool allow_workloads = false) {
-  auto docs = ParseDocuments(text, "input.yaml");
-  if (!docs.ok()) {
-    return docs.error();
-  }
-  return PodsFromDocuments(*docs, allow_workloads);
+  NG_ASSIGN_OR_RETURN(auto docs, ParseDocuments(text, "input.yaml"));
+  return PodsFromDocuments(docs, allow_workloads);
 }
 
 std::string ErrorOf(std::string_view text, bool allow_workloads = false) {
   auto pods = PodsFrom(text, allow_workloads);
-  return pods.ok() ? "<no error>" : pods.error().message;
+  return pods.ok() ? "<no error>" : pods.error().msg;
 }
 
 constexpr char kPodYaml[] = R"(
@@ -73,7 +71,7 @@ status:
 
 TEST(DecodePodTest, EveryFieldTheCheckerReads) {
   auto pods = PodsFrom(kPodYaml);
-  ASSERT_TRUE(pods.ok()) << pods.error().message;
+  ASSERT_TRUE(pods.ok()) << pods.error().msg;
   ASSERT_EQ(pods->size(), 1u);
   const Pod& p = pods->front();
   EXPECT_EQ(p.Key(), "default/web");  // namespace defaults to "default"
@@ -109,7 +107,7 @@ TEST(DecodePodTest, HostNetworkCopiesContainerPortsToHostPorts) {
     "initContainers":[{"name":"i","ports":[{"containerPort":9}]}],
     "containers":[{"name":"c","ports":[{"containerPort":53,"protocol":"UDP"},
                                        {"containerPort":8080,"hostPort":18080}]}]}})");
-  ASSERT_TRUE(pods.ok()) << pods.error().message;
+  ASSERT_TRUE(pods.ok()) << pods.error().msg;
   EXPECT_EQ(pods->front().containers[0].ports[0].host_port, 53);
   EXPECT_EQ(pods->front().containers[0].ports[1].host_port, 18080);  // explicit stays
   EXPECT_EQ(pods->front().init_containers[0].ports[0].host_port, 9);
@@ -230,7 +228,7 @@ TEST(ParseDocumentsTest, InputForms) {
   };
   for (const Form& f : forms) {
     auto pods = PodsFrom(f.text);
-    ASSERT_TRUE(pods.ok()) << f.name << ": " << pods.error().message;
+    ASSERT_TRUE(pods.ok()) << f.name << ": " << pods.error().msg;
     EXPECT_EQ(pods->size(), f.pods) << f.name;
   }
 }
@@ -241,7 +239,7 @@ TEST(ParseDocumentsTest, WorkloadTemplatesAreCandidates) {
       "    metadata: {labels: {app: dns}}\n"
       "    spec: {hostNetwork: true, containers: [{name: c, ports: [{containerPort: 53}]}]}\n",
       /*allow_workloads=*/true);
-  ASSERT_TRUE(pods.ok()) << pods.error().message;
+  ASSERT_TRUE(pods.ok()) << pods.error().msg;
   EXPECT_EQ(pods->front().Key(), "kube-system/dns");
   EXPECT_EQ(pods->front().labels.at("app"), "dns");
   EXPECT_EQ(pods->front().containers[0].ports[0].host_port, 53);
@@ -329,7 +327,7 @@ TEST(ParseDocumentsTest, QuotedScalarsStayStrings) {
   auto pods = PodsFrom(
       "kind: Pod\nmetadata: {name: p, labels: {version: \"1.0\", enabled: 'true'}}\n"
       "spec: {containers: [{name: c}]}\n");
-  ASSERT_TRUE(pods.ok()) << pods.error().message;
+  ASSERT_TRUE(pods.ok()) << pods.error().msg;
   EXPECT_EQ(pods->front().labels.at("version"), "1.0");
   EXPECT_EQ(pods->front().labels.at("enabled"), "true");
 }
@@ -343,7 +341,7 @@ TEST(DecodeNodeTest, AllocatableDefaultsToCapacityAndTaintsAreValidated) {
       "node.yaml");
   ASSERT_TRUE(docs.ok());
   auto node = DecodeNode(docs->front().value, "node.yaml");
-  ASSERT_TRUE(node.ok()) << node.error().message;
+  ASSERT_TRUE(node.ok()) << node.error().msg;
   EXPECT_EQ(node->name, "n1");
   EXPECT_TRUE(node->unschedulable);
   EXPECT_EQ(node->allocatable.at("cpu").Value(), 4);
@@ -355,12 +353,12 @@ TEST(DecodeNodeTest, AllocatableDefaultsToCapacityAndTaintsAreValidated) {
           R"({"metadata":{"name":"n"},"spec":{"taints":[{"key":"k","effect":"Sometimes"}]}})"),
       "node.json");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("node.json: spec.taints[0].effect: unsupported value"),
+  EXPECT_NE(bad.error().msg.find("node.json: spec.taints[0].effect: unsupported value"),
             std::string::npos)
-      << bad.error().message;
+      << bad.error().msg;
   auto pod = DecodeNode(json::parse(R"({"kind":"Pod","metadata":{"name":"n"}})"), "node.json");
   ASSERT_FALSE(pod.ok());
-  EXPECT_NE(pod.error().message.find("kind: expected Node"), std::string::npos);
+  EXPECT_NE(pod.error().msg.find("kind: expected Node"), std::string::npos);
 }
 
 class ManifestDirTest : public ::testing::Test {
@@ -386,7 +384,7 @@ TEST_F(ManifestDirTest, StaticPodDefaultsAndHiddenFiles) {
       R"({"kind":"Pod","metadata":{"name":"etcd","namespace":"kube-system"},"spec":{"containers":[{"name":"c"}]}})");
   Write(".swap.yaml", "not even yaml: [");
   auto pods = LoadManifestDir(dir_.string(), "node1");
-  ASSERT_TRUE(pods.ok()) << pods.error().message;
+  ASSERT_TRUE(pods.ok()) << pods.error().msg;
   ASSERT_EQ(pods->size(), 2u);
   EXPECT_EQ((*pods)[0].Key(), "kube-system/etcd-node1");  // sorted by file name, name suffixed
   EXPECT_EQ((*pods)[1].Key(), "default/web-node1");
@@ -408,7 +406,7 @@ TEST_F(ManifestDirTest, OnePodPerManifest) {
         "kind: Pod\nmetadata: {name: b}\nspec: {containers: [{name: c}]}\n");
   auto pods = LoadManifestDir(dir_.string(), "node1");
   ASSERT_FALSE(pods.ok());
-  EXPECT_NE(pods.error().message.find("two.yaml: a static-pod manifest holds one Pod, got 2"),
+  EXPECT_NE(pods.error().msg.find("two.yaml: a static-pod manifest holds one Pod, got 2"),
             std::string::npos);
 }
 
@@ -421,12 +419,12 @@ TEST_F(ManifestDirTest, NonRegularEntriesAreErrorsNamingThem) {
   ASSERT_EQ(::mkfifo((dir_ / "b.yaml").c_str(), 0600), 0);
   auto pods = LoadManifestDir(dir_.string(), "node1");
   ASSERT_FALSE(pods.ok());
-  EXPECT_EQ(pods.error().message, (dir_ / "b.yaml").string() + ": not a regular file (a FIFO)");
+  EXPECT_EQ(pods.error().msg, (dir_ / "b.yaml").string() + ": not a regular file (a FIFO)");
   std::filesystem::remove(dir_ / "b.yaml");
   std::filesystem::create_symlink("/dev/zero", dir_ / "c.yaml");
   pods = LoadManifestDir(dir_.string(), "node1");
   ASSERT_FALSE(pods.ok());
-  EXPECT_EQ(pods.error().message,
+  EXPECT_EQ(pods.error().msg,
             (dir_ / "c.yaml").string() + ": not a regular file (a character device)");
 }
 

@@ -9,6 +9,7 @@
 
 #include "admit/api/decode.h"
 #include "admit/api/yaml.h"
+#include "lib/base/result.h"
 #include "lib/sys/io.h"
 
 namespace nodegate::admit {
@@ -63,8 +64,8 @@ bool IsWorkloadKind(const std::string& kind) {
          kind == "StatefulSet" || kind == "Job" || kind == "ReplicationController";
 }
 
-VoidResult CollectPods(const json& value, const std::string& where, bool allow_workloads,
-                       bool inside_list, std::vector<Pod>& out) {
+nodegate::Status CollectPods(const json& value, const std::string& where, bool allow_workloads,
+                             bool inside_list, std::vector<Pod>& out) {
   if (value.is_array()) {
     for (size_t i = 0; i < value.size(); ++i) {
       auto r =
@@ -73,26 +74,26 @@ VoidResult CollectPods(const json& value, const std::string& where, bool allow_w
         return r;
       }
     }
-    return Ok{};
+    return OkStatus();
   }
   if (!value.is_object()) {
-    return Error{where + ": expected an object, got " +
-                 std::string(value.is_string() ? "a string" : "a scalar")};
+    return Error(kErrDecode, where + ": expected an object, got " +
+                                 std::string(value.is_string() ? "a string" : "a scalar"));
   }
   std::string kind;
   if (auto it = value.find("kind"); it != value.end() && !it->is_null()) {
     if (!it->is_string()) {
-      return Error{where + ": kind: expected string"};
+      return Error(kErrDecode, where + ": kind: expected string");
     }
     kind = it->get<std::string>();
   }
   if (kind == "PodList" || kind == "List") {
     auto items = value.find("items");
     if (items == value.end() || items->is_null()) {
-      return Ok{};  // an empty list
+      return OkStatus();  // an empty list
     }
     if (!items->is_array()) {
-      return Error{where + ": items: expected list"};
+      return Error(kErrDecode, where + ": items: expected list");
     }
     for (size_t i = 0; i < items->size(); ++i) {
       const json& item = (*items)[i];
@@ -104,32 +105,24 @@ VoidResult CollectPods(const json& value, const std::string& where, bool allow_w
           continue;  // a List may mix kinds (kubectl get all); only pods are on the node
         }
       }
-      auto r = CollectPods(item, item_where, allow_workloads, true, out);
-      if (!r.ok()) {
-        return r;
-      }
+      NG_RETURN_IF_ERROR(CollectPods(item, item_where, allow_workloads, true, out));
     }
-    return Ok{};
+    return OkStatus();
   }
   if (kind.empty() || kind == "Pod") {
-    auto pod = DecodePod(value, where);
-    if (!pod.ok()) {
-      return pod.error();
-    }
-    out.push_back(std::move(pod).value());
-    return Ok{};
+    NG_ASSIGN_OR_RETURN(auto pod, DecodePod(value, where));
+    out.push_back(std::move(pod));
+    return OkStatus();
   }
   if (allow_workloads && IsWorkloadKind(kind)) {
-    auto pod = DecodePodTemplate(value, where);
-    if (!pod.ok()) {
-      return pod.error();
-    }
-    out.push_back(std::move(pod).value());
-    return Ok{};
+    NG_ASSIGN_OR_RETURN(auto pod, DecodePodTemplate(value, where));
+    out.push_back(std::move(pod));
+    return OkStatus();
   }
   (void)inside_list;
-  return Error{where + ": kind: unsupported kind \"" + kind + "\" (want Pod, PodList or List" +
-               (allow_workloads ? ", or a workload with a pod template)" : ")")};
+  return Error(kErrDecode, where + ": kind: unsupported kind \"" + kind +
+                               "\" (want Pod, PodList or List" +
+                               (allow_workloads ? ", or a workload with a pod template)" : ")"));
 }
 
 }  // namespace
@@ -137,27 +130,28 @@ VoidResult CollectPods(const json& value, const std::string& where, bool allow_w
 Result<std::vector<Document>> ParseDocuments(std::string_view text, std::string_view name) {
   const std::string label(name);
   if (text.size() > kMaxInputBytes) {
-    return Error{label + ": larger than " + std::to_string(kMaxInputBytes >> 20) + " MiB"};
+    return Error(kErrDecode,
+                 label + ": larger than " + std::to_string(kMaxInputBytes >> 20) + " MiB");
   }
   if (IsBlank(text)) {
-    return Error{label + ": empty: no objects"};
+    return Error(kErrDecode, label + ": empty: no objects");
   }
   std::vector<Document> docs;
   if (LooksLikeJson(text)) {
     if (!DepthOk(text)) {
-      return Error{label + ": JSON nesting deeper than " + std::to_string(kMaxDocumentDepth) +
-                   " levels"};
+      return Error(kErrDecode, label + ": JSON nesting deeper than " +
+                                   std::to_string(kMaxDocumentDepth) + " levels");
     }
     try {
       docs.push_back({json::parse(text), label});
     } catch (const std::exception& e) {
-      return Error{label + ": invalid JSON: " + e.what()};
+      return Error(kErrDecode, label + ": invalid JSON: " + e.what());
     }
     return docs;
   }
   auto values = YamlDocumentsToJson(text);
   if (!values.ok()) {
-    return Error{label + ": " + values.error().message};
+    return values.error().WithContext(label);
   }
   for (size_t i = 0; i < values->size(); ++i) {
     json& value = (*values)[i];
@@ -171,7 +165,7 @@ Result<std::vector<Document>> ParseDocuments(std::string_view text, std::string_
     docs.push_back({std::move(value), std::move(where)});
   }
   if (docs.empty()) {
-    return Error{label + ": empty: no objects"};
+    return Error(kErrDecode, label + ": empty: no objects");
   }
   return docs;
 }
@@ -180,64 +174,43 @@ Result<std::string> ReadInput(const std::string& path) {
   if (path == "-") {
     std::string text;
     if (!sys::ReadAllCapped(STDIN_FILENO, kMaxInputBytes, text)) {
-      return Error{"-: standard input " + (errno == EFBIG
-                                               ? "larger than " + sys::FormatByteCap(kMaxInputBytes)
-                                               : std::string(std::strerror(errno)))};
+      return Error(kErrIo, "-: standard input " +
+                               (errno == EFBIG ? "larger than " + sys::FormatByteCap(kMaxInputBytes)
+                                               : std::string(std::strerror(errno))));
     }
     return text;
   }
-  auto text = sys::ReadRegularFile(path, kMaxInputBytes);
-  if (!text.ok()) {
-    return Error{text.error().msg};
-  }
-  return std::move(text).value();
+  return sys::ReadRegularFile(path, kMaxInputBytes);
 }
 
 Result<std::vector<Pod>> PodsFromDocuments(const std::vector<Document>& documents,
                                            bool allow_workloads) {
   std::vector<Pod> pods;
   for (const Document& doc : documents) {
-    auto r = CollectPods(doc.value, doc.where, allow_workloads, false, pods);
-    if (!r.ok()) {
-      return r.error();
-    }
+    NG_RETURN_IF_ERROR(CollectPods(doc.value, doc.where, allow_workloads, false, pods));
   }
   return pods;
 }
 
 Result<std::vector<Pod>> LoadPods(const std::string& path, bool allow_workloads) {
-  auto text = ReadInput(path);
-  if (!text.ok()) {
-    return text.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto text, ReadInput(path));
   const std::string label = path == "-" ? "<stdin>" : path;
-  auto docs = ParseDocuments(*text, label);
-  if (!docs.ok()) {
-    return docs.error();
-  }
-  auto pods = PodsFromDocuments(*docs, allow_workloads);
-  if (!pods.ok()) {
-    return pods.error();
-  }
-  for (Pod& pod : *pods) {
+  NG_ASSIGN_OR_RETURN(auto docs, ParseDocuments(text, label));
+  NG_ASSIGN_OR_RETURN(auto pods, PodsFromDocuments(docs, allow_workloads));
+  for (Pod& pod : pods) {
     pod.source = label;
   }
   return pods;
 }
 
 Result<Node> LoadNode(const std::string& path) {
-  auto text = ReadInput(path);
-  if (!text.ok()) {
-    return text.error();
+  NG_ASSIGN_OR_RETURN(auto text, ReadInput(path));
+  NG_ASSIGN_OR_RETURN(auto docs, ParseDocuments(text, path));
+  if (docs.size() != 1) {
+    return Error(kErrDecode,
+                 path + ": expected one Node, got " + std::to_string(docs.size()) + " documents");
   }
-  auto docs = ParseDocuments(*text, path);
-  if (!docs.ok()) {
-    return docs.error();
-  }
-  if (docs->size() != 1) {
-    return Error{path + ": expected one Node, got " + std::to_string(docs->size()) + " documents"};
-  }
-  return DecodeNode(docs->front().value, docs->front().where);
+  return DecodeNode(docs.front().value, docs.front().where);
 }
 
 void ApplyKubeletSourceDefaults(Pod& pod, const std::string& node_name, std::string_view source) {
@@ -257,29 +230,23 @@ bool IsManifestFile(std::string_view filename) { return !filename.empty() && fil
 
 Result<Pod> DecodeManifest(std::string_view text, const std::string& name,
                            const std::string& node_name) {
-  auto docs = ParseDocuments(text, name);
-  if (!docs.ok()) {
-    return docs.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto docs, ParseDocuments(text, name));
   // The kubelet reads exactly one pod per manifest file.
-  if (docs->size() != 1) {
-    return Error{name + ": a static-pod manifest holds one Pod, got " +
-                 std::to_string(docs->size()) + " documents"};
+  if (docs.size() != 1) {
+    return Error(kErrDecode, name + ": a static-pod manifest holds one Pod, got " +
+                                 std::to_string(docs.size()) + " documents");
   }
-  const nlohmann::json& value = docs->front().value;
+  const nlohmann::json& value = docs.front().value;
   if (value.is_object()) {
     auto kind = value.find("kind");
     if (kind != value.end() && kind->is_string() && kind->get<std::string>() != "Pod") {
-      return Error{name + ": kind: a static-pod manifest must be a Pod, got \"" +
-                   kind->get<std::string>() + "\""};
+      return Error(kErrDecode, name + ": kind: a static-pod manifest must be a Pod, got \"" +
+                                   kind->get<std::string>() + "\"");
     }
   }
-  auto pod = DecodePod(value, docs->front().where);
-  if (!pod.ok()) {
-    return pod.error();
-  }
-  pod->source = name;
-  ApplyStaticPodDefaults(*pod, node_name);
+  NG_ASSIGN_OR_RETURN(Pod pod, DecodePod(value, docs.front().where));
+  pod.source = name;
+  ApplyStaticPodDefaults(pod, node_name);
   return pod;
 }
 
@@ -287,7 +254,7 @@ Result<std::vector<Pod>> LoadManifestDir(const std::string& dir, const std::stri
                                          const std::string& skip_filename) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
-    return Error{dir + ": not a directory"};
+    return Error(kErrIo, dir + ": not a directory");
   }
   std::vector<std::filesystem::path> files;
   for (auto it = std::filesystem::directory_iterator(dir, ec);
@@ -301,20 +268,14 @@ Result<std::vector<Pod>> LoadManifestDir(const std::string& dir, const std::stri
     }
   }
   if (ec) {
-    return Error{dir + ": " + ec.message()};
+    return Error(kErrIo, dir + ": " + ec.message());
   }
   std::sort(files.begin(), files.end());
   std::vector<Pod> pods;
   for (const auto& file : files) {
-    auto text = ReadInput(file.string());
-    if (!text.ok()) {
-      return text.error();
-    }
-    auto pod = DecodeManifest(*text, file.string(), node_name);
-    if (!pod.ok()) {
-      return pod.error();
-    }
-    pods.push_back(std::move(pod).value());
+    NG_ASSIGN_OR_RETURN(auto text, ReadInput(file.string()));
+    NG_ASSIGN_OR_RETURN(auto pod, DecodeManifest(text, file.string(), node_name));
+    pods.push_back(std::move(pod));
   }
   return pods;
 }

@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "admit/api/result.h"
 #include "admit/api/types.h"
+#include "lib/base/result.h"
 
 namespace nodegate::admit {
 

@@ -7,23 +7,22 @@
 // kubernetes.io/config.source: http, which makes it a static, critical pod; unlike the file
 // source no NoExecute toleration is added.
 //
-// The client is plain HTTP/1.1 with a deadline for the whole exchange (the kubelet's client
-// gives up after 10 s), a cap on the response size, and up to 10 redirects (as Go's client).
-// https:// is refused: the kubelet reads it, this tool cannot.
+// The client is lib/http's plain HTTP/1.1 GET (Boost.Beast, as the API client's), with a
+// deadline for the whole exchange (the kubelet's client gives up after 10 s), a cap on the
+// response size, and up to 10 redirects (as Go's client), followed here. https:// is refused:
+// the kubelet reads it, this tool cannot.
 //
 //   auto pods = LoadManifestUrl("http://10.0.0.1:8080/pods.yaml", "worker-1", {}, &note);
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <map>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "admit/api/result.h"
 #include "admit/api/types.h"
+#include "lib/base/result.h"
 
 namespace nodegate::admit {
 
@@ -36,21 +35,9 @@ struct HttpUrl {
 // ParseHttpUrl: http://HOST[:PORT][/PATH][?QUERY]; fragments are dropped.
 Result<HttpUrl> ParseHttpUrl(std::string_view url);
 
-struct HttpResponse {
-  int status = 0;
-  std::string status_line_rest;                // "404 Not Found"
-  std::map<std::string, std::string> headers;  // names in lower case
-  std::string body;
-};
-
-// ParseHttpResponse: nullopt while `raw` is an incomplete response and the server may still
-// send (`at_eof` false); an error when it is malformed, or cut short at end of stream. Bodies:
-// Content-Length, chunked, or (neither) everything up to the end of the stream.
-Result<std::optional<HttpResponse>> ParseHttpResponse(std::string_view raw, bool at_eof);
-
 struct FetchOptions {
   std::chrono::milliseconds timeout{10000};
-  size_t max_bytes = 256u << 20;  // the whole response, headers included
+  size_t max_bytes = 256u << 20;  // the response's header, and its body, each
   int max_redirects = 10;
 };
 

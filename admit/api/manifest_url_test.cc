@@ -2,12 +2,12 @@
 
 #include <gtest/gtest.h>
 
-#include "admit/testing/http_server.h"
+#include "lib/http/testing/http_server.h"
 
 namespace nodegate::admit {
 namespace {
 
-using testing::LocalHttpServer;
+using http::testing::LocalHttpServer;
 
 TEST(ManifestUrlTest, ParseHttpUrl) {
   struct Case {
@@ -31,59 +31,14 @@ TEST(ManifestUrlTest, ParseHttpUrl) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.url);
     auto got = ParseHttpUrl(c.url);
-    ASSERT_EQ(got.ok(), c.error.empty()) << (got.ok() ? "" : got.error().message);
+    ASSERT_EQ(got.ok(), c.error.empty()) << (got.ok() ? "" : got.error().msg);
     if (!got.ok()) {
-      EXPECT_EQ(got.error().message, c.error);
+      EXPECT_EQ(got.error().msg, c.error);
       continue;
     }
     EXPECT_EQ(got->host, c.host);
     EXPECT_EQ(got->port, c.port);
     EXPECT_EQ(got->target, c.target);
-  }
-}
-
-TEST(ManifestUrlTest, ParseHttpResponse) {
-  struct Case {
-    std::string name;
-    std::string raw;
-    bool at_eof;
-    std::string want;  // "more" (incomplete), "error: MESSAGE", or "STATUS BODY"
-  };
-  const std::string ok = "HTTP/1.1 200 OK\r\n";
-  const std::vector<Case> cases = {
-      {"content length, complete", ok + "Content-Length: 3\r\n\r\nabcdef", false, "200 abc"},
-      {"content length, more to come", ok + "Content-Length: 5\r\n\r\nabc", false, "more"},
-      {"content length, cut short", ok + "Content-Length: 5\r\n\r\nabc", true,
-       "error: reply cut short: 3 of 5 bytes"},
-      {"chunked", ok + "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n",
-       false, "200 abcde"},
-      {"chunked with a trailer",
-       ok + "Transfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\nX-T: 1\r\n\r\n", false, "200 a"},
-      {"chunked, more to come", ok + "Transfer-Encoding: chunked\r\n\r\n3\r\nab", false, "more"},
-      {"chunked, cut short", ok + "Transfer-Encoding: chunked\r\n\r\n3\r\nab", true,
-       "error: reply cut short in its chunked body"},
-      {"chunked, bad size", ok + "Transfer-Encoding: chunked\r\n\r\nzz\r\n", false,
-       "error: malformed chunk size \"zz\""},
-      {"no length: up to the end", "HTTP/1.0 200 OK\r\n\r\nall of it", true, "200 all of it"},
-      {"no length, open", "HTTP/1.0 200 OK\r\n\r\nall of", false, "more"},
-      {"headers not complete", ok + "Content-Le", false, "more"},
-      {"empty reply", "", true, "error: empty reply"},
-      {"not HTTP", "SSH-2.0-OpenSSH\r\n\r\n", false,
-       "error: not an HTTP/1.x response: \"SSH-2.0-OpenSSH\""},
-      {"a 404", "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", false, "404 "},
-  };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.name);
-    auto got = ParseHttpResponse(c.raw, c.at_eof);
-    std::string summary;
-    if (!got.ok()) {
-      summary = "error: " + got.error().message;
-    } else if (!got->has_value()) {
-      summary = "more";
-    } else {
-      summary = std::to_string((*got)->status) + " " + (*got)->body;
-    }
-    EXPECT_EQ(summary, c.want);
   }
 }
 
@@ -98,7 +53,7 @@ TEST(ManifestUrlTest, PodsFromHttpSourceAsTheKubeletReadsThem) {
   const std::string url = "http://h/pods";
   std::string note;
   auto pods = PodsFromHttpSource(kPod, url, "worker-1", &note);
-  ASSERT_TRUE(pods.ok()) << pods.error().message;
+  ASSERT_TRUE(pods.ok()) << pods.error().msg;
   ASSERT_EQ(pods->size(), 1u);
   const Pod& p = pods->front();
   EXPECT_EQ(p.Key(), "kube-system/agent-worker-1");
@@ -114,12 +69,12 @@ TEST(ManifestUrlTest, PodsFromHttpSourceAsTheKubeletReadsThem) {
           {"metadata": {"name": "a"}, "spec": {"containers": [{"name": "c"}]}},
           {"metadata": {"name": "b"}, "spec": {"containers": [{"name": "c"}]}}]})";
   pods = PodsFromHttpSource(list, url, "worker-1", &note);
-  ASSERT_TRUE(pods.ok()) << pods.error().message;
+  ASSERT_TRUE(pods.ok()) << pods.error().msg;
   ASSERT_EQ(pods->size(), 2u);
   EXPECT_EQ((*pods)[1].Key(), "default/b-worker-1");
 
   pods = PodsFromHttpSource(std::string(kPod) + "---\n" + kPod, url, "worker-1", &note);
-  ASSERT_TRUE(pods.ok()) << pods.error().message;
+  ASSERT_TRUE(pods.ok()) << pods.error().msg;
   EXPECT_EQ(pods->size(), 1u) << "a second document is not read";
   EXPECT_EQ(note,
             "http://h/pods: 1 document(s) after the first ignored: the kubelet's HTTP source "
@@ -148,7 +103,7 @@ TEST(ManifestUrlTest, PodsFromHttpSourceRefusesWhatTheKubeletRefuses) {
     SCOPED_TRACE(c.name);
     auto got = PodsFromHttpSource(c.body, "u", "n", nullptr);
     ASSERT_FALSE(got.ok());
-    EXPECT_EQ(got.error().message, c.want);
+    EXPECT_EQ(got.error().msg, c.want);
   }
 }
 
@@ -165,10 +120,10 @@ TEST(ManifestUrlTest, FetchUrl) {
   options.timeout = std::chrono::milliseconds(1500);
 
   auto body = FetchUrl(server.Url("/pod.yaml"), options);
-  ASSERT_TRUE(body.ok()) << body.error().message;
+  ASSERT_TRUE(body.ok()) << body.error().msg;
   EXPECT_EQ(*body, kPod);
   body = FetchUrl(server.Url("/moved"), options);
-  ASSERT_TRUE(body.ok()) << body.error().message;
+  ASSERT_TRUE(body.ok()) << body.error().msg;
   EXPECT_EQ(*body, kPod);
 
   const std::map<std::string, std::string> errors = {
@@ -180,16 +135,16 @@ TEST(ManifestUrlTest, FetchUrl) {
     SCOPED_TRACE(path);
     body = FetchUrl(server.Url(path), options);
     ASSERT_FALSE(body.ok());
-    EXPECT_EQ(body.error().message, server.Url(path) + want);
+    EXPECT_EQ(body.error().msg, server.Url(path) + want);
   }
   options.max_bytes = 1 << 20;
   body = FetchUrl(server.Url("/endless"), options);
   ASSERT_FALSE(body.ok());
-  EXPECT_EQ(body.error().message, server.Url("/endless") + ": response larger than 1 MiB");
+  EXPECT_EQ(body.error().msg, server.Url("/endless") + ": response larger than 1 MiB");
 
   std::string note;
   auto pods = LoadManifestUrl(server.Url("/empty"), "n", options, &note);
-  ASSERT_TRUE(pods.ok()) << pods.error().message;
+  ASSERT_TRUE(pods.ok()) << pods.error().msg;
   EXPECT_TRUE(pods->empty());
   EXPECT_EQ(note, server.Url("/empty") +
                       ": zero-length data received; the kubelet runs no pods "

@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "lib/base/result.h"
+
 namespace nodegate::admit {
 namespace {
 
@@ -21,7 +23,7 @@ Result<PriorityClass> DecodePriorityClass(const json& object, const std::string&
   const json* metadata = object.contains("metadata") ? &object["metadata"] : nullptr;
   if (metadata == nullptr || !metadata->is_object() || !metadata->contains("name") ||
       !(*metadata)["name"].is_string() || (*metadata)["name"].get<std::string>().empty()) {
-    return Error{where + ": metadata.name: required"};
+    return Error(kErrInvalidConfig, where + ": metadata.name: required");
   }
   PriorityClass pc;
   pc.name = (*metadata)["name"].get<std::string>();
@@ -31,12 +33,13 @@ Result<PriorityClass> DecodePriorityClass(const json& object, const std::string&
        value->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) ||
       value->get<int64_t>() < std::numeric_limits<int32_t>::min() ||
       value->get<int64_t>() > std::numeric_limits<int32_t>::max()) {
-    return Error{where + ": value: required, an integer between -2147483648 and 2147483647"};
+    return Error(kErrInvalidConfig,
+                 where + ": value: required, an integer between -2147483648 and 2147483647");
   }
   pc.value = static_cast<int32_t>(value->get<int64_t>());
   if (object.contains("globalDefault") && !object["globalDefault"].is_null()) {
     if (!object["globalDefault"].is_boolean()) {
-      return Error{where + ": globalDefault: expected boolean"};
+      return Error(kErrInvalidConfig, where + ": globalDefault: expected boolean");
     }
     pc.global_default = object["globalDefault"].get<bool>();
   }
@@ -45,43 +48,43 @@ Result<PriorityClass> DecodePriorityClass(const json& object, const std::string&
 
 // Validate: ValidatePriorityClass: "system-" names are reserved to the built-in classes and
 // their values; other classes stay at or below 1000000000.
-VoidResult Validate(const PriorityClass& pc, const std::string& where) {
+nodegate::Status Validate(const PriorityClass& pc, const std::string& where) {
   for (const PriorityClass& system : SystemClasses()) {
     if (pc.name == system.name) {
       if (pc.value != system.value) {
-        return Error{where + ": value: " + pc.name + " has value " + std::to_string(system.value) +
-                     ", got " + std::to_string(pc.value)};
+        return Error(kErrInvalidConfig, where + ": value: " + pc.name + " has value " +
+                                            std::to_string(system.value) + ", got " +
+                                            std::to_string(pc.value));
       }
-      return Ok{};
+      return OkStatus();
     }
   }
   if (pc.name.starts_with("system-")) {
-    return Error{where +
-                 ": metadata.name: priority class names with 'system-' prefix are "
-                 "reserved for system use only, got \"" +
-                 pc.name + "\""};
+    return Error(kErrInvalidConfig,
+                 where +
+                     ": metadata.name: priority class names with 'system-' prefix are "
+                     "reserved for system use only, got \"" +
+                     pc.name + "\"");
   }
   if (pc.value > kHighestUserDefinablePriority) {
-    return Error{where + ": value: maximum allowed value of a user defined priority is " +
-                 std::to_string(kHighestUserDefinablePriority) + ", got " +
-                 std::to_string(pc.value)};
+    return Error(kErrInvalidConfig,
+                 where + ": value: maximum allowed value of a user defined priority is " +
+                     std::to_string(kHighestUserDefinablePriority) + ", got " +
+                     std::to_string(pc.value));
   }
-  return Ok{};
+  return OkStatus();
 }
 
-VoidResult CollectClasses(const json& value, const std::string& where,
-                          std::vector<PriorityClass>& out) {
+nodegate::Status CollectClasses(const json& value, const std::string& where,
+                                std::vector<PriorityClass>& out) {
   if (value.is_array()) {
     for (size_t i = 0; i < value.size(); ++i) {
-      auto r = CollectClasses(value[i], where + "[" + std::to_string(i) + "]", out);
-      if (!r.ok()) {
-        return r;
-      }
+      NG_RETURN_IF_ERROR(CollectClasses(value[i], where + "[" + std::to_string(i) + "]", out));
     }
-    return Ok{};
+    return OkStatus();
   }
   if (!value.is_object()) {
-    return Error{where + ": expected an object"};
+    return Error(kErrInvalidConfig, where + ": expected an object");
   }
   const auto kind_it = value.find("kind");
   const std::string kind =
@@ -89,29 +92,23 @@ VoidResult CollectClasses(const json& value, const std::string& where,
   if (kind == "List" || kind == "PriorityClassList") {
     const json items = value.value("items", json::array());
     if (!items.is_array() && !items.is_null()) {
-      return Error{where + ": items: expected list"};
+      return Error(kErrInvalidConfig, where + ": items: expected list");
     }
     for (size_t i = 0; i < items.size(); ++i) {
-      auto r = CollectClasses(items[i], where + ": items[" + std::to_string(i) + "]", out);
-      if (!r.ok()) {
-        return r;
-      }
+      NG_RETURN_IF_ERROR(
+          CollectClasses(items[i], where + ": items[" + std::to_string(i) + "]", out));
     }
-    return Ok{};
+    return OkStatus();
   }
   if (kind != "PriorityClass") {
-    return Error{where + ": kind: expected PriorityClass, PriorityClassList or List, got \"" +
-                 kind + "\""};
+    return Error(
+        kErrInvalidConfig,
+        where + ": kind: expected PriorityClass, PriorityClassList or List, got \"" + kind + "\"");
   }
-  auto pc = DecodePriorityClass(value, where);
-  if (!pc.ok()) {
-    return pc.error();
-  }
-  if (auto valid = Validate(*pc, where); !valid.ok()) {
-    return valid;
-  }
-  out.push_back(std::move(pc).value());
-  return Ok{};
+  NG_ASSIGN_OR_RETURN(auto pc, DecodePriorityClass(value, where));
+  NG_RETURN_IF_ERROR(Validate(pc, where));
+  out.push_back(std::move(pc));
+  return OkStatus();
 }
 
 }  // namespace
@@ -125,16 +122,14 @@ PriorityClasses PriorityClasses::BuiltIn() {
 Result<PriorityClasses> PriorityClasses::FromDocuments(const std::vector<Document>& documents) {
   std::vector<PriorityClass> found;
   for (const Document& doc : documents) {
-    if (auto r = CollectClasses(doc.value, doc.where, found); !r.ok()) {
-      return r.error();
-    }
+    NG_RETURN_IF_ERROR(CollectClasses(doc.value, doc.where, found));
   }
   PriorityClasses set = BuiltIn();
   set.complete_ = true;
   for (PriorityClass& pc : found) {
     const PriorityClass* known = set.Find(pc.name);
     if (known != nullptr && !(known->value == pc.value && pc.name.starts_with("system-"))) {
-      return Error{"PriorityClass \"" + pc.name + "\" is given twice"};
+      return Error(kErrInvalidConfig, "PriorityClass \"" + pc.name + "\" is given twice");
     }
     if (known == nullptr) {
       set.classes_.push_back(std::move(pc));
@@ -163,25 +158,19 @@ const PriorityClass* PriorityClasses::GlobalDefault() const {
 }
 
 Result<PriorityClasses> LoadPriorityClasses(const std::string& path) {
-  auto text = ReadInput(path);
-  if (!text.ok()) {
-    return text.error();
-  }
-  auto docs = ParseDocuments(*text, path == "-" ? "<stdin>" : path);
-  if (!docs.ok()) {
-    return docs.error();
-  }
-  return PriorityClasses::FromDocuments(*docs);
+  NG_ASSIGN_OR_RETURN(auto text, ReadInput(path));
+  NG_ASSIGN_OR_RETURN(auto docs, ParseDocuments(text, path == "-" ? "<stdin>" : path));
+  return PriorityClasses::FromDocuments(docs);
 }
 
-VoidResult ResolvePriority(Pod& pod, const PriorityClasses& classes) {
+nodegate::Status ResolvePriority(Pod& pod, const PriorityClasses& classes) {
   std::optional<int32_t> computed;
   if (!pod.priority_class_name.empty()) {
     if (const PriorityClass* pc = classes.Find(pod.priority_class_name)) {
       computed = pc->value;
     } else if (classes.complete()) {
-      return Error{"spec.priorityClassName: no PriorityClass with name " + pod.priority_class_name +
-                   " was found"};
+      return Error(kErrInvalidConfig, "spec.priorityClassName: no PriorityClass with name " +
+                                          pod.priority_class_name + " was found");
     }
   } else if (classes.complete()) {
     const PriorityClass* fallback = classes.GlobalDefault();
@@ -191,15 +180,16 @@ VoidResult ResolvePriority(Pod& pod, const PriorityClasses& classes) {
     }
   }
   if (!computed.has_value()) {
-    return Ok{};  // a class this run does not know: left as given
+    return OkStatus();  // a class this run does not know: left as given
   }
   if (pod.priority.has_value() && *pod.priority != *computed) {
-    return Error{"spec.priority: the integer value of priority (" + std::to_string(*pod.priority) +
-                 ") must not be provided in pod spec; priority admission controller computed " +
-                 std::to_string(*computed) + " from the given PriorityClass name"};
+    return Error(kErrInvalidConfig,
+                 "spec.priority: the integer value of priority (" + std::to_string(*pod.priority) +
+                     ") must not be provided in pod spec; priority admission controller computed " +
+                     std::to_string(*computed) + " from the given PriorityClass name");
   }
   pod.priority = computed;
-  return Ok{};
+  return OkStatus();
 }
 
 }  // namespace nodegate::admit

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "admit/api/load.h"
-#include "admit/api/result.h"
 #include "admit/api/types.h"
+#include "lib/base/result.h"
 
 namespace nodegate::admit {
 
@@ -56,6 +56,6 @@ Result<PriorityClasses> LoadPriorityClasses(const std::string& path);
 
 // ResolvePriority: what priority admission does to a pod being created. Errors name the field
 // ("spec.priorityClassName: no PriorityClass with name x was found").
-VoidResult ResolvePriority(Pod& pod, const PriorityClasses& classes);
+nodegate::Status ResolvePriority(Pod& pod, const PriorityClasses& classes);
 
 }  // namespace nodegate::admit

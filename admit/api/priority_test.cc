@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "admit/testing/builders.h"
+#include "lib/base/result.h"
 
 namespace nodegate::admit {
 namespace {
@@ -10,11 +11,8 @@ namespace {
 using testing::MakePod;
 
 Result<PriorityClasses> FromYaml(const std::string& text) {
-  auto docs = ParseDocuments(text, "classes.yaml");
-  if (!docs.ok()) {
-    return docs.error();
-  }
-  return PriorityClasses::FromDocuments(*docs);
+  NG_ASSIGN_OR_RETURN(auto docs, ParseDocuments(text, "classes.yaml"));
+  return PriorityClasses::FromDocuments(docs);
 }
 
 constexpr const char* kClasses = R"(apiVersion: v1
@@ -32,7 +30,7 @@ value: 1000000000
 
 TEST(PriorityClassesTest, ReadsEveryFormAndKnowsTheBuiltIns) {
   auto classes = FromYaml(kClasses);
-  ASSERT_TRUE(classes.ok()) << classes.error().message;
+  ASSERT_TRUE(classes.ok()) << classes.error().msg;
   EXPECT_TRUE(classes->complete());
   ASSERT_NE(classes->Find("business-critical"), nullptr);
   EXPECT_EQ(classes->Find("business-critical")->value, 1000000000);
@@ -76,14 +74,14 @@ TEST(PriorityClassesTest, RefusesWhatTheApiServerRefuses) {
     SCOPED_TRACE(c.name);
     auto got = FromYaml(c.text);
     ASSERT_FALSE(got.ok());
-    EXPECT_EQ(got.error().message, c.want);
+    EXPECT_EQ(got.error().msg, c.want);
   }
 }
 
 // plugin/pkg/admission/priority admission.go, on pod creation.
 TEST(ResolvePriorityTest, AsThePriorityAdmissionPluginDoes) {
   auto file = FromYaml(kClasses);
-  ASSERT_TRUE(file.ok()) << file.error().message;
+  ASSERT_TRUE(file.ok()) << file.error().msg;
   const PriorityClasses built_in = PriorityClasses::BuiltIn();
   struct Case {
     std::string name;
@@ -114,8 +112,8 @@ TEST(ResolvePriorityTest, AsThePriorityAdmissionPluginDoes) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     Pod pod = c.pod;
-    VoidResult r = ResolvePriority(pod, *c.classes);
-    EXPECT_EQ(r.ok() ? "" : r.error().message, c.want_error);
+    nodegate::Status r = ResolvePriority(pod, *c.classes);
+    EXPECT_EQ(r.ok() ? "" : r.error().msg, c.want_error);
     EXPECT_EQ(pod.priority, c.want_priority);
     EXPECT_EQ(pod.priority_class_name, c.want_class);
   }

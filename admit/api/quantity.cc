@@ -251,18 +251,18 @@ UInt128 NanoMagnitude(Decimal d, const Suffix& suffix) {
 
 Result<Quantity> Quantity::Parse(std::string_view str) {
   if (str.empty()) {
-    return Error{std::string(kErrFormatWrong)};
+    return Error(kErrDecode, std::string(kErrFormatWrong));
   }
   if (str == "0") {
     return Quantity(0);
   }
   const std::optional<QuantityParts> text = SplitQuantity(str);
   if (!text) {
-    return Error{std::string(kErrFormatWrong)};
+    return Error(kErrDecode, std::string(kErrFormatWrong));
   }
   Suffix suffix;
   if (!LookupSuffix(text->suffix, &suffix)) {
-    return Error{std::string(kErrSuffix)};
+    return Error(kErrDecode, std::string(kErrSuffix));
   }
   const std::optional<Decimal> decimal = SignificantDigits(*text, suffix);
   if (!decimal) {

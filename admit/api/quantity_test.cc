@@ -22,7 +22,7 @@ class QuantityParseTest : public ::testing::TestWithParam<ParseCase> {};
 TEST_P(QuantityParseTest, ValueAndMilliValue) {
   const ParseCase& c = GetParam();
   auto q = Quantity::Parse(c.input);
-  ASSERT_TRUE(q.ok()) << c.input << ": " << q.error().message;
+  ASSERT_TRUE(q.ok()) << c.input << ": " << q.error().msg;
   EXPECT_EQ(q->Value(), c.value) << c.input;
   EXPECT_EQ(q->MilliValue(), c.milli) << c.input;
 }
@@ -94,7 +94,7 @@ TEST_P(QuantityParseErrorTest, Rejects) {
   const ErrorCase& c = GetParam();
   auto q = Quantity::Parse(c.input);
   ASSERT_FALSE(q.ok()) << c.input;
-  EXPECT_EQ(q.error().message, c.error) << c.input;
+  EXPECT_EQ(q.error().msg, c.error) << c.input;
 }
 
 INSTANTIATE_TEST_SUITE_P(

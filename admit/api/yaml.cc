@@ -326,7 +326,7 @@ Result<std::vector<json>> YamlDocumentsToJson(std::string_view text) {
     for (;;) {
       YamlEvent event;
       if (yaml_parser_parse(parser.get(), event.get()) == 0) {
-        return Error{ParserError(*parser.get(), text)};
+        return Error(kErrDecode, ParserError(*parser.get(), text));
       }
       if ((*event).type == YAML_STREAM_END_EVENT) {
         break;
@@ -335,9 +335,9 @@ Result<std::vector<json>> YamlDocumentsToJson(std::string_view text) {
     }
     return builder.TakeDocuments();
   } catch (const Refusal& refusal) {
-    return Error{refusal.message};
+    return Error(kErrDecode, refusal.message);
   } catch (const std::exception& e) {
-    return Error{std::string("invalid YAML: ") + e.what()};
+    return Error(kErrDecode, std::string("invalid YAML: ") + e.what());
   }
 }
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "admit/api/result.h"
+#include "lib/base/result.h"
 
 namespace nodegate::admit {
 

@@ -14,7 +14,7 @@ using nlohmann::json;
 
 json OnlyDocument(std::string_view text) {
   auto docs = YamlDocumentsToJson(text);
-  EXPECT_TRUE(docs.ok()) << text << "\n  error: " << docs.error().message;
+  EXPECT_TRUE(docs.ok()) << text << "\n  error: " << docs.error().msg;
   if (!docs.ok() || docs->size() != 1) {
     ADD_FAILURE() << text << ": want one document";
     return nullptr;
@@ -24,7 +24,7 @@ json OnlyDocument(std::string_view text) {
 
 std::string ErrorOf(std::string_view text) {
   auto docs = YamlDocumentsToJson(text);
-  return docs.ok() ? "<no error>" : docs.error().message;
+  return docs.ok() ? "<no error>" : docs.error().msg;
 }
 
 // As go-yaml v2 resolves them for the kubelet (YAML 1.1 booleans, Go integer syntax).
@@ -89,7 +89,7 @@ TEST(YamlTest, StructuresAnchorsAndDocuments) {
                         R"("name":"web","alias":"web"})"));
   EXPECT_EQ(OnlyDocument("k: &k name\n*k : v\n"), json::parse(R"({"k":"name","name":"v"})"));
   auto docs = YamlDocumentsToJson("---\na: 1\n---\n---\n- x\n...\n");
-  ASSERT_TRUE(docs.ok()) << docs.error().message;
+  ASSERT_TRUE(docs.ok()) << docs.error().msg;
   ASSERT_EQ(docs->size(), 3u);
   EXPECT_EQ((*docs)[0], json::parse(R"({"a":1})"));
   EXPECT_TRUE((*docs)[1].is_null());

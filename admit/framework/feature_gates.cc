@@ -29,7 +29,8 @@ Result<FeatureGates> FeatureGates::Parse(std::string_view list) {
     if (!item.empty()) {
       size_t eq = item.find('=');
       if (eq == std::string_view::npos) {
-        return Error{"--feature-gates: \"" + std::string(item) + "\": want Name=true|false"};
+        return Error(kErrInvalidConfig,
+                     "--feature-gates: \"" + std::string(item) + "\": want Name=true|false");
       }
       std::string_view name = item.substr(0, eq);
       std::string_view value = item.substr(eq + 1);
@@ -39,16 +40,17 @@ Result<FeatureGates> FeatureGates::Parse(std::string_view list) {
         for (const auto& [n, v] : gates.gates_) {
           known += known.empty() ? n : ", " + n;
         }
-        return Error{"--feature-gates: unknown feature gate \"" + std::string(name) +
-                     "\" (known: " + known + ")"};
+        return Error(kErrInvalidConfig, "--feature-gates: unknown feature gate \"" +
+                                            std::string(name) + "\" (known: " + known + ")");
       }
       if (value == "true") {
         it->second = true;
       } else if (value == "false") {
         it->second = false;
       } else {
-        return Error{"--feature-gates: " + std::string(name) + ": invalid value \"" +
-                     std::string(value) + "\" (want true or false)"};
+        return Error(kErrInvalidConfig, "--feature-gates: " + std::string(name) +
+                                            ": invalid value \"" + std::string(value) +
+                                            "\" (want true or false)");
       }
     }
     if (comma == std::string_view::npos) {

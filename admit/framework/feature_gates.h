@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "admit/api/result.h"
+#include "lib/base/result.h"
 
 namespace nodegate::admit {
 

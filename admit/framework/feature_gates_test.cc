@@ -17,7 +17,7 @@ TEST(FeatureGatesTest, DefaultsOfTheLatestRelease) {
 TEST(FeatureGatesTest, ParseOverridesDefaults) {
   auto gates =
       FeatureGates::Parse("PodLevelResources=false, TaintTolerationComparisonOperators=true,");
-  ASSERT_TRUE(gates.ok()) << gates.error().message;
+  ASSERT_TRUE(gates.ok()) << gates.error().msg;
   EXPECT_FALSE(gates->Enabled(kGatePodLevelResources));
   EXPECT_TRUE(gates->Enabled(kGateTaintTolerationComparisonOperators));
   EXPECT_TRUE(gates->Enabled(kGateSidecarContainers));
@@ -27,13 +27,13 @@ TEST(FeatureGatesTest, ParseOverridesDefaults) {
 TEST(FeatureGatesTest, ParseErrors) {
   auto unknown = FeatureGates::Parse("NoSuchGate=true");
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.error().message.find("unknown feature gate \"NoSuchGate\""), std::string::npos);
+  EXPECT_NE(unknown.error().msg.find("unknown feature gate \"NoSuchGate\""), std::string::npos);
   auto value = FeatureGates::Parse("SidecarContainers=yes");
   ASSERT_FALSE(value.ok());
-  EXPECT_NE(value.error().message.find("invalid value \"yes\""), std::string::npos);
+  EXPECT_NE(value.error().msg.find("invalid value \"yes\""), std::string::npos);
   auto shape = FeatureGates::Parse("SidecarContainers");
   ASSERT_FALSE(shape.ok());
-  EXPECT_NE(shape.error().message.find("want Name=true|false"), std::string::npos);
+  EXPECT_NE(shape.error().msg.find("want Name=true|false"), std::string::npos);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@ Result<PredicatePtr> Registry::Create(std::string_view name,
                                       const PredicateOptions& options) const {
   auto it = factories_.find(name);
   if (it == factories_.end()) {
-    return Error{"unknown predicate \"" + std::string(name) + "\""};
+    return Error(kErrInvalidConfig, "unknown predicate \"" + std::string(name) + "\"");
   }
   return it->second(options);
 }

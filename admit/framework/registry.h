@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "admit/api/result.h"
 #include "admit/framework/predicate.h"
+#include "lib/base/result.h"
 
 namespace nodegate::admit {
 

@@ -187,7 +187,7 @@ void HandleAdmissionFailure(const Pod& candidate, const NodeInfo& node, KubeletV
     v.message =
         "Unexpected error while attempting to recover from admission failure: preemption: error "
         "finding a set of pods to preempt: " +
-        victims.error().message;
+        victims.error().msg;
     return;
   }
   for (const Preemptee& victim : *victims) {

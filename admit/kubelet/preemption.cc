@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "admit/framework/resource.h"
+#include "lib/base/result.h"
 
 namespace nodegate::admit::kubelet {
 namespace {
@@ -76,8 +77,8 @@ std::vector<Preemptee> Concat(std::initializer_list<const std::vector<Preemptee>
 }
 
 Error NoSetOfPods(const AdmissionRequirements& missing) {
-  return Error{"no set of running pods found to reclaim resources: " +
-               RequirementsToString(missing)};
+  return Error(kErrInternal, "no set of running pods found to reclaim resources: " +
+                                 RequirementsToString(missing));
 }
 
 // PodsToPreemptByDistance: greedy, one pod per round, the one closest to meeting what is
@@ -229,22 +230,18 @@ Result<std::vector<Preemptee>> PodsToPreempt(const Pod& preemptor,
   }
   // Guaranteed pods only for what no other class can free, then Burstable pods for what
   // BestEffort pods and those Guaranteed picks cannot, then BestEffort pods for the rest.
-  auto guaranteed_evict = PodsToPreemptByDistance(
-      guaranteed, Subtract(requirements, Concat({&best_effort, &burstable})));
-  if (!guaranteed_evict.ok()) {
-    return guaranteed_evict.error();
-  }
-  auto burstable_evict = PodsToPreemptByDistance(
-      burstable, Subtract(requirements, Concat({&best_effort, &*guaranteed_evict})));
-  if (!burstable_evict.ok()) {
-    return burstable_evict.error();
-  }
-  auto best_effort_evict = PodsToPreemptByDistance(
-      best_effort, Subtract(requirements, Concat({&*burstable_evict, &*guaranteed_evict})));
-  if (!best_effort_evict.ok()) {
-    return best_effort_evict.error();
-  }
-  return Concat({&*best_effort_evict, &*burstable_evict, &*guaranteed_evict});
+  NG_ASSIGN_OR_RETURN(auto guaranteed_evict,
+                      PodsToPreemptByDistance(
+                          guaranteed, Subtract(requirements, Concat({&best_effort, &burstable}))));
+  NG_ASSIGN_OR_RETURN(
+      auto burstable_evict,
+      PodsToPreemptByDistance(burstable,
+                              Subtract(requirements, Concat({&best_effort, &guaranteed_evict}))));
+  NG_ASSIGN_OR_RETURN(
+      auto best_effort_evict,
+      PodsToPreemptByDistance(
+          best_effort, Subtract(requirements, Concat({&burstable_evict, &guaranteed_evict}))));
+  return Concat({&best_effort_evict, &burstable_evict, &guaranteed_evict});
 }
 
 }  // namespace nodegate::admit::kubelet

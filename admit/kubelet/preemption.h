@@ -26,7 +26,6 @@
 #include <string_view>
 #include <vector>
 
-#include "admit/api/result.h"
 #include "admit/api/types.h"
 #include "admit/framework/feature_gates.h"
 #include "admit/framework/node_info.h"
@@ -34,6 +33,7 @@
 #include "admit/framework/resource.h"
 #include "admit/framework/status.h"
 #include "admit/kubelet/qos.h"
+#include "lib/base/result.h"
 
 namespace nodegate::admit::kubelet {
 

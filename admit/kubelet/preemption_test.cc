@@ -83,7 +83,7 @@ void RunPreemptCases(const std::vector<PreemptCase>& cases) {
       pods.push_back(PreempteeOf(all.at(name), c.requirements));
     }
     auto got = PodsToPreempt(all.at(c.preemptor), pods, c.requirements);
-    ASSERT_EQ(!got.ok(), c.want_error) << (got.ok() ? "no error" : got.error().message);
+    ASSERT_EQ(!got.ok(), c.want_error) << (got.ok() ? "no error" : got.error().msg);
     if (!got.ok()) {
       continue;
     }
@@ -200,7 +200,7 @@ TEST(PreemptionTest, ManyTinyPodsAllGo) {
   const AdmissionRequirements requirements = {{"cpu", 110}};
   std::vector<Preemptee> pods(110, PreempteeOf(tiny, requirements));
   auto got = PodsToPreempt(TestPods().at("cluster-critical"), pods, requirements);
-  ASSERT_TRUE(got.ok()) << got.error().message;
+  ASSERT_TRUE(got.ok()) << got.error().msg;
   EXPECT_EQ(got->size(), 110u);
 }
 
@@ -262,7 +262,7 @@ TEST(PreemptionTest, VictimsInTheKubeletsOrder) {
     pods.push_back(PreempteeOf(all.at(name), requirements));
   }
   auto got = PodsToPreempt(all.at("cluster-critical"), pods, requirements);
-  ASSERT_TRUE(got.ok()) << got.error().message;
+  ASSERT_TRUE(got.ok()) << got.error().msg;
   std::vector<std::string> names;
   for (const Preemptee& p : *got) {
     names.push_back(NameOf(p));
@@ -282,7 +282,7 @@ TEST(PreemptionTest, TiesGoToTheLaterPod) {
       TestPods().at("cluster-critical"),
       {PreempteeOf(a, requirements), PreempteeOf(b, requirements), PreempteeOf(c, requirements)},
       requirements);
-  ASSERT_TRUE(got.ok()) << got.error().message;
+  ASSERT_TRUE(got.ok()) << got.error().msg;
   ASSERT_EQ(got->size(), 1u);
   EXPECT_EQ(NameOf(got->front()), "b");  // c asks for more memory; b comes after a
 }

@@ -30,7 +30,7 @@ std::vector<PredicatePtr> NewSchedulerProfile(const PredicateOptions& options) {
     auto p = registry.Create(name, options);
     if (!p.ok()) {
       // Programming error: the order names a predicate that is not registered.
-      std::cerr << "admit: " << p.error().message << "\n";
+      std::cerr << "admit: " << p.error().msg << "\n";
       std::abort();
     }
     out.push_back(std::move(p).value());

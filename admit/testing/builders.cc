@@ -8,7 +8,7 @@ namespace nodegate::admit::testing {
 Quantity Q(const std::string& text) {
   auto q = Quantity::Parse(text);
   if (!q.ok()) {
-    std::cerr << "test data: bad quantity " << text << ": " << q.error().message << "\n";
+    std::cerr << "test data: bad quantity " << text << ": " << q.error().msg << "\n";
     std::abort();
   }
   return *q;

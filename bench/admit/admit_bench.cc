@@ -75,9 +75,9 @@ double Median(std::vector<double> v) {
 }
 
 template <typename T>
-T Must(nodegate::admit::Result<T> r) {
+T Must(nodegate::Result<T> r) {
   if (!r.ok()) {
-    std::cerr << "admit_bench: " << r.error().message << "\n";
+    std::cerr << "admit_bench: " << r.error().msg << "\n";
     std::exit(1);
   }
   return std::move(r).value();

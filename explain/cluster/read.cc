@@ -23,9 +23,8 @@ std::string Hint(int status) {
 
 // ListAll: every item of a collection, page after page, each handed to `on_item` on a thread
 // of its own while the next ones arrive (DecodeWorker); all of them when it returns.
-Result<admit::Ok> ListAll(kube::ApiClient& client, const std::string& path, const std::string& what,
-                          const ReadOptions& options,
-                          const std::function<void(std::string_view)>& on_item) {
+Status ListAll(kube::ApiClient& client, const std::string& path, const std::string& what,
+               const ReadOptions& options, const std::function<void(std::string_view)>& on_item) {
   std::string continue_token;
   bool first = true;
   do {
@@ -49,25 +48,26 @@ Result<admit::Ok> ListAll(kube::ApiClient& client, const std::string& path, cons
           return true;
         });
     if (!got.ok()) {
-      return Error{"list " + what + ": " + got.error().message};
+      return got.error().WithContext("list " + what);
     }
     if (got->status != 200) {
-      return Error{kube::StatusMessage("list " + what, got->status, got->body) + Hint(got->status)};
+      return Error(kErrIo,
+                   kube::StatusMessage("list " + what, got->status, got->body) + Hint(got->status));
     }
     if (got->idle) {
-      return Error{"list " + what + ": nothing arrived for " +
-                   std::to_string(options.timeout.count() / 1000) + " s"};
+      return Error(kErrIo, "list " + what + ": nothing arrived for " +
+                               std::to_string(options.timeout.count() / 1000) + " s");
     }
     if (broken) {
-      return Error{"list " + what + ": " + broken->message};
+      return broken->WithContext("list " + what);
     }
     if (auto done = list.Finish(); !done.ok()) {
-      return Error{"list " + what + ": " + done.error().message};
+      return done.error().WithContext("list " + what);
     }
     worker.Finish();
     continue_token = list.continue_token();
   } while (!continue_token.empty());
-  return admit::Ok{};
+  return OkStatus();
 }
 
 }  // namespace
@@ -86,26 +86,24 @@ Result<Cluster> ReadCluster(kube::ApiClient& client, const ReadOptions& options)
   kube::ObjectDecoder decoder(options.gates);
   size_t bad_nodes = 0;
   std::string first_bad_node;
-  auto nodes = ListAll(client, "/api/v1/nodes", "nodes", options, [&](std::string_view item) {
+  auto add_node = [&](std::string_view item) {
     auto node = decoder.Node(item);
     if (node.ok()) {
       cluster.AddNode(std::move(node->node));
     } else if (bad_nodes++ == 0) {
-      first_bad_node = node.error().message;
+      first_bad_node = node.error().msg;
     }
-  });
-  if (!nodes.ok()) {
-    return nodes.error();
-  }
+  };
+  NG_RETURN_IF_ERROR(ListAll(client, "/api/v1/nodes", "nodes", options, add_node));
   if (bad_nodes > 0) {
     // A node nodegate cannot read would be a node it says nothing about: refuse to guess.
-    return Error{"list nodes: " + std::to_string(bad_nodes) +
-                 " node(s) could not be read; the first: " + first_bad_node};
+    return Error(kErrIo, "list nodes: " + std::to_string(bad_nodes) +
+                             " node(s) could not be read; the first: " + first_bad_node);
   }
-  auto pods = ListAll(client, "/api/v1/pods", "pods", options, [&](std::string_view item) {
+  auto add_pod = [&](std::string_view item) {
     auto pod = decoder.Pod(item);
     if (!pod.ok()) {
-      cluster.CountUnreadable(pod.error().message);
+      cluster.CountUnreadable(pod.error().msg);
       return;
     }
     const bool unbound = pod->node_name.empty() && !pod->Terminal();
@@ -117,10 +115,8 @@ Result<Cluster> ReadCluster(kube::ApiClient& client, const ReadOptions& options)
         cluster.AddUnbound(std::move(object));
       }
     }
-  });
-  if (!pods.ok()) {
-    return pods.error();
-  }
+  };
+  NG_RETURN_IF_ERROR(ListAll(client, "/api/v1/pods", "pods", options, add_pod));
   return cluster;
 }
 
@@ -129,17 +125,18 @@ Result<std::optional<nlohmann::json>> GetObject(kube::ApiClient& client, const s
                                                 std::chrono::milliseconds timeout) {
   auto got = client.Get(path, kube::Clock::now() + timeout, kMaxObjectBytes);
   if (!got.ok()) {
-    return Error{"get " + what + ": " + got.error().message};
+    return got.error().WithContext("get " + what);
   }
   if (got->status == 404) {
     return std::optional<nlohmann::json>();
   }
   if (got->status != 200) {
-    return Error{kube::StatusMessage("get " + what, got->status, got->body) + Hint(got->status)};
+    return Error(kErrIo,
+                 kube::StatusMessage("get " + what, got->status, got->body) + Hint(got->status));
   }
   nlohmann::json object = nlohmann::json::parse(got->body, nullptr, /*allow_exceptions=*/false);
   if (!object.is_object()) {
-    return Error{"get " + what + ": the answer is not a JSON object"};
+    return Error(kErrIo, "get " + what + ": the answer is not a JSON object");
   }
   return std::optional<nlohmann::json>(std::move(object));
 }

@@ -14,15 +14,12 @@
 #include <optional>
 #include <string>
 
-#include "admit/api/result.h"
 #include "admit/framework/feature_gates.h"
 #include "explain/cluster/cluster.h"
 #include "kube/client/client.h"
+#include "lib/base/result.h"
 
 namespace nodegate::explain {
-
-using admit::Error;
-using admit::Result;
 
 struct ReadOptions {
   admit::FeatureGates gates;

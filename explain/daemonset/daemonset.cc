@@ -6,6 +6,7 @@
 #include "admit/predicates/node_affinity/node_affinity.h"
 #include "admit/predicates/taint_toleration/taint_toleration.h"
 #include "explain/scheduler/candidate.h"
+#include "lib/base/result.h"
 
 namespace nodegate::explain {
 namespace {
@@ -177,10 +178,9 @@ bool ShouldRun(const admit::Pod& tmpl, const admit::Node& node, bool comparison,
 // PlaceMissing: for a node where the daemon pod should run and does not, the scheduler's
 // verdict for its pod there (the Pending pod when there is one, else the pod the controller
 // would make), into n.
-admit::Result<admit::Ok> PlaceMissing(const json& daemonset, const std::string& daemonset_key,
-                                      const json* pending, const Scheduler& scheduler,
-                                      DaemonSetNode& n) {
-  admit::Result<CandidatePod> pod = admit::Error{""};
+Status PlaceMissing(const json& daemonset, const std::string& daemonset_key, const json* pending,
+                    const Scheduler& scheduler, DaemonSetNode& n) {
+  Result<CandidatePod> pod = Error(kErrDecode, "");
   if (pending != nullptr) {
     pod = DecodeCandidate(*pending, "pod");
     if (pod.ok()) {
@@ -201,7 +201,7 @@ admit::Result<admit::Ok> PlaceMissing(const json& daemonset, const std::string& 
   }
   if (n.verdict && n.verdict->state == NodeVerdict::State::kFits) {
     n.state = DaemonSetNode::State::kWouldFit;
-    return admit::Ok{};
+    return OkStatus();
   }
   n.state = DaemonSetNode::State::kBlocked;
   if (!n.pending_pod.empty()) {
@@ -212,24 +212,22 @@ admit::Result<admit::Ok> PlaceMissing(const json& daemonset, const std::string& 
       n.victims = p.victims;
     }
   }
-  return admit::Ok{};
+  return OkStatus();
 }
 
 }  // namespace
 
-admit::Result<DaemonSetExplanation> ExplainDaemonSet(const json& daemonset, const Cluster& cluster,
-                                                     const Scheduler& scheduler) {
+Result<DaemonSetExplanation> ExplainDaemonSet(const json& daemonset, const Cluster& cluster,
+                                              const Scheduler& scheduler) {
   if (!daemonset.is_object() || Str(daemonset, {"kind"}) != "DaemonSet") {
-    return admit::Error{"not a DaemonSet"};
+    return Error(kErrDecode, "not a DaemonSet");
   }
   const std::string ns = Str(daemonset, {"metadata", "namespace"});
   const std::string name = Str(daemonset, {"metadata", "name"});
   // The controller's own check: the template with its tolerations, its own affinity.
-  auto would_be = DecodeCandidate(DaemonPodFor(daemonset, ""), "daemonset " + ns + "/" + name);
-  if (!would_be.ok()) {
-    return would_be.error();
-  }
-  const admit::Pod& tmpl = would_be->pod;
+  NG_ASSIGN_OR_RETURN(auto would_be,
+                      DecodeCandidate(DaemonPodFor(daemonset, ""), "daemonset " + ns + "/" + name));
+  const admit::Pod& tmpl = would_be.pod;
   const bool comparison =
       scheduler.options().gates.Enabled(admit::kGateTaintTolerationComparisonOperators);
 
@@ -239,8 +237,8 @@ admit::Result<DaemonSetExplanation> ExplainDaemonSet(const json& daemonset, cons
   for (const admit::WantedPort& p : admit::GetHostPorts(tmpl)) {
     e.host_ports.push_back(p.port.ToString());
   }
-  e.not_evaluated = would_be->not_evaluated;
-  e.notes = would_be->notes;
+  e.not_evaluated = would_be.not_evaluated;
+  e.notes = would_be.notes;
   const DaemonPods pods = FindDaemonPods(cluster, "DaemonSet " + ns + "/" + name);
 
   for (const NodeEntry& entry : cluster.nodes()) {
@@ -266,9 +264,7 @@ admit::Result<DaemonSetExplanation> ExplainDaemonSet(const json& daemonset, cons
     // It should run here and does not: the scheduler's verdict for its pod.
     auto w = pods.waiting.find(node.name);
     const json* pending = w != pods.waiting.end() ? w->second : nullptr;
-    if (auto placed = PlaceMissing(daemonset, e.daemonset, pending, scheduler, n); !placed.ok()) {
-      return placed.error();
-    }
+    NG_RETURN_IF_ERROR(PlaceMissing(daemonset, e.daemonset, pending, scheduler, n));
     if (n.state == DaemonSetNode::State::kWouldFit) {
       ++e.waiting;
     } else {

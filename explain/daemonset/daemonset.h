@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "admit/api/result.h"
 #include "explain/cluster/cluster.h"
 #include "explain/scheduler/explanation.h"
 #include "explain/scheduler/scheduler.h"
+#include "lib/base/result.h"
 
 namespace nodegate::explain {
 
@@ -58,9 +58,8 @@ struct DaemonSetExplanation {
   std::vector<std::string> notes;
 };
 
-admit::Result<DaemonSetExplanation> ExplainDaemonSet(const nlohmann::json& daemonset,
-                                                     const Cluster& cluster,
-                                                     const Scheduler& scheduler);
+Result<DaemonSetExplanation> ExplainDaemonSet(const nlohmann::json& daemonset,
+                                              const Cluster& cluster, const Scheduler& scheduler);
 
 // DaemonPodFor: the pod the controller creates for `node` (a Pod object): the template, its
 // tolerations, and the node pinned by required affinity. `node` "" leaves the affinity as the

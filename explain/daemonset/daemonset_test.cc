@@ -79,7 +79,7 @@ TEST(DaemonSetTest, SeedStory) {
 
   Scheduler scheduler(cluster, SchedulerOptions{gates});
   auto e = ExplainDaemonSet(CoreDnsNode(), cluster, scheduler);
-  ASSERT_TRUE(e.ok()) << e.error().message;
+  ASSERT_TRUE(e.ok()) << e.error().msg;
   EXPECT_TRUE(e->host_network);
   EXPECT_EQ(e->host_ports, (std::vector<std::string>{"53/UDP on 0.0.0.0", "53/TCP on 0.0.0.0"}));
   EXPECT_EQ(e->desired, 4u);
@@ -137,7 +137,7 @@ TEST(DaemonSetTest, ControllerTolerationsAndPin) {
           .Obj()));
   Scheduler scheduler(cluster, SchedulerOptions{gates});
   auto e = ExplainDaemonSet(CoreDnsNode(), cluster, scheduler);
-  ASSERT_TRUE(e.ok()) << e.error().message;
+  ASSERT_TRUE(e.ok()) << e.error().msg;
   EXPECT_EQ(e->nodes[0].state, DaemonSetNode::State::kWouldFit);
   EXPECT_FALSE(ExplainDaemonSet(json::parse(R"({"kind":"Deployment"})"), cluster, scheduler).ok());
 }

@@ -146,7 +146,7 @@ PendingReport ExplainPending(const Cluster& cluster, const Scheduler& scheduler,
   for (const nlohmann::json& object : cluster.unbound()) {
     auto candidate = DecodeCandidate(object, "pod");
     if (!candidate.ok()) {
-      report.unreadable.push_back(candidate.error().message);
+      report.unreadable.push_back(candidate.error().msg);
       continue;
     }
     if (!ns.empty() && candidate->pod.namespace_name != ns) {

@@ -67,7 +67,7 @@ TEST(ReportTest, YamlReadsBackAsTheSameValue) {
               {"list", json::array({1, "-", json::array(), json::array({true, nullptr})})},
               {"unicode", "caf\xc3\xa9"}};
   auto docs = admit::YamlDocumentsToJson(cli::ToYaml(j));
-  ASSERT_TRUE(docs.ok()) << docs.error().message << "\n" << cli::ToYaml(j);
+  ASSERT_TRUE(docs.ok()) << docs.error().msg << "\n" << cli::ToYaml(j);
   ASSERT_EQ(docs->size(), 1u);
   EXPECT_EQ((*docs)[0], j) << cli::ToYaml(j);
 }

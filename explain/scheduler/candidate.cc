@@ -4,6 +4,7 @@
 
 #include "admit/api/decode.h"
 #include "admit/api/priority.h"
+#include "lib/base/result.h"
 
 namespace nodegate::explain {
 namespace {
@@ -150,20 +151,17 @@ bool LabelSelectorMatches(const json& selector, const std::map<std::string, std:
   return true;
 }
 
-admit::Result<CandidatePod> DecodeCandidate(const json& object, std::string_view where) {
+Result<CandidatePod> DecodeCandidate(const json& object, std::string_view where) {
   if (!object.is_object()) {
-    return admit::Error{std::string(where) + ": not a JSON object"};
+    return Error(kErrDecode, std::string(where) + ": not a JSON object");
   }
   const std::string kind = StringAt(object, {"kind"});
   if (!kind.empty() && kind != "Pod") {
-    return admit::Error{std::string(where) + ": a " + kind + ", not a Pod"};
+    return Error(kErrDecode, std::string(where) + ": a " + kind + ", not a Pod");
   }
-  auto pod = admit::DecodePod(object, where);
-  if (!pod.ok()) {
-    return pod.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto pod, admit::DecodePod(object, where));
   CandidatePod c;
-  c.pod = std::move(pod).value();
+  c.pod = std::move(pod);
   static const json kEmpty = json::object();
   const json* spec = At(object, {"spec"});
   const json& s = spec != nullptr && spec->is_object() ? *spec : kEmpty;

@@ -12,9 +12,9 @@
 #include <string_view>
 #include <vector>
 
-#include "admit/api/result.h"
 #include "admit/api/types.h"
 #include "explain/cluster/cluster.h"
+#include "lib/base/result.h"
 
 namespace nodegate::explain {
 
@@ -33,7 +33,7 @@ struct CandidatePod {
 };
 
 // DecodeCandidate: a Pod object (from the API or a file). `where` prefixes errors.
-admit::Result<CandidatePod> DecodeCandidate(const nlohmann::json& object, std::string_view where);
+Result<CandidatePod> DecodeCandidate(const nlohmann::json& object, std::string_view where);
 
 // PriorityOf: spec.priority, 0 when unset (corev1helpers.PodPriority).
 int32_t PriorityOf(const admit::Pod& pod);

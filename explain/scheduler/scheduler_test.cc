@@ -423,7 +423,7 @@ TEST(SchedulerTest, DecodeCandidateFindsWhatNodegateDoesNotEvaluate) {
         "containers":[{"name":"c"}]},
       "status":{"nominatedNodeName":"n2"}})"),
                            "db-0");
-  ASSERT_TRUE(c.ok()) << c.error().message;
+  ASSERT_TRUE(c.ok()) << c.error().msg;
   EXPECT_EQ(c->preemption_policy, "Never");
   EXPECT_EQ(c->nominated_node, "n2");
   EXPECT_EQ(c->scheduling_gates, std::vector<std::string>{"g"});

@@ -8,8 +8,8 @@
 #include "ipam/config.h"
 #include "lib/base/duration.h"
 #include "lib/cni/args.h"
-#include "lib/cni/json_field.h"
 #include "lib/cni/skel.h"
+#include "lib/json/field.h"
 
 namespace nodegate::ipam::cluster {
 namespace {
@@ -24,7 +24,7 @@ Error TypeError(const std::string& path, std::string_view want) {
 }
 
 auto MustBeAt(std::string path) {
-  return [path = std::move(path)](const cni::FieldMismatch& mismatch) {
+  return [path = std::move(path)](const json_field::FieldMismatch& mismatch) {
     return TypeError(path + std::string(mismatch.key), mismatch.described());
   };
 }
@@ -38,7 +38,7 @@ int DefaultBlockSize(const Range& range) {
 // blockSize of the range object at `path`, or the default for `range`.
 Result<int> BlockSizeOf(const Json& object, const std::string& path, const Range& range) {
   NG_ASSIGN_OR_RETURN(std::optional<int64_t> given,
-                      cni::ReadInteger(object, "blockSize").Get(MustBeAt(path)));
+                      json_field::ReadInteger(object, "blockSize").Get(MustBeAt(path)));
   if (!given) return DefaultBlockSize(range);
   const int bits = range.subnet.address().bit_length();
   const int min = range.family() == net::Family::kV4 ? kMinBlockSizeV4 : kMinBlockSizeV6;
@@ -65,7 +65,7 @@ Result<Pool> ParsePool(const Json& ipam, const std::string& cni_version) {
     objects.push_back({{&ipam, "ipam."}});
   }
   NG_ASSIGN_OR_RETURN(auto ranges, ParseRangeSets(ipam, "ranges", "ipam.ranges"));
-  const Json* ranges_json = cni::GivenField(ipam, "ranges");
+  const Json* ranges_json = json_field::GivenField(ipam, "ranges");
   for (size_t i = 0; i < ranges.size(); ++i) {
     std::vector<std::pair<const Json*, std::string>> set_objects;
     for (size_t j = 0; j < ranges[i].size(); ++j) {
@@ -110,7 +110,7 @@ Result<Pool> ParsePool(const Json& ipam, const std::string& cni_version) {
 Result<std::chrono::milliseconds> Duration(const Json& etcd, const char* key,
                                            std::chrono::milliseconds fallback) {
   NG_ASSIGN_OR_RETURN(std::optional<std::string> text,
-                      cni::ReadString(etcd, key).Get(MustBeAt("ipam.etcd.")));
+                      json_field::ReadString(etcd, key).Get(MustBeAt("ipam.etcd.")));
   if (!text) return fallback;
   const auto parsed = ParseGoDuration(*text);
   if (!parsed || *parsed < std::chrono::milliseconds(1) || *parsed > std::chrono::hours(1)) {
@@ -122,26 +122,29 @@ Result<std::chrono::milliseconds> Duration(const Json& etcd, const char* key,
 
 Result<EtcdConfig> ParseEtcd(const Json& ipam) {
   NG_ASSIGN_OR_RETURN(const Json* etcd,
-                      cni::ReadObject(ipam, "etcd").GetOr(nullptr, MustBeAt("ipam.")));
+                      json_field::ReadObject(ipam, "etcd").GetOr(nullptr, MustBeAt("ipam.")));
   if (etcd == nullptr)
     return ConfigError("ipam.etcd is missing: cluster-ipam keeps its pool in etcd");
   EtcdConfig out;
   const auto must_be = MustBeAt("ipam.etcd.");
-  NG_ASSIGN_OR_RETURN(auto endpoints, cni::ReadStringList(*etcd, "endpoints").Get(must_be));
+  NG_ASSIGN_OR_RETURN(auto endpoints, json_field::ReadStringList(*etcd, "endpoints").Get(must_be));
   if (!endpoints || endpoints->empty()) return ConfigError("ipam.etcd.endpoints is empty");
   out.endpoints = *endpoints;
   for (const auto& e : out.endpoints) NG_RETURN_IF_ERROR(etcd::ParseEndpoint(e));
-  NG_ASSIGN_OR_RETURN(out.tls.ca_file, cni::ReadString(*etcd, "caFile").GetOr("", must_be));
-  NG_ASSIGN_OR_RETURN(out.tls.cert_file, cni::ReadString(*etcd, "certFile").GetOr("", must_be));
-  NG_ASSIGN_OR_RETURN(out.tls.key_file, cni::ReadString(*etcd, "keyFile").GetOr("", must_be));
-  NG_ASSIGN_OR_RETURN(out.prefix,
-                      cni::ReadString(*etcd, "prefix").GetOr(std::string(kDefaultPrefix), must_be));
+  NG_ASSIGN_OR_RETURN(out.tls.ca_file, json_field::ReadString(*etcd, "caFile").GetOr("", must_be));
+  NG_ASSIGN_OR_RETURN(out.tls.cert_file,
+                      json_field::ReadString(*etcd, "certFile").GetOr("", must_be));
+  NG_ASSIGN_OR_RETURN(out.tls.key_file,
+                      json_field::ReadString(*etcd, "keyFile").GetOr("", must_be));
+  NG_ASSIGN_OR_RETURN(
+      out.prefix,
+      json_field::ReadString(*etcd, "prefix").GetOr(std::string(kDefaultPrefix), must_be));
   if (out.prefix.empty() || out.prefix.front() != '/' ||
       out.prefix.find('\0') != std::string::npos) {
     return ConfigError("ipam.etcd.prefix \"" + out.prefix + "\" must start with /");
   }
-  NG_ASSIGN_OR_RETURN(out.username, cni::ReadString(*etcd, "username").GetOr("", must_be));
-  NG_ASSIGN_OR_RETURN(out.password, cni::ReadString(*etcd, "password").GetOr("", must_be));
+  NG_ASSIGN_OR_RETURN(out.username, json_field::ReadString(*etcd, "username").GetOr("", must_be));
+  NG_ASSIGN_OR_RETURN(out.password, json_field::ReadString(*etcd, "password").GetOr("", must_be));
   if (out.username.empty() != out.password.empty()) {
     return ConfigError("ipam.etcd.username and ipam.etcd.password go together");
   }
@@ -182,16 +185,16 @@ Status CheckLocalPath(const std::string& key, const std::string& path, bool may_
 
 // Inputs host-local takes and cluster-ipam does not: a clear refusal, not a silent difference.
 Status RefuseUnsupported(const cni::NetConf& conf) {
-  if (const Json* ranges = cni::GivenField(conf.runtime_config, "ipRanges")) {
+  if (const Json* ranges = json_field::GivenField(conf.runtime_config, "ipRanges")) {
     return Error(kErrUnsupportedField,
                  "runtimeConfig.ipRanges " + ranges->dump() +
                      ": cluster-ipam allocates from its pool only (drop the ipRanges capability)");
   }
   for (const auto& [object, path] :
        {std::pair{&conf.runtime_config, "runtimeConfig.ips"},
-        std::pair{cni::GivenField(conf.args, "cni"), "args.cni.ips"}}) {
+        std::pair{json_field::GivenField(conf.args, "cni"), "args.cni.ips"}}) {
     if (object == nullptr) continue;
-    if (const Json* ips = cni::GivenField(*object, "ips"); ips != nullptr && !ips->empty()) {
+    if (const Json* ips = json_field::GivenField(*object, "ips"); ips != nullptr && !ips->empty()) {
       return Error(kErrUnsupportedField,
                    std::string(path) + " " + ips->dump() +
                        ": cluster-ipam does not take requested addresses yet");
@@ -250,7 +253,7 @@ const cni::gojson::Shape& ConfigShape() {
 Result<ClusterConfig> LoadClusterConfig(const cni::NetConf& conf, std::string_view cni_args,
                                         Purpose purpose, const NodeNameSources& node_sources) {
   NG_ASSIGN_OR_RETURN(const Json* ipam_object,
-                      cni::ReadObject(conf.raw, "ipam").GetOr(nullptr, MustBeAt("")));
+                      json_field::ReadObject(conf.raw, "ipam").GetOr(nullptr, MustBeAt("")));
   if (ipam_object == nullptr) return ConfigError("IPAM config missing 'ipam' key");
   const Json& ipam = conf.ipam;
   ClusterConfig cfg;
@@ -259,7 +262,7 @@ Result<ClusterConfig> LoadClusterConfig(const cni::NetConf& conf, std::string_vi
   NG_RETURN_IF_ERROR(cni::ValidateNetworkName(cfg.network_name));
   NG_ASSIGN_OR_RETURN(cfg.etcd, ParseEtcd(ipam));
   NG_ASSIGN_OR_RETURN(cfg.node_name,
-                      cni::ReadString(ipam, "nodeName").GetOr("", MustBeAt("ipam.")));
+                      json_field::ReadString(ipam, "nodeName").GetOr("", MustBeAt("ipam.")));
   if (cfg.node_name.empty()) cfg.node_name = node_sources.environment;
   if (cfg.node_name.empty()) cfg.node_name = node_sources.hostname;
   if (!ValidNodeName(cfg.node_name)) {
@@ -268,13 +271,12 @@ Result<ClusterConfig> LoadClusterConfig(const cni::NetConf& conf, std::string_vi
                        "be 1 to 253 of a-z, A-Z, 0-9, '.', '-', '_'");
   }
   NG_ASSIGN_OR_RETURN(cfg.strict_affinity,
-                      cni::ReadBool(ipam, "strictAffinity").GetOr(false, MustBeAt("ipam.")));
+                      json_field::ReadBool(ipam, "strictAffinity").GetOr(false, MustBeAt("ipam.")));
   NG_ASSIGN_OR_RETURN(cfg.agent_socket,
-                      cni::ReadString(ipam, "agentSocket")
+                      json_field::ReadString(ipam, "agentSocket")
                           .GetOr(std::string(kDefaultAgentSocket), MustBeAt("ipam.")));
-  NG_ASSIGN_OR_RETURN(
-      cfg.lock_dir,
-      cni::ReadString(ipam, "lockDir").GetOr(std::string(kDefaultLockDir), MustBeAt("ipam.")));
+  NG_ASSIGN_OR_RETURN(cfg.lock_dir, json_field::ReadString(ipam, "lockDir")
+                                        .GetOr(std::string(kDefaultLockDir), MustBeAt("ipam.")));
   NG_RETURN_IF_ERROR(CheckLocalPath("ipam.agentSocket", cfg.agent_socket, true));
   NG_RETURN_IF_ERROR(CheckLocalPath("ipam.lockDir", cfg.lock_dir, false));
   if (purpose == Purpose::kRelease) return cfg;
@@ -282,7 +284,7 @@ Result<ClusterConfig> LoadClusterConfig(const cni::NetConf& conf, std::string_vi
   NG_RETURN_IF_ERROR(RefuseUnsupported(conf));
   NG_ASSIGN_OR_RETURN(cfg.pod, ParseCniArgs(cni_args));
   NG_ASSIGN_OR_RETURN(cfg.resolv_conf,
-                      cni::ReadString(ipam, "resolvConf").GetOr("", MustBeAt("ipam.")));
+                      json_field::ReadString(ipam, "resolvConf").GetOr("", MustBeAt("ipam.")));
   NG_ASSIGN_OR_RETURN(cfg.routes, ParseRoutes(ipam));
   NG_ASSIGN_OR_RETURN(cfg.pool, ParsePool(ipam, conf.cni_version));
   return cfg;

@@ -23,6 +23,10 @@
 #include <sstream>
 #include <vector>
 
+#include "lib/base/result.h"
+#include "lib/http/client.h"
+#include "lib/http/transport.h"
+
 namespace nodegate::kube {
 namespace {
 
@@ -33,12 +37,6 @@ using tcp = asio::ip::tcp;
 
 constexpr size_t kMaxErrorBody = 1u << 20;
 constexpr size_t kIdleConnections = 4;
-
-bool IsIpAddress(const std::string& host) {
-  boost::system::error_code ec;
-  asio::ip::make_address(host, ec);
-  return !ec;
-}
 
 template <class Fields>
 std::optional<std::chrono::seconds> RetryAfterOf(const Fields& fields) {
@@ -53,13 +51,13 @@ std::optional<std::chrono::seconds> RetryAfterOf(const Fields& fields) {
 void SetPeerName(SSL* ssl, const ClientConfig& config) {
   const std::string& name = config.server_name.empty() ? config.host : config.server_name;
   if (!config.tls.insecure_skip_verify) {
-    if (IsIpAddress(name)) {
+    if (nodegate::http::IsIpAddress(name)) {
       X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name.c_str());
     } else {
       SSL_set1_host(ssl, name.c_str());
     }
   }
-  if (!IsIpAddress(name)) {
+  if (!nodegate::http::IsIpAddress(name)) {
     SSL_set_tlsext_host_name(ssl, name.c_str());
   }
 }
@@ -69,17 +67,13 @@ Result<http::request<http::string_body>> BuildRequest(const ClientConfig& config
                                                       const std::string& method,
                                                       const std::string& target,
                                                       const std::string& body) {
-  auto token = BearerToken(config);
-  if (!token.ok()) {
-    return token.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto token, BearerToken(config));
   http::request<http::string_body> request{http::string_to_verb(method), target, 11};
-  const bool v6 = config.host.find(':') != std::string::npos;
-  request.set(http::field::host, (v6 ? "[" + config.host + "]" : config.host) + ":" + config.port);
+  request.set(http::field::host, nodegate::http::HostHeader(config.host, config.port, ""));
   request.set(http::field::user_agent, "nodegate");
   request.set(http::field::accept, "application/json");
-  if (!token->empty()) {
-    request.set(http::field::authorization, "Bearer " + *token);
+  if (!token.empty()) {
+    request.set(http::field::authorization, "Bearer " + token);
   }
   if (!body.empty()) {
     request.set(http::field::content_type, "application/json");
@@ -106,31 +100,21 @@ class ApiClient::Connection {
         interrupt_(interrupt) {}
 
   // ConnectTcp: the TCP connection (the one name lookup, when the kubeconfig names its server).
-  Result<admit::Ok> ConnectTcp() {
-    tcp::resolver::results_type endpoints;
+  Status ConnectTcp() {
     boost::system::error_code ec;
-    if (IsIpAddress(config_.host)) {
-      const tcp::endpoint ep(asio::ip::make_address(config_.host),
-                             static_cast<uint16_t>(std::stoul(config_.port)));
-      endpoints = tcp::resolver::results_type::create(ep, config_.host, config_.port);
-    } else {
-      tcp::resolver resolver(ioc_);
-      endpoints = resolver.resolve(config_.host, config_.port, ec);
-      if (ec) {
-        return Fail("resolve " + config_.host, ec);
-      }
+    auto endpoints = nodegate::http::Resolve(ioc_, config_.host, config_.port, ec);
+    if (ec) {
+      return Fail("resolve " + config_.host, ec);
     }
     ec = Run([&](auto handler) { Lowest().async_connect(endpoints, handler); });
     if (ec) {
       return Fail("connect", ec);
     }
-    return admit::Ok{};
+    return OkStatus();
   }
 
-  Result<admit::Ok> Open() {
-    if (auto connected = ConnectTcp(); !connected.ok()) {
-      return connected;
-    }
+  Status Open() {
+    NG_RETURN_IF_ERROR(ConnectTcp());
     SetPeerName(stream_.native_handle(), config_);
     auto ec = Run(
         [&](auto handler) { stream_.async_handshake(asio::ssl::stream_base::client, handler); });
@@ -138,55 +122,40 @@ class ApiClient::Connection {
       return Fail("TLS handshake", ec);
     }
     open_ = true;
-    return admit::Ok{};
+    return OkStatus();
   }
 
-  Result<admit::Ok> Send(const std::string& method, const std::string& target,
-                         const std::string& body) {
-    auto built = BuildRequest(config_, method, target, body);
-    if (!built.ok()) {
-      return built.error();
-    }
-    auto& request = *built;
+  Status Send(const std::string& method, const std::string& target, const std::string& body) {
+    NG_ASSIGN_OR_RETURN(auto request, BuildRequest(config_, method, target, body));
     auto ec = Run([&](auto handler) { http::async_write(stream_, request, handler); });
     if (ec) {
       open_ = false;
       return Fail(method + " " + target + ": send", ec);
     }
-    return admit::Ok{};
+    return OkStatus();
   }
 
   beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
 
-  // Run: one asynchronous operation to its end. Cancellation is looked at five times a second.
+  // Run: one asynchronous operation to its end, or to Cancel() (and, streaming, Interrupt()).
   template <class Start>
   beast::error_code Run(Start&& start) {
-    std::optional<beast::error_code> result;
-    start([&result](beast::error_code ec, auto&&...) { result = ec; });
-    ioc_.restart();
-    while (!result) {
-      ioc_.run_for(std::chrono::milliseconds(200));
-      if (!result && (cancelled_.load() || (streaming_ && interrupt_.load()))) {
-        beast::error_code ignored;
-        Lowest().socket().close(ignored);
-        ioc_.restart();
-        ioc_.run();
-        result = asio::error::operation_aborted;
-        open_ = false;
-      }
-    }
-    return *result;
+    return nodegate::http::RunOne(
+        ioc_, std::forward<Start>(start),
+        [this] { return cancelled_.load() || (streaming_ && interrupt_.load()); },
+        [this] {
+          beast::error_code ignored;
+          Lowest().socket().close(ignored);
+          open_ = false;
+        });
   }
 
   Error Fail(const std::string& what, const beast::error_code& ec) const {
-    std::string text = ec == beast::error::timeout ? "timed out" : ec.message();
-    if (ec == asio::error::operation_aborted) {
-      text = "cancelled";
-    }
+    std::string text = nodegate::http::ErrorText(ec);
     if (ec.category() == asio::error::get_ssl_category()) {
       text += " (" + tls::OpenSslErrors() + ")";
     }
-    return Error{config_.host + ":" + config_.port + ": " + what + ": " + text};
+    return Error(kErrIo, config_.host + ":" + config_.port + ": " + what + ": " + text);
   }
 
   asio::io_context ioc_;
@@ -230,15 +199,15 @@ class DirectStream {
   DirectStream(const DirectStream&) = delete;
   DirectStream& operator=(const DirectStream&) = delete;
 
-  Result<admit::Ok> Handshake(const ClientConfig& config, std::chrono::milliseconds limit) {
+  Status Handshake(const ClientConfig& config, std::chrono::milliseconds limit) {
     if (ssl_ == nullptr || SSL_set_fd(ssl_, fd_) != 1) {
-      return Error{"TLS: " + tls::OpenSslErrors()};
+      return Error(kErrIo, "TLS: " + tls::OpenSslErrors());
     }
     SetPeerName(ssl_, config);
     return Drive([&] { return SSL_connect(ssl_); }, limit, "TLS handshake");
   }
 
-  Result<admit::Ok> Write(std::string_view bytes, std::chrono::milliseconds limit) {
+  Status Write(std::string_view bytes, std::chrono::milliseconds limit) {
     while (!bytes.empty()) {
       size_t written = 0;
       auto done = Drive([&] { return SSL_write_ex(ssl_, bytes.data(), bytes.size(), &written); },
@@ -248,28 +217,22 @@ class DirectStream {
       }
       bytes.remove_prefix(written);
     }
-    return admit::Ok{};
+    return OkStatus();
   }
 
   // Header: the response's status line and header.
-  Result<admit::Ok> Header(http::response_parser<http::buffer_body>& parser,
-                           std::chrono::milliseconds idle) {
+  Status Header(http::response_parser<http::buffer_body>& parser, std::chrono::milliseconds idle) {
     while (!parser.is_header_done()) {
-      if (auto parsed = Parse(parser); !parsed.ok()) {
-        return parsed;
-      }
+      NG_RETURN_IF_ERROR(Parse(parser));
       if (parser.is_header_done()) {
         break;
       }
-      auto read = Read(parser, idle);
-      if (!read.ok()) {
-        return read.error();
-      }
-      if (!*read) {
-        return Error{"no answer within " + std::to_string(idle.count() / 1000) + " s"};
+      NG_ASSIGN_OR_RETURN(auto read, Read(parser, idle));
+      if (!read) {
+        return Error(kErrIo, "no answer within " + std::to_string(idle.count() / 1000) + " s");
       }
     }
-    return admit::Ok{};
+    return OkStatus();
   }
 
   // Next: the body that has arrived, up to kBatch, as soon as nothing more waits behind it.
@@ -280,9 +243,7 @@ class DirectStream {
     parser.get().body().size = batch_.size();
     auto filled = [&] { return batch_.size() - parser.get().body().size; };
     for (;;) {
-      if (auto parsed = Parse(parser); !parsed.ok()) {
-        return parsed.error();
-      }
+      NG_RETURN_IF_ERROR(Parse(parser));
       out = std::string_view(batch_.data(), filled());
       if (parser.is_done()) {
         return kEnd;
@@ -293,11 +254,8 @@ class DirectStream {
       if (filled() > 0 && SSL_pending(ssl_) == 0 && !Readable(std::chrono::milliseconds(0))) {
         return kData;  // hand over what there is before waiting for more
       }
-      auto read = Read(parser, idle);
-      if (!read.ok()) {
-        return read.error();
-      }
-      if (!*read) {
+      NG_ASSIGN_OR_RETURN(auto read, Read(parser, idle));
+      if (!read) {
         return kIdle;
       }
     }
@@ -309,7 +267,7 @@ class DirectStream {
 
   // Parse: pending bytes into the parser as far as they go (a chunk header cut in two waits
   // for the rest; a full body buffer for the next batch).
-  Result<admit::Ok> Parse(http::response_parser<http::buffer_body>& parser) {
+  Status Parse(http::response_parser<http::buffer_body>& parser) {
     size_t used = 0;
     while (used < pending_.size() && !parser.is_done()) {
       beast::error_code ec;
@@ -320,7 +278,7 @@ class DirectStream {
       }
       if (ec) {
         pending_.erase(0, used);
-        return Error{"malformed response: " + ec.message()};
+        return Error(kErrIo, "malformed response: " + ec.message());
       }
       if (n == 0 || (parser.is_header_done() && parser.get().body().size == 0 &&
                      parser.get().body().data != nullptr)) {
@@ -328,7 +286,7 @@ class DirectStream {
       }
     }
     pending_.erase(0, used);
-    return admit::Ok{};
+    return OkStatus();
   }
 
   bool Readable(std::chrono::milliseconds wait) {
@@ -339,24 +297,24 @@ class DirectStream {
   // Drive: an OpenSSL call on the non-blocking socket, polled until it is done, `limit` passes
   // or the client is cancelled (looked at five times a second).
   template <class Call>
-  Result<admit::Ok> Drive(Call call, std::chrono::milliseconds limit, const char* what) {
+  Status Drive(Call call, std::chrono::milliseconds limit, const char* what) {
     const auto give_up = std::chrono::steady_clock::now() + limit;
     for (;;) {
       if (cancelled_.load() || interrupt_.load()) {
-        return Error{std::string(what) + ": cancelled"};
+        return Error(kErrIo, std::string(what) + ": cancelled");
       }
       ERR_clear_error();
       const int rc = call();
       if (rc == 1) {
-        return admit::Ok{};
+        return OkStatus();
       }
       const int err = SSL_get_error(ssl_, rc);
       if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) {
-        return Error{std::string(what) + ": " + tls::OpenSslErrors()};
+        return Error(kErrIo, std::string(what) + ": " + tls::OpenSslErrors());
       }
       const auto now = std::chrono::steady_clock::now();
       if (now >= give_up) {
-        return Error{std::string(what) + ": timed out"};
+        return Error(kErrIo, std::string(what) + ": timed out");
       }
       struct pollfd p = {fd_, static_cast<short>(err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
       ::poll(
@@ -373,7 +331,7 @@ class DirectStream {
     char buf[kRecord];
     for (;;) {
       if (cancelled_.load() || interrupt_.load()) {
-        return Error{"cancelled"};
+        return Error(kErrIo, "cancelled");
       }
       ERR_clear_error();
       size_t n = 0;
@@ -389,12 +347,12 @@ class DirectStream {
         beast::error_code ec;
         parser.put_eof(ec);
         if (ec || !parser.is_done()) {
-          return Error{"the connection closed before the response ended"};
+          return Error(kErrIo, "the connection closed before the response ended");
         }
         return true;
       }
       if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) {
-        return Error{"TLS read: " + tls::OpenSslErrors()};
+        return Error(kErrIo, "TLS read: " + tls::OpenSslErrors());
       }
       const auto now = std::chrono::steady_clock::now();
       if (now >= give_up) {
@@ -423,7 +381,7 @@ ApiClient::~ApiClient() = default;
 Result<std::unique_ptr<ApiClient>> ApiClient::Create(ClientConfig config) {
   auto tls = tls::MakeClientContext(config.tls);
   if (!tls.ok()) {
-    return Error{config.source + ": " + tls.error().message};
+    return tls.error().WithContext(config.source);
   }
   return std::unique_ptr<ApiClient>(new ApiClient(std::move(config), std::move(tls).value()));
 }
@@ -458,9 +416,7 @@ Result<HttpResult> ApiClient::Call(const std::string& method, const std::string&
     }
     c->Lowest().expires_at(deadline);
     if (!reused) {
-      if (auto opened = c->Open(); !opened.ok()) {
-        return opened.error();
-      }
+      NG_RETURN_IF_ERROR(c->Open());
     }
     if (auto sent = c->Send(method, target, body); !sent.ok()) {
       if (reused) {
@@ -490,15 +446,15 @@ Result<HttpResult> ApiClient::Call(const std::string& method, const std::string&
     }
     return out;
   }
-  return Error{config_.host + ":" + config_.port + ": " + method + " " + target +
-               ": the connection closed twice"};
+  return Error(kErrIo, config_.host + ":" + config_.port + ": " + method + " " + target +
+                           ": the connection closed twice");
 }
 
 Result<HttpResult> ApiClient::Stream(const std::string& target, std::chrono::milliseconds idle,
                                      const std::function<bool(const StreamHead&)>& on_head,
                                      const std::function<bool(std::string_view bytes)>& on_body) {
   if (cancelled_) {
-    return Error{"cancelled"};
+    return Error(kErrIo, "cancelled");
   }
   interrupt_ = false;
   const std::string where = config_.host + ":" + config_.port + ": GET " + target + ": ";
@@ -507,32 +463,27 @@ Result<HttpResult> ApiClient::Stream(const std::string& target, std::chrono::mil
     Connection c(config_, tls_, cancelled_, interrupt_);
     c.streaming_ = true;
     c.Lowest().expires_after(idle);
-    if (auto connected = c.ConnectTcp(); !connected.ok()) {
-      return connected.error();
-    }
+    NG_RETURN_IF_ERROR(c.ConnectTcp());
     boost::system::error_code ec;
     fd = c.Lowest().socket().release(ec);  // the socket is the DirectStream's from here on
     if (ec) {
-      return Error{where + ec.message()};
+      return Error(kErrIo, where + ec.message());
     }
   }
   DirectStream stream(fd, tls_, cancelled_, interrupt_);
   if (auto shook = stream.Handshake(config_, idle); !shook.ok()) {
-    return Error{where + shook.error().message};
+    return Error(kErrIo, where + shook.error().msg);
   }
-  auto request = BuildRequest(config_, "GET", target, "");
-  if (!request.ok()) {
-    return request.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto request, BuildRequest(config_, "GET", target, ""));
   std::ostringstream text;
-  text << *request;
+  text << request;
   if (auto sent = stream.Write(text.str(), idle); !sent.ok()) {
-    return Error{where + sent.error().message};
+    return Error(kErrIo, where + sent.error().msg);
   }
   http::response_parser<http::buffer_body> parser;
   parser.body_limit(std::numeric_limits<std::uint64_t>::max());
   if (auto header = stream.Header(parser, idle); !header.ok()) {
-    return Error{where + header.error().message};
+    return Error(kErrIo, where + header.error().msg);
   }
   HttpResult out;
   out.status = static_cast<int>(parser.get().result_int());
@@ -542,7 +493,7 @@ Result<HttpResult> ApiClient::Stream(const std::string& target, std::chrono::mil
   while (!parser.is_done()) {
     auto next = stream.Next(parser, idle, got);
     if (!next.ok()) {
-      return Error{where + next.error().message};
+      return Error(kErrIo, where + next.error().msg);
     }
     if (!go_on) {
       out.body.append(got.substr(0, kMaxErrorBody - std::min(kMaxErrorBody, out.body.size())));

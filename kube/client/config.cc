@@ -6,6 +6,7 @@
 
 #include "admit/api/load.h"
 #include "lib/base/base64.h"
+#include "lib/base/result.h"
 
 extern char** environ;
 
@@ -17,20 +18,17 @@ using nlohmann::json;
 constexpr size_t kMaxConfigBytes = 16u << 20;
 
 Result<std::string> ReadSmallFile(const std::string& path) {
-  auto text = admit::ReadInput(path);
-  if (!text.ok()) {
-    return text.error();
+  NG_ASSIGN_OR_RETURN(auto text, admit::ReadInput(path));
+  if (text.size() > kMaxConfigBytes) {
+    return Error(kErrInvalidConfig, path + ": larger than 16 MiB");
   }
-  if (text->size() > kMaxConfigBytes) {
-    return Error{path + ": larger than 16 MiB"};
-  }
-  return std::move(text).value();
+  return text;
 }
 
 // The kubeconfig's *-data fields: line breaks of a pasted value skipped, padding optional.
 Result<std::string> DecodeBase64(const std::string& in, const std::string& field) {
   std::optional<std::string> out = Base64Decode(in, Base64Input::kLenient);
-  if (!out) return Error{field + ": not base64"};
+  if (!out) return Error(kErrInvalidConfig, field + ": not base64");
   return std::move(*out);
 }
 
@@ -54,7 +52,7 @@ Result<json> Named(const json& config, const char* list, const char* inner, cons
       }
     }
   }
-  return Error{where + ": no " + std::string(inner) + " named \"" + name + "\""};
+  return Error(kErrInvalidConfig, where + ": no " + std::string(inner) + " named \"" + name + "\"");
 }
 
 // PemFrom: "<field>-data" (base64) or "<field>" (a path, relative to the kubeconfig).
@@ -79,12 +77,12 @@ Result<std::string> PemFrom(const json& object, const std::string& field,
 Result<std::pair<std::string, std::string>> ParseServer(const std::string& url) {
   constexpr std::string_view kScheme = "https://";
   if (url.rfind(kScheme, 0) != 0) {
-    return Error{"server " + url + ": only https:// is supported"};
+    return Error(kErrInvalidConfig, "server " + url + ": only https:// is supported");
   }
   std::string rest = url.substr(kScheme.size());
   if (const size_t slash = rest.find('/'); slash != std::string::npos) {
     if (rest.find_first_not_of('/', slash) != std::string::npos) {
-      return Error{"server " + url + ": a path prefix is not supported"};
+      return Error(kErrInvalidConfig, "server " + url + ": a path prefix is not supported");
     }
     rest.resize(slash);
   }
@@ -93,12 +91,12 @@ Result<std::pair<std::string, std::string>> ParseServer(const std::string& url) 
   if (!rest.empty() && rest.front() == '[') {
     const size_t close = rest.find(']');
     if (close == std::string::npos) {
-      return Error{"server " + url + ": unclosed ["};
+      return Error(kErrInvalidConfig, "server " + url + ": unclosed [");
     }
     host = rest.substr(1, close - 1);
     if (close + 1 < rest.size()) {
       if (rest[close + 1] != ':') {
-        return Error{"server " + url + ": expected :PORT after ]"};
+        return Error(kErrInvalidConfig, "server " + url + ": expected :PORT after ]");
       }
       port = rest.substr(close + 2);
     }
@@ -108,7 +106,7 @@ Result<std::pair<std::string, std::string>> ParseServer(const std::string& url) 
   }
   if (host.empty() || port.empty() || port.find_first_not_of("0123456789") != std::string::npos ||
       port.size() > 5 || std::stoul(port) == 0 || std::stoul(port) > 65535) {
-    return Error{"server " + url + ": expected https://HOST[:PORT]"};
+    return Error(kErrInvalidConfig, "server " + url + ": expected https://HOST[:PORT]");
   }
   return std::pair{host, port};
 }
@@ -118,9 +116,10 @@ Result<ClientConfig> InClusterConfig(const std::map<std::string, std::string>& e
   auto host = env.find("KUBERNETES_SERVICE_HOST");
   auto port = env.find("KUBERNETES_SERVICE_PORT");
   if (host == env.end() || host->second.empty() || port == env.end() || port->second.empty()) {
-    return Error{
+    return Error(
+        kErrInvalidConfig,
         "not in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set "
-        "(give --kubeconfig)"};
+        "(give --kubeconfig)");
   }
   ClientConfig config;
   config.source = "in-cluster";
@@ -128,11 +127,8 @@ Result<ClientConfig> InClusterConfig(const std::map<std::string, std::string>& e
   config.port = port->second;
   // The API server's certificate names the service, not the address the variables hold.
   config.server_name = "kubernetes.default.svc";
-  auto ca = ReadSmallFile(service_account_dir + "/ca.crt");
-  if (!ca.ok()) {
-    return ca.error();
-  }
-  config.tls.ca_pem = std::move(ca).value();
+  NG_ASSIGN_OR_RETURN(auto ca, ReadSmallFile(service_account_dir + "/ca.crt"));
+  config.tls.ca_pem = std::move(ca);
   config.token_file = service_account_dir + "/token";
   if (std::filesystem::exists(service_account_dir + "/namespace")) {
     auto ns = ReadSmallFile(service_account_dir + "/namespace");
@@ -144,27 +140,19 @@ Result<ClientConfig> InClusterConfig(const std::map<std::string, std::string>& e
       }
     }
   }
-  if (auto token = BearerToken(config); !token.ok()) {
-    return token.error();
-  }
+  NG_RETURN_IF_ERROR(BearerToken(config));
   return config;
 }
 
 namespace {
 
 Result<json> ReadKubeconfig(const std::string& path) {
-  auto text = ReadSmallFile(path);
-  if (!text.ok()) {
-    return text.error();
+  NG_ASSIGN_OR_RETURN(auto text, ReadSmallFile(path));
+  NG_ASSIGN_OR_RETURN(auto documents, admit::ParseDocuments(text, path));
+  if (documents.empty() || !documents.front().value.is_object()) {
+    return Error(kErrInvalidConfig, path + ": not a kubeconfig");
   }
-  auto documents = admit::ParseDocuments(*text, path);
-  if (!documents.ok()) {
-    return documents.error();
-  }
-  if (documents->empty() || !documents->front().value.is_object()) {
-    return Error{path + ": not a kubeconfig"};
-  }
-  return std::move(documents->front().value);
+  return std::move(documents.front().value);
 }
 
 // Absolute: the file paths a cluster or user entry names, made absolute against `base` (so
@@ -195,61 +183,45 @@ Result<ClientConfig> FromKubeconfig(const json& config, const std::filesystem::p
   const std::string context_name =
       wanted_context.empty() ? Str(config, "current-context") : wanted_context;
   if (context_name.empty()) {
-    return Error{path + ": no current-context (give --context)"};
+    return Error(kErrInvalidConfig, path + ": no current-context (give --context)");
   }
-  auto context = Named(config, "contexts", "context", context_name, path);
-  if (!context.ok()) {
-    return context.error();
-  }
-  auto cluster = Named(config, "clusters", "cluster", Str(*context, "cluster"), path);
-  if (!cluster.ok()) {
-    return cluster.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto context, Named(config, "contexts", "context", context_name, path));
+  NG_ASSIGN_OR_RETURN(auto cluster,
+                      Named(config, "clusters", "cluster", Str(context, "cluster"), path));
   ClientConfig out;
   out.source = path;
   out.context = context_name;
-  out.namespace_name = Str(*context, "namespace");
-  auto server = ParseServer(Str(*cluster, "server"));
+  out.namespace_name = Str(context, "namespace");
+  auto server = ParseServer(Str(cluster, "server"));
   if (!server.ok()) {
-    return Error{path + ": " + server.error().message};
+    return server.error().WithContext(path);
   }
   out.host = server->first;
   out.port = server->second;
-  out.server_name = Str(*cluster, "tls-server-name");
-  if (auto skip = cluster->find("insecure-skip-tls-verify");
-      skip != cluster->end() && skip->is_boolean()) {
+  out.server_name = Str(cluster, "tls-server-name");
+  if (auto skip = cluster.find("insecure-skip-tls-verify");
+      skip != cluster.end() && skip->is_boolean()) {
     out.tls.insecure_skip_verify = skip->get<bool>();
   }
-  auto ca = PemFrom(*cluster, "certificate-authority", base, path);
-  if (!ca.ok()) {
-    return ca.error();
-  }
-  out.tls.ca_pem = std::move(ca).value();
+  NG_ASSIGN_OR_RETURN(auto ca, PemFrom(cluster, "certificate-authority", base, path));
+  out.tls.ca_pem = std::move(ca);
   if (out.tls.ca_pem.empty() && !out.tls.insecure_skip_verify) {
-    return Error{path + ": cluster \"" + Str(*context, "cluster") +
-                 "\" has no certificate-authority (the system's CAs are not read)"};
+    return Error(kErrInvalidConfig,
+                 path + ": cluster \"" + Str(context, "cluster") +
+                     "\" has no certificate-authority (the system's CAs are not read)");
   }
-  const std::string user_name = Str(*context, "user");
+  const std::string user_name = Str(context, "user");
   if (!user_name.empty()) {
-    auto user = Named(config, "users", "user", user_name, path);
-    if (!user.ok()) {
-      return user.error();
-    }
-    out.token = Str(*user, "token");
-    out.token_file = Str(*user, "tokenFile");
+    NG_ASSIGN_OR_RETURN(auto user, Named(config, "users", "user", user_name, path));
+    out.token = Str(user, "token");
+    out.token_file = Str(user, "tokenFile");
     if (!out.token_file.empty() && std::filesystem::path(out.token_file).is_relative()) {
       out.token_file = (base / out.token_file).string();
     }
-    auto cert = PemFrom(*user, "client-certificate", base, path);
-    if (!cert.ok()) {
-      return cert.error();
-    }
-    auto key = PemFrom(*user, "client-key", base, path);
-    if (!key.ok()) {
-      return key.error();
-    }
-    out.tls.cert_pem = std::move(cert).value();
-    out.tls.key_pem = std::move(key).value();
+    NG_ASSIGN_OR_RETURN(auto cert, PemFrom(user, "client-certificate", base, path));
+    NG_ASSIGN_OR_RETURN(auto key, PemFrom(user, "client-key", base, path));
+    out.tls.cert_pem = std::move(cert);
+    out.tls.key_pem = std::move(key);
   }
   return out;
 }
@@ -257,11 +229,8 @@ Result<ClientConfig> FromKubeconfig(const json& config, const std::filesystem::p
 }  // namespace
 
 Result<ClientConfig> LoadKubeconfig(const std::string& path, const std::string& context) {
-  auto config = ReadKubeconfig(path);
-  if (!config.ok()) {
-    return config.error();
-  }
-  return FromKubeconfig(*config, std::filesystem::path(path).parent_path(), path, context);
+  NG_ASSIGN_OR_RETURN(auto config, ReadKubeconfig(path));
+  return FromKubeconfig(config, std::filesystem::path(path).parent_path(), path, context);
 }
 
 Result<ClientConfig> LoadKubeconfigFiles(const std::vector<std::string>& paths,
@@ -273,19 +242,16 @@ Result<ClientConfig> LoadKubeconfigFiles(const std::vector<std::string>& paths,
     if (!std::filesystem::exists(path)) {
       continue;  // kubectl skips the missing files of KUBECONFIG
     }
-    auto config = ReadKubeconfig(path);
-    if (!config.ok()) {
-      return config.error();
-    }
+    NG_ASSIGN_OR_RETURN(auto config, ReadKubeconfig(path));
     const std::filesystem::path base = std::filesystem::path(path).parent_path();
-    Absolute(*config, "clusters", "cluster", {"certificate-authority"}, base);
-    Absolute(*config, "users", "user", {"client-certificate", "client-key", "tokenFile"}, base);
-    if (!merged.contains("current-context") && !Str(*config, "current-context").empty()) {
-      merged["current-context"] = Str(*config, "current-context");
+    Absolute(config, "clusters", "cluster", {"certificate-authority"}, base);
+    Absolute(config, "users", "user", {"client-certificate", "client-key", "tokenFile"}, base);
+    if (!merged.contains("current-context") && !Str(config, "current-context").empty()) {
+      merged["current-context"] = Str(config, "current-context");
     }
     for (const char* list : {"clusters", "users", "contexts"}) {
-      auto items = config->find(list);
-      if (items == config->end() || !items->is_array()) {
+      auto items = config.find(list);
+      if (items == config.end() || !items->is_array()) {
         continue;
       }
       for (const json& item : *items) {
@@ -306,7 +272,7 @@ Result<ClientConfig> LoadKubeconfigFiles(const std::vector<std::string>& paths,
     for (const std::string& p : paths) {
       all += (all.empty() ? "" : ":") + p;
     }
-    return Error{"no kubeconfig file found (looked at " + all + ")"};
+    return Error(kErrInvalidConfig, "no kubeconfig file found (looked at " + all + ")");
   }
   return FromKubeconfig(merged, std::filesystem::path("/"), read, context);
 }
@@ -333,11 +299,8 @@ Result<std::string> BearerToken(const ClientConfig& config) {
   if (config.token_file.empty()) {
     return config.token;
   }
-  auto text = ReadSmallFile(config.token_file);
-  if (!text.ok()) {
-    return text.error();
-  }
-  std::string token = std::move(text).value();
+  NG_ASSIGN_OR_RETURN(auto text, ReadSmallFile(config.token_file));
+  std::string token = std::move(text);
   while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
     token.pop_back();
   }

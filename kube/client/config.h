@@ -8,13 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "admit/api/result.h"
+#include "lib/base/result.h"
 #include "lib/tls/tls.h"
 
 namespace nodegate::kube {
-
-using admit::Error;
-using admit::Result;
 
 struct ClientConfig {
   std::string host;  // IP address or name, without brackets

@@ -51,7 +51,7 @@ users:
     tokenFile: token
 )");
   auto config = LoadKubeconfig(path);
-  ASSERT_TRUE(config.ok()) << config.error().message;
+  ASSERT_TRUE(config.ok()) << config.error().msg;
   EXPECT_EQ(config->host, "127.0.0.1");
   EXPECT_EQ(config->port, "6443");
   EXPECT_EQ(config->server_name, "kubernetes.default.svc");
@@ -71,7 +71,7 @@ users:
                                                         R"("}}],
     "users": [{"name": "u", "user": {"token": "abc"}}]})");
   auto from_data = LoadKubeconfig(data);
-  ASSERT_TRUE(from_data.ok()) << from_data.error().message;
+  ASSERT_TRUE(from_data.ok()) << from_data.error().msg;
   EXPECT_EQ(from_data->host, "::1");
   EXPECT_EQ(from_data->port, "443");
   EXPECT_EQ(from_data->tls.ca_pem, "-----BEGIN CERTIFICATE-----\n");
@@ -80,17 +80,15 @@ users:
 
 TEST_F(ConfigTest, KubeconfigErrorsNameTheProblem) {
   const std::string no_context = Write("a", "apiVersion: v1\nkind: Config\n");
-  EXPECT_NE(LoadKubeconfig(no_context).error().message.find("no current-context"),
-            std::string::npos);
+  EXPECT_NE(LoadKubeconfig(no_context).error().msg.find("no current-context"), std::string::npos);
   const std::string plain_http = Write("b", R"({"current-context": "c",
     "contexts": [{"name": "c", "context": {"cluster": "k"}}],
     "clusters": [{"name": "k", "cluster": {"server": "http://127.0.0.1:8080"}}]})");
-  EXPECT_NE(LoadKubeconfig(plain_http).error().message.find("only https://"), std::string::npos);
+  EXPECT_NE(LoadKubeconfig(plain_http).error().msg.find("only https://"), std::string::npos);
   const std::string no_ca = Write("c", R"({"current-context": "c",
     "contexts": [{"name": "c", "context": {"cluster": "k"}}],
     "clusters": [{"name": "k", "cluster": {"server": "https://10.0.0.1"}}]})");
-  EXPECT_NE(LoadKubeconfig(no_ca).error().message.find("no certificate-authority"),
-            std::string::npos);
+  EXPECT_NE(LoadKubeconfig(no_ca).error().msg.find("no certificate-authority"), std::string::npos);
 }
 
 TEST_F(ConfigTest, InClusterReadsTheServiceAccount) {
@@ -99,7 +97,7 @@ TEST_F(ConfigTest, InClusterReadsTheServiceAccount) {
   auto config = InClusterConfig(
       {{"KUBERNETES_SERVICE_HOST", "10.96.0.1"}, {"KUBERNETES_SERVICE_PORT", "443"}},
       dir_.string());
-  ASSERT_TRUE(config.ok()) << config.error().message;
+  ASSERT_TRUE(config.ok()) << config.error().msg;
   EXPECT_EQ(config->host, "10.96.0.1");
   EXPECT_EQ(config->server_name, "kubernetes.default.svc");
   EXPECT_EQ(config->tls.ca_pem, "CA");
@@ -134,18 +132,18 @@ users:
   user: {token: t}
 )");
   auto a = LoadKubeconfig(path);
-  ASSERT_TRUE(a.ok()) << a.error().message;
+  ASSERT_TRUE(a.ok()) << a.error().msg;
   EXPECT_EQ(a->host, "10.0.0.1");
   EXPECT_EQ(a->context, "a");
   EXPECT_EQ(a->namespace_name, "");
   auto b = LoadKubeconfig(path, "b");
-  ASSERT_TRUE(b.ok()) << b.error().message;
+  ASSERT_TRUE(b.ok()) << b.error().msg;
   EXPECT_EQ(b->host, "10.0.0.2");
   EXPECT_EQ(b->port, "443");
   EXPECT_EQ(b->namespace_name, "team-b");
   auto none = LoadKubeconfig(path, "c");
   ASSERT_FALSE(none.ok());
-  EXPECT_NE(none.error().message.find("no context named \"c\""), std::string::npos);
+  EXPECT_NE(none.error().msg.find("no context named \"c\""), std::string::npos);
 }
 
 TEST_F(ConfigTest, KubeconfigListMergedAsKubectlMergesIt) {
@@ -177,7 +175,7 @@ users:
       SplitKubeconfigList((dir_ / "missing").string() + "::" + one + ":" + two);
   ASSERT_EQ(paths.size(), 3u);
   auto merged = LoadKubeconfigFiles(paths);
-  ASSERT_TRUE(merged.ok()) << merged.error().message;
+  ASSERT_TRUE(merged.ok()) << merged.error().msg;
   EXPECT_EQ(merged->context, "first");      // the first current-context
   EXPECT_EQ(merged->host, "10.0.0.1");      // the first cluster of that name
   EXPECT_EQ(merged->tls.ca_pem, "CA ONE");  // relative to its own file
@@ -196,7 +194,7 @@ TEST_F(ConfigTest, InClusterNamespace) {
   auto config = InClusterConfig(
       {{"KUBERNETES_SERVICE_HOST", "10.96.0.1"}, {"KUBERNETES_SERVICE_PORT", "443"}},
       (dir_ / "sa").string());
-  ASSERT_TRUE(config.ok()) << config.error().message;
+  ASSERT_TRUE(config.ok()) << config.error().msg;
   EXPECT_EQ(config->namespace_name, "nodegate");
 }
 

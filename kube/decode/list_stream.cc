@@ -5,6 +5,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "lib/base/result.h"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -140,8 +142,8 @@ ListStream::ListStream(ItemFn on_item, size_t max_item_bytes, size_t max_member_
       max_item_bytes_(max_item_bytes),
       max_member_bytes_(max_member_bytes) {}
 
-Result<admit::Ok> ListStream::Fail(const std::string& what) const {
-  return Error{"list response, at byte " + std::to_string(bytes_) + ": " + what};
+Status ListStream::Fail(const std::string& what) const {
+  return Error(kErrDecode, "list response, at byte " + std::to_string(bytes_) + ": " + what);
 }
 
 size_t ListStream::ScanString(std::string_view data, size_t pos, std::string_view carry) {
@@ -321,14 +323,11 @@ Result<size_t> ListStream::StepItem(std::string_view data, size_t pos) {
     // 64 bytes at a time while they hold no backslash (most of an API object): strings
     // found by the parity of quotes, braces and brackets outside them counted.
     if (pos >= scalar_until && pos + 64 <= data.size()) {
-      auto step = StepBlock(data, pos, carry);
-      if (!step.ok()) {
-        return step.error();
-      }
-      if (*step == BlockStep::kEnded) {
+      NG_ASSIGN_OR_RETURN(auto step, StepBlock(data, pos, carry));
+      if (step == BlockStep::kEnded) {
         return EndItem(data, start, pos);
       }
-      if (*step == BlockStep::kPast) {
+      if (step == BlockStep::kPast) {
         continue;
       }
       scalar_until = pos + 64;
@@ -483,7 +482,7 @@ Result<size_t> ListStream::StepItems(std::string_view data, size_t pos) {
   }
 }
 
-Result<admit::Ok> ListStream::Feed(std::string_view data) {
+Status ListStream::Feed(std::string_view data) {
   size_t pos = 0;
   while (pos < data.size()) {
     Result<size_t> next = pos;
@@ -506,20 +505,17 @@ Result<admit::Ok> ListStream::Feed(std::string_view data) {
         next = StepObject(data, pos);
         break;
     }
-    if (!next.ok()) {
-      return next.error();
-    }
-    pos = *next;
+    NG_ASSIGN_OR_RETURN(pos, std::move(next));
   }
   bytes_ += data.size();
-  return admit::Ok{};
+  return OkStatus();
 }
 
-Result<admit::Ok> ListStream::Finish() {
+Status ListStream::Finish() {
   if (state_ != State::kDone) {
     return Fail("the response ended before the list did");
   }
-  return admit::Ok{};
+  return OkStatus();
 }
 
 }  // namespace nodegate::kube

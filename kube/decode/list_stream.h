@@ -19,12 +19,9 @@
 #include <string>
 #include <string_view>
 
-#include "admit/api/result.h"
+#include "lib/base/result.h"
 
 namespace nodegate::kube {
-
-using admit::Error;
-using admit::Result;
 
 class ListStream {
  public:
@@ -35,8 +32,8 @@ class ListStream {
   explicit ListStream(ItemFn on_item, size_t max_item_bytes = 16u << 20,
                       size_t max_member_bytes = 1u << 20);
 
-  Result<admit::Ok> Feed(std::string_view bytes);
-  Result<admit::Ok> Finish();
+  Status Feed(std::string_view bytes);
+  Status Finish();
 
   // From the list's metadata (empty until it has arrived).
   const std::string& resource_version() const { return resource_version_; }
@@ -60,7 +57,7 @@ class ListStream {
     kDone,        // after the top object's '}': only whitespace may follow
   };
 
-  Result<admit::Ok> Fail(const std::string& what) const;
+  Status Fail(const std::string& what) const;
   // The steps, each consuming from data[pos] and returning the new position (or an error).
   Result<size_t> StepKey(std::string_view data, size_t pos);
   Result<size_t> StepCapture(std::string_view data, size_t pos);

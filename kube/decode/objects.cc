@@ -11,6 +11,7 @@
 
 #include "admit/api/decode.h"
 #include "admit/check/pod_facts.h"
+#include "lib/base/result.h"
 
 namespace nodegate::kube {
 namespace {
@@ -750,7 +751,7 @@ struct ObjectDecoder::Impl {
     Load(input);
     od::document doc;
     if (auto err = parser.iterate(buffer.data(), input.size(), buffer.size()).get(doc)) {
-      return Error{std::string(what) + ": " + simdjson::error_message(err)};
+      return Error(kErrDecode, std::string(what) + ": " + simdjson::error_message(err));
     }
     od::value root;
     json out;
@@ -763,7 +764,8 @@ struct ObjectDecoder::Impl {
       err = simdjson::TRAILING_CONTENT;
     }
     if (err) {
-      return Error{std::string(what) + ": invalid JSON: " + simdjson::error_message(err)};
+      return Error(kErrDecode,
+                   std::string(what) + ": invalid JSON: " + simdjson::error_message(err));
     }
     return out;
   }
@@ -785,21 +787,15 @@ struct ObjectDecoder::Impl {
         }
       }
     }
-    auto pod = admit::DecodePod(projected, "pod");
-    if (!pod.ok()) {
-      return pod.error();
-    }
-    record.facts = admit::MakePodFacts(*pod, gates, /*already_on_node=*/true);
+    NG_ASSIGN_OR_RETURN(auto pod, admit::DecodePod(projected, "pod"));
+    record.facts = admit::MakePodFacts(pod, gates, /*already_on_node=*/true);
     return record;
   }
 
   Result<NodeRecord> NodeFrom(const json& projected) {
-    auto node = admit::DecodeNode(projected, "node");
-    if (!node.ok()) {
-      return node.error();
-    }
+    NG_ASSIGN_OR_RETURN(auto node, admit::DecodeNode(projected, "node"));
     NodeRecord record;
-    record.node = std::make_shared<const admit::Node>(std::move(node).value());
+    record.node = std::make_shared<const admit::Node>(std::move(node));
     record.resource_version = StringAt(projected, {"metadata", "resourceVersion"});
     return record;
   }
@@ -821,11 +817,8 @@ Result<PodRecord> ObjectDecoder::Pod(std::string_view input, const KnownFacts& k
   }
   const bool remember = !impl_->key.empty();
   std::string key = std::move(impl_->key);
-  auto projected = impl_->Project(input, PodProjectionTree(), "pod");
-  if (!projected.ok()) {
-    return projected.error();
-  }
-  auto record = impl_->PodFrom(*projected, known);
+  NG_ASSIGN_OR_RETURN(auto projected, impl_->Project(input, PodProjectionTree(), "pod"));
+  auto record = impl_->PodFrom(projected, known);
   if (record.ok() && remember) {
     impl_->key = std::move(key);
     impl_->Remember(record->facts);
@@ -834,25 +827,20 @@ Result<PodRecord> ObjectDecoder::Pod(std::string_view input, const KnownFacts& k
 }
 
 Result<NodeRecord> ObjectDecoder::Node(std::string_view input) {
-  auto projected = impl_->Project(input, NodeProjectionTree(), "node");
-  if (!projected.ok()) {
-    return projected.error();
-  }
-  return impl_->NodeFrom(*projected);
+  NG_ASSIGN_OR_RETURN(auto projected, impl_->Project(input, NodeProjectionTree(), "node"));
+  return impl_->NodeFrom(projected);
 }
 
 Result<WatchEvent> ObjectDecoder::Event(std::string_view line, Kind kind, const KnownFacts& known) {
-  auto projected = impl_->Project(line, EventProjectionTree(kind), "watch event");
-  if (!projected.ok()) {
-    return projected.error();
+  NG_ASSIGN_OR_RETURN(auto projected,
+                      impl_->Project(line, EventProjectionTree(kind), "watch event"));
+  if (!projected.is_object()) {
+    return Error(kErrDecode, "watch event is not an object");
   }
-  if (!projected->is_object()) {
-    return Error{"watch event is not an object"};
-  }
-  const std::string type = StringAt(*projected, {"type"});
-  auto object = projected->find("object");
-  if (object == projected->end() || !object->is_object()) {
-    return Error{"watch event without an object"};
+  const std::string type = StringAt(projected, {"type"});
+  auto object = projected.find("object");
+  if (object == projected.end() || !object->is_object()) {
+    return Error(kErrDecode, "watch event without an object");
   }
   WatchEvent event;
   if (type == "ERROR") {
@@ -874,7 +862,7 @@ Result<WatchEvent> ObjectDecoder::Event(std::string_view line, Kind kind, const 
   } else if (type == "DELETED") {
     event.type = WatchEvent::Type::kDeleted;
   } else {
-    return Error{"watch: unknown event type \"" + type + "\""};
+    return Error(kErrDecode, "watch: unknown event type \"" + type + "\"");
   }
   if (kind == Kind::kPod) {
     // A deletion is always decoded afresh: its object is the pod's last state.
@@ -882,14 +870,14 @@ Result<WatchEvent> ObjectDecoder::Event(std::string_view line, Kind kind, const 
     if (pod.ok()) {
       event.pod = std::move(pod).value();
     } else {
-      event.unreadable = pod.error().message;
+      event.unreadable = pod.error().msg;
     }
   } else {
     auto node = impl_->NodeFrom(*object);
     if (node.ok()) {
       event.node = std::move(node).value();
     } else {
-      event.unreadable = node.error().message;
+      event.unreadable = node.error().msg;
     }
   }
   return event;

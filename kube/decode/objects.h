@@ -23,15 +23,12 @@
 #include <string>
 #include <string_view>
 
-#include "admit/api/result.h"
 #include "admit/api/types.h"
 #include "admit/framework/feature_gates.h"
 #include "admit/framework/pod_facts.h"
+#include "lib/base/result.h"
 
 namespace nodegate::kube {
-
-using admit::Error;
-using admit::Result;
 
 enum class Kind { kNode, kPod };
 

@@ -141,11 +141,11 @@ std::vector<json> ApiPods() {
 void Differential(const json& object, const std::string& what) {
   const admit::FeatureGates gates;
   auto full = admit::DecodePod(object, "pod");
-  ASSERT_TRUE(full.ok()) << what << ": " << full.error().message;
+  ASSERT_TRUE(full.ok()) << what << ": " << full.error().msg;
   const admit::PodFactsPtr want = admit::MakePodFacts(*full, gates, /*already_on_node=*/true);
   ObjectDecoder decoder(gates);
   auto record = decoder.Pod(object.dump());
-  ASSERT_TRUE(record.ok()) << what << ": " << record.error().message;
+  ASSERT_TRUE(record.ok()) << what << ": " << record.error().msg;
   ExpectSameFacts(*want, *record->facts, what);
   EXPECT_EQ(record->node_name, full->node_name);
   EXPECT_EQ(record->phase, full->phase);
@@ -168,7 +168,7 @@ TEST(ObjectDecoderTest, SameFactsOnTheFixtures) {
       auto text = admit::ReadInput(entry.path().string());
       ASSERT_TRUE(text.ok());
       auto documents = admit::ParseDocuments(*text, entry.path().string());
-      ASSERT_TRUE(documents.ok()) << documents.error().message;
+      ASSERT_TRUE(documents.ok()) << documents.error().msg;
       for (const admit::Document& d : *documents) {
         std::vector<json> objects;
         if (d.value.is_array()) {
@@ -221,7 +221,7 @@ TEST(ObjectDecoderTest, StartTimeAndRequiredAntiAffinityKept) {
         "preferredDuringSchedulingIgnoredDuringExecution": [
           {"weight": 1, "podAffinityTerm": {"topologyKey": "zone"}}]}})");
   auto record = decoder.Pod(pod.dump());
-  ASSERT_TRUE(record.ok()) << record.error().message;
+  ASSERT_TRUE(record.ok()) << record.error().msg;
   EXPECT_EQ(record->facts->start_time, 1793527202);  // 2026-11-01T10:00:02Z
   EXPECT_EQ(
       json::parse(record->required_anti_affinity),
@@ -251,7 +251,7 @@ TEST(ObjectDecoderTest, Nodes) {
   auto node = decoder.Node(R"({"kind":"Node","metadata":{"name":"n1","resourceVersion":"5",
       "labels":{"kubernetes.io/os":"linux"}},"spec":{"taints":[{"key":"k","effect":"NoSchedule"}]},
       "status":{"capacity":{"cpu":"4","pods":"110"},"images":[{"names":["a"],"sizeBytes":1}]}})");
-  ASSERT_TRUE(node.ok()) << node.error().message;
+  ASSERT_TRUE(node.ok()) << node.error().msg;
   EXPECT_EQ(node->node->name, "n1");
   EXPECT_EQ(node->resource_version, "5");
   EXPECT_EQ(node->node->taints.size(), 1u);
@@ -262,7 +262,7 @@ TEST(ObjectDecoderTest, WatchEvents) {
   ObjectDecoder decoder{admit::FeatureGates()};
   json added = {{"type", "ADDED"}, {"object", ApiPods().front()}};
   auto event = decoder.Event(added.dump(), Kind::kPod);
-  ASSERT_TRUE(event.ok()) << event.error().message;
+  ASSERT_TRUE(event.ok()) << event.error().msg;
   EXPECT_EQ(event->type, WatchEvent::Type::kAdded);
   ASSERT_TRUE(event->pod.has_value());
   EXPECT_EQ(event->pod->facts->key, "shop/web-7d4b9-x2z");

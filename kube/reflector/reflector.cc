@@ -101,14 +101,14 @@ Reflector::Attempt Reflector::ListPage(const std::string& query, bool with_versi
       if (pod.ok()) {
         listed.pods.push_back(std::move(pod).value());
       } else if (listed.skipped++ < kLogSkippedAtMost) {
-        listed.first_skip = pod.error().message;
+        listed.first_skip = pod.error().msg;
       }
     } else {
       auto node = decoder_.Node(item);
       if (node.ok()) {
         listed.nodes.push_back(std::move(node).value());
       } else if (listed.skipped++ < kLogSkippedAtMost) {
-        listed.first_skip = node.error().message;
+        listed.first_skip = node.error().msg;
       }
     }
   });
@@ -126,7 +126,7 @@ Reflector::Attempt Reflector::ListPage(const std::string& query, bool with_versi
         return true;
       });
   if (!got.ok()) {
-    return Attempt{Outcome::kFailed, "list: " + got.error().message, std::nullopt};
+    return Attempt{Outcome::kFailed, "list: " + got.error().msg, std::nullopt};
   }
   if (got->status == 410 || (got->status == 504 && with_version)) {
     // 410: the version (or a continue token) left the window; 504 with a version: "too large
@@ -144,11 +144,11 @@ Reflector::Attempt Reflector::ListPage(const std::string& query, bool with_versi
         std::nullopt};
   }
   if (broken) {
-    return Attempt{Outcome::kFailed, broken->message, std::nullopt};
+    return Attempt{Outcome::kFailed, broken->msg, std::nullopt};
   }
   listed.bytes += list.bytes();
   if (auto done = list.Finish(); !done.ok()) {
-    return Attempt{Outcome::kFailed, done.error().message, std::nullopt};
+    return Attempt{Outcome::kFailed, done.error().msg, std::nullopt};
   }
   if (list.resource_version().empty()) {
     return Attempt{Outcome::kFailed, "list: no metadata.resourceVersion", std::nullopt};
@@ -234,7 +234,7 @@ std::optional<Reflector::Attempt> Reflector::Apply(std::string_view line,
   auto event = decoder_.Event(line, options_.kind, known);
   if (!event.ok()) {
     // The stream cannot be trusted after a line that is not an event: watched again.
-    return Attempt{Outcome::kFailed, "watch: " + event.error().message, std::nullopt};
+    return Attempt{Outcome::kFailed, "watch: " + event.error().msg, std::nullopt};
   }
   if (!event->unreadable.empty()) {
     // A well-formed event whose object admit cannot read: left out, the watch goes on.
@@ -313,7 +313,7 @@ Reflector::Attempt Reflector::Watch(std::string& resource_version) {
         return true;
       });
   if (!got.ok()) {
-    return Attempt{Outcome::kFailed, "watch: " + got.error().message, std::nullopt};
+    return Attempt{Outcome::kFailed, "watch: " + got.error().msg, std::nullopt};
   }
   if (got->status == 410 || (ended && ended->outcome == Outcome::kGone)) {
     return Attempt{Outcome::kGone, "", std::nullopt};

@@ -1,22 +1,23 @@
 #include "lib/cni/conf.h"
 
-#include "lib/cni/json_field.h"
 #include "lib/cni/version.h"
+#include "lib/json/field.h"
 
 namespace nodegate::cni {
 namespace {
 
-Error NetConfFieldMustBe(const FieldMismatch& mismatch) {
+Error NetConfFieldMustBe(const json_field::FieldMismatch& mismatch) {
   return Error(kErrDecode, "error unmarshall network config: field \"" + std::string(mismatch.key) +
                                "\" must be " + mismatch.described());
 }
 
 Result<std::string> OptionalString(const Json& raw, const char* key) {
-  return ReadString(raw, key).GetOr("", NetConfFieldMustBe);
+  return json_field::ReadString(raw, key).GetOr("", NetConfFieldMustBe);
 }
 
 Result<Json> OptionalObject(const Json& raw, const char* key) {
-  NG_ASSIGN_OR_RETURN(const Json* object, ReadObject(raw, key).GetOr(nullptr, NetConfFieldMustBe));
+  NG_ASSIGN_OR_RETURN(const Json* object,
+                      json_field::ReadObject(raw, key).GetOr(nullptr, NetConfFieldMustBe));
   return object != nullptr ? *object : Json::object();
 }
 
@@ -84,7 +85,7 @@ Result<NetConf> ParseNetConf(std::string_view stdin_bytes, const gojson::Shape& 
   NG_RETURN_IF_ERROR(optional(conf.ipam, OptionalObject(raw, "ipam")));
   NG_RETURN_IF_ERROR(optional(conf.log_file, OptionalString(raw, "logFile")));
   NG_RETURN_IF_ERROR(optional(conf.log_level, OptionalString(raw, "logLevel")));
-  if (const Json* prev_json = GivenField(raw, "prevResult")) {
+  if (const Json* prev_json = json_field::GivenField(raw, "prevResult")) {
     conf.prev_result_json = *prev_json;
     // An empty prevResult ({}) is "no result" for DEL (the spec allows it to be missing).
     // With an unsupported config version it stays undecoded: the dispatcher rejects the
@@ -111,7 +112,7 @@ Result<std::vector<Attachment>> ParseValidAttachments(const Json& raw) {
   // The older key counts only when the newer one is absent (a null newer key means none).
   const char* key = raw.contains("cni.dev/valid-attachments") ? "cni.dev/valid-attachments"
                                                               : "cni.dev/attachments";
-  const auto list = ReadList(raw, key);
+  const auto list = json_field::ReadList(raw, key);
   if (list.mismatched()) {
     return Error(kErrDecode, "cni.dev/valid-attachments must be a list");
   }
@@ -120,11 +121,12 @@ Result<std::vector<Attachment>> ParseValidAttachments(const Json& raw) {
     return out;
   }
   for (const auto& item : *items) {
-    const auto container_id = ReadString(item, "containerID");
+    const auto container_id = json_field::ReadString(item, "containerID");
     if (!container_id.given()) {
       return Error(kErrDecode, "each valid attachment needs a string \"containerID\"");
     }
-    out.push_back({.container_id = *container_id.value(), .ifname = StringOrEmpty(item, "ifname")});
+    out.push_back({.container_id = *container_id.value(),
+                   .ifname = json_field::StringOrEmpty(item, "ifname")});
   }
   return out;
 }

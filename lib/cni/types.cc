@@ -1,25 +1,26 @@
 #include "lib/cni/types.h"
 
-#include "lib/cni/json_field.h"
 #include "lib/cni/version.h"
+#include "lib/json/field.h"
 
 namespace nodegate::cni {
 namespace {
 
 Error MalformedError(const std::string& what) { return Error(kErrDecode, what); }
 
-Error MalformedField(const FieldMismatch& mismatch) {
+Error MalformedField(const json_field::FieldMismatch& mismatch) {
   return MalformedError("field \"" + std::string(mismatch.key) + "\" must be " +
                         mismatch.described());
 }
 
 Result<std::string> ResultString(const Json& obj, const char* key) {
-  return ReadString(obj, key).GetOr("", MalformedField);
+  return json_field::ReadString(obj, key).GetOr("", MalformedField);
 }
 
 // Go reads these as int (64 bits); the model keeps the small numbers they are as int.
 Result<std::optional<int>> ResultInt(const Json& obj, const char* key) {
-  NG_ASSIGN_OR_RETURN(std::optional<int64_t> number, ReadInteger(obj, key).Get(MalformedField));
+  NG_ASSIGN_OR_RETURN(std::optional<int64_t> number,
+                      json_field::ReadInteger(obj, key).Get(MalformedField));
   if (!number) {
     return std::optional<int>();
   }
@@ -27,7 +28,8 @@ Result<std::optional<int>> ResultInt(const Json& obj, const char* key) {
 }
 
 Result<net::IpPrefix> GetPrefix(const Json& obj, const char* key) {
-  NG_ASSIGN_OR_RETURN(std::optional<std::string> text, ReadString(obj, key).Get(MalformedField));
+  NG_ASSIGN_OR_RETURN(std::optional<std::string> text,
+                      json_field::ReadString(obj, key).Get(MalformedField));
   if (!text) {
     return MalformedError(std::string("missing field \"") + key + "\"");
   }
@@ -67,7 +69,8 @@ Result<Route> DecodeRoute(const Json& j) {
 
 Result<std::vector<Route>> DecodeRoutes(const Json& obj) {
   std::vector<Route> out;
-  NG_ASSIGN_OR_RETURN(const Json* routes, ReadList(obj, "routes").GetOr(nullptr, MalformedField));
+  NG_ASSIGN_OR_RETURN(const Json* routes,
+                      json_field::ReadList(obj, "routes").GetOr(nullptr, MalformedField));
   if (routes == nullptr) {
     return out;
   }
@@ -80,21 +83,25 @@ Result<std::vector<Route>> DecodeRoutes(const Json& obj) {
 
 Result<Dns> DecodeDns(const Json& obj) {
   Dns dns;
-  NG_ASSIGN_OR_RETURN(const Json* object, ReadObject(obj, "dns").GetOr(nullptr, MalformedField));
+  NG_ASSIGN_OR_RETURN(const Json* object,
+                      json_field::ReadObject(obj, "dns").GetOr(nullptr, MalformedField));
   if (object == nullptr) {
     return dns;
   }
   NG_ASSIGN_OR_RETURN(dns.nameservers,
-                      ReadStringList(*object, "nameservers").GetOr({}, MalformedField));
+                      json_field::ReadStringList(*object, "nameservers").GetOr({}, MalformedField));
   NG_ASSIGN_OR_RETURN(dns.domain, ResultString(*object, "domain"));
-  NG_ASSIGN_OR_RETURN(dns.search, ReadStringList(*object, "search").GetOr({}, MalformedField));
-  NG_ASSIGN_OR_RETURN(dns.options, ReadStringList(*object, "options").GetOr({}, MalformedField));
+  NG_ASSIGN_OR_RETURN(dns.search,
+                      json_field::ReadStringList(*object, "search").GetOr({}, MalformedField));
+  NG_ASSIGN_OR_RETURN(dns.options,
+                      json_field::ReadStringList(*object, "options").GetOr({}, MalformedField));
   return dns;
 }
 
 Result<CniResult> Decode020(const Json& j, CniResult out) {
   for (const char* key : {"ip4", "ip6"}) {
-    NG_ASSIGN_OR_RETURN(const Json* block, ReadObject(j, key).GetOr(nullptr, MalformedField));
+    NG_ASSIGN_OR_RETURN(const Json* block,
+                        json_field::ReadObject(j, key).GetOr(nullptr, MalformedField));
     if (block == nullptr) {
       continue;
     }
@@ -111,7 +118,7 @@ Result<CniResult> Decode020(const Json& j, CniResult out) {
 
 Result<CniResult> DecodeCurrent(const Json& j, CniResult out) {
   NG_ASSIGN_OR_RETURN(const Json* interfaces,
-                      ReadList(j, "interfaces").GetOr(nullptr, MalformedField));
+                      json_field::ReadList(j, "interfaces").GetOr(nullptr, MalformedField));
   if (interfaces != nullptr) {
     for (const auto& item : *interfaces) {
       if (!item.is_object()) {
@@ -127,7 +134,8 @@ Result<CniResult> DecodeCurrent(const Json& j, CniResult out) {
       out.interfaces.push_back(std::move(iface));
     }
   }
-  NG_ASSIGN_OR_RETURN(const Json* ips, ReadList(j, "ips").GetOr(nullptr, MalformedField));
+  NG_ASSIGN_OR_RETURN(const Json* ips,
+                      json_field::ReadList(j, "ips").GetOr(nullptr, MalformedField));
   if (ips != nullptr) {
     for (const auto& item : *ips) {
       if (!item.is_object()) {
@@ -396,8 +404,8 @@ std::optional<Error> DecodeError(std::string_view text) {
   }
   Error e;
   e.code = j["code"].get<int>();
-  e.msg = StringOrEmpty(j, "msg");
-  e.details = StringOrEmpty(j, "details");
+  e.msg = json_field::StringOrEmpty(j, "msg");
+  e.details = json_field::StringOrEmpty(j, "details");
   return e;
 }
 

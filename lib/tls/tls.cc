@@ -8,6 +8,8 @@
 
 #include <utility>
 
+#include "lib/base/result.h"
+
 namespace nodegate::tls {
 namespace {
 
@@ -55,11 +57,8 @@ Result<std::unique_ptr<ServerCertificate>> ServerCertificate::Load(std::string c
   std::unique_ptr<ServerCertificate> cert(
       new ServerCertificate(std::move(cert_path), std::move(key_path)));
   cert->stamps_ = cert->Stamps();
-  auto ctx = cert->Build();
-  if (!ctx.ok()) {
-    return ctx.error();
-  }
-  cert->current_ = std::move(ctx).value();
+  NG_ASSIGN_OR_RETURN(auto ctx, cert->Build());
+  cert->current_ = std::move(ctx);
   cert->last_check_ = std::chrono::steady_clock::now();
   return cert;
 }
@@ -82,17 +81,18 @@ Result<SslContext> ServerCertificate::Build() const {
   ERR_clear_error();
   SslContext ctx = Wrap(SSL_CTX_new(TLS_server_method()));
   if (!ctx) {
-    return Error{"TLS: " + OpenSslErrors()};
+    return Error(kErrInvalidConfig, "TLS: " + OpenSslErrors());
   }
   CommonOptions(ctx.get());
   if (SSL_CTX_use_certificate_chain_file(ctx.get(), cert_path_.c_str()) != 1) {
-    return Error{cert_path_ + ": " + OpenSslErrors()};
+    return Error(kErrInvalidConfig, cert_path_ + ": " + OpenSslErrors());
   }
   if (SSL_CTX_use_PrivateKey_file(ctx.get(), key_path_.c_str(), SSL_FILETYPE_PEM) != 1) {
-    return Error{key_path_ + ": " + OpenSslErrors()};
+    return Error(kErrInvalidConfig, key_path_ + ": " + OpenSslErrors());
   }
   if (SSL_CTX_check_private_key(ctx.get()) != 1) {
-    return Error{key_path_ + ": does not match " + cert_path_ + ": " + OpenSslErrors()};
+    return Error(kErrInvalidConfig,
+                 key_path_ + ": does not match " + cert_path_ + ": " + OpenSslErrors());
   }
   // One session cache per context: a rotated certificate starts with an empty one.
   SSL_CTX_set_session_cache_mode(ctx.get(), SSL_SESS_CACHE_SERVER);
@@ -124,7 +124,7 @@ Result<SslContext> MakeClientContext(const ClientTlsConfig& config) {
   ERR_clear_error();
   SslContext ctx = Wrap(SSL_CTX_new(TLS_client_method()));
   if (!ctx) {
-    return Error{"TLS: " + OpenSslErrors()};
+    return Error(kErrInvalidConfig, "TLS: " + OpenSslErrors());
   }
   CommonOptions(ctx.get());
   if (config.insecure_skip_verify) {
@@ -140,7 +140,7 @@ Result<SslContext> MakeClientContext(const ClientTlsConfig& config) {
     }
     ERR_clear_error();  // the end of the PEM text reads as an error
     if (added == 0) {
-      return Error{"certificate authority: no PEM certificate found"};
+      return Error(kErrInvalidConfig, "certificate authority: no PEM certificate found");
     }
     SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
   }
@@ -149,14 +149,14 @@ Result<SslContext> MakeClientContext(const ClientTlsConfig& config) {
     X509* cert = PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr);
     if (cert == nullptr || SSL_CTX_use_certificate(ctx.get(), cert) != 1) {
       X509_free(cert);
-      return Error{"client certificate: " + OpenSslErrors()};
+      return Error(kErrInvalidConfig, "client certificate: " + OpenSslErrors());
     }
     X509_free(cert);
     BioPtr key_bio = MemoryBio(config.key_pem);
     EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr);
     if (key == nullptr || SSL_CTX_use_PrivateKey(ctx.get(), key) != 1) {
       EVP_PKEY_free(key);
-      return Error{"client key: " + OpenSslErrors()};
+      return Error(kErrInvalidConfig, "client key: " + OpenSslErrors());
     }
     EVP_PKEY_free(key);
   }

@@ -13,14 +13,12 @@
 #include <optional>
 #include <string>
 
-#include "admit/api/result.h"
+#include "lib/base/result.h"
 
 struct ssl_ctx_st;  // OpenSSL's SSL_CTX
 
 namespace nodegate::tls {
 
-using admit::Error;
-using admit::Result;
 using SslContext = std::shared_ptr<ssl_ctx_st>;
 
 // InitOpenSsl: before the first use of OpenSSL; idempotent and thread-safe.

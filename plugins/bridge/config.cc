@@ -3,8 +3,8 @@
 #include <set>
 
 #include "lib/cni/args.h"
-#include "lib/cni/json_field.h"
 #include "lib/cni/skel.h"
+#include "lib/json/field.h"
 #include "lib/net/mac.h"
 
 namespace nodegate::bridge {
@@ -16,18 +16,18 @@ struct Problems {
   void Add(std::string text) { list.push_back(std::move(text)); }
 };
 
-std::string KeyMustBe(const cni::FieldMismatch& m) {
+std::string KeyMustBe(const json_field::FieldMismatch& m) {
   return "\"" + std::string(m.key) + "\" must be " + m.described();
 }
 
 bool ReadFlag(const cni::Json& raw, const char* key, Problems& problems) {
-  const auto read = cni::ReadBool(raw, key);
+  const auto read = json_field::ReadBool(raw, key);
   if (read.mismatched()) problems.Add(KeyMustBe(read.mismatch()));
   return read.value_or(false);
 }
 
 std::optional<int64_t> ReadInt(const cni::Json& raw, const char* key, Problems& problems) {
-  const auto read = cni::ReadInteger(raw, key);
+  const auto read = json_field::ReadInteger(raw, key);
   if (read.mismatched()) problems.Add(KeyMustBe(read.mismatch()));
   return read.value();
 }
@@ -101,17 +101,17 @@ void ReadMac(const std::string& text, const std::string& where, std::string& out
 cni::Dns ReadDns(const cni::Json& raw, bool& given) {
   cni::Dns dns;
   given = false;
-  const cni::Json* obj = cni::GivenField(raw, "dns");
+  const cni::Json* obj = json_field::GivenField(raw, "dns");
   if (obj == nullptr || !obj->is_object()) return dns;
   // Go's dnsConfSet: a list given at all (even empty) counts, a domain only when non-empty.
   for (const char* key : {"nameservers", "search", "options"}) {
-    const auto list = cni::ReadStringList(*obj, key);
+    const auto list = json_field::ReadStringList(*obj, key);
     if (list.given()) given = true;
   }
-  dns.nameservers = cni::ReadStringList(*obj, "nameservers").value_or({});
-  dns.search = cni::ReadStringList(*obj, "search").value_or({});
-  dns.options = cni::ReadStringList(*obj, "options").value_or({});
-  dns.domain = cni::StringOrEmpty(*obj, "domain");
+  dns.nameservers = json_field::ReadStringList(*obj, "nameservers").value_or({});
+  dns.search = json_field::ReadStringList(*obj, "search").value_or({});
+  dns.options = json_field::ReadStringList(*obj, "options").value_or({});
+  dns.domain = json_field::StringOrEmpty(*obj, "domain");
   given = given || !dns.domain.empty();
   return dns;
 }
@@ -163,7 +163,7 @@ Result<BridgeConfig> ParseBridgeConfig(const cni::NetConf& conf, const std::stri
   BridgeConfig c;
   c.network = conf.name;
 
-  const auto bridge = cni::ReadString(raw, "bridge");
+  const auto bridge = json_field::ReadString(raw, "bridge");
   if (bridge.mismatched()) problems.Add(KeyMustBe(bridge.mismatch()));
   if (bridge.given()) c.bridge = *bridge.value();
   if (auto bad = BadInterfaceName(c.bridge)) {
@@ -181,7 +181,7 @@ Result<BridgeConfig> ParseBridgeConfig(const cni::NetConf& conf, const std::stri
   c.disable_container_interface = ReadFlag(raw, "disableContainerInterface", problems);
   c.port_isolation = ReadFlag(raw, "portIsolation", problems);
 
-  const auto backend = cni::ReadString(raw, "ipMasqBackend");
+  const auto backend = json_field::ReadString(raw, "ipMasqBackend");
   if (backend.mismatched()) problems.Add(KeyMustBe(backend.mismatch()));
   if (backend.given()) {
     if (*backend.value() == "iptables") {
@@ -208,14 +208,14 @@ Result<BridgeConfig> ParseBridgeConfig(const cni::NetConf& conf, const std::stri
       c.vlan = static_cast<uint16_t>(*vlan);
     }
   }
-  const auto trunk = cni::ReadList(raw, "vlanTrunk");
+  const auto trunk = json_field::ReadList(raw, "vlanTrunk");
   if (trunk.mismatched()) problems.Add(KeyMustBe(trunk.mismatch()));
   if (trunk.given()) {
     c.vlan_trunk_given = true;
     c.trunk = CollectTrunk(**trunk.value(), problems);
   }
 
-  c.ipam_type = cni::StringOrEmpty(conf.ipam, "type");
+  c.ipam_type = json_field::StringOrEmpty(conf.ipam, "type");
   if (c.layer3() && c.disable_container_interface) {
     problems.Add("cannot use IPAM when DisableContainerInterface flag is set");
   }
@@ -234,12 +234,12 @@ Result<BridgeConfig> ParseBridgeConfig(const cni::NetConf& conf, const std::stri
   auto parsed_args = cni::CniArgs::Parse(cni_args, {"MAC"});
   if (!parsed_args.ok()) return parsed_args.error();
   if (auto mac = parsed_args->Get("MAC")) ReadMac(*mac, "CNI_ARGS MAC", c.mac, problems);
-  if (const cni::Json* cni_obj = cni::GivenField(conf.args, "cni")) {
-    const auto mac = cni::ReadString(*cni_obj, "mac");
+  if (const cni::Json* cni_obj = json_field::GivenField(conf.args, "cni")) {
+    const auto mac = json_field::ReadString(*cni_obj, "mac");
     if (mac.mismatched()) problems.Add("args.cni.mac must be a string");
     ReadMac(mac.value_or(""), "args.cni.mac", c.mac, problems);
   }
-  const auto runtime_mac = cni::ReadString(conf.runtime_config, "mac");
+  const auto runtime_mac = json_field::ReadString(conf.runtime_config, "mac");
   if (runtime_mac.mismatched()) problems.Add("runtimeConfig.mac must be a string");
   ReadMac(runtime_mac.value_or(""), "runtimeConfig.mac", c.mac, problems);
 

@@ -13,6 +13,7 @@
 #include "lib/cni/delegate.h"
 #include "lib/cni/logging.h"
 #include "lib/cni/version.h"
+#include "lib/json/field.h"
 #include "lib/netlink/link.h"
 #include "lib/sys/fd.h"
 #include "lib/sys/netns.h"
@@ -249,7 +250,7 @@ Status CmdDel(const cni::CmdArgs& args) {
     cni::LogWarn("bridge DEL: config unreadable ({}); removing what container {} owns",
                  parsed.error().msg, args.container_id);
   }
-  const std::string ipam_type = cni::StringOrEmpty(args.conf.ipam, "type");
+  const std::string ipam_type = json_field::StringOrEmpty(args.conf.ipam, "type");
   std::vector<Error> errors;
   std::optional<DelegateCall> ipam;
   if (!ipam_type.empty()) {

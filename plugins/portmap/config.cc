@@ -5,7 +5,7 @@
 #include <set>
 #include <tuple>
 
-#include "lib/cni/json_field.h"
+#include "lib/json/field.h"
 #include "plugins/portmap/iptables/rules.h"
 
 namespace nodegate::portmap {
@@ -14,12 +14,12 @@ namespace {
 Error Invalid(const std::string& msg) { return Error(kErrInvalidConfig, msg); }
 
 // "\"snat\" must be a boolean": the key as written in the config, then the type it needs.
-Error KeyMustBe(const cni::FieldMismatch& mismatch) {
+Error KeyMustBe(const json_field::FieldMismatch& mismatch) {
   return Invalid("\"" + std::string(mismatch.key) + "\" must be " + mismatch.described());
 }
 
 Result<Protocol> ParseProtocol(const cni::Json& entry) {
-  const auto protocol = cni::ReadString(entry, "protocol");
+  const auto protocol = json_field::ReadString(entry, "protocol");
   if (!protocol.given()) {
     return Invalid("port mapping needs a \"protocol\" (tcp, udp or sctp)");
   }
@@ -35,7 +35,7 @@ Result<Protocol> ParseProtocol(const cni::Json& entry) {
 
 Result<int> ParsePort(const cni::Json& entry, const char* key, const char* what) {
   // A null port is a bad number, not a missing one.
-  const auto port = cni::ReadInteger(entry, key, cni::NullIs::kMismatch);
+  const auto port = json_field::ReadInteger(entry, key, json_field::NullIs::kMismatch);
   if (port.mismatched()) {
     return Invalid(std::string("Invalid ") + what +
                    " port number: " + port.mismatch().found->dump());
@@ -52,7 +52,7 @@ Result<int> ParsePort(const cni::Json& entry, const char* key, const char* what)
 
 Result<std::vector<PortMapping>> ParseMappings(const cni::Json& runtime_config) {
   std::vector<PortMapping> out;
-  const auto list = cni::ReadList(runtime_config, "portMappings");
+  const auto list = json_field::ReadList(runtime_config, "portMappings");
   if (list.mismatched()) {
     return Invalid("runtimeConfig.portMappings must be a list");
   }
@@ -69,7 +69,7 @@ Result<std::vector<PortMapping>> ParseMappings(const cni::Json& runtime_config) 
     NG_ASSIGN_OR_RETURN(m.container_port, ParsePort(entry, "containerPort", "container"));
     NG_ASSIGN_OR_RETURN(m.protocol, ParseProtocol(entry));
     NG_ASSIGN_OR_RETURN(const std::string host_ip,
-                        cni::ReadString(entry, "hostIP").GetOr("", KeyMustBe));
+                        json_field::ReadString(entry, "hostIP").GetOr("", KeyMustBe));
     if (!host_ip.empty()) {
       auto parsed = net::IpAddress::Parse(host_ip);
       if (!parsed) {
@@ -135,7 +135,7 @@ Status SelectBackend(const cni::Json& raw, Config& config) {
     return out + "]";
   };
   NG_ASSIGN_OR_RETURN(const std::optional<std::string> name,
-                      cni::ReadString(raw, "backend").Get(KeyMustBe));
+                      json_field::ReadString(raw, "backend").Get(KeyMustBe));
   if (name) {
     if (*name == "iptables") {
       config.backend = Backend::kIptables;
@@ -166,9 +166,9 @@ Status SelectBackend(const cni::Json& raw, Config& config) {
 }
 
 Result<HostPortConflicts> ParseHostPortConflicts(const cni::Json& raw) {
-  const cni::Json* value = cni::GivenField(raw, "hostPortConflicts");
+  const cni::Json* value = json_field::GivenField(raw, "hostPortConflicts");
   if (value == nullptr) return HostPortConflicts::kAllow;
-  const std::string name = cni::StringOrEmpty(raw, "hostPortConflicts");
+  const std::string name = json_field::StringOrEmpty(raw, "hostPortConflicts");
   if (name == "allow") return HostPortConflicts::kAllow;
   if (name == "reject") return HostPortConflicts::kReject;
   return Invalid("\"hostPortConflicts\" must be \"allow\" or \"reject\", got " + value->dump());
@@ -195,9 +195,10 @@ Status ParseBothConditions(Config& config) {
 
 // snat, masqAll, markMasqBit and externalSetMarkChain: what is masqueraded and how it is marked.
 Status ParseMasquerade(const cni::Json& raw, Config& config) {
-  NG_ASSIGN_OR_RETURN(config.snat, cni::ReadBool(raw, "snat").GetOr(true, KeyMustBe));
-  NG_ASSIGN_OR_RETURN(config.masq_all, cni::ReadBool(raw, "masqAll").GetOr(false, KeyMustBe));
-  const auto mark_bit = cni::ReadInteger(raw, "markMasqBit");
+  NG_ASSIGN_OR_RETURN(config.snat, json_field::ReadBool(raw, "snat").GetOr(true, KeyMustBe));
+  NG_ASSIGN_OR_RETURN(config.masq_all,
+                      json_field::ReadBool(raw, "masqAll").GetOr(false, KeyMustBe));
+  const auto mark_bit = json_field::ReadInteger(raw, "markMasqBit");
   if (mark_bit.present()) {
     const int64_t bit = mark_bit.value_or(-1);  // not an integer: as out of range
     if (bit < 0 || bit > 31) {
@@ -205,7 +206,7 @@ Status ParseMasquerade(const cni::Json& raw, Config& config) {
     }
     config.mark_masq_bit = static_cast<int>(bit);
   }
-  const auto chain = cni::ReadString(raw, "externalSetMarkChain");
+  const auto chain = json_field::ReadString(raw, "externalSetMarkChain");
   if (chain.present()) {
     if (chain.value_or("").empty()) {
       return Invalid("\"externalSetMarkChain\" must be a non-empty string");
@@ -224,7 +225,7 @@ Status ParseMasquerade(const cni::Json& raw, Config& config) {
 // iptablesMode, hostPortConflicts and conditionsV4/V6, then the backend that "backend" names or
 // the options imply, and the conditions parsed for it.
 Status ParseBackendOptions(const cni::Json& raw, Config& config) {
-  if (const cni::Json* mode_value = cni::GivenField(raw, "iptablesMode")) {
+  if (const cni::Json* mode_value = json_field::GivenField(raw, "iptablesMode")) {
     const auto mode =
         mode_value->is_string() ? ParseIptablesMode(mode_value->get<std::string>()) : std::nullopt;
     if (!mode) {
@@ -234,9 +235,9 @@ Status ParseBackendOptions(const cni::Json& raw, Config& config) {
   }
   NG_ASSIGN_OR_RETURN(config.host_port_conflicts, ParseHostPortConflicts(raw));
   NG_ASSIGN_OR_RETURN(config.conditions_v4.tokens,
-                      cni::ReadStringList(raw, "conditionsV4").GetOr({}, KeyMustBe));
+                      json_field::ReadStringList(raw, "conditionsV4").GetOr({}, KeyMustBe));
   NG_ASSIGN_OR_RETURN(config.conditions_v6.tokens,
-                      cni::ReadStringList(raw, "conditionsV6").GetOr({}, KeyMustBe));
+                      json_field::ReadStringList(raw, "conditionsV6").GetOr({}, KeyMustBe));
   NG_RETURN_IF_ERROR(SelectBackend(raw, config));
   return ParseBothConditions(config);
 }

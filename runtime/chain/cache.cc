@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "lib/base/base64.h"
-#include "lib/cni/json_field.h"
+#include "lib/json/field.h"
 #include "lib/sys/atomic_file.h"
 #include "lib/sys/io.h"
 #include "runtime/conflist/conflist.h"
@@ -101,18 +101,18 @@ Result<CachedAttachment> DecodeCacheEntry(std::string_view bytes) {
   const cni::Json& j = *decoded;
   // Any field may hold any JSON value here: read as strings only where they are strings
   // (libcni's own decoder refuses the entry then; so do we, for "kind").
-  if (cni::ReadString(j, "kind").mismatched()) {
+  if (json_field::ReadString(j, "kind").mismatched()) {
     return Error(kErrDecode, "cache entry: \"kind\" is not a string");
   }
-  if (cni::StringOrEmpty(j, "kind") != kCacheKindV1) {
-    return Error(kErrDecode, "cache entry has wrong kind: " + cni::StringOrEmpty(j, "kind"));
+  if (json_field::StringOrEmpty(j, "kind") != kCacheKindV1) {
+    return Error(kErrDecode, "cache entry has wrong kind: " + json_field::StringOrEmpty(j, "kind"));
   }
   CachedAttachment e;
-  e.container_id = cni::StringOrEmpty(j, "containerId");
-  e.ifname = cni::StringOrEmpty(j, "ifName");
-  e.network_name = cni::StringOrEmpty(j, "networkName");
-  e.netns = cni::StringOrEmpty(j, "netns");
-  if (auto config = Base64Decode(cni::StringOrEmpty(j, "config"))) {
+  e.container_id = json_field::StringOrEmpty(j, "containerId");
+  e.ifname = json_field::StringOrEmpty(j, "ifName");
+  e.network_name = json_field::StringOrEmpty(j, "networkName");
+  e.netns = json_field::StringOrEmpty(j, "netns");
+  if (auto config = Base64Decode(json_field::StringOrEmpty(j, "config"))) {
     e.config = *config;
   } else {
     return Error(kErrDecode, "cache entry: \"config\" is not base64");

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "lib/cni/json_field.h"
 #include "lib/cni/skel.h"
 #include "lib/cni/version.h"
+#include "lib/json/field.h"
 
 namespace nodegate::runtime {
 namespace {
@@ -183,9 +183,9 @@ RuntimeConf Chain::WithCachedArgs(const NetworkConfigList& list, const RuntimeCo
     auto interfaces = cached.result.find("interfaces");
     if (interfaces != cached.result.end() && interfaces->is_array()) {
       for (const auto& iface : *interfaces) {
-        if (iface.is_object() && cni::StringOrEmpty(iface, "name") == rt.ifname &&
-            !cni::StringOrEmpty(iface, "sandbox").empty()) {
-          out.netns = cni::StringOrEmpty(iface, "sandbox");
+        if (iface.is_object() && json_field::StringOrEmpty(iface, "name") == rt.ifname &&
+            !json_field::StringOrEmpty(iface, "sandbox").empty()) {
+          out.netns = json_field::StringOrEmpty(iface, "sandbox");
           break;
         }
       }

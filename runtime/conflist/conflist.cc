@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "lib/cni/conf.h"
-#include "lib/cni/json_field.h"
 #include "lib/cni/version.h"
+#include "lib/json/field.h"
 #include "lib/sys/io.h"
 
 namespace nodegate::runtime {
@@ -20,7 +20,7 @@ Error ConfigError(const std::string& msg) { return Error(kErrInvalidConfig, msg)
 // libcni accepts booleans and the strings "true"/"false" (any case) for list-level flags. It
 // reads the list as a map, so a null is a value of the wrong type, here and below.
 Result<bool> ReadFlag(const Json& list, const char* key) {
-  const auto flag = cni::ReadBool(list, key, cni::NullIs::kMismatch);
+  const auto flag = json_field::ReadBool(list, key, json_field::NullIs::kMismatch);
   if (!flag.mismatched()) {
     return flag.value_or(false);
   }
@@ -40,7 +40,7 @@ Result<bool> ReadFlag(const Json& list, const char* key) {
 
 // The highest entry of "cniVersions" (and "cniVersion") that is not above our spec version.
 Result<std::string> EffectiveVersion(const Json& list, std::string version) {
-  const auto versions = cni::ReadList(list, "cniVersions", cni::NullIs::kMismatch);
+  const auto versions = json_field::ReadList(list, "cniVersions", json_field::NullIs::kMismatch);
   if (versions.mismatched()) {
     return ConfigError("error parsing configuration list: invalid type for cniVersions");
   }
@@ -94,11 +94,11 @@ Result<PluginConfig> ParsePlugin(const Json& raw, const std::string& where) {
   // libcni reads the plugin's type and capabilities through types.NetConf: keys as Go reads
   // them, after the list was decoded into a map (so in sorted key order).
   const Json conf = cni::gojson::Refold(raw, cni::NetConfShape());
-  plugin.type = cni::StringOrEmpty(conf, "type");
+  plugin.type = json_field::StringOrEmpty(conf, "type");
   if (plugin.type.empty()) {
     return ConfigError(where + ": missing 'type'");
   }
-  const auto caps = cni::ReadObject(conf, "capabilities");
+  const auto caps = json_field::ReadObject(conf, "capabilities");
   if (caps.mismatched()) {
     return ConfigError(where + ": 'capabilities' must be an object of booleans");
   }
@@ -136,7 +136,7 @@ Result<NetworkConfigList> ParseConfList(std::string_view bytes) {
   NG_ASSIGN_OR_RETURN(Json raw, ParseObject(bytes, "configuration list"));
   NetworkConfigList list;
   list.bytes = std::string(bytes);
-  const auto name = cni::ReadString(raw, "name", cni::NullIs::kMismatch);
+  const auto name = json_field::ReadString(raw, "name", json_field::NullIs::kMismatch);
   if (!name.present()) {
     return ConfigError("error parsing configuration list: no name");
   }
@@ -144,7 +144,7 @@ Result<NetworkConfigList> ParseConfList(std::string_view bytes) {
     return ConfigError("error parsing configuration list: invalid name type");
   }
   list.name = *name.value();
-  const auto version = cni::ReadString(raw, "cniVersion", cni::NullIs::kMismatch);
+  const auto version = json_field::ReadString(raw, "cniVersion", json_field::NullIs::kMismatch);
   if (version.mismatched()) {
     return ConfigError("error parsing configuration list: invalid cniVersion type");
   }
@@ -152,7 +152,7 @@ Result<NetworkConfigList> ParseConfList(std::string_view bytes) {
   NG_ASSIGN_OR_RETURN(list.cni_version, EffectiveVersion(raw, list.cni_version));
   NG_ASSIGN_OR_RETURN(list.disable_check, ReadFlag(raw, "disableCheck"));
   NG_ASSIGN_OR_RETURN(list.disable_gc, ReadFlag(raw, "disableGC"));
-  const auto plugin_list = cni::ReadList(raw, "plugins", cni::NullIs::kMismatch);
+  const auto plugin_list = json_field::ReadList(raw, "plugins", json_field::NullIs::kMismatch);
   if (!plugin_list.present()) {
     return ConfigError("error parsing configuration list: no 'plugins' key");
   }
@@ -174,8 +174,8 @@ Result<NetworkConfigList> ParseConfList(std::string_view bytes) {
 Result<NetworkConfigList> ParseSingleConf(std::string_view bytes) {
   NG_ASSIGN_OR_RETURN(Json raw, ParseObject(bytes, "configuration"));
   NG_ASSIGN_OR_RETURN(PluginConfig plugin, ParsePlugin(raw, "error parsing configuration"));
-  const std::string name = cni::StringOrEmpty(raw, "name");
-  const std::string version = cni::StringOrEmpty(raw, "cniVersion");
+  const std::string name = json_field::StringOrEmpty(raw, "name");
+  const std::string version = json_field::StringOrEmpty(raw, "cniVersion");
   // nlohmann::json keeps object keys sorted, which is also Go's map marshalling order.
   Json upconverted = {{"cniVersion", version}, {"name", name}, {"plugins", Json::array({raw})}};
   NG_ASSIGN_OR_RETURN(NetworkConfigList list, ParseConfList(upconverted.dump()));
@@ -247,7 +247,7 @@ Result<NetworkConfigList> LoadNetwork(const std::string& dir, const std::string&
 
 std::string PluginDescription(const PluginConfig& plugin) {
   std::string out = "type=\"" + plugin.type + "\"";
-  if (const std::string name = cni::StringOrEmpty(plugin.raw, "name"); !name.empty()) {
+  if (const std::string name = json_field::StringOrEmpty(plugin.raw, "name"); !name.empty()) {
     out += " name=\"" + name + "\"";
   }
   return out;

@@ -7,9 +7,9 @@
 #include <optional>
 
 #include "lib/cni/go_json.h"
-#include "lib/cni/json_field.h"
 #include "lib/cni/skel.h"
 #include "lib/cni/version.h"
+#include "lib/json/field.h"
 #include "lib/net/ip.h"
 #include "lib/sys/io.h"
 #include "runtime/chain/chain.h"
@@ -122,7 +122,7 @@ std::optional<Validator::Loaded> Validator::ValidateFile(const std::string& file
     return std::nullopt;
   }
   const bool is_list = EndsWith(file, ".conflist");
-  std::string name = cni::StringOrEmpty(parsed, "name");
+  std::string name = json_field::StringOrEmpty(parsed, "name");
   auto list = is_list ? ParseConfList(*bytes) : ParseSingleConf(*bytes);
   if (!list.ok()) {
     Add(Severity::kError, file, name, -1, "", "format", list.error().msg);

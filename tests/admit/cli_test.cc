@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "admit/testing/http_server.h"
+#include "lib/http/testing/http_server.h"
 
 namespace {
 
@@ -831,8 +831,8 @@ TEST_F(CliTest, PriorityClassesDecideWhoIsCritical) {
 
 // --manifest-url: pods served like the kubelet's HTTP source are static pods on the node.
 TEST_F(CliTest, ManifestUrlPodsAreOnTheNode) {
-  nodegate::admit::testing::LocalHttpServer server;
-  using Server = nodegate::admit::testing::LocalHttpServer;
+  nodegate::http::testing::LocalHttpServer server;
+  using Server = nodegate::http::testing::LocalHttpServer;
   const std::string pods = ReadFile(ControlPlane("http-pods.yaml"));
   server.Route("/pods", Server::Ok(pods));
   server.Route("/two-docs", Server::Ok(ReadFile(Data("pods/holder-pod.yaml")) + "---\n" +

@@ -52,8 +52,8 @@ NG_FUZZ_TARGET(webhook_review) {
   context.synced = [synced] { return synced; };
   context.read_node =
       [](const std::string&,
-         webhook::Clock::time_point) -> webhook::Result<std::optional<webhook::NodeSnapshot>> {
-    return webhook::Error{"unreachable"};
+         webhook::Clock::time_point) -> nodegate::Result<std::optional<webhook::NodeSnapshot>> {
+    return nodegate::Error(nodegate::kErrIo, "unreachable");
   };
   // Dry runs only: the shared node must not fill up across inputs.
   review->dry_run = true;

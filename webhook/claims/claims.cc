@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "lib/base/hash.h"
+#include "lib/base/result.h"
 
 namespace nodegate::webhook {
 namespace {
@@ -254,9 +255,9 @@ Result<StoredClaim> DecodeClaim(const json& value) {
     claim.facts = std::move(facts);
     return claim;
   } catch (const ClaimError& e) {
-    return Error{"claim: " + e.message};
+    return Error(kErrDecode, "claim: " + e.message);
   } catch (const json::exception& e) {
-    return Error{std::string("claim: ") + e.what()};
+    return Error(kErrDecode, std::string("claim: ") + e.what());
   }
 }
 
@@ -265,10 +266,10 @@ Result<std::vector<StoredClaim>> DecodeClaims(std::string_view text, size_t* unr
   try {
     list = json::parse(text);
   } catch (const json::exception& e) {
-    return Error{std::string(kClaimsAnnotation) + ": not JSON: " + e.what()};
+    return Error(kErrDecode, std::string(kClaimsAnnotation) + ": not JSON: " + e.what());
   }
   if (!list.is_array()) {
-    return Error{std::string(kClaimsAnnotation) + ": not a list"};
+    return Error(kErrDecode, std::string(kClaimsAnnotation) + ": not a list");
   }
   std::vector<StoredClaim> out;
   for (const json& item : list) {
@@ -295,30 +296,28 @@ std::string ClaimStore::LeasePath(const std::string& node) const {
 }
 
 Result<LeaseState> ClaimStore::Read(const std::string& node, kube::Clock::time_point deadline) {
-  auto got = client_.Get(LeasePath(node), deadline, kMaxLeaseBytes);
-  if (!got.ok()) {
-    return got.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto got, client_.Get(LeasePath(node), deadline, kMaxLeaseBytes));
   LeaseState state;
-  if (got->status == 404) {
+  if (got.status == 404) {
     return state;
   }
-  if (got->status != 200) {
-    return Error{kube::StatusMessage("read claims of node " + node, got->status, got->body)};
+  if (got.status != 200) {
+    return Error(kErrDecode,
+                 kube::StatusMessage("read claims of node " + node, got.status, got.body));
   }
   try {
-    state.object = json::parse(got->body);
+    state.object = json::parse(got.body);
   } catch (const json::exception& e) {
-    return Error{"claims of node " + node + ": not JSON: " + e.what()};
+    return Error(kErrDecode, "claims of node " + node + ": not JSON: " + e.what());
   }
   if (!state.object.is_object() || !state.object.contains("metadata") ||
       !state.object["metadata"].is_object()) {
-    return Error{"claims of node " + node + ": not a Lease"};
+    return Error(kErrDecode, "claims of node " + node + ": not a Lease");
   }
   const json& metadata = state.object["metadata"];
   auto rv = metadata.find("resourceVersion");
   if (rv == metadata.end() || !rv->is_string() || rv->get<std::string>().empty()) {
-    return Error{"claims of node " + node + ": no resourceVersion"};
+    return Error(kErrDecode, "claims of node " + node + ": no resourceVersion");
   }
   state.exists = true;
   state.resource_version = rv->get<std::string>();
@@ -375,19 +374,18 @@ Result<WriteOutcome> ClaimStore::Write(const std::string& node, const LeaseState
   const std::string path = read.exists ? LeasePath(node)
                                        : "/apis/coordination.k8s.io/v1/namespaces/" +
                                              kube::UrlEncode(options_.namespace_name) + "/leases";
-  auto got = client_.Call(read.exists ? "PUT" : "POST", path, lease.dump(), deadline, 1u << 20);
-  if (!got.ok()) {
-    return got.error();
-  }
-  if (got->status == 200 || got->status == 201) {
+  NG_ASSIGN_OR_RETURN(
+      auto got, client_.Call(read.exists ? "PUT" : "POST", path, lease.dump(), deadline, 1u << 20));
+  if (got.status == 200 || got.status == 201) {
     return WriteOutcome::kRecorded;
   }
   // 409: an update from an older version (Conflict) or a create that lost (AlreadyExists);
   // 404: deleted since it was read. Either way: read again.
-  if (got->status == 409 || (read.exists && got->status == 404)) {
+  if (got.status == 409 || (read.exists && got.status == 404)) {
     return WriteOutcome::kConflict;
   }
-  return Error{kube::StatusMessage("record claim on node " + node, got->status, got->body)};
+  return Error(kErrDecode,
+               kube::StatusMessage("record claim on node " + node, got.status, got.body));
 }
 
 }  // namespace nodegate::webhook

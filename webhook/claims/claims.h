@@ -23,14 +23,12 @@
 #include <string_view>
 #include <vector>
 
-#include "admit/api/result.h"
 #include "admit/framework/pod_facts.h"
 #include "kube/client/client.h"
+#include "lib/base/result.h"
 
 namespace nodegate::webhook {
 
-using admit::Error;
-using admit::Result;
 using WallClock = std::chrono::system_clock;
 
 inline constexpr std::string_view kClaimsAnnotation = "nodegate.io/claims";

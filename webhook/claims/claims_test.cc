@@ -32,7 +32,7 @@ TEST(ClaimsTest, RoundTripKeepsWhatThePodHolds) {
   pod.owner = admit::OwnerReference{"ReplicaSet", "web-1"};
   const StoredClaim claim = ClaimOf(pod);
   auto back = DecodeClaim(EncodeClaim(claim));
-  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_TRUE(back.ok()) << back.error().msg;
   const admit::PodFacts& a = *claim.facts;
   const admit::PodFacts& b = *back->facts;
   EXPECT_EQ(b.key, "shop/web");

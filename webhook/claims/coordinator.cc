@@ -62,7 +62,7 @@ CoordinatedVerdict Coordinator::Judge(const admit::Pod& candidate, bool dry_run,
   while (Clock::now() < stop) {
     auto read = store_.Read(candidate.node_name, stop);
     if (!read.ok()) {
-      why = read.error().message;
+      why = read.error().msg;
       break;
     }
     std::vector<Claim> others;
@@ -76,7 +76,7 @@ CoordinatedVerdict Coordinator::Judge(const admit::Pod& candidate, bool dry_run,
     }
     auto wrote = store_.Write(candidate.node_name, *read, ClaimsToWrite(*read, candidate), stop);
     if (!wrote.ok()) {
-      why = wrote.error().message;
+      why = wrote.error().msg;
       break;
     }
     if (*wrote == WriteOutcome::kRecorded) {

@@ -112,8 +112,8 @@ net::HttpResponse Handler::Validate(const net::HttpRequest& request) {
   auto review = DecodeReview(request.body);
   if (!review.ok()) {
     parts_.metrics->RecordRefused(400);
-    Log(Level::kWarn, "review refused", {{"reason", review.error().message}});
-    return {400, "text/plain", review.error().message + "\n"};
+    Log(Level::kWarn, "review refused", {{"reason", review.error().msg}});
+    return {400, "text/plain", review.error().msg + "\n"};
   }
   JudgeContext context;
   context.states = parts_.states;

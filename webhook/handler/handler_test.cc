@@ -70,7 +70,7 @@ class HandlerTest : public ::testing::Test {
     parts.states = &states_;
     parts.watches = {&nodes_, &pods_};
     parts.read_node = [](const std::string&, Clock::time_point) {
-      return Result<std::optional<NodeSnapshot>>(Error{"unreachable"});
+      return Result<std::optional<NodeSnapshot>>(Error(kErrIo, "unreachable"));
     };
     parts.metrics = &metrics_;
     parts.certificate_expiry = [] {

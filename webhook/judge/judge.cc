@@ -93,7 +93,7 @@ std::optional<Judgement> Skipped(const ReviewRequest& request) {
 }
 
 // PodOfRequest: the pod being created, named and namespaced as it will be.
-admit::Result<admit::Pod> PodOfRequest(const ReviewRequest& request) {
+Result<admit::Pod> PodOfRequest(const ReviewRequest& request) {
   nlohmann::json object = request.object;
   if (auto metadata = object.find("metadata"); metadata != object.end() && metadata->is_object()) {
     // A name the API server generates may not be set yet; the request's uid keeps it unique.
@@ -139,7 +139,7 @@ OnNode JudgeOnNode(const ReviewRequest& request, const JudgeContext& context, co
   if (!snapshot.ok()) {
     out.unchecked =
         Allow(request, "node-unreadable",
-              "nodegate: node " + pod.node_name + " not checked: " + snapshot.error().message);
+              "nodegate: node " + pod.node_name + " not checked: " + snapshot.error().msg);
   } else if (snapshot->has_value()) {
     out.judged = context.states->JudgeSnapshot(pod, std::move(**snapshot), assume);
   }
@@ -179,8 +179,7 @@ Judgement Judge(const ReviewRequest& request, const JudgeContext& context,
   }
   auto decoded = PodOfRequest(request);
   if (!decoded.ok()) {
-    return Allow(request, "unreadable-pod",
-                 "nodegate: pod not checked: " + decoded.error().message);
+    return Allow(request, "unreadable-pod", "nodegate: pod not checked: " + decoded.error().msg);
   }
   admit::Pod pod = std::move(decoded).value();
   if (pod.node_name.empty()) {

@@ -78,7 +78,7 @@ class JudgeTest : public ::testing::Test {
   int reads_ = 0;
   std::function<Result<std::optional<NodeSnapshot>>(const std::string&)> read_result_ =
       [](const std::string&) -> Result<std::optional<NodeSnapshot>> {
-    return Error{"connection refused"};
+    return Error(kErrIo, "connection refused");
   };
 };
 

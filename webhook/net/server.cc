@@ -21,6 +21,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "lib/base/result.h"
+
 namespace nodegate::webhook::net {
 
 namespace asio = boost::asio;
@@ -31,7 +33,7 @@ using tcp = asio::ip::tcp;
 Result<std::pair<std::string, uint16_t>> ParseListen(const std::string& listen) {
   const size_t colon = listen.rfind(':');
   if (colon == std::string::npos) {
-    return Error{"--listen " + listen + ": expected ADDR:PORT"};
+    return Error(kErrInvalidConfig, "--listen " + listen + ": expected ADDR:PORT");
   }
   std::string host = listen.substr(0, colon);
   const std::string port_text = listen.substr(colon + 1);
@@ -44,12 +46,14 @@ Result<std::pair<std::string, uint16_t>> ParseListen(const std::string& listen) 
   boost::system::error_code ec;
   asio::ip::make_address(host, ec);
   if (ec) {
-    return Error{"--listen " + listen + ": " + host + " is not a numeric IP address"};
+    return Error(kErrInvalidConfig,
+                 "--listen " + listen + ": " + host + " is not a numeric IP address");
   }
   if (port_text.empty() || port_text.size() > 5 ||
       port_text.find_first_not_of("0123456789") != std::string::npos ||
       std::stoul(port_text) > 65535) {
-    return Error{"--listen " + listen + ": port must be a number from 0 to 65535"};
+    return Error(kErrInvalidConfig,
+                 "--listen " + listen + ": port must be a number from 0 to 65535");
   }
   return std::pair{host, static_cast<uint16_t>(std::stoul(port_text))};
 }
@@ -333,12 +337,9 @@ Server::~Server() { Stop(); }
 
 Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, Handler handler,
                                               tls::ServerCertificate* tls, RefusedFn refused) {
-  auto listen = ParseListen(options.listen);
-  if (!listen.ok()) {
-    return listen.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto listen, ParseListen(options.listen));
   auto impl = std::make_unique<Impl>(options, std::move(handler), tls, std::move(refused));
-  const tcp::endpoint endpoint(asio::ip::make_address(listen->first), listen->second);
+  const tcp::endpoint endpoint(asio::ip::make_address(listen.first), listen.second);
   beast::error_code ec;
   impl->acceptor.open(endpoint.protocol(), ec);
   if (!ec) {
@@ -351,7 +352,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, Hand
     impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
   }
   if (ec) {
-    return Error{"listen on " + options.listen + ": " + ec.message()};
+    return Error(kErrInvalidConfig, "listen on " + options.listen + ": " + ec.message());
   }
   impl->Accept();
   for (int i = 0; i < std::max(1, options.io_threads); ++i) {

@@ -17,13 +17,10 @@
 #include <memory>
 #include <string>
 
-#include "admit/api/result.h"
+#include "lib/base/result.h"
 #include "lib/tls/tls.h"
 
 namespace nodegate::webhook::net {
-
-using admit::Error;
-using admit::Result;
 
 struct HttpRequest {
   std::string method;

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "admit/api/load.h"
+#include "lib/base/result.h"
 
 namespace nodegate::webhook {
 namespace {
@@ -18,7 +19,7 @@ Result<bool> ReadString(const json& object, const char* key, const std::string& 
     return false;
   }
   if (!it->is_string()) {
-    return Error{where + "." + key + ": expected string, got " + it->type_name()};
+    return Error(kErrDecode, where + "." + key + ": expected string, got " + it->type_name());
   }
   out = it->get<std::string>();
   return true;
@@ -30,7 +31,7 @@ Result<const json*> ReadObject(const json& object, const char* key, const std::s
     return static_cast<const json*>(nullptr);
   }
   if (!it->is_object()) {
-    return Error{where + "." + key + ": expected object, got " + it->type_name()};
+    return Error(kErrDecode, where + "." + key + ": expected object, got " + it->type_name());
   }
   return &*it;
 }
@@ -40,11 +41,8 @@ Result<const json*> ReadObject(const json& object, const char* key, const std::s
 Result<bool> ReadGroupVersion(const json& object, const char* key, const char* name_key,
                               const std::string& where, std::string& group_version,
                               std::string& name) {
-  auto member = ReadObject(object, key, where);
-  if (!member.ok()) {
-    return member.error();
-  }
-  if (*member == nullptr) {
+  NG_ASSIGN_OR_RETURN(const json* member, ReadObject(object, key, where));
+  if (member == nullptr) {
     return false;
   }
   const std::string inner = where + "." + key;
@@ -52,9 +50,7 @@ Result<bool> ReadGroupVersion(const json& object, const char* key, const char* n
   std::string version;
   for (auto [field, out] :
        {std::pair{"group", &group}, std::pair{"version", &version}, std::pair{name_key, &name}}) {
-    if (auto r = ReadString(**member, field, inner, *out); !r.ok()) {
-      return r.error();
-    }
+    NG_RETURN_IF_ERROR(ReadString(*member, field, inner, *out));
   }
   group_version = group.empty() ? version : group + "/" + version;
   return true;
@@ -64,38 +60,30 @@ Result<bool> ReadGroupVersion(const json& object, const char* key, const char* n
 Result<const json*> ReadEnvelope(const json& review, const std::string& where) {
   std::string api_version;
   std::string kind;
-  if (auto r = ReadString(review, "apiVersion", where, api_version); !r.ok()) {
-    return r.error();
-  }
-  if (auto r = ReadString(review, "kind", where, kind); !r.ok()) {
-    return r.error();
-  }
+  NG_RETURN_IF_ERROR(ReadString(review, "apiVersion", where, api_version));
+  NG_RETURN_IF_ERROR(ReadString(review, "kind", where, kind));
   if (api_version != kReviewApiVersion || kind != kReviewKind) {
-    return Error{where + ": expected apiVersion " + std::string(kReviewApiVersion) + " kind " +
-                 std::string(kReviewKind) + ", got \"" + api_version + "\" \"" + kind + "\""};
+    return Error(kErrDecode, where + ": expected apiVersion " + std::string(kReviewApiVersion) +
+                                 " kind " + std::string(kReviewKind) + ", got \"" + api_version +
+                                 "\" \"" + kind + "\"");
   }
-  auto request = ReadObject(review, "request", where);
-  if (!request.ok()) {
-    return request.error();
+  NG_ASSIGN_OR_RETURN(const json* request, ReadObject(review, "request", where));
+  if (request == nullptr) {
+    return Error(kErrDecode, where + ": no request");
   }
-  if (*request == nullptr) {
-    return Error{where + ": no request"};
-  }
-  return *request;
+  return request;
 }
 
 // ReadTarget: which object the request is about (uid, names, operation, kind and resource).
-Result<admit::Ok> ReadTarget(const json& request, const std::string& at, ReviewRequest& out) {
+Status ReadTarget(const json& request, const std::string& at, ReviewRequest& out) {
   for (auto [field, target] :
        {std::pair{"uid", &out.uid}, std::pair{"subResource", &out.sub_resource},
         std::pair{"name", &out.name}, std::pair{"namespace", &out.namespace_name},
         std::pair{"operation", &out.operation}}) {
-    if (auto r = ReadString(request, field, at, *target); !r.ok()) {
-      return r.error();
-    }
+    NG_RETURN_IF_ERROR(ReadString(request, field, at, *target));
   }
   if (out.uid.empty()) {
-    return Error{at + ".uid: missing"};
+    return Error(kErrDecode, at + ".uid: missing");
   }
   std::string kind_group_version;
   std::string resource_group_version;
@@ -115,28 +103,23 @@ Result<admit::Ok> ReadTarget(const json& request, const std::string& at, ReviewR
   if (resource_group_version != "v1") {
     out.resource = resource_group_version + ", Resource=" + out.resource;
   }
-  return admit::Ok{};
+  return OkStatus();
 }
 
 // ReadRequester: userInfo's username and groups, and whether the request is a dry run.
-Result<admit::Ok> ReadRequester(const json& request, const std::string& at, ReviewRequest& out) {
-  auto user = ReadObject(request, "userInfo", at);
-  if (!user.ok()) {
-    return user.error();
-  }
-  if (*user != nullptr) {
+Status ReadRequester(const json& request, const std::string& at, ReviewRequest& out) {
+  NG_ASSIGN_OR_RETURN(const json* user, ReadObject(request, "userInfo", at));
+  if (user != nullptr) {
     const std::string user_at = at + ".userInfo";
-    if (auto r = ReadString(**user, "username", user_at, out.username); !r.ok()) {
-      return r.error();
-    }
-    auto groups = (*user)->find("groups");
-    if (groups != (*user)->end() && !groups->is_null()) {
+    NG_RETURN_IF_ERROR(ReadString(*user, "username", user_at, out.username));
+    auto groups = user->find("groups");
+    if (groups != user->end() && !groups->is_null()) {
       if (!groups->is_array()) {
-        return Error{user_at + ".groups: expected array, got " + groups->type_name()};
+        return Error(kErrDecode, user_at + ".groups: expected array, got " + groups->type_name());
       }
       for (const json& group : *groups) {
         if (!group.is_string()) {
-          return Error{user_at + ".groups: expected strings, got " + group.type_name()};
+          return Error(kErrDecode, user_at + ".groups: expected strings, got " + group.type_name());
         }
         out.groups.push_back(group.get<std::string>());
       }
@@ -145,40 +128,31 @@ Result<admit::Ok> ReadRequester(const json& request, const std::string& at, Revi
   auto dry_run = request.find("dryRun");
   if (dry_run != request.end() && !dry_run->is_null()) {
     if (!dry_run->is_boolean()) {
-      return Error{at + ".dryRun: expected boolean, got " + dry_run->type_name()};
+      return Error(kErrDecode, at + ".dryRun: expected boolean, got " + dry_run->type_name());
     }
     out.dry_run = dry_run->get<bool>();
   }
-  return admit::Ok{};
+  return OkStatus();
 }
 
 }  // namespace
 
 Result<ReviewRequest> DecodeReview(std::string_view body) {
   if (body.size() > kMaxReviewBytes) {
-    return Error{"AdmissionReview: larger than 3 MiB"};
+    return Error(kErrDecode, "AdmissionReview: larger than 3 MiB");
   }
   const size_t first = body.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos || body[first] != '{') {
-    return Error{"AdmissionReview: expected a JSON object"};
+    return Error(kErrDecode, "AdmissionReview: expected a JSON object");
   }
-  auto documents = admit::ParseDocuments(body, "AdmissionReview");
-  if (!documents.ok()) {
-    return documents.error();
-  }
-  auto request = ReadEnvelope(documents->front().value, "AdmissionReview");
-  if (!request.ok()) {
-    return request.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto documents, admit::ParseDocuments(body, "AdmissionReview"));
+  NG_ASSIGN_OR_RETURN(const json* request,
+                      ReadEnvelope(documents.front().value, "AdmissionReview"));
   const std::string at = "AdmissionReview.request";
   ReviewRequest out;
-  if (auto r = ReadTarget(**request, at, out); !r.ok()) {
-    return r.error();
-  }
-  if (auto r = ReadRequester(**request, at, out); !r.ok()) {
-    return r.error();
-  }
-  if (auto object = (*request)->find("object"); object != (*request)->end()) {
+  NG_RETURN_IF_ERROR(ReadTarget(*request, at, out));
+  NG_RETURN_IF_ERROR(ReadRequester(*request, at, out));
+  if (auto object = request->find("object"); object != request->end()) {
     out.object = *object;
   }
   return out;

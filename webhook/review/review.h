@@ -10,12 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "admit/api/result.h"
+#include "lib/base/result.h"
 
 namespace nodegate::webhook {
-
-using admit::Error;
-using admit::Result;
 
 inline constexpr std::string_view kReviewApiVersion = "admission.k8s.io/v1";
 inline constexpr std::string_view kReviewKind = "AdmissionReview";

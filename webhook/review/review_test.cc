@@ -31,7 +31,7 @@ json Review() {
 
 TEST(DecodeReview, ReadsEveryFieldTheJudgeUses) {
   auto r = DecodeReview(Review().dump());
-  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r.ok()) << r.error().msg;
   EXPECT_EQ(r->uid, "705ab4f5-6393-11e8-b7cc-42010a800002");
   EXPECT_EQ(r->kind, "Pod");
   EXPECT_EQ(r->resource, "pods");
@@ -85,8 +85,7 @@ TEST(DecodeReview, RefusesWhatIsNotAReview) {
   for (const Case& c : cases) {
     auto r = DecodeReview(c.body);
     ASSERT_FALSE(r.ok()) << c.name;
-    EXPECT_NE(r.error().message.find(c.error), std::string::npos)
-        << c.name << ": " << r.error().message;
+    EXPECT_NE(r.error().msg.find(c.error), std::string::npos) << c.name << ": " << r.error().msg;
   }
 }
 

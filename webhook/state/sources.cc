@@ -5,6 +5,7 @@
 #include "admit/api/decode.h"
 #include "kube/decode/list_stream.h"
 #include "kube/decode/objects.h"
+#include "lib/base/result.h"
 
 namespace nodegate::webhook {
 namespace {
@@ -37,32 +38,24 @@ kube::ReflectorOptions PodWatch(const admit::FeatureGates& gates) {
 Result<std::optional<NodeSnapshot>> ReadNode(kube::ApiClient& client,
                                              const admit::FeatureGates& gates,
                                              const std::string& node, Clock::time_point deadline) {
-  auto got = client.Get("/api/v1/nodes/" + kube::UrlEncode(node), deadline, kMaxNodeReadBytes);
-  if (!got.ok()) {
-    return got.error();
-  }
-  if (got->status == 404) {
+  NG_ASSIGN_OR_RETURN(
+      auto got, client.Get("/api/v1/nodes/" + kube::UrlEncode(node), deadline, kMaxNodeReadBytes));
+  if (got.status == 404) {
     return std::optional<NodeSnapshot>();
   }
-  if (got->status != 200) {
-    return Error{kube::StatusMessage("node " + node, got->status, got->body)};
+  if (got.status != 200) {
+    return Error(kErrIo, kube::StatusMessage("node " + node, got.status, got.body));
   }
   kube::ObjectDecoder decoder(gates);
-  auto decoded = decoder.Node(got->body);
-  if (!decoded.ok()) {
-    return decoded.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto decoded, decoder.Node(got.body));
   NodeSnapshot snapshot;
-  snapshot.node = *decoded->node;
+  snapshot.node = *decoded.node;
   // resourceVersion=0: served from the API server's watch cache, indexed by spec.nodeName.
-  auto pods = client.Get(
-      "/api/v1/pods?resourceVersion=0&fieldSelector=" + kube::UrlEncode("spec.nodeName=" + node),
-      deadline, kMaxPodsReadBytes);
-  if (!pods.ok()) {
-    return pods.error();
-  }
-  if (pods->status != 200) {
-    return Error{kube::StatusMessage("pods on node " + node, pods->status, pods->body)};
+  NG_ASSIGN_OR_RETURN(auto pods, client.Get("/api/v1/pods?resourceVersion=0&fieldSelector=" +
+                                                kube::UrlEncode("spec.nodeName=" + node),
+                                            deadline, kMaxPodsReadBytes));
+  if (pods.status != 200) {
+    return Error(kErrIo, kube::StatusMessage("pods on node " + node, pods.status, pods.body));
   }
   kube::ListStream list([&](std::string_view item) {
     auto pod = decoder.Pod(item);
@@ -70,12 +63,8 @@ Result<std::optional<NodeSnapshot>> ReadNode(kube::ApiClient& client,
       snapshot.pods.push_back(std::move(pod->facts));
     }
   });
-  if (auto fed = list.Feed(pods->body); !fed.ok()) {
-    return fed.error();
-  }
-  if (auto done = list.Finish(); !done.ok()) {
-    return done.error();
-  }
+  NG_RETURN_IF_ERROR(list.Feed(pods.body));
+  NG_RETURN_IF_ERROR(list.Finish());
   return std::optional<NodeSnapshot>(std::move(snapshot));
 }
 

@@ -19,6 +19,7 @@
 #include "cmd/nodegate/admit/install.h"
 #include "cmd/nodegate/admit/live.h"
 #include "cmd/nodegate/admit/report.h"
+#include "lib/base/result.h"
 #include "lib/cli/output.h"
 #include "lib/cli/parse_flags.h"
 #include "lib/cni/cache_pods.h"
@@ -96,29 +97,26 @@ struct Environment {
 };
 
 // ResolvePriorities: priority admission for pods that reach the node through the API server.
-VoidResult ResolvePriorities(std::vector<Pod>& pods, const PriorityClasses& classes) {
+nodegate::Status ResolvePriorities(std::vector<Pod>& pods, const PriorityClasses& classes) {
   for (Pod& pod : pods) {
     if (auto r = ResolvePriority(pod, classes); !r.ok()) {
-      return Error{pod.source + ": pod " + pod.Key() + ": " + r.error().message};
+      return r.error().WithContext(pod.source + ": pod " + pod.Key());
     }
   }
-  return Ok{};
+  return OkStatus();
 }
 
 // AttachLiveClaims: --live reads the node's listeners and mappings on the candidates' host
 // ports once, before any check.
-Result<Ok> AttachLiveClaims(const CommonFlags& f, Environment& env,
-                            const std::vector<Pod>& candidates) {
+nodegate::Status AttachLiveClaims(const CommonFlags& f, Environment& env,
+                                  const std::vector<Pod>& candidates) {
   if (!f.live) {
-    return Ok{};
+    return OkStatus();
   }
-  auto live = ReadNodeLiveClaims(f.cni_cache_dir, candidates);
-  if (!live.ok()) {
-    return live.error();
-  }
-  env.live = std::move(live).value();
+  NG_ASSIGN_OR_RETURN(auto live, ReadNodeLiveClaims(f.cni_cache_dir, candidates));
+  env.live = std::move(live);
   env.report.live = true;
-  return Ok{};
+  return OkStatus();
 }
 
 // CheckCandidate: the verdict for one candidate, recorded in the report with its --live
@@ -157,30 +155,20 @@ Result<std::vector<Pod>> ExistingPods(const CommonFlags& f, const std::string& n
                                       bool& unreachable) {
   std::vector<Pod> existing;
   for (const std::string& file : f.pods_files) {
-    auto pods = LoadPods(file, /*allow_workloads=*/false);
-    if (!pods.ok()) {
-      return pods.error();
-    }
-    if (auto r = ResolvePriorities(*pods, env.priority_classes); !r.ok()) {
-      return r.error();
-    }
-    std::move(pods->begin(), pods->end(), std::back_inserter(existing));
+    NG_ASSIGN_OR_RETURN(auto pods, LoadPods(file, /*allow_workloads=*/false));
+    NG_RETURN_IF_ERROR(ResolvePriorities(pods, env.priority_classes));
+    std::move(pods.begin(), pods.end(), std::back_inserter(existing));
   }
   if (!f.manifests_dir.empty()) {
-    auto pods = LoadManifestDir(f.manifests_dir, node_name, skip_manifest);
-    if (!pods.ok()) {
-      return pods.error();
-    }
-    std::move(pods->begin(), pods->end(), std::back_inserter(existing));
+    NG_ASSIGN_OR_RETURN(auto pods, LoadManifestDir(f.manifests_dir, node_name, skip_manifest));
+    std::move(pods.begin(), pods.end(), std::back_inserter(existing));
   }
   if (!f.manifest_url.empty()) {
     FetchOptions options;
     options.timeout =
         std::chrono::milliseconds(static_cast<int64_t>(f.manifest_url_timeout * 1000));
     std::string note;
-    if (auto url = ParseHttpUrl(f.manifest_url); !url.ok()) {
-      return url.error();
-    }
+    NG_RETURN_IF_ERROR(ParseHttpUrl(f.manifest_url));
     auto body = FetchUrl(f.manifest_url, options);
     if (!body.ok()) {
       unreachable = true;
@@ -188,53 +176,38 @@ Result<std::vector<Pod>> ExistingPods(const CommonFlags& f, const std::string& n
     }
     // LoadManifestUrl's steps, apart: a fetch that fails is the source unreachable (exit 3),
     // a body that is no pod list unusable input (exit 2).
-    Result<std::vector<Pod>> pods = std::vector<Pod>();
+    std::vector<Pod> pods;
     if (body->empty()) {
       note = f.manifest_url + ": zero-length data received; the kubelet runs no pods from it";
     } else {
-      pods = PodsFromHttpSource(*body, f.manifest_url, node_name, &note);
-    }
-    if (!pods.ok()) {
-      return pods.error();
+      NG_ASSIGN_OR_RETURN(pods, PodsFromHttpSource(*body, f.manifest_url, node_name, &note));
     }
     if (!note.empty()) {
       env.notes.push_back(std::move(note));
     }
-    std::move(pods->begin(), pods->end(), std::back_inserter(existing));
+    std::move(pods.begin(), pods.end(), std::back_inserter(existing));
   }
   return existing;
 }
 
 Result<Environment> BuildEnvironment(const CommonFlags& f, const std::string& skip_manifest,
                                      bool& unreachable) {
-  auto gates = FeatureGates::Parse(f.feature_gates);
-  if (!gates.ok()) {
-    return gates.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto gates, FeatureGates::Parse(f.feature_gates));
   Environment env;
   if (!f.priority_classes_file.empty()) {
-    auto classes = LoadPriorityClasses(f.priority_classes_file);
-    if (!classes.ok()) {
-      return classes.error();
-    }
-    env.priority_classes = std::move(classes).value();
+    NG_ASSIGN_OR_RETURN(auto classes, LoadPriorityClasses(f.priority_classes_file));
+    env.priority_classes = std::move(classes);
   }
-  auto node = LoadNodeFor(f, env);
-  if (!node.ok()) {
-    return node.error();
-  }
-  auto existing = ExistingPods(f, node->name, skip_manifest, env, unreachable);
-  if (!existing.ok()) {
-    return existing.error();
-  }
+  NG_ASSIGN_OR_RETURN(auto node, LoadNodeFor(f, env));
+  NG_ASSIGN_OR_RETURN(auto existing, ExistingPods(f, node.name, skip_manifest, env, unreachable));
   CheckOptions options;
   options.profile = f.profile == "kubelet" ? Profile::kKubelet : Profile::kScheduler;
-  options.gates = *gates;
+  options.gates = gates;
   options.host_os = f.host_os;
-  env.report.node = node->name;
+  env.report.node = node.name;
   env.report.profile = options.profile;
-  env.checker.emplace(std::move(node).value(), std::move(options));
-  env.report.existing = env.checker->AddExistingPods(std::move(existing).value());
+  env.checker.emplace(std::move(node), std::move(options));
+  env.report.existing = env.checker->AddExistingPods(std::move(existing));
   env.report.pods_on_node = env.checker->node_info().pods().size();
   return env;
 }
@@ -260,7 +233,7 @@ std::string Render(const Report& report, cli::Format output,
 }
 
 int Fail(const std::string& command, const Error& error, int status = kExitBadInput) {
-  std::cerr << command << ": " << error.message << "\n";
+  std::cerr << command << ": " << error.msg << "\n";
   return status;
 }
 
@@ -318,7 +291,7 @@ int GuardInstall(const CommonFlags& flags, const std::string& file, const std::s
   // The lock is on the folder itself: no lock file appears among the manifests.
   auto lock = sys::FileLock::AcquireDirectory(flags.manifests_dir);
   if (!lock.ok()) {
-    return Fail(command, Error{lock.error().msg});
+    return Fail(command, lock.error());
   }
   // The file with the same name in DIR is the previous version: it is replaced, not counted.
   bool unreachable = false;
@@ -363,7 +336,7 @@ int RunAdmitCli(int argc, char** argv) {
     return *code;
   }
   if (std::count(pod_files.begin(), pod_files.end(), "-") > 1) {
-    return Fail("nodegate admit", Error{"'-' (stdin) may be given once"});
+    return Fail("nodegate admit", Error(kErrInvalidConfig, "'-' (stdin) may be given once"));
   }
   bool unreachable = false;
   auto env = BuildEnvironment(flags, "", unreachable);
@@ -417,15 +390,17 @@ int RunGuardCli(int argc, char** argv) {
   }
   const std::string command = "nodegate guard";
   if (file == "-") {
-    return Fail(command, Error{"FILE must be a file: its name is the manifest's name in DIR"});
+    return Fail(command, Error(kErrInvalidConfig,
+                               "FILE must be a file: its name is the manifest's name in DIR"));
   }
   std::error_code ec;
   if (!std::filesystem::is_directory(flags.manifests_dir, ec)) {
-    return Fail(command, Error{flags.manifests_dir + ": not a directory"});
+    return Fail(command, Error(kErrInvalidConfig, flags.manifests_dir + ": not a directory"));
   }
   const std::string filename = std::filesystem::path(file).filename().string();
   if (!IsManifestFile(filename)) {
-    return Fail(command, Error{file + ": hidden files are ignored by the kubelet"});
+    return Fail(command,
+                Error(kErrInvalidConfig, file + ": hidden files are ignored by the kubelet"));
   }
   auto text = ReadInput(file);
   if (!text.ok()) {

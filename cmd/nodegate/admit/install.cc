@@ -4,15 +4,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/base/result.h"
 #include "lib/sys/atomic_file.h"
 #include "lib/sys/fd.h"
 
 namespace nodegate::admit {
 
-VoidResult InstallFileAtomically(const std::string& dir, const std::string& filename,
-                                 std::string_view contents) {
+nodegate::Status InstallFileAtomically(const std::string& dir, const std::string& filename,
+                                       std::string_view contents) {
   if (filename.empty() || filename.find('/') != std::string::npos || filename[0] == '.') {
-    return Error{"invalid manifest file name \"" + filename + "\""};
+    return Error(kErrInvalidConfig, "invalid manifest file name \"" + filename + "\"");
   }
   const std::string target = dir + "/" + filename;
   int mode = 0600;
@@ -21,14 +22,12 @@ VoidResult InstallFileAtomically(const std::string& dir, const std::string& file
     mode = static_cast<int>(st.st_mode & 07777);
   }
   // The temporary file is a dot-file in the same folder, which the kubelet ignores.
-  if (nodegate::Status written = sys::WriteFileAtomic(target, contents, mode); !written.ok()) {
-    return Error{written.error().msg};
-  }
+  NG_RETURN_IF_ERROR(sys::WriteFileAtomic(target, contents, mode));
   sys::UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir_fd.valid()) {
     ::fsync(dir_fd.get());  // best effort: the rename is already visible
   }
-  return Ok{};
+  return OkStatus();
 }
 
 }  // namespace nodegate::admit

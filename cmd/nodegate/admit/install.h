@@ -7,11 +7,11 @@
 #include <string>
 #include <string_view>
 
-#include "admit/api/result.h"
+#include "lib/base/result.h"
 
 namespace nodegate::admit {
 
-VoidResult InstallFileAtomically(const std::string& dir, const std::string& filename,
-                                 std::string_view contents);
+nodegate::Status InstallFileAtomically(const std::string& dir, const std::string& filename,
+                                       std::string_view contents);
 
 }  // namespace nodegate::admit

@@ -33,7 +33,7 @@ Result<ports::LiveClaims> ReadNodeLiveClaims(const std::string& cni_cache_dir,
   }
   auto live = ports::ReadLiveClaims(ports::PortmapMappedSource(), cni_cache_dir, wanted);
   if (!live.ok()) {
-    return Error{"--live: " + live.error().msg};
+    return live.error().WithContext("--live");
   }
   return std::move(live).value();
 }

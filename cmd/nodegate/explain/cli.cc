@@ -19,6 +19,7 @@
 #include "explain/scheduler/scheduler.h"
 #include "kube/client/client.h"
 #include "kube/client/config.h"
+#include "lib/base/result.h"
 #include "lib/cli/output.h"
 #include "lib/cli/parse_flags.h"
 
@@ -51,7 +52,7 @@ int Fail(int code, const std::string& message) {
 
 // ClientConfigOf: as kubectl finds the cluster: --kubeconfig, else KUBECONFIG, else
 // ~/.kube/config, else the pod's service account (in-cluster).
-admit::Result<kube::ClientConfig> ClientConfigOf(const Flags& f) {
+Result<kube::ClientConfig> ClientConfigOf(const Flags& f) {
   const std::map<std::string, std::string> env = kube::ProcessEnvironment();
   if (!f.kubeconfig.empty()) {
     return kube::LoadKubeconfig(f.kubeconfig, f.context);
@@ -66,8 +67,9 @@ admit::Result<kube::ClientConfig> ClientConfigOf(const Flags& f) {
     }
   }
   if (!f.context.empty()) {
-    return admit::Error{"--context " + f.context + ": no kubeconfig (--kubeconfig, KUBECONFIG or " +
-                        "~/.kube/config)"};
+    return Error(kErrDecode, "--context " + f.context +
+                                 ": no kubeconfig (--kubeconfig, KUBECONFIG or " +
+                                 "~/.kube/config)");
   }
   return kube::InClusterConfig(env, std::string(kube::kServiceAccountDir));
 }
@@ -77,30 +79,23 @@ void Print(const Flags& f, const nlohmann::json& j, const std::string& text) {
 }
 
 // CandidateFromFile: -f FILE: one Pod, or the pod template of a workload.
-admit::Result<explain::CandidatePod> CandidateFromFile(const std::string& path,
-                                                       const std::string& ns) {
-  auto text = admit::ReadInput(path);
-  if (!text.ok()) {
-    return text.error();
+Result<explain::CandidatePod> CandidateFromFile(const std::string& path, const std::string& ns) {
+  NG_ASSIGN_OR_RETURN(auto text, admit::ReadInput(path));
+  NG_ASSIGN_OR_RETURN(auto documents, admit::ParseDocuments(text, path));
+  if (documents.size() != 1) {
+    return Error(kErrDecode, path + ": expected one Pod, found " +
+                                 std::to_string(documents.size()) + " documents");
   }
-  auto documents = admit::ParseDocuments(*text, path);
-  if (!documents.ok()) {
-    return documents.error();
-  }
-  if (documents->size() != 1) {
-    return admit::Error{path + ": expected one Pod, found " + std::to_string(documents->size()) +
-                        " documents"};
-  }
-  nlohmann::json object = documents->front().value;
+  nlohmann::json object = documents.front().value;
   if (!object.is_object()) {
-    return admit::Error{path + ": expected a Pod object"};
+    return Error(kErrDecode, path + ": expected a Pod object");
   }
   const std::string kind = object.value("kind", "");
   if (!kind.empty() && kind != "Pod") {
     // A workload: the pod its controller would create.
     if (!object.contains("spec") || !object["spec"].is_object() ||
         !object["spec"].contains("template") || !object["spec"]["template"].is_object()) {
-      return admit::Error{path + ": a " + kind + ", not a Pod (and it has no pod template)"};
+      return Error(kErrDecode, path + ": a " + kind + ", not a Pod (and it has no pod template)");
     }
     nlohmann::json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};
     pod["metadata"] = object["spec"]["template"].value("metadata", nlohmann::json::object());
@@ -116,11 +111,8 @@ admit::Result<explain::CandidatePod> CandidateFromFile(const std::string& path,
   if (object.contains("metadata") && object["metadata"].is_object() && !ns.empty()) {
     object["metadata"]["namespace"] = ns;
   }
-  auto candidate = explain::DecodeCandidate(object, path);
-  if (!candidate.ok()) {
-    return candidate.error();
-  }
-  candidate->pod.source = path;
+  NG_ASSIGN_OR_RETURN(auto candidate, explain::DecodeCandidate(object, path));
+  candidate.pod.source = path;
   return candidate;
 }
 
@@ -193,7 +185,7 @@ Named GetNamed(kube::ApiClient& client, const std::string& path, const std::stri
                std::chrono::milliseconds timeout, const std::string& server) {
   auto got = explain::GetObject(client, path, what, timeout);
   if (!got.ok()) {
-    return Named{std::nullopt, Fail(kExitUnreachable, got.error().message + server)};
+    return Named{std::nullopt, Fail(kExitUnreachable, got.error().msg + server)};
   }
   if (!*got) {
     return Named{std::nullopt, Fail(kExitBadInput, what + " not found")};
@@ -212,7 +204,7 @@ int Report(const Flags& f, const Subcommands& sub, const std::string& ns,
     } else {
       auto c = explain::DecodeCandidate(*named.object, "pod " + ns + "/" + f.pod_name);
       if (!c.ok()) {
-        return Fail(kExitBadInput, c.error().message);
+        return Fail(kExitBadInput, c.error().msg);
       }
       candidate = std::move(c).value();
     }
@@ -223,8 +215,7 @@ int Report(const Flags& f, const Subcommands& sub, const std::string& ns,
   if (sub.daemonset->parsed()) {
     auto e = explain::ExplainDaemonSet(*named.object, cluster, scheduler);
     if (!e.ok()) {
-      return Fail(kExitBadInput,
-                  "daemonset " + ns + "/" + f.daemonset_name + ": " + e.error().message);
+      return Fail(kExitBadInput, "daemonset " + ns + "/" + f.daemonset_name + ": " + e.error().msg);
     }
     Print(f, explain::DaemonSetJson(*e), explain::DaemonSetText(*e));
     return e->blocked > 0 ? kExitFitsNowhere : kExitFits;
@@ -255,26 +246,26 @@ int RunExplainCli(int argc, char** argv) {
   }
   auto gates = admit::FeatureGates::Parse(f.feature_gates);
   if (!gates.ok()) {
-    return Fail(kExitBadInput, gates.error().message);
+    return Fail(kExitBadInput, gates.error().msg);
   }
   // A pod from a file is read before the cluster: a file that is not a pod fails fast.
   std::optional<explain::CandidatePod> from_file;
   if (!f.pod_file.empty()) {
     auto c = CandidateFromFile(f.pod_file, f.ns);
     if (!c.ok()) {
-      return Fail(kExitBadInput, c.error().message);
+      return Fail(kExitBadInput, c.error().msg);
     }
     from_file = std::move(c).value();
   }
   auto config = ClientConfigOf(f);
   if (!config.ok()) {
-    return Fail(kExitBadInput, config.error().message);
+    return Fail(kExitBadInput, config.error().msg);
   }
   const std::string ns =
       !f.ns.empty() ? f.ns : (!config->namespace_name.empty() ? config->namespace_name : "default");
   auto client = kube::ApiClient::Create(*config);
   if (!client.ok()) {
-    return Fail(kExitBadInput, client.error().message);
+    return Fail(kExitBadInput, client.error().msg);
   }
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(f.request_timeout * 1000.0));
   const std::string server =
@@ -298,7 +289,7 @@ int RunExplainCli(int argc, char** argv) {
   }
   auto read_cluster = explain::ReadCluster(**client, read);
   if (!read_cluster.ok()) {
-    return Fail(kExitUnreachable, read_cluster.error().message + server);
+    return Fail(kExitUnreachable, read_cluster.error().msg + server);
   }
   // Kept to the end of the process: freeing 150,000 pods' records one by one would cost a
   // tenth of the run, and the process ends right after printing.

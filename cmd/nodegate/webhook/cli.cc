@@ -19,6 +19,7 @@
 #include "kube/client/client.h"
 #include "kube/client/config.h"
 #include "kube/reflector/reflector.h"
+#include "lib/base/result.h"
 #include "lib/cli/parse_flags.h"
 #include "lib/tls/tls.h"
 #include "webhook/claims/claims.h"
@@ -83,7 +84,8 @@ Result<std::chrono::nanoseconds> DurationFlag(const std::string& flag, const std
                                               bool zero_ok = false) {
   auto d = ParseDuration(value);
   if (!d || (*d <= std::chrono::nanoseconds(0) && !zero_ok)) {
-    return Error{flag + " " + value + ": expected a duration such as 4s or 500ms"};
+    return Error(kErrInvalidConfig,
+                 flag + " " + value + ": expected a duration such as 4s or 500ms");
   }
   return *d;
 }
@@ -200,7 +202,7 @@ struct Durations {
       shutdown_delay;
 };
 
-admit::Result<Durations> ParseDurations(const Flags& f) {
+Result<Durations> ParseDurations(const Flags& f) {
   auto timeout = DurationFlag("--timeout", f.timeout);
   auto assume_ttl = DurationFlag("--assume-ttl", f.assume_ttl);
   auto watch_timeout = DurationFlag("--watch-timeout", f.watch_timeout);
@@ -235,8 +237,8 @@ kube::ReflectorOptions WatchOptions(kube::ReflectorOptions o, const Durations& d
 }
 
 // StartMetricsServer: the plain-HTTP /metrics listener, or null without --metrics-listen.
-admit::Result<std::unique_ptr<net::Server>> StartMetricsServer(
-    const Flags& f, Handler& handler, std::chrono::milliseconds request_timeout) {
+Result<std::unique_ptr<net::Server>> StartMetricsServer(const Flags& f, Handler& handler,
+                                                        std::chrono::milliseconds request_timeout) {
   if (f.metrics_listen.empty()) {
     return std::unique_ptr<net::Server>();
   }
@@ -246,13 +248,9 @@ admit::Result<std::unique_ptr<net::Server>> StartMetricsServer(
   metrics_options.workers = 1;
   metrics_options.max_connections = 64;
   metrics_options.request_timeout = request_timeout;
-  auto started = net::Server::Start(
+  return net::Server::Start(
       metrics_options, [&handler](const net::HttpRequest& r) { return handler.ServeMetrics(r); },
       nullptr);
-  if (!started.ok()) {
-    return started.error();
-  }
-  return std::move(started).value();
 }
 
 // WaitSignal: SIGTERM or SIGINT, or -1 once `limit` has passed (SIGPIPE is passed over).
@@ -300,27 +298,19 @@ struct Access {
   std::unique_ptr<tls::ServerCertificate> cert;  // the serving certificate, reloaded on change
 };
 
-admit::Result<Access> LoadAccess(const Flags& f, const std::map<std::string, std::string>& env) {
-  auto config = f.kubeconfig.empty()
-                    ? kube::InClusterConfig(env, std::string(kube::kServiceAccountDir))
-                    : kube::LoadKubeconfig(f.kubeconfig);
-  if (!config.ok()) {
-    return config.error();
-  }
+Result<Access> LoadAccess(const Flags& f, const std::map<std::string, std::string>& env) {
+  NG_ASSIGN_OR_RETURN(auto config,
+                      f.kubeconfig.empty()
+                          ? kube::InClusterConfig(env, std::string(kube::kServiceAccountDir))
+                          : kube::LoadKubeconfig(f.kubeconfig));
   Access access;
   for (auto* client : {&access.node_client, &access.pod_client, &access.reader}) {
-    auto created = kube::ApiClient::Create(*config);
-    if (!created.ok()) {
-      return created.error();
-    }
-    *client = std::move(created).value();
+    NG_ASSIGN_OR_RETURN(auto created, kube::ApiClient::Create(config));
+    *client = std::move(created);
   }
-  auto cert = tls::ServerCertificate::Load(f.tls_cert, f.tls_key);
-  if (!cert.ok()) {
-    return cert.error();
-  }
-  access.cert = std::move(cert).value();
-  access.config = std::move(config).value();
+  NG_ASSIGN_OR_RETURN(auto cert, tls::ServerCertificate::Load(f.tls_cert, f.tls_key));
+  access.cert = std::move(cert);
+  access.config = std::move(config);
   return access;
 }
 
@@ -352,11 +342,11 @@ int Serve(const Flags& f, const Durations& d, Access& access, Handler& handler, 
       server_options, [&handler](const net::HttpRequest& r) { return handler.Serve(r); },
       access.cert.get(), [&metrics](int status) { metrics.RecordRefused(status); });
   if (!server.ok()) {
-    return Fail(server.error().message, cli::kExitUnavailable);
+    return Fail(server.error().msg, cli::kExitUnavailable);
   }
   auto started_metrics = StartMetricsServer(f, handler, server_options.request_timeout);
   if (!started_metrics.ok()) {
-    return Fail(started_metrics.error().message, cli::kExitUnavailable);
+    return Fail(started_metrics.error().msg, cli::kExitUnavailable);
   }
   std::unique_ptr<net::Server> metrics_server = std::move(started_metrics).value();
   Log(Level::kInfo, "serving",
@@ -407,17 +397,17 @@ int RunWebhookCli(int argc, char** argv) {
   SetLogFormat(f.log_format == "json" ? LogFormat::kJson : LogFormat::kText);
   auto durations = ParseDurations(f);
   if (!durations.ok()) {
-    return Fail(durations.error().message);
+    return Fail(durations.error().msg);
   }
   const Durations& d = *durations;
   auto gates = admit::FeatureGates::Parse(f.feature_gates);
   if (!gates.ok()) {
-    return Fail(gates.error().message);
+    return Fail(gates.error().msg);
   }
   const auto env = kube::ProcessEnvironment();
   auto access = LoadAccess(f, env);
   if (!access.ok()) {
-    return Fail(access.error().message);
+    return Fail(access.error().msg);
   }
   auto& cert = access->cert;
   auto& reader = access->reader;

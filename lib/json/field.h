@@ -12,10 +12,11 @@
 //   NG_ASSIGN_OR_RETURN(std::optional<std::string> name, ReadString(raw, "backend").Get(must_be));
 //
 // Keys are looked up exactly. Parsers that decoded their input with gojson::Decode or Refold
-// (go_json.h) find every spelling Go accepts under the field's own name already.
+// (lib/cni/go_json.h) find every spelling Go accepts under the field's own name already.
 
 #include <concepts>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,9 +24,10 @@
 #include <vector>
 
 #include "lib/base/result.h"
-#include "lib/cni/go_json.h"
 
-namespace nodegate::cni {
+namespace nodegate::json_field {
+
+using Json = nlohmann::json;
 
 // The types a member can be asked for.
 enum class JsonType {
@@ -127,4 +129,4 @@ const Json* GivenField(const Json& object, std::string_view key);
 // file, a manifest) where a field of another type counts as unset.
 std::string StringOrEmpty(const Json& object, std::string_view key);
 
-}  // namespace nodegate::cni
+}  // namespace nodegate::json_field

@@ -1,10 +1,10 @@
-#include "lib/cni/json_field.h"
+#include "lib/json/field.h"
 
 #include <gtest/gtest.h>
 
 #include <limits>
 
-namespace nodegate::cni {
+namespace nodegate::json_field {
 namespace {
 
 Json Parse(std::string_view text) { return Json::parse(text); }
@@ -137,4 +137,4 @@ TEST(JsonField, StringOrEmpty) {
 }
 
 }  // namespace
-}  // namespace nodegate::cni
+}  // namespace nodegate::json_field

@@ -1,11 +1,12 @@
 #pragma once
 // LocalHttpServer: a tiny HTTP/1.x server on 127.0.0.1 (an ephemeral port) for tests of the
-// --manifest-url source. It answers one connection at a time from a table of routes, and can
-// also misbehave on purpose: never answer, or stream without end.
+// plain HTTP client (lib/http/client.h) and --manifest-url. It answers one connection at a
+// time from a table of routes, and can also misbehave on purpose: send any bytes and close,
+// never answer, or stream without end.
 //
 //   LocalHttpServer server;
 //   server.Route("/pods.yaml", LocalHttpServer::Ok(ReadFile("pods.yaml")));
-//   FetchUrl(server.Url("/pods.yaml"), {});
+//   http::Get("127.0.0.1", std::to_string(server.port()), "/pods.yaml", deadline, 1 << 20);
 
 #include <atomic>
 #include <map>
@@ -13,7 +14,7 @@
 #include <string>
 #include <thread>
 
-namespace nodegate::admit::testing {
+namespace nodegate::http::testing {
 
 class LocalHttpServer {
  public:
@@ -53,4 +54,4 @@ class LocalHttpServer {
   std::thread thread_;
 };
 
-}  // namespace nodegate::admit::testing
+}  // namespace nodegate::http::testing

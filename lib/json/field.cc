@@ -1,8 +1,8 @@
-#include "lib/cni/json_field.h"
+#include "lib/json/field.h"
 
 #include <limits>
 
-namespace nodegate::cni {
+namespace nodegate::json_field {
 namespace {
 
 // The member to type-check, or nullptr when it is not given.
@@ -112,4 +112,4 @@ std::string StringOrEmpty(const Json& object, std::string_view key) {
   return ReadString(object, key).value_or("");
 }
 
-}  // namespace nodegate::cni
+}  // namespace nodegate::json_field

@@ -1,4 +1,4 @@
-#include "admit/testing/http_server.h"
+#include "lib/http/testing/http_server.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <iostream>
 
-namespace nodegate::admit::testing {
+namespace nodegate::http::testing {
 namespace {
 
 void Die(const char* what) {
@@ -133,4 +133,4 @@ void LocalHttpServer::Handle(int fd) {
   }
 }
 
-}  // namespace nodegate::admit::testing
+}  // namespace nodegate::http::testing
