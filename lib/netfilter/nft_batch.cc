@@ -7,14 +7,10 @@
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <memory>
 #include <utility>
 
 #include "lib/netfilter/nfnl.h"
@@ -24,15 +20,11 @@
 namespace nodegate::netfilter {
 namespace {
 
-constexpr int kReplyTimeoutMs = 5000;
 constexpr uint32_t kBeginSeq = 1;
-constexpr char kStaleText[] = "nf_tables ruleset changed since it was read (ERESTART)";
 
 // A nested attribute's length is 16 bits: a change with many elements is sent as several
 // messages of at most this many bytes of elements each (as libnftnl splits them).
 constexpr size_t kMaxElementBytes = 32 * 1024;
-
-uint16_t NftType(int msg) { return static_cast<uint16_t>((NFNL_SUBSYS_NFTABLES << 8) | msg); }
 
 void PutValue(AttrWriter& w, uint16_t type, const Bytes& value) {
   const size_t nest = w.BeginNested(type);
@@ -76,15 +68,6 @@ void ElementAttributes(AttrWriter& w, const std::string& table, const ElementCha
     w.EndNested(item);
   }
   w.EndNested(list);
-}
-
-// A netlink send must fit the socket's send buffer: grow it for a large batch.
-void FitSendBuffer(int fd, size_t bytes) {
-  if (bytes <= 64 * 1024) return;  // the default
-  const int wanted = static_cast<int>(bytes + 4096);
-  if (::setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &wanted, sizeof(wanted)) != 0) {
-    (void)::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &wanted, sizeof(wanted));
-  }
 }
 
 }  // namespace
@@ -132,14 +115,26 @@ void NftBatch::Queue(uint8_t family, uint16_t type, uint16_t flags, const AttrWr
   change_of_.push_back(change);
 }
 
+size_t NftBatch::Enqueue(int msg, uint16_t flags, const AttrWriter& attrs) {
+  const size_t change = Next();
+  Queue(family_, NftMessageType(msg), flags, attrs, change);
+  return change;
+}
+
+size_t NftBatch::EnqueueNamed(int msg, uint16_t flags, uint16_t table_attr, uint16_t name_attr,
+                              const std::string& name) {
+  AttrWriter w;
+  w.PutString(table_attr, table_);
+  w.PutString(name_attr, name);
+  return Enqueue(msg, flags, w);
+}
+
 size_t NftBatch::AddTable(const NftTable& table) {
   AttrWriter w;
   w.PutString(NFTA_TABLE_NAME, table_);
   w.PutBe32(NFTA_TABLE_FLAGS, 0);
   if (!table.comment.empty()) w.Put(NFTA_TABLE_USERDATA, CommentUserData(table.comment));
-  const size_t change = Next();
-  Queue(family_, NftType(NFT_MSG_NEWTABLE), NLM_F_ACK | NLM_F_CREATE, w, change);
-  return change;
+  return Enqueue(NFT_MSG_NEWTABLE, NLM_F_ACK | NLM_F_CREATE, w);
 }
 
 size_t NftBatch::AddSet(const NftSet& set) {
@@ -169,18 +164,11 @@ size_t NftBatch::AddSet(const NftSet& set) {
     w.EndNested(desc);
   }
   if (!set.userdata.empty()) w.Put(NFTA_SET_USERDATA, set.userdata);
-  const size_t change = Next();
-  Queue(family_, NftType(NFT_MSG_NEWSET), NLM_F_ACK | NLM_F_CREATE, w, change);
-  return change;
+  return Enqueue(NFT_MSG_NEWSET, NLM_F_ACK | NLM_F_CREATE, w);
 }
 
 size_t NftBatch::DeleteSet(const std::string& name) {
-  AttrWriter w;
-  w.PutString(NFTA_SET_TABLE, table_);
-  w.PutString(NFTA_SET_NAME, name);
-  const size_t change = Next();
-  Queue(family_, NftType(NFT_MSG_DELSET), NLM_F_ACK, w, change);
-  return change;
+  return EnqueueNamed(NFT_MSG_DELSET, NLM_F_ACK, NFTA_SET_TABLE, NFTA_SET_NAME, name);
 }
 
 size_t NftBatch::AddChain(const NftChain& chain) {
@@ -196,27 +184,15 @@ size_t NftBatch::AddChain(const NftChain& chain) {
     w.EndNested(hook);
   }
   if (!chain.comment.empty()) w.Put(NFTA_CHAIN_USERDATA, CommentUserData(chain.comment));
-  const size_t change = Next();
-  Queue(family_, NftType(NFT_MSG_NEWCHAIN), NLM_F_ACK | NLM_F_CREATE, w, change);
-  return change;
+  return Enqueue(NFT_MSG_NEWCHAIN, NLM_F_ACK | NLM_F_CREATE, w);
 }
 
 size_t NftBatch::FlushChain(const std::string& chain) {
-  AttrWriter w;
-  w.PutString(NFTA_RULE_TABLE, table_);
-  w.PutString(NFTA_RULE_CHAIN, chain);
-  const size_t change = Next();
-  Queue(family_, NftType(NFT_MSG_DELRULE), NLM_F_ACK, w, change);
-  return change;
+  return EnqueueNamed(NFT_MSG_DELRULE, NLM_F_ACK, NFTA_RULE_TABLE, NFTA_RULE_CHAIN, chain);
 }
 
 size_t NftBatch::DeleteChain(const std::string& chain) {
-  AttrWriter w;
-  w.PutString(NFTA_CHAIN_TABLE, table_);
-  w.PutString(NFTA_CHAIN_NAME, chain);
-  const size_t change = Next();
-  Queue(family_, NftType(NFT_MSG_DELCHAIN), NLM_F_ACK, w, change);
-  return change;
+  return EnqueueNamed(NFT_MSG_DELCHAIN, NLM_F_ACK, NFTA_CHAIN_TABLE, NFTA_CHAIN_NAME, chain);
 }
 
 size_t NftBatch::AddRule(const NftRule& rule) {
@@ -227,9 +203,7 @@ size_t NftBatch::AddRule(const NftRule& rule) {
   AppendExpressions(w, rule.exprs);
   w.EndNested(list);
   if (!rule.comment.empty()) w.Put(NFTA_RULE_USERDATA, CommentUserData(rule.comment));
-  const size_t change = Next();
-  Queue(family_, NftType(NFT_MSG_NEWRULE), NLM_F_ACK | NLM_F_CREATE | NLM_F_APPEND, w, change);
-  return change;
+  return Enqueue(NFT_MSG_NEWRULE, NLM_F_ACK | NLM_F_CREATE | NLM_F_APPEND, w);
 }
 
 size_t NftBatch::DeleteRule(uint8_t family, const std::string& table, const std::string& chain,
@@ -239,14 +213,14 @@ size_t NftBatch::DeleteRule(uint8_t family, const std::string& table, const std:
   w.PutString(NFTA_RULE_CHAIN, chain);
   w.PutBe64(NFTA_RULE_HANDLE, handle);
   const size_t change = Next();
-  Queue(family, NftType(NFT_MSG_DELRULE), NLM_F_ACK, w, change);
+  Queue(family, NftMessageType(NFT_MSG_DELRULE), NLM_F_ACK, w, change);
   return change;
 }
 
 size_t NftBatch::ChangeElements(const ElementChange& change) {
   const size_t index = Next();
   const uint16_t type =
-      NftType(change.verb == ElementVerb::kDelete ? NFT_MSG_DELSETELEM : NFT_MSG_NEWSETELEM);
+      NftMessageType(change.verb == ElementVerb::kDelete ? NFT_MSG_DELSETELEM : NFT_MSG_NEWSETELEM);
   size_t first = 0;
   do {
     AttrWriter w;
@@ -268,74 +242,31 @@ Result<std::vector<BatchRefusal>> NftBatch::Commit(std::optional<uint32_t> gener
     ~HandOff() { HandOffBeforeClose(fd); }
   } hand_off{fd.get()};
 
-  AttrWriter begin_attrs;
-  if (generation) begin_attrs.PutBe32(NFNL_BATCH_GENID, *generation);
-  const Bytes begin = NfnlMessage(NFNL_MSG_BATCH_BEGIN, 0, kBeginSeq, AF_UNSPEC,
-                                  NFNL_SUBSYS_NFTABLES, begin_attrs.bytes());
-  const Bytes end =
-      NfnlMessage(NFNL_MSG_BATCH_END, 0, kBeginSeq + 1 + static_cast<uint32_t>(change_of_.size()),
-                  AF_UNSPEC, NFNL_SUBSYS_NFTABLES, {});
-  std::vector<iovec> iov;
-  iov.push_back({const_cast<uint8_t*>(begin.data()), begin.size()});
-  size_t total = begin.size() + end.size();
-  for (const auto view : messages_.Views()) {
-    iov.push_back({const_cast<uint8_t*>(view.data()), view.size()});
-    total += view.size();
-  }
-  iov.push_back({const_cast<uint8_t*>(end.data()), end.size()});
-  FitSendBuffer(fd.get(), total);
-  sockaddr_nl kernel{};
-  kernel.nl_family = AF_NETLINK;
-  msghdr msg{};
-  msg.msg_name = &kernel;
-  msg.msg_namelen = sizeof(kernel);
-  msg.msg_iov = iov.data();
-  msg.msg_iovlen = iov.size();
-  if (::sendmsg(fd.get(), &msg, 0) != static_cast<ssize_t>(total)) {
-    return Error(kErrKernel, "nftables: send batch: " + std::string(std::strerror(errno)));
-  }
-
-  // Every message is answered (an ack, or its refusal); a refused batch begin ends it early.
+  const std::vector<ByteView> views = messages_.Views();
+  NG_ASSIGN_OR_RETURN(
+      const std::vector<BatchAnswer> answers,
+      SendBatch(fd.get(), NfnlBatch{kBeginSeq, generation, views, change_of_.size()},
+                "nftables: batch"));
+  // Every message asked for an ack: each is answered (an ack, or its refusal).
   std::vector<BatchRefusal> refusals;
   std::vector<bool> answered(change_of_.size(), false);
   size_t open = change_of_.size();
-  constexpr size_t kBuffer = 64 * 1024;
-  const auto buffer = std::make_unique_for_overwrite<uint8_t[]>(kBuffer);
-  while (open > 0) {
-    pollfd ready{fd.get(), POLLIN, 0};
-    if (::poll(&ready, 1, kReplyTimeoutMs) != 1) {
-      return Error(kErrKernel, "nftables: batch: no answer from the kernel");
-    }
-    const ssize_t n = ::recv(fd.get(), buffer.get(), kBuffer, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Error(kErrKernel, "nftables: batch: " + std::string(std::strerror(errno)));
-    }
-    int len = static_cast<int>(n);
-    for (const auto* h = reinterpret_cast<const nlmsghdr*>(buffer.get()); NLMSG_OK(h, len);
-         h = NLMSG_NEXT(h, len)) {
-      if (h->nlmsg_type != NLMSG_ERROR || h->nlmsg_len < NLMSG_LENGTH(sizeof(nlmsgerr))) continue;
-      const int error = -static_cast<const nlmsgerr*>(NLMSG_DATA(h))->error;
-      if (h->nlmsg_seq == kBeginSeq) {
-        if (error == ERESTART) return Error(kErrKernel, "nftables: batch", kStaleText);
-        return Error(kErrKernel, "nftables: batch: " + std::string(std::strerror(error)));
-      }
-      if (h->nlmsg_seq <= kBeginSeq || h->nlmsg_seq > kBeginSeq + change_of_.size()) continue;
-      const size_t message = h->nlmsg_seq - kBeginSeq - 1;
-      if (answered[message]) continue;
-      answered[message] = true;
-      --open;
-      const size_t change = change_of_[message];
-      const bool known = std::any_of(refusals.begin(), refusals.end(),
-                                     [&](const BatchRefusal& r) { return r.change == change; });
-      if (error != 0 && !known) refusals.push_back(BatchRefusal{change, error, ExtAckMessage(h)});
+  for (const BatchAnswer& answer : answers) {
+    const size_t message = answer.seq - kBeginSeq - 1;
+    if (answered[message]) continue;
+    answered[message] = true;
+    --open;
+    const size_t change = change_of_[message];
+    const bool known = std::any_of(refusals.begin(), refusals.end(),
+                                   [&](const BatchRefusal& r) { return r.change == change; });
+    if (answer.error != 0 && !known) {
+      refusals.push_back(BatchRefusal{change, answer.error, answer.ext_ack});
     }
   }
+  if (open > 0) return Error(kErrKernel, "nftables: batch: no answer from the kernel");
   std::sort(refusals.begin(), refusals.end(),
             [](const BatchRefusal& a, const BatchRefusal& b) { return a.change < b.change; });
   return refusals;
 }
-
-bool IsStaleGeneration(const Error& error) { return error.details == kStaleText; }
 
 }  // namespace nodegate::netfilter

@@ -24,6 +24,7 @@
 
 #include "lib/base/result.h"
 #include "lib/netfilter/message_chunks.h"
+#include "lib/netfilter/nfnl.h"
 #include "lib/netfilter/nft_expr.h"
 
 namespace nodegate::netfilter {
@@ -140,8 +141,8 @@ class NftBatch {
   bool empty() const { return changes_ == 0; }
 
   // Sends the batch over a new socket. With `generation`, the kernel refuses the whole batch
-  // (ERESTART, IsStaleGeneration) when the ruleset changed since that generation was read.
-  // Empty when applied; else every change the kernel refused, in order, and none applied.
+  // (ERESTART, IsStaleGeneration in nfnl.h) when the ruleset changed since that generation was
+  // read. Empty when applied; else every change the kernel refused, in order, and none applied.
   // Errors (code 100): no socket, the batch itself refused, or the exchange broke off (whether
   // it applied is then unknown).
   Result<std::vector<BatchRefusal>> Commit(std::optional<uint32_t> generation = {}) const;
@@ -149,6 +150,11 @@ class NftBatch {
  private:
   void Queue(uint8_t family, uint16_t type, uint16_t flags, const AttrWriter& attrs, size_t change);
   size_t Next() { return changes_++; }
+  // One change of one message of this batch's family: its index.
+  size_t Enqueue(int msg, uint16_t flags, const AttrWriter& attrs);
+  // A change naming only the table (`table_attr`) and one object of it (`name_attr`).
+  size_t EnqueueNamed(int msg, uint16_t flags, uint16_t table_attr, uint16_t name_attr,
+                      const std::string& name);
 
   uint8_t family_;
   std::string table_;
@@ -156,8 +162,5 @@ class NftBatch {
   MessageChunks messages_;
   std::vector<size_t> change_of_;  // per message
 };
-
-// Whether `error` is the stale-generation refusal of Commit(generation).
-bool IsStaleGeneration(const Error& error);
 
 }  // namespace nodegate::netfilter

@@ -6,6 +6,7 @@
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nf_tables_compat.h>
 
 #include <cstdio>
 #include <cstring>
@@ -16,139 +17,34 @@ namespace {
 
 constexpr size_t kWordsPerRegister = NFT_REG_SIZE / NFT_REG32_SIZE;
 
-// ---- encoding (attribute order as libnftnl 1.2.4 writes each expression)
+// ---- encoding: each value through ExprWriter
 
 class Writer {
  public:
-  explicit Writer(AttrWriter& w) : w_(w) {}
+  explicit Writer(AttrWriter& w) : out_(w) {}
 
-  void operator()(const expr::Payload& e) {
-    Begin("payload");
-    w_.PutBe32(NFTA_PAYLOAD_DREG, e.dreg);
-    w_.PutBe32(NFTA_PAYLOAD_BASE, e.base);
-    w_.PutBe32(NFTA_PAYLOAD_OFFSET, e.offset);
-    w_.PutBe32(NFTA_PAYLOAD_LEN, e.len);
-    End();
+  void operator()(const expr::Payload& e) { out_.Payload(e.dreg, e.base, e.offset, e.len); }
+  void operator()(const expr::Meta& e) { out_.Meta(e.key, e.dreg); }
+  void operator()(const expr::MetaSet& e) { out_.MetaSet(e.key, e.sreg); }
+  void operator()(const expr::Cmp& e) { out_.Cmp(e.sreg, e.op, e.data); }
+  void operator()(const expr::Range& e) { out_.Range(e.sreg, e.op, e.from, e.to); }
+  void operator()(const expr::Bitwise& e) { out_.Bitwise(e.sreg, e.dreg, e.mask, e.xor_value); }
+  void operator()(const expr::Byteorder& e) { out_.Byteorder(e.sreg, e.dreg, e.op, e.len, e.size); }
+  void operator()(const expr::Lookup& e) { out_.Lookup(e); }
+  void operator()(const expr::Immediate& e) { out_.Immediate(e.dreg, e.data); }
+  void operator()(const expr::Verdict& e) { out_.Verdict(e.code, e.chain); }
+  void operator()(const expr::Fib& e) { out_.Fib(e.flags, e.result, e.dreg); }
+  void operator()(const expr::Nat& e) { out_.Nat(e); }
+  void operator()(const expr::Masquerade& e) { out_.Masquerade(e.flags); }
+  void operator()(const expr::Counter& e) { out_.Counter(e.bytes, e.packets); }
+  void operator()(const expr::Match& e) { out_.Xt(ExprWriter::kMatch, e.name, e.revision, e.info); }
+  void operator()(const expr::Target& e) {
+    out_.Xt(ExprWriter::kTarget, e.name, e.revision, e.info);
   }
-  void operator()(const expr::Meta& e) {
-    Begin("meta");
-    w_.PutBe32(NFTA_META_KEY, e.key);
-    w_.PutBe32(NFTA_META_DREG, e.dreg);
-    End();
-  }
-  void operator()(const expr::MetaSet& e) {
-    Begin("meta");
-    w_.PutBe32(NFTA_META_KEY, e.key);
-    w_.PutBe32(NFTA_META_SREG, e.sreg);
-    End();
-  }
-  void operator()(const expr::Cmp& e) {
-    Begin("cmp");
-    w_.PutBe32(NFTA_CMP_SREG, e.sreg);
-    w_.PutBe32(NFTA_CMP_OP, e.op);
-    PutValue(NFTA_CMP_DATA, e.data);
-    End();
-  }
-  void operator()(const expr::Range& e) {
-    Begin("range");
-    w_.PutBe32(NFTA_RANGE_SREG, e.sreg);
-    w_.PutBe32(NFTA_RANGE_OP, e.op);
-    PutValue(NFTA_RANGE_FROM_DATA, e.from);
-    PutValue(NFTA_RANGE_TO_DATA, e.to);
-    End();
-  }
-  void operator()(const expr::Bitwise& e) {
-    Begin("bitwise");
-    w_.PutBe32(NFTA_BITWISE_SREG, e.sreg);
-    w_.PutBe32(NFTA_BITWISE_DREG, e.dreg);
-    w_.PutBe32(NFTA_BITWISE_OP, NFT_BITWISE_BOOL);
-    w_.PutBe32(NFTA_BITWISE_LEN, static_cast<uint32_t>(e.mask.size()));
-    PutValue(NFTA_BITWISE_MASK, e.mask);
-    PutValue(NFTA_BITWISE_XOR, e.xor_value);
-    End();
-  }
-  void operator()(const expr::Byteorder& e) {
-    Begin("byteorder");
-    w_.PutBe32(NFTA_BYTEORDER_SREG, e.sreg);
-    w_.PutBe32(NFTA_BYTEORDER_DREG, e.dreg);
-    w_.PutBe32(NFTA_BYTEORDER_OP, e.op);
-    w_.PutBe32(NFTA_BYTEORDER_LEN, e.len);
-    w_.PutBe32(NFTA_BYTEORDER_SIZE, e.size);
-    End();
-  }
-  void operator()(const expr::Lookup& e) {
-    Begin("lookup");
-    w_.PutBe32(NFTA_LOOKUP_SREG, e.sreg);
-    if (e.dreg) w_.PutBe32(NFTA_LOOKUP_DREG, *e.dreg);
-    w_.PutString(NFTA_LOOKUP_SET, e.set);
-    if (e.set_id != 0) w_.PutBe32(NFTA_LOOKUP_SET_ID, e.set_id);
-    if (e.flags != 0) w_.PutBe32(NFTA_LOOKUP_FLAGS, e.flags);
-    End();
-  }
-  void operator()(const expr::Immediate& e) {
-    Begin("immediate");
-    w_.PutBe32(NFTA_IMMEDIATE_DREG, e.dreg);
-    PutValue(NFTA_IMMEDIATE_DATA, e.data);
-    End();
-  }
-  void operator()(const expr::Verdict& e) {
-    Begin("immediate");
-    w_.PutBe32(NFTA_IMMEDIATE_DREG, NFT_REG_VERDICT);
-    const size_t data = w_.BeginNested(NFTA_IMMEDIATE_DATA);
-    const size_t verdict = w_.BeginNested(NFTA_DATA_VERDICT);
-    w_.PutBe32(NFTA_VERDICT_CODE, static_cast<uint32_t>(e.code));
-    if (!e.chain.empty()) w_.PutString(NFTA_VERDICT_CHAIN, e.chain);
-    w_.EndNested(verdict);
-    w_.EndNested(data);
-    End();
-  }
-  void operator()(const expr::Fib& e) {
-    Begin("fib");
-    w_.PutBe32(NFTA_FIB_FLAGS, e.flags);
-    w_.PutBe32(NFTA_FIB_RESULT, e.result);
-    w_.PutBe32(NFTA_FIB_DREG, e.dreg);
-    End();
-  }
-  void operator()(const expr::Nat& e) {
-    Begin("nat");
-    w_.PutBe32(NFTA_NAT_TYPE, e.type);
-    w_.PutBe32(NFTA_NAT_FAMILY, e.family);
-    if (e.reg_addr_min != 0) w_.PutBe32(NFTA_NAT_REG_ADDR_MIN, e.reg_addr_min);
-    if (e.reg_addr_max != 0) w_.PutBe32(NFTA_NAT_REG_ADDR_MAX, e.reg_addr_max);
-    if (e.reg_proto_min != 0) w_.PutBe32(NFTA_NAT_REG_PROTO_MIN, e.reg_proto_min);
-    if (e.reg_proto_max != 0) w_.PutBe32(NFTA_NAT_REG_PROTO_MAX, e.reg_proto_max);
-    if (e.flags != 0) w_.PutBe32(NFTA_NAT_FLAGS, e.flags);
-    End();
-  }
-  void operator()(const expr::Masquerade& e) {
-    Begin("masq");
-    if (e.flags != 0) w_.PutBe32(NFTA_MASQ_FLAGS, e.flags);
-    End();
-  }
-  void operator()(const expr::Other& e) {
-    Begin(e.name.c_str());
-    End();
-  }
+  void operator()(const expr::Other& e) { out_.Named(e.name); }
 
  private:
-  void Begin(const char* name) {
-    elem_ = w_.BeginNested(NFTA_LIST_ELEM);
-    w_.PutString(NFTA_EXPR_NAME, name);
-    data_ = w_.BeginNested(NFTA_EXPR_DATA);
-  }
-  void End() {
-    w_.EndNested(data_);
-    w_.EndNested(elem_);
-  }
-  void PutValue(uint16_t type, const Bytes& value) {
-    const size_t nest = w_.BeginNested(type);
-    w_.Put(NFTA_DATA_VALUE, value);
-    w_.EndNested(nest);
-  }
-
-  AttrWriter& w_;
-  size_t elem_ = 0;
-  size_t data_ = 0;
+  ExprWriter out_;
 };
 
 // ---- decoding
@@ -174,6 +70,8 @@ Expr DecodeOne(std::string_view name, ByteView data) {
     return a ? ValueOf(a->data) : Bytes();
   };
   if (name == "payload") {
+    // A payload write (NFTA_PAYLOAD_SREG) is not modelled.
+    if (FindAttr(*attrs, NFTA_PAYLOAD_SREG) != nullptr) return expr::Other{std::string(name)};
     return expr::Payload{be32(NFTA_PAYLOAD_BASE), be32(NFTA_PAYLOAD_OFFSET), be32(NFTA_PAYLOAD_LEN),
                          be32(NFTA_PAYLOAD_DREG)};
   }
@@ -208,22 +106,8 @@ Expr DecodeOne(std::string_view name, ByteView data) {
   if (name == "immediate") {
     const Attr* data_attr = FindAttr(*attrs, NFTA_IMMEDIATE_DATA);
     if (data_attr == nullptr) return expr::Other{std::string(name)};
-    std::optional<expr::Verdict> verdict;
-    Bytes bytes;
-    ForEachAttr(data_attr->data, [&](const Attr& a) {
-      if (a.type == NFTA_DATA_VALUE) bytes.assign(a.data.begin(), a.data.end());
-      if (a.type == NFTA_DATA_VERDICT) {
-        verdict.emplace();
-        ForEachAttr(a.data, [&](const Attr& v) {
-          if (v.type == NFTA_VERDICT_CODE) verdict->code = static_cast<int32_t>(v.Be32());
-          if (v.type == NFTA_VERDICT_CHAIN) verdict->chain = v.String();
-          return true;
-        });
-      }
-      return true;
-    });
-    if (verdict) return *verdict;
-    return expr::Immediate{be32(NFTA_IMMEDIATE_DREG), std::move(bytes)};
+    if (std::optional<expr::Verdict> verdict = ReadVerdict(data)) return *std::move(verdict);
+    return expr::Immediate{be32(NFTA_IMMEDIATE_DREG), ValueOf(data_attr->data)};
   }
   if (name == "fib")
     return expr::Fib{be32(NFTA_FIB_FLAGS), be32(NFTA_FIB_RESULT), be32(NFTA_FIB_DREG)};
@@ -234,6 +118,20 @@ Expr DecodeOne(std::string_view name, ByteView data) {
                      be32(NFTA_NAT_REG_PROTO_MAX)};
   }
   if (name == "masq") return expr::Masquerade{be32(NFTA_MASQ_FLAGS)};
+  if (name == "counter") {
+    const auto be64 = [&](uint16_t type) {
+      const Attr* a = FindAttr(*attrs, type);
+      return a ? a->Be64() : uint64_t{0};
+    };
+    return expr::Counter{be64(NFTA_COUNTER_BYTES), be64(NFTA_COUNTER_PACKETS)};
+  }
+  if (name == "match" || name == "target") {
+    const XtView xt = ReadXt(data);
+    if (!xt.name || !xt.revision || !xt.info) return expr::Other{std::string(name)};
+    Bytes info(xt.info->begin(), xt.info->end());
+    if (name == "match") return expr::Match{std::string(*xt.name), *xt.revision, std::move(info)};
+    return expr::Target{std::string(*xt.name), *xt.revision, std::move(info)};
+  }
   return expr::Other{std::string(name)};
 }
 
@@ -425,10 +323,176 @@ struct Printer {
     std::snprintf(buf, sizeof(buf), "masq flags 0x%x ", e.flags);
     return buf;
   }
+  std::string operator()(const expr::Counter& e) const {
+    return "counter pkts " + std::to_string(e.packets) + " bytes " + std::to_string(e.bytes) + " ";
+  }
+  std::string operator()(const expr::Match& e) const {
+    return "match name " + e.name + " rev " + std::to_string(e.revision) + " ";
+  }
+  std::string operator()(const expr::Target& e) const {
+    return "target name " + e.name + " rev " + std::to_string(e.revision) + " ";
+  }
   std::string operator()(const expr::Other& e) const { return e.name + " "; }
 };
 
 }  // namespace
+
+// ---- ExprWriter (attribute order as libnftnl 1.2.4 writes each expression)
+
+void ExprWriter::Begin(std::string_view name) {
+  elem_ = w_.BeginNested(NFTA_LIST_ELEM);
+  w_.PutString(NFTA_EXPR_NAME, name);
+  data_ = w_.BeginNested(NFTA_EXPR_DATA);
+}
+
+void ExprWriter::End() {
+  w_.EndNested(data_);
+  w_.EndNested(elem_);
+}
+
+void ExprWriter::PutValue(uint16_t type, ByteView value) {
+  const size_t nest = w_.BeginNested(type);
+  w_.Put(NFTA_DATA_VALUE, value);
+  w_.EndNested(nest);
+}
+
+void ExprWriter::Payload(uint32_t dreg, uint32_t base, uint32_t offset, uint32_t len) {
+  Begin("payload");
+  w_.PutBe32(NFTA_PAYLOAD_DREG, dreg);
+  w_.PutBe32(NFTA_PAYLOAD_BASE, base);
+  w_.PutBe32(NFTA_PAYLOAD_OFFSET, offset);
+  w_.PutBe32(NFTA_PAYLOAD_LEN, len);
+  End();
+}
+
+void ExprWriter::Meta(uint32_t key, uint32_t dreg) {
+  Begin("meta");
+  w_.PutBe32(NFTA_META_KEY, key);
+  w_.PutBe32(NFTA_META_DREG, dreg);
+  End();
+}
+
+void ExprWriter::MetaSet(uint32_t key, uint32_t sreg) {
+  Begin("meta");
+  w_.PutBe32(NFTA_META_KEY, key);
+  w_.PutBe32(NFTA_META_SREG, sreg);
+  End();
+}
+
+void ExprWriter::Cmp(uint32_t sreg, uint32_t op, ByteView data) {
+  Begin("cmp");
+  w_.PutBe32(NFTA_CMP_SREG, sreg);
+  w_.PutBe32(NFTA_CMP_OP, op);
+  PutValue(NFTA_CMP_DATA, data);
+  End();
+}
+
+void ExprWriter::Range(uint32_t sreg, uint32_t op, ByteView from, ByteView to) {
+  Begin("range");
+  w_.PutBe32(NFTA_RANGE_SREG, sreg);
+  w_.PutBe32(NFTA_RANGE_OP, op);
+  PutValue(NFTA_RANGE_FROM_DATA, from);
+  PutValue(NFTA_RANGE_TO_DATA, to);
+  End();
+}
+
+void ExprWriter::Bitwise(uint32_t sreg, uint32_t dreg, ByteView mask, ByteView xor_value,
+                         bool with_op) {
+  Begin("bitwise");
+  w_.PutBe32(NFTA_BITWISE_SREG, sreg);
+  w_.PutBe32(NFTA_BITWISE_DREG, dreg);
+  if (with_op) w_.PutBe32(NFTA_BITWISE_OP, NFT_BITWISE_BOOL);
+  w_.PutBe32(NFTA_BITWISE_LEN, static_cast<uint32_t>(mask.size()));
+  PutValue(NFTA_BITWISE_MASK, mask);
+  PutValue(NFTA_BITWISE_XOR, xor_value);
+  End();
+}
+
+void ExprWriter::Byteorder(uint32_t sreg, uint32_t dreg, uint32_t op, uint32_t len, uint32_t size) {
+  Begin("byteorder");
+  w_.PutBe32(NFTA_BYTEORDER_SREG, sreg);
+  w_.PutBe32(NFTA_BYTEORDER_DREG, dreg);
+  w_.PutBe32(NFTA_BYTEORDER_OP, op);
+  w_.PutBe32(NFTA_BYTEORDER_LEN, len);
+  w_.PutBe32(NFTA_BYTEORDER_SIZE, size);
+  End();
+}
+
+void ExprWriter::Lookup(const expr::Lookup& e) {
+  Begin("lookup");
+  w_.PutBe32(NFTA_LOOKUP_SREG, e.sreg);
+  if (e.dreg) w_.PutBe32(NFTA_LOOKUP_DREG, *e.dreg);
+  w_.PutString(NFTA_LOOKUP_SET, e.set);
+  if (e.set_id != 0) w_.PutBe32(NFTA_LOOKUP_SET_ID, e.set_id);
+  if (e.flags != 0) w_.PutBe32(NFTA_LOOKUP_FLAGS, e.flags);
+  End();
+}
+
+void ExprWriter::Immediate(uint32_t dreg, ByteView data) {
+  Begin("immediate");
+  w_.PutBe32(NFTA_IMMEDIATE_DREG, dreg);
+  PutValue(NFTA_IMMEDIATE_DATA, data);
+  End();
+}
+
+void ExprWriter::Verdict(int32_t code, std::string_view chain) {
+  Begin("immediate");
+  w_.PutBe32(NFTA_IMMEDIATE_DREG, NFT_REG_VERDICT);
+  const size_t data = w_.BeginNested(NFTA_IMMEDIATE_DATA);
+  const size_t verdict = w_.BeginNested(NFTA_DATA_VERDICT);
+  w_.PutBe32(NFTA_VERDICT_CODE, static_cast<uint32_t>(code));
+  if (!chain.empty()) w_.PutString(NFTA_VERDICT_CHAIN, chain);
+  w_.EndNested(verdict);
+  w_.EndNested(data);
+  End();
+}
+
+void ExprWriter::Fib(uint32_t flags, uint32_t result, uint32_t dreg) {
+  Begin("fib");
+  w_.PutBe32(NFTA_FIB_FLAGS, flags);
+  w_.PutBe32(NFTA_FIB_RESULT, result);
+  w_.PutBe32(NFTA_FIB_DREG, dreg);
+  End();
+}
+
+void ExprWriter::Nat(const expr::Nat& e) {
+  Begin("nat");
+  w_.PutBe32(NFTA_NAT_TYPE, e.type);
+  w_.PutBe32(NFTA_NAT_FAMILY, e.family);
+  if (e.reg_addr_min != 0) w_.PutBe32(NFTA_NAT_REG_ADDR_MIN, e.reg_addr_min);
+  if (e.reg_addr_max != 0) w_.PutBe32(NFTA_NAT_REG_ADDR_MAX, e.reg_addr_max);
+  if (e.reg_proto_min != 0) w_.PutBe32(NFTA_NAT_REG_PROTO_MIN, e.reg_proto_min);
+  if (e.reg_proto_max != 0) w_.PutBe32(NFTA_NAT_REG_PROTO_MAX, e.reg_proto_max);
+  if (e.flags != 0) w_.PutBe32(NFTA_NAT_FLAGS, e.flags);
+  End();
+}
+
+void ExprWriter::Masquerade(uint32_t flags) {
+  Begin("masq");
+  if (flags != 0) w_.PutBe32(NFTA_MASQ_FLAGS, flags);
+  End();
+}
+
+void ExprWriter::Counter(uint64_t bytes, uint64_t packets) {
+  Begin("counter");
+  w_.PutBe64(NFTA_COUNTER_BYTES, bytes);
+  w_.PutBe64(NFTA_COUNTER_PACKETS, packets);
+  End();
+}
+
+void ExprWriter::Xt(XtKind kind, std::string_view name, uint32_t revision, ByteView info) {
+  // NFTA_MATCH_* and NFTA_TARGET_* are the same numbers (ReadXt checks).
+  Begin(kind == kTarget ? "target" : "match");
+  w_.PutString(NFTA_MATCH_NAME, name);
+  w_.PutBe32(NFTA_MATCH_REV, revision);
+  w_.Put(NFTA_MATCH_INFO, info);
+  End();
+}
+
+void ExprWriter::Named(std::string_view name) {
+  Begin(name);
+  End();
+}
 
 uint32_t RegisterOfWord(size_t word) {
   if (word % kWordsPerRegister == 0) {
@@ -455,24 +519,59 @@ Bytes EncodeExpressions(const std::vector<Expr>& exprs) {
 
 std::optional<std::vector<Expr>> DecodeExpressions(ByteView payload) {
   std::vector<Expr> out;
-  bool malformed = false;
-  const bool ok = ForEachAttr(payload, [&](const Attr& elem) {
-    if (elem.type != NFTA_LIST_ELEM) return true;
-    std::string_view name;
-    ByteView data;
-    if (!ForEachAttr(elem.data, [&](const Attr& a) {
-          if (a.type == NFTA_EXPR_NAME) name = a.View();
-          if (a.type == NFTA_EXPR_DATA) data = a.data;
-          return true;
-        })) {
-      malformed = true;
-      return false;
-    }
-    out.push_back(DecodeOne(name, data));
+  if (!ForEachExpression(payload, [&](std::string_view name, ByteView data) {
+        out.push_back(DecodeOne(name, data));
+        return true;
+      })) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+XtView ReadXt(ByteView data) {
+  static_assert(int{NFTA_MATCH_NAME} == int{NFTA_TARGET_NAME} &&
+                int{NFTA_MATCH_REV} == int{NFTA_TARGET_REV} &&
+                int{NFTA_MATCH_INFO} == int{NFTA_TARGET_INFO});
+  XtView out;
+  ForEachAttr(data, [&](const Attr& a) {
+    if (a.type == NFTA_MATCH_NAME) out.name = a.View();
+    if (a.type == NFTA_MATCH_REV && a.data.size() == 4) out.revision = a.Be32();
+    if (a.type == NFTA_MATCH_INFO) out.info = a.data;
     return true;
   });
-  if (!ok || malformed) return std::nullopt;
   return out;
+}
+
+std::optional<expr::Verdict> ReadVerdict(ByteView data) {
+  std::optional<uint32_t> dreg;
+  ByteView value;
+  bool has_value = false;
+  ForEachAttr(data, [&](const Attr& a) {
+    if (a.type == NFTA_IMMEDIATE_DREG && a.data.size() == 4) dreg = a.Be32();
+    if (a.type == NFTA_IMMEDIATE_DATA) {
+      value = a.data;
+      has_value = true;
+    }
+    return true;
+  });
+  if (!dreg || *dreg != NFT_REG_VERDICT || !has_value) return std::nullopt;
+  std::optional<expr::Verdict> verdict;
+  bool has_code = false;
+  ForEachAttr(value, [&](const Attr& a) {
+    if (a.type != NFTA_DATA_VERDICT) return true;
+    verdict.emplace();
+    ForEachAttr(a.data, [&](const Attr& v) {
+      if (v.type == NFTA_VERDICT_CODE && v.data.size() == 4) {
+        verdict->code = static_cast<int32_t>(v.Be32());
+        has_code = true;
+      }
+      if (v.type == NFTA_VERDICT_CHAIN) verdict->chain = v.String();
+      return true;
+    });
+    return false;
+  });
+  if (!has_code) return std::nullopt;
+  return verdict;
 }
 
 std::string ExpressionsText(const std::vector<Expr>& exprs) {

@@ -10,6 +10,7 @@
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nf_tables_compat.h>
 
 #include <string>
 #include <vector>
@@ -85,6 +86,9 @@ TEST(NftExpr, EncodingDecodesBack) {
                 0},
       expr::Masquerade{},
       expr::MetaSet{NFT_META_MARK, NFT_REG_1},
+      expr::Counter{1500, 3},
+      expr::Match{"comment", 0, Bytes(256, 0)},
+      expr::Target{"MARK", 2, {0, 0x20, 0, 0, 0, 0x20, 0, 0}},
   };
   const auto back = DecodeExpressions(EncodeExpressions(rule));
   ASSERT_TRUE(back);
@@ -95,19 +99,99 @@ TEST(NftExpr, UnknownExpressionsAndMalformedPayloads) {
   // An expression kind the model does not have decodes as its name.
   AttrWriter w;
   const size_t elem = w.BeginNested(NFTA_LIST_ELEM);
-  w.PutString(NFTA_EXPR_NAME, "counter");
+  w.PutString(NFTA_EXPR_NAME, "quota");
   const size_t data = w.BeginNested(NFTA_EXPR_DATA);
-  w.PutBe64(NFTA_COUNTER_BYTES, 0);
+  w.PutBe64(NFTA_QUOTA_BYTES, 0);
   w.EndNested(data);
   w.EndNested(elem);
   const auto decoded = DecodeExpressions(w.bytes());
   ASSERT_TRUE(decoded);
   ASSERT_EQ(decoded->size(), 1u);
-  EXPECT_EQ(std::get<expr::Other>(decoded->front()).name, "counter");
+  EXPECT_EQ(std::get<expr::Other>(decoded->front()).name, "quota");
   // A length that runs past the end is refused.
   std::vector<uint8_t> bytes = w.Take();
   bytes[0] = 0xff;
   EXPECT_FALSE(DecodeExpressions(bytes));
+}
+
+// What the model does not hold decodes as the kind's name, so a reader that checks kinds
+// refuses it: a payload write, an xt match without its info.
+TEST(NftExpr, UnmodelledShapesAreOther) {
+  AttrWriter w;
+  ExprWriter out(w);
+  out.Payload(NFT_REG_1, NFT_PAYLOAD_NETWORK_HEADER, 12, 4);
+  {
+    const size_t elem = w.BeginNested(NFTA_LIST_ELEM);
+    w.PutString(NFTA_EXPR_NAME, "payload");
+    const size_t data = w.BeginNested(NFTA_EXPR_DATA);
+    w.PutBe32(NFTA_PAYLOAD_SREG, NFT_REG_1);
+    w.PutBe32(NFTA_PAYLOAD_BASE, NFT_PAYLOAD_NETWORK_HEADER);
+    w.EndNested(data);
+    w.EndNested(elem);
+  }
+  {
+    const size_t elem = w.BeginNested(NFTA_LIST_ELEM);
+    w.PutString(NFTA_EXPR_NAME, "match");
+    const size_t data = w.BeginNested(NFTA_EXPR_DATA);
+    w.PutString(NFTA_MATCH_NAME, "comment");
+    w.PutBe32(NFTA_MATCH_REV, 0);
+    w.EndNested(data);
+    w.EndNested(elem);
+  }
+  const auto decoded = DecodeExpressions(w.bytes());
+  ASSERT_TRUE(decoded);
+  ASSERT_EQ(decoded->size(), 3u);
+  EXPECT_EQ((*decoded)[0], Expr(expr::Payload{NFT_PAYLOAD_NETWORK_HEADER, 12, 4, NFT_REG_1}));
+  EXPECT_EQ((*decoded)[1], Expr(expr::Other{"payload"}));
+  EXPECT_EQ((*decoded)[2], Expr(expr::Other{"match"}));
+}
+
+// xt expressions and counters in `nft --debug=netlink` form (libnftnl's words).
+TEST(NftExpr, XtAndCounterText) {
+  const std::vector<Expr> rule = {
+      expr::Match{"multiport", 1, Bytes(48, 0)},
+      expr::Counter{},
+      expr::Target{"MASQUERADE", 0, Bytes(24, 0)},
+  };
+  EXPECT_EQ(ExpressionsText(rule),
+            "  [ match name multiport rev 1 ]\n"
+            "  [ counter pkts 0 bytes 0 ]\n"
+            "  [ target name MASQUERADE rev 0 ]\n");
+}
+
+// The writer's bitwise as iptables-nft writes it (no NFTA_BITWISE_OP) reads back as the same
+// bitwise; the in-place readers see what the decoder sees.
+TEST(NftExpr, InPlaceWriterAndReaders) {
+  const std::vector<uint8_t> mask = {0xff, 0xff, 0, 0}, zeros(4, 0), info = {1, 2, 3, 4};
+  AttrWriter with_op, without_op;
+  ExprWriter(with_op).Bitwise(NFT_REG_1, NFT_REG_1, mask, zeros);
+  ExprWriter(without_op).Bitwise(NFT_REG_1, NFT_REG_1, mask, zeros, /*with_op=*/false);
+  EXPECT_EQ(without_op.bytes().size() + 8, with_op.bytes().size());
+  EXPECT_EQ(DecodeExpressions(without_op.bytes()), DecodeExpressions(with_op.bytes()));
+
+  AttrWriter w;
+  ExprWriter out(w);
+  out.Xt(ExprWriter::kMatch, "addrtype", 1, info);
+  out.Counter();
+  out.Verdict(NFT_JUMP, "CNI-HOSTPORT-DNAT");
+  std::vector<std::string> names;
+  std::optional<XtView> xt;
+  std::optional<expr::Verdict> verdict;
+  EXPECT_TRUE(ForEachExpression(w.bytes(), [&](std::string_view name, ByteView data) {
+    names.emplace_back(name);
+    if (name == "match") xt = ReadXt(data);
+    if (name == "immediate") verdict = ReadVerdict(data);
+    return true;
+  }));
+  EXPECT_EQ(names, (std::vector<std::string>{"match", "counter", "immediate"}));
+  ASSERT_TRUE(xt && xt->name && xt->revision && xt->info);
+  EXPECT_EQ(*xt->name, "addrtype");
+  EXPECT_EQ(*xt->revision, 1u);
+  EXPECT_EQ(std::vector<uint8_t>(xt->info->begin(), xt->info->end()), info);
+  EXPECT_EQ(verdict, (expr::Verdict{NFT_JUMP, "CNI-HOSTPORT-DNAT"}));
+  EXPECT_EQ(DecodeExpressions(w.bytes()),
+            (std::vector<Expr>{expr::Match{"addrtype", 1, info}, expr::Counter{},
+                               expr::Verdict{NFT_JUMP, "CNI-HOSTPORT-DNAT"}}));
 }
 
 }  // namespace

@@ -7,16 +7,15 @@
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <net/if.h>
-#include <netlink/attr.h>
-#include <netlink/msg.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <utility>
 
+#include "lib/netfilter/nfnl.h"
 #include "lib/netfilter/nlattr.h"
 #include "lib/netfilter/release.h"
-#include "lib/netlink/socket.h"
+#include "lib/sys/fd.h"
 
 namespace nodegate::netfilter {
 
@@ -33,32 +32,38 @@ std::vector<uint8_t> IfnameKey(const std::vector<std::string>& fields) {
   return key;
 }
 
-// An nfnetlink socket whose release is handed off (see release.h). Not in
-// the anonymous namespace: TableReader::Connection holds one.
+// An nfnetlink socket whose release is handed off (see release.h), and the sequence numbers of
+// its requests. Not in the anonymous namespace: TableReader::Connection holds one.
 struct NfnlSocket {
-  explicit NfnlSocket(netlink::Socket s) : sock(std::move(s)) {}
+  explicit NfnlSocket(sys::UniqueFd f) : fd(std::move(f)) {}
   NfnlSocket(NfnlSocket&&) noexcept = default;
   ~NfnlSocket() {
-    if (sock.get() != nullptr) HandOffBeforeClose(nl_socket_get_fd(sock.get()));
+    if (fd.valid()) HandOffBeforeClose(fd.get());
   }
-  netlink::Socket sock;
+
+  // One nf_tables request (NFT_MSG_GET*) and its answers, over the transport (nfnl.h). A dump
+  // the kernel interrupted (the ruleset changed meanwhile) may be retried: code 11.
+  Status Request(int type, uint8_t family, uint16_t flags, const AttrWriter& attrs,
+                 const std::string& what, const OnNfnlMessage& on_reply,
+                 std::initializer_list<int> ok_errnos = {}) {
+    const std::vector<uint8_t> request =
+        NfnlMessage(NftMessageType(type), flags, ++seq, family, 0, attrs.bytes());
+    Status status = Transact(fd.get(), request, what, on_reply, ok_errnos);
+    if (!status.ok() && IsStaleGeneration(status.error())) {
+      return Error(kErrTryAgainLater, what + ": dump interrupted, try again");
+    }
+    return status;
+  }
+
+  sys::UniqueFd fd;
+  uint32_t seq = 0;
 };
 
 namespace {
 
 Result<NfnlSocket> OpenNfnl() {
-  NG_ASSIGN_OR_RETURN(netlink::Socket sock, netlink::Socket::Open(NETLINK_NETFILTER));
-  return NfnlSocket(std::move(sock));
-}
-
-netlink::MsgPtr NewNftMessage(int type, uint8_t family, int flags = 0) {
-  netlink::MsgPtr msg = netlink::NewMessage((NFNL_SUBSYS_NFTABLES << 8) | type, flags);
-  nfgenmsg header{};
-  header.nfgen_family = family;
-  header.version = NFNETLINK_V0;
-  header.res_id = 0;
-  if (msg && nlmsg_append(msg.get(), &header, sizeof(header), NLMSG_ALIGNTO) != 0) msg.reset();
-  return msg;
+  NG_ASSIGN_OR_RETURN(sys::UniqueFd fd, OpenNfnlSocket());
+  return NfnlSocket(std::move(fd));
 }
 
 constexpr int ReplyType(int type) { return (NFNL_SUBSYS_NFTABLES << 8) | type; }
@@ -135,136 +140,109 @@ Result<TableReader> TableReader::Open(uint8_t family, std::string table) {
 }
 
 Result<uint32_t> TableReader::Generation() {
-  netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETGEN, NFPROTO_UNSPEC);
-  if (!msg) return Error(kErrKernel, "nftables: cannot build a get-generation request");
-  std::optional<uint32_t> generation;
-  NG_RETURN_IF_ERROR(
-      connection_->nfnl.sock.Dump(msg.get(), "nftables: get generation", [&](const nlmsghdr* h) {
-        if (h->nlmsg_type != ReplyType(NFT_MSG_NEWGEN)) return;
-        ForEachAttr(ReplyAttributes(h), [&](const Attr& a) {
-          if (a.type == NFTA_GEN_ID) generation = a.Be32();
-          return true;
-        });
-      }));
-  if (!generation) return Error(kErrKernel, "nftables: get generation: no answer");
-  return *generation;
+  NfnlSocket& nfnl = connection_->nfnl;
+  return ReadGeneration(nfnl.fd.get(), ++nfnl.seq, "nftables");
 }
 
 Result<std::vector<std::string>> TableReader::SetNames() {
-  netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETSET, family_, NLM_F_DUMP);
-  if (!msg || nla_put_string(msg.get(), NFTA_SET_TABLE, table_.c_str()) != 0) {
-    return Error(kErrKernel, "nftables: cannot build a list-sets request");
-  }
+  AttrWriter filter;
+  filter.PutString(NFTA_SET_TABLE, table_);
   std::vector<std::string> names;
-  NG_RETURN_IF_ERROR(connection_->nfnl.sock.Dump(msg.get(), "nftables: list sets of " + table_,
-                                                 [&](const nlmsghdr* h) {
-                                                   if (h->nlmsg_type != ReplyType(NFT_MSG_NEWSET))
-                                                     return;
-                                                   ForEachAttr(ReplyAttributes(h),
-                                                               [&](const Attr& a) {
-                                                                 if (a.type == NFTA_SET_NAME)
-                                                                   names.push_back(a.String());
-                                                                 return true;
-                                                               });
-                                                 },
-                                                 {ENOENT}));
+  NG_RETURN_IF_ERROR(connection_->nfnl.Request(
+      NFT_MSG_GETSET, family_, NLM_F_DUMP, filter, "nftables: list sets of " + table_,
+      [&](const nlmsghdr* h) {
+        if (h->nlmsg_type != ReplyType(NFT_MSG_NEWSET)) return;
+        ForEachAttr(ReplyAttributes(h), [&](const Attr& a) {
+          if (a.type == NFTA_SET_NAME) names.push_back(a.String());
+          return true;
+        });
+      },
+      {ENOENT}));
   return names;
 }
 
 Result<std::optional<SetElement>> TableReader::Element(const std::string& set,
                                                        const std::vector<uint8_t>& key) {
-  netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETSETELEM, family_);
-  AttrWriter elements;
-  const size_t list = elements.BeginNested(NFTA_SET_ELEM_LIST_ELEMENTS);
-  const size_t item = elements.BeginNested(NFTA_LIST_ELEM);
-  const size_t key_attr = elements.BeginNested(NFTA_SET_ELEM_KEY);
-  elements.Put(NFTA_DATA_VALUE, key.data(), key.size());
-  elements.EndNested(key_attr);
-  elements.EndNested(item);
-  elements.EndNested(list);
-  if (!msg || nla_put_string(msg.get(), NFTA_SET_ELEM_LIST_TABLE, table_.c_str()) != 0 ||
-      nla_put_string(msg.get(), NFTA_SET_ELEM_LIST_SET, set.c_str()) != 0 ||
-      nlmsg_append(msg.get(), const_cast<uint8_t*>(elements.bytes().data()),
-                   elements.bytes().size(), NLA_ALIGNTO) != 0) {
-    return Error(kErrKernel, "nftables: cannot build a get-element request");
-  }
+  AttrWriter w;
+  w.PutString(NFTA_SET_ELEM_LIST_TABLE, table_);
+  w.PutString(NFTA_SET_ELEM_LIST_SET, set);
+  const size_t list = w.BeginNested(NFTA_SET_ELEM_LIST_ELEMENTS);
+  const size_t item = w.BeginNested(NFTA_LIST_ELEM);
+  const size_t key_attr = w.BeginNested(NFTA_SET_ELEM_KEY);
+  w.Put(NFTA_DATA_VALUE, key.data(), key.size());
+  w.EndNested(key_attr);
+  w.EndNested(item);
+  w.EndNested(list);
   std::vector<SetElement> found;
-  NG_RETURN_IF_ERROR(
-      connection_->nfnl.sock.Dump(msg.get(), "nftables: get element of " + table_ + " " + set,
-                                  [&](const nlmsghdr* h) { AppendElements(h, found); }, {ENOENT}));
+  NG_RETURN_IF_ERROR(connection_->nfnl.Request(
+      NFT_MSG_GETSETELEM, family_, 0, w, "nftables: get element of " + table_ + " " + set,
+      [&](const nlmsghdr* h) { AppendElements(h, found); }, {ENOENT}));
   if (found.empty()) return std::optional<SetElement>();
   return std::optional<SetElement>(std::move(found.front()));
 }
 
 Result<std::vector<SetElement>> TableReader::Elements(const std::string& set) {
-  netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETSETELEM, family_, NLM_F_DUMP);
-  if (!msg || nla_put_string(msg.get(), NFTA_SET_ELEM_LIST_TABLE, table_.c_str()) != 0 ||
-      nla_put_string(msg.get(), NFTA_SET_ELEM_LIST_SET, set.c_str()) != 0) {
-    return Error(kErrKernel, "nftables: cannot build a list-elements request");
-  }
+  AttrWriter filter;
+  filter.PutString(NFTA_SET_ELEM_LIST_TABLE, table_);
+  filter.PutString(NFTA_SET_ELEM_LIST_SET, set);
   std::vector<SetElement> out;
-  NG_RETURN_IF_ERROR(
-      connection_->nfnl.sock.Dump(msg.get(), "nftables: list elements of " + table_ + " " + set,
-                                  [&](const nlmsghdr* h) { AppendElements(h, out); }, {ENOENT}));
+  NG_RETURN_IF_ERROR(connection_->nfnl.Request(NFT_MSG_GETSETELEM, family_, NLM_F_DUMP, filter,
+                                               "nftables: list elements of " + table_ + " " + set,
+                                               [&](const nlmsghdr* h) { AppendElements(h, out); },
+                                               {ENOENT}));
   return out;
 }
 
 Result<std::optional<std::string>> TableReader::ChainComment(const std::string& chain) {
-  netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETCHAIN, family_);
-  if (!msg || nla_put_string(msg.get(), NFTA_CHAIN_TABLE, table_.c_str()) != 0 ||
-      nla_put_string(msg.get(), NFTA_CHAIN_NAME, chain.c_str()) != 0) {
-    return Error(kErrKernel, "nftables: cannot build a get-chain request");
-  }
+  AttrWriter key;
+  key.PutString(NFTA_CHAIN_TABLE, table_);
+  key.PutString(NFTA_CHAIN_NAME, chain);
   std::optional<std::string> comment;
-  NG_RETURN_IF_ERROR(
-      connection_->nfnl.sock.Dump(msg.get(), "nftables: get chain " + table_ + " " + chain,
-                                  [&](const nlmsghdr* h) {
-                                    if (h->nlmsg_type != ReplyType(NFT_MSG_NEWCHAIN)) return;
-                                    comment = "";
-                                    ForEachAttr(ReplyAttributes(h), [&](const Attr& a) {
-                                      if (a.type == NFTA_CHAIN_USERDATA)
-                                        comment = UserDataComment(a.data);
-                                      return true;
-                                    });
-                                  },
-                                  {ENOENT}));
+  NG_RETURN_IF_ERROR(connection_->nfnl.Request(
+      NFT_MSG_GETCHAIN, family_, 0, key, "nftables: get chain " + table_ + " " + chain,
+      [&](const nlmsghdr* h) {
+        if (h->nlmsg_type != ReplyType(NFT_MSG_NEWCHAIN)) return;
+        comment = "";
+        ForEachAttr(ReplyAttributes(h), [&](const Attr& a) {
+          if (a.type == NFTA_CHAIN_USERDATA) comment = UserDataComment(a.data);
+          return true;
+        });
+      },
+      {ENOENT}));
   return comment;
 }
 
 Result<std::optional<SetInfo>> TableReader::Set(const std::string& set) {
-  netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETSET, family_);
-  if (!msg || nla_put_string(msg.get(), NFTA_SET_TABLE, table_.c_str()) != 0 ||
-      nla_put_string(msg.get(), NFTA_SET_NAME, set.c_str()) != 0) {
-    return Error(kErrKernel, "nftables: cannot build a get-set request");
-  }
+  AttrWriter key;
+  key.PutString(NFTA_SET_TABLE, table_);
+  key.PutString(NFTA_SET_NAME, set);
   std::optional<SetInfo> info;
-  NG_RETURN_IF_ERROR(
-      connection_->nfnl.sock.Dump(msg.get(), "nftables: get set " + table_ + " " + set,
-                                  [&](const nlmsghdr* h) {
-                                    if (h->nlmsg_type != ReplyType(NFT_MSG_NEWSET)) return;
-                                    info.emplace();
-                                    ForEachAttr(ReplyAttributes(h), [&](const Attr& a) {
-                                      if (a.type == NFTA_SET_FLAGS) info->flags = a.Be32();
-                                      if (a.type == NFTA_SET_KEY_TYPE) info->key_type = a.Be32();
-                                      if (a.type == NFTA_SET_KEY_LEN) info->key_len = a.Be32();
-                                      if (a.type == NFTA_SET_DATA_TYPE) info->data_type = a.Be32();
-                                      if (a.type == NFTA_SET_DATA_LEN) info->data_len = a.Be32();
-                                      return true;
-                                    });
-                                  },
-                                  {ENOENT}));
+  NG_RETURN_IF_ERROR(connection_->nfnl.Request(
+      NFT_MSG_GETSET, family_, 0, key, "nftables: get set " + table_ + " " + set,
+      [&](const nlmsghdr* h) {
+        if (h->nlmsg_type != ReplyType(NFT_MSG_NEWSET)) return;
+        info.emplace();
+        ForEachAttr(ReplyAttributes(h), [&](const Attr& a) {
+          if (a.type == NFTA_SET_FLAGS) info->flags = a.Be32();
+          if (a.type == NFTA_SET_KEY_TYPE) info->key_type = a.Be32();
+          if (a.type == NFTA_SET_KEY_LEN) info->key_len = a.Be32();
+          if (a.type == NFTA_SET_DATA_TYPE) info->data_type = a.Be32();
+          if (a.type == NFTA_SET_DATA_LEN) info->data_len = a.Be32();
+          return true;
+        });
+      },
+      {ENOENT}));
   return info;
 }
 
 Result<std::vector<RuleRecord>> TableReader::Rules(const std::string& chain) {
-  netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETRULE, family_, NLM_F_DUMP);
-  if (!msg || nla_put_string(msg.get(), NFTA_RULE_TABLE, table_.c_str()) != 0 ||
-      (!chain.empty() && nla_put_string(msg.get(), NFTA_RULE_CHAIN, chain.c_str()) != 0)) {
-    return Error(kErrKernel, "nftables: cannot build a list-rules request");
-  }
+  AttrWriter filter;
+  filter.PutString(NFTA_RULE_TABLE, table_);
+  if (!chain.empty()) filter.PutString(NFTA_RULE_CHAIN, chain);
   std::vector<RuleRecord> rules;
-  NG_RETURN_IF_ERROR(connection_->nfnl.sock.Dump(
-      msg.get(), "nftables: list rules of " + table_ + (chain.empty() ? "" : " " + chain),
+  NG_RETURN_IF_ERROR(connection_->nfnl.Request(
+      NFT_MSG_GETRULE, family_, NLM_F_DUMP, filter,
+      "nftables: list rules of " + table_ + (chain.empty() ? "" : " " + chain),
       [&](const nlmsghdr* h) {
         if (h->nlmsg_type != ReplyType(NFT_MSG_NEWRULE)) return;
         RuleRecord rule;
@@ -297,15 +275,12 @@ Result<bool> HasChain(uint8_t family, const std::string& table, const std::strin
 namespace {
 
 Result<bool> HasTableOn(NfnlSocket& nfnl, uint8_t family, const std::string& table) {
-  netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETTABLE, family);
-  if (!msg || nla_put_string(msg.get(), NFTA_TABLE_NAME, table.c_str()) != 0) {
-    return Error(kErrKernel, "nftables: cannot build a get-table request");
-  }
+  AttrWriter key;
+  key.PutString(NFTA_TABLE_NAME, table);
   bool found = false;
-  const int reply_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWTABLE;
-  NG_RETURN_IF_ERROR(
-      nfnl.sock.Dump(msg.get(), "nftables: get table " + table,
-                     [&](const nlmsghdr* h) { found |= h->nlmsg_type == reply_type; }, {ENOENT}));
+  NG_RETURN_IF_ERROR(nfnl.Request(
+      NFT_MSG_GETTABLE, family, 0, key, "nftables: get table " + table,
+      [&](const nlmsghdr* h) { found |= h->nlmsg_type == ReplyType(NFT_MSG_NEWTABLE); }, {ENOENT}));
   return found;
 }
 
@@ -328,9 +303,9 @@ Result<std::vector<bool>> HasTables(const std::vector<TableRef>& tables) {
 
 Status ProbeNfTables() {
   NG_ASSIGN_OR_RETURN(NfnlSocket nfnl, OpenNfnl());
-  netlink::MsgPtr msg = NewNftMessage(NFT_MSG_GETGEN, NFPROTO_UNSPEC);
-  if (!msg) return Error(kErrKernel, "nftables: cannot build a request");
-  return nfnl.sock.Dump(msg.get(), "nftables: get generation", [](const nlmsghdr*) {});
+  const Result<uint32_t> generation = ReadGeneration(nfnl.fd.get(), ++nfnl.seq, "nftables");
+  if (!generation.ok()) return generation.error();
+  return OkStatus();
 }
 
 }  // namespace nodegate::netfilter

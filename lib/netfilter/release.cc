@@ -1,10 +1,7 @@
 #include "lib/netfilter/release.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/membarrier.h>
-#include <linux/netfilter/nf_tables.h>
-#include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -20,6 +17,7 @@
 #include <optional>
 #include <vector>
 
+#include "lib/netfilter/nfnl.h"
 #include "lib/sys/detached.h"
 
 namespace nodegate::netfilter {
@@ -36,24 +34,18 @@ bool IsNfnetlinkSocket(int fd) {
 }
 
 // nf_tables' generation counter, read over `fd` (an nfnetlink socket the helper now owns);
-// nullopt when the socket does not answer. Every commit in the namespace increments it.
+// nullopt when the socket does not answer. Every commit in the namespace increments it. The
+// request and the answer are the transport's (nfnl.h); the socket calls are made here because
+// nothing here may allocate, and the helper waits at most 200 ms for the answer.
 std::optional<uint32_t> ReadGeneration(int fd) {
-  char buffer[8192];
+  alignas(nlmsghdr) uint8_t buffer[8192];
   while (::recv(fd, buffer, sizeof(buffer), MSG_DONTWAIT) > 0) {
   }  // whatever the previous owner left unread
-  struct {
-    nlmsghdr header;
-    nfgenmsg body;
-  } request{};
-  request.header.nlmsg_len = sizeof(request);
-  request.header.nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETGEN;
-  request.header.nlmsg_flags = NLM_F_REQUEST;
-  request.header.nlmsg_seq = 1;
-  request.body.nfgen_family = AF_UNSPEC;
-  request.body.version = NFNETLINK_V0;
+  alignas(nlmsghdr) uint8_t request[kGenerationRequestBytes];
+  WriteGenerationRequest(request, 1);
   sockaddr_nl kernel{};
   kernel.nl_family = AF_NETLINK;
-  if (::sendto(fd, &request, sizeof(request), 0, reinterpret_cast<sockaddr*>(&kernel),
+  if (::sendto(fd, request, sizeof(request), 0, reinterpret_cast<sockaddr*>(&kernel),
                sizeof(kernel)) < 0) {
     return std::nullopt;
   }
@@ -62,23 +54,8 @@ std::optional<uint32_t> ReadGeneration(int fd) {
   const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
   if (n <= 0) return std::nullopt;
   const auto* reply = reinterpret_cast<const nlmsghdr*>(buffer);
-  if (!NLMSG_OK(reply, static_cast<size_t>(n)) ||
-      reply->nlmsg_type != ((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWGEN)) {
-    return std::nullopt;
-  }
-  const size_t offset = NLMSG_SPACE(sizeof(nfgenmsg));
-  for (size_t at = offset; at + sizeof(nlattr) <= reply->nlmsg_len;) {
-    nlattr attr;
-    std::memcpy(&attr, buffer + at, sizeof(attr));
-    if (attr.nla_len < sizeof(nlattr)) break;
-    if ((attr.nla_type & NLA_TYPE_MASK) == NFTA_GEN_ID && attr.nla_len >= NLA_HDRLEN + 4) {
-      uint32_t id;
-      std::memcpy(&id, buffer + at + NLA_HDRLEN, sizeof(id));
-      return ntohl(id);
-    }
-    at += NLA_ALIGN(attr.nla_len);
-  }
-  return std::nullopt;
+  if (!NLMSG_OK(reply, static_cast<size_t>(n))) return std::nullopt;
+  return GenerationOf(reply);
 }
 
 // Waits until the namespace has gone one grace period without a commit: then no destroy work

@@ -26,7 +26,9 @@
 #include <map>
 #include <new>
 #include <type_traits>
+#include <variant>
 
+#include "lib/netfilter/nft_expr.h"
 #include "lib/netfilter/nlattr.h"
 
 namespace nodegate::portmap::ipt {
@@ -170,101 +172,30 @@ XtBlob MatchBlob(const Match& match) {
   return std::visit(Visitor{}, match);
 }
 
-// ---- expression list writer, attribute order as libnftnl 1.2.4 emits it. Writes into the
-// caller's buffer: a NEWRULE message of a batch of thousands is written once, in place.
+// ---- expressions: written in place by lib/netfilter's writer into the caller's buffer (a
+// NEWRULE message of a batch of thousands is written once), every load into register 1.
 
-// The verdict code of a standard target written as a jump (-j ACCEPT), or nullopt for a chain.
-std::optional<int32_t> StandardVerdictCode(const std::string& target) {
-  if (target == kAcceptTarget) return NF_ACCEPT;
-  return std::nullopt;
+using netfilter::ExprWriter;
+
+// reg = (reg & mask) ^ 0, as iptables-nft masks addresses and marks: with no NFTA_BITWISE_OP
+// (iptables-nft leaves it unset).
+void MaskRegister(ExprWriter& out, ByteView mask) {
+  static constexpr uint8_t kZeros[16] = {};
+  out.Bitwise(kReg, kReg, mask, ByteView(kZeros, mask.size()), /*with_op=*/false);
 }
 
-class ExprWriter {
- public:
-  explicit ExprWriter(AttrWriter& w) : w_(w) {}
+// -j CHAIN, or -j ACCEPT: a verdict of its own, with no chain (as iptables-nft writes it).
+void Jump(ExprWriter& out, const std::string& chain) {
+  if (chain == kAcceptTarget) {
+    out.Verdict(NF_ACCEPT, "");
+  } else {
+    out.Verdict(NFT_JUMP, chain);
+  }
+}
 
-  void Meta(uint32_t key) {
-    Begin("meta");
-    w_.PutBe32(NFTA_META_KEY, key);
-    w_.PutBe32(NFTA_META_DREG, kReg);
-    End();
-  }
-  void Payload(uint32_t base, uint32_t offset, uint32_t len) {
-    Begin("payload");
-    w_.PutBe32(NFTA_PAYLOAD_DREG, kReg);
-    w_.PutBe32(NFTA_PAYLOAD_BASE, base);
-    w_.PutBe32(NFTA_PAYLOAD_OFFSET, offset);
-    w_.PutBe32(NFTA_PAYLOAD_LEN, len);
-    End();
-  }
-  // reg = (reg & mask) ^ 0, as iptables-nft masks addresses and marks.
-  void Bitwise(ByteView mask) {
-    static constexpr uint8_t kZeros[16] = {};
-    Begin("bitwise");
-    w_.PutBe32(NFTA_BITWISE_SREG, kReg);
-    w_.PutBe32(NFTA_BITWISE_DREG, kReg);
-    w_.PutBe32(NFTA_BITWISE_LEN, static_cast<uint32_t>(mask.size()));
-    PutData(NFTA_BITWISE_MASK, mask);
-    PutData(NFTA_BITWISE_XOR, ByteView(kZeros, mask.size()));
-    End();
-  }
-  void Cmp(uint32_t op, ByteView data) {
-    Begin("cmp");
-    w_.PutBe32(NFTA_CMP_SREG, kReg);
-    w_.PutBe32(NFTA_CMP_OP, op);
-    PutData(NFTA_CMP_DATA, data);
-    End();
-  }
-  void Counter() {
-    Begin("counter");
-    w_.PutBe64(NFTA_COUNTER_BYTES, 0);
-    w_.PutBe64(NFTA_COUNTER_PACKETS, 0);
-    End();
-  }
-  void Xt(bool target, const XtBlob& blob) {
-    Begin(target ? "target" : "match");
-    static_assert(int{NFTA_MATCH_NAME} == int{NFTA_TARGET_NAME} &&
-                  int{NFTA_MATCH_REV} == int{NFTA_TARGET_REV} &&
-                  int{NFTA_MATCH_INFO} == int{NFTA_TARGET_INFO});
-    w_.PutString(NFTA_MATCH_NAME, blob.name);
-    w_.PutBe32(NFTA_MATCH_REV, blob.revision);
-    w_.Put(NFTA_MATCH_INFO, blob.info());
-    End();
-  }
-  void Jump(const std::string& chain) {
-    Begin("immediate");
-    w_.PutBe32(NFTA_IMMEDIATE_DREG, NFT_REG_VERDICT);
-    const size_t data = w_.BeginNested(NFTA_IMMEDIATE_DATA);
-    const size_t verdict = w_.BeginNested(NFTA_DATA_VERDICT);
-    // -j ACCEPT is a verdict of its own, with no chain (as iptables-nft writes it).
-    const std::optional<int32_t> standard = StandardVerdictCode(chain);
-    w_.PutBe32(NFTA_VERDICT_CODE, static_cast<uint32_t>(standard.value_or(NFT_JUMP)));
-    if (!standard) w_.PutString(NFTA_VERDICT_CHAIN, chain);
-    w_.EndNested(verdict);
-    w_.EndNested(data);
-    End();
-  }
-
- private:
-  void Begin(const char* name) {
-    elem_ = w_.BeginNested(NFTA_LIST_ELEM);
-    w_.PutString(NFTA_EXPR_NAME, name);
-    data_ = w_.BeginNested(NFTA_EXPR_DATA);
-  }
-  void End() {
-    w_.EndNested(data_);
-    w_.EndNested(elem_);
-  }
-  void PutData(uint16_t type, ByteView value) {
-    const size_t nest = w_.BeginNested(type);
-    w_.Put(NFTA_DATA_VALUE, value);
-    w_.EndNested(nest);
-  }
-
-  AttrWriter& w_;
-  size_t elem_ = 0;
-  size_t data_ = 0;
-};
+void Xt(ExprWriter& out, ExprWriter::XtKind kind, const XtBlob& blob) {
+  out.Xt(kind, blob.name, blob.revision, blob.info());
+}
 
 // ---- header fields
 
@@ -301,12 +232,13 @@ Status AddAddress(ExprWriter& out, uint32_t offset, const net::IpPrefix& prefix,
   const int bytes = AddressLength(family);
   const auto length = static_cast<size_t>(bytes);
   const net::IpAddress network_address = prefix.Network();
-  out.Payload(NFT_PAYLOAD_NETWORK_HEADER, offset, static_cast<uint32_t>(bytes));
+  out.Payload(kReg, NFT_PAYLOAD_NETWORK_HEADER, offset, static_cast<uint32_t>(bytes));
   if (prefix.length() < bytes * 8) {
     const auto mask = PrefixMask(prefix.length(), bytes);
-    out.Bitwise(ByteView(mask.data(), length));
+    MaskRegister(out, ByteView(mask.data(), length));
   }
-  out.Cmp(invert ? NFT_CMP_NEQ : NFT_CMP_EQ, ByteView(network_address.bytes().data(), length));
+  out.Cmp(kReg, invert ? NFT_CMP_NEQ : NFT_CMP_EQ,
+          ByteView(network_address.bytes().data(), length));
   return OkStatus();
 }
 
@@ -314,15 +246,16 @@ Status AddAddress(ExprWriter& out, uint32_t offset, const net::IpPrefix& prefix,
 // alone loads the name and compares nothing, and "! -i +" compares with "INVAL/D".
 Status AddIface(ExprWriter& out, uint32_t key, const std::string& name, bool invert) {
   if (name.size() >= IFNAMSIZ) return Invalid("interface name \"" + name + "\" is too long");
-  out.Meta(key);
+  out.Meta(key, kReg);
   const uint32_t op = invert ? NFT_CMP_NEQ : NFT_CMP_EQ;
   if (name.back() != '+') {
-    out.Cmp(op, ByteView(reinterpret_cast<const uint8_t*>(name.c_str()), name.size() + 1));
+    out.Cmp(kReg, op, ByteView(reinterpret_cast<const uint8_t*>(name.c_str()), name.size() + 1));
   } else if (name.size() > 1) {
-    out.Cmp(op, ByteView(reinterpret_cast<const uint8_t*>(name.data()), name.size() - 1));
+    out.Cmp(kReg, op, ByteView(reinterpret_cast<const uint8_t*>(name.data()), name.size() - 1));
   } else if (invert) {
     static constexpr char kInvalid[] = "INVAL/D";
-    out.Cmp(NFT_CMP_EQ, ByteView(reinterpret_cast<const uint8_t*>(kInvalid), sizeof(kInvalid)));
+    out.Cmp(kReg, NFT_CMP_EQ,
+            ByteView(reinterpret_cast<const uint8_t*>(kInvalid), sizeof(kInvalid)));
   }
   return OkStatus();
 }
@@ -334,9 +267,9 @@ Status AddHeader(ExprWriter& out, const Header& h, net::Family family) {
     NG_RETURN_IF_ERROR(AddIface(out, NFT_META_OIFNAME, h.out_iface, h.out_invert));
   }
   if (h.protocol) {
-    out.Meta(NFT_META_L4PROTO);
+    out.Meta(NFT_META_L4PROTO, kReg);
     const uint8_t protocol = static_cast<uint8_t>(ProtocolNumber(*h.protocol));
-    out.Cmp(NFT_CMP_EQ, ByteView(&protocol, 1));
+    out.Cmp(kReg, NFT_CMP_EQ, ByteView(&protocol, 1));
   }
   if (h.src)
     NG_RETURN_IF_ERROR(AddAddress(out, SourceOffset(family), *h.src, h.src_invert, family));
@@ -373,68 +306,27 @@ Status CheckMatch(const Match& match, const Header& header) {
 // version decodes the xt form into the match its own command line makes.
 Status AddMatch(ExprWriter& out, const Match& match, const Header& header) {
   NG_RETURN_IF_ERROR(CheckMatch(match, header));
-  out.Xt(false, MatchBlob(match));
+  Xt(out, ExprWriter::kMatch, MatchBlob(match));
   return OkStatus();
 }
 
 Status AddTarget(ExprWriter& out, const Target& target, net::Family family) {
   if (const auto* jump = std::get_if<JumpTarget>(&target)) {
-    out.Jump(jump->chain);
+    Jump(out, jump->chain);
   } else if (const auto* mark = std::get_if<SetMarkTarget>(&target)) {
-    out.Xt(true, SetMarkBlob(*mark));
+    Xt(out, ExprWriter::kTarget, SetMarkBlob(*mark));
   } else if (std::holds_alternative<MasqueradeTarget>(target)) {
-    out.Xt(true, MasqueradeBlob(family));
+    Xt(out, ExprWriter::kTarget, MasqueradeBlob(family));
   } else {
     const auto& dnat = std::get<DnatTarget>(target);
     if (dnat.address.family() != family) return Invalid("DNAT address of the other family");
     if (!ValidPort(dnat.port)) return Invalid("port " + std::to_string(dnat.port));
-    out.Xt(true, DnatBlob(dnat));
+    Xt(out, ExprWriter::kTarget, DnatBlob(dnat));
   }
   return OkStatus();
 }
 
 // ---- decoding
-
-struct Expr {
-  std::string_view name;      // into the parsed expressions
-  netfilter::AttrList attrs;  // of NFTA_EXPR_DATA
-};
-
-std::optional<std::vector<Expr>> ParseExpressions(ByteView payload) {
-  auto elems = netfilter::ParseAttrs(payload);
-  if (!elems) return std::nullopt;
-  std::vector<Expr> out;
-  out.reserve(elems->size());
-  for (const auto& elem : *elems) {
-    if (elem.type != NFTA_LIST_ELEM) return std::nullopt;
-    auto parts = netfilter::ParseAttrs(elem.data);
-    if (!parts) return std::nullopt;
-    const Attr* name = netfilter::FindAttr(*parts, NFTA_EXPR_NAME);
-    const Attr* data = netfilter::FindAttr(*parts, NFTA_EXPR_DATA);
-    if (name == nullptr) return std::nullopt;
-    std::optional<netfilter::AttrList> attrs = netfilter::AttrList{};
-    if (data != nullptr) attrs = netfilter::ParseAttrs(data->data);
-    if (!attrs) return std::nullopt;
-    out.push_back({name->View(), std::move(*attrs)});
-  }
-  return out;
-}
-
-// The NFTA_DATA_VALUE inside a data attribute (cmp data, bitwise mask...).
-std::optional<Bytes> DataValue(const Attr* attr) {
-  if (attr == nullptr) return std::nullopt;
-  auto inner = netfilter::ParseAttrs(attr->data);
-  if (!inner) return std::nullopt;
-  const Attr* value = netfilter::FindAttr(*inner, NFTA_DATA_VALUE);
-  if (value == nullptr) return std::nullopt;
-  return Bytes(value->data.begin(), value->data.end());
-}
-
-std::optional<uint32_t> U32(std::span<const Attr> attrs, uint16_t type) {
-  const Attr* a = netfilter::FindAttr(attrs, type);
-  if (a == nullptr || a->data.size() != 4) return std::nullopt;
-  return a->Be32();
-}
 
 std::optional<Protocol> ProtocolOf(int number) {
   for (Protocol p : {Protocol::kTcp, Protocol::kUdp, Protocol::kSctp}) {
@@ -458,26 +350,6 @@ std::optional<int> MaskLength(const Bytes& mask) {
   return length;
 }
 
-// A jump/goto/accept... verdict: its code (NFT_JUMP, NFT_GOTO, NF_ACCEPT...) and chain.
-struct Verdict {
-  int32_t code = 0;
-  std::string chain;
-};
-
-// The verdict an immediate expression sets; nullopt when it loads data into a register.
-std::optional<Verdict> ImmediateVerdict(std::span<const Attr> immediate) {
-  const auto dreg = U32(immediate, NFTA_IMMEDIATE_DREG);
-  const Attr* data = netfilter::FindAttr(immediate, NFTA_IMMEDIATE_DATA);
-  if (!dreg || *dreg != NFT_REG_VERDICT || data == nullptr) return std::nullopt;
-  auto inner = netfilter::ParseAttrs(data->data);
-  const Attr* verdict = inner ? netfilter::FindAttr(*inner, NFTA_DATA_VERDICT) : nullptr;
-  auto fields = verdict ? netfilter::ParseAttrs(verdict->data) : std::nullopt;
-  const auto code = fields ? U32(*fields, NFTA_VERDICT_CODE) : std::nullopt;
-  if (!code) return std::nullopt;
-  const Attr* chain = netfilter::FindAttr(*fields, NFTA_VERDICT_CHAIN);
-  return Verdict{static_cast<int32_t>(*code), chain ? chain->String() : std::string()};
-}
-
 // What a register holds between its load and the cmp that reads it.
 struct Load {
   bool meta = false;
@@ -492,17 +364,10 @@ class Decoder {
  public:
   explicit Decoder(net::Family family) : family_(family) {}
 
-  bool Feed(const Expr& e) {
-    if (done_ && e.name != "counter") return false;  // nothing follows the verdict
-    if (e.name == "counter") return true;
-    if (e.name == "meta") return OnMeta(e.attrs);
-    if (e.name == "payload") return OnPayload(e.attrs);
-    if (e.name == "bitwise") return OnBitwise(e.attrs);
-    if (e.name == "cmp") return OnCmp(e.attrs);
-    if (e.name == "immediate") return OnImmediate(e.attrs);
-    if (e.name == "match") return OnXt(e.attrs, false);
-    if (e.name == "target") return OnXt(e.attrs, true);
-    return false;
+  bool Feed(const netfilter::Expr& e) {
+    if (std::holds_alternative<netfilter::expr::Counter>(e)) return true;
+    if (done_) return false;  // nothing but counters follows the verdict
+    return std::visit([this](const auto& x) { return On(x); }, e);
   }
   std::optional<Rule> Finish() {
     if (!done_) return std::nullopt;
@@ -510,48 +375,43 @@ class Decoder {
   }
 
  private:
-  bool OnMeta(std::span<const Attr> a) {
-    const auto key = U32(a, NFTA_META_KEY), dreg = U32(a, NFTA_META_DREG);
-    if (!key || !dreg || netfilter::FindAttr(a, NFTA_META_SREG)) return false;
-    regs_[*dreg] = Load{.meta = true, .key = *key};
-    return true;
-  }
-  bool OnPayload(std::span<const Attr> a) {
-    const auto dreg = U32(a, NFTA_PAYLOAD_DREG), base = U32(a, NFTA_PAYLOAD_BASE),
-               offset = U32(a, NFTA_PAYLOAD_OFFSET), len = U32(a, NFTA_PAYLOAD_LEN);
-    if (!dreg || !base || !offset || !len || netfilter::FindAttr(a, NFTA_PAYLOAD_SREG)) {
-      return false;
-    }
-    regs_[*dreg] = Load{.base = *base, .offset = *offset, .len = *len};
-    return true;
-  }
-  bool OnBitwise(std::span<const Attr> a) {
-    const auto sreg = U32(a, NFTA_BITWISE_SREG), dreg = U32(a, NFTA_BITWISE_DREG);
-    const auto op = U32(a, NFTA_BITWISE_OP);
-    const auto mask = DataValue(netfilter::FindAttr(a, NFTA_BITWISE_MASK));
-    const auto x = DataValue(netfilter::FindAttr(a, NFTA_BITWISE_XOR));
-    if (!sreg || !dreg || !mask || !x || (op && *op != NFT_BITWISE_BOOL)) return false;
-    if (std::any_of(x->begin(), x->end(), [](uint8_t b) { return b != 0; })) return false;
-    auto it = regs_.find(*sreg);
-    if (it == regs_.end() || it->second.mask) return false;
-    Load load = it->second;
-    load.mask = *mask;
-    regs_[*dreg] = load;
-    return true;
-  }
-  bool OnCmp(std::span<const Attr> a) {
-    const auto sreg = U32(a, NFTA_CMP_SREG), op = U32(a, NFTA_CMP_OP);
-    const auto data = DataValue(netfilter::FindAttr(a, NFTA_CMP_DATA));
-    if (!sreg || !op || !data || (*op != NFT_CMP_EQ && *op != NFT_CMP_NEQ)) return false;
-    auto it = regs_.find(*sreg);
-    if (it == regs_.end()) return false;
-    const Load& load = it->second;
-    const bool invert = *op == NFT_CMP_NEQ;
-    if (load.meta) return OnMetaCmp(load, *data, invert);
-    if (load.base == NFT_PAYLOAD_NETWORK_HEADER) return OnNetworkCmp(load, *data, invert);
-    if (load.base == NFT_PAYLOAD_TRANSPORT_HEADER) return OnTransportCmp(load, *data, invert);
+  // Any kind the layout does not use makes the rule foreign.
+  template <typename T>
+  bool On(const T&) {
     return false;
   }
+  bool On(const netfilter::expr::Meta& m) {
+    regs_[m.dreg] = Load{.meta = true, .key = m.key};
+    return true;
+  }
+  bool On(const netfilter::expr::Payload& p) {
+    regs_[p.dreg] = Load{.base = p.base, .offset = p.offset, .len = p.len};
+    return true;
+  }
+  bool On(const netfilter::expr::Bitwise& b) {
+    const auto& x = b.xor_value;
+    if (std::any_of(x.begin(), x.end(), [](uint8_t byte) { return byte != 0; })) return false;
+    auto it = regs_.find(b.sreg);
+    if (it == regs_.end() || it->second.mask) return false;
+    Load load = it->second;
+    load.mask = b.mask;
+    regs_[b.dreg] = load;
+    return true;
+  }
+  bool On(const netfilter::expr::Cmp& c) {
+    if (c.op != NFT_CMP_EQ && c.op != NFT_CMP_NEQ) return false;
+    auto it = regs_.find(c.sreg);
+    if (it == regs_.end()) return false;
+    const Load& load = it->second;
+    const bool invert = c.op == NFT_CMP_NEQ;
+    if (load.meta) return OnMetaCmp(load, c.data, invert);
+    if (load.base == NFT_PAYLOAD_NETWORK_HEADER) return OnNetworkCmp(load, c.data, invert);
+    if (load.base == NFT_PAYLOAD_TRANSPORT_HEADER) return OnTransportCmp(load, c.data, invert);
+    return false;
+  }
+  bool On(const netfilter::expr::Verdict& v) { return OnVerdict(v); }
+  bool On(const netfilter::expr::Match& m) { return OnXt(m.name, m.revision, m.info, false); }
+  bool On(const netfilter::expr::Target& t) { return OnXt(t.name, t.revision, t.info, true); }
 
   bool OnMetaCmp(const Load& load, const Bytes& data, bool invert) {
     Header& h = rule_.header;
@@ -657,28 +517,22 @@ class Decoder {
 
   // -j CHAIN or -j ACCEPT: goto (-g) is another rule to iptables -C, and the layouts use no
   // other verdict.
-  bool OnImmediate(std::span<const Attr> a) {
-    const auto verdict = ImmediateVerdict(a);
-    if (!verdict) return false;
-    if (verdict->code == NF_ACCEPT && verdict->chain.empty()) {
+  bool OnVerdict(const netfilter::expr::Verdict& verdict) {
+    if (verdict.code == NF_ACCEPT && verdict.chain.empty()) {
       rule_.target = JumpTarget{kAcceptTarget};
       done_ = true;
       return true;
     }
-    if (verdict->code != NFT_JUMP || verdict->chain.empty()) return false;
-    rule_.target = JumpTarget{verdict->chain};
+    if (verdict.code != NFT_JUMP || verdict.chain.empty()) return false;
+    rule_.target = JumpTarget{verdict.chain};
     done_ = true;
     return true;
   }
 
-  bool OnXt(std::span<const Attr> a, bool target) {
-    const Attr* name = netfilter::FindAttr(a, NFTA_MATCH_NAME);
-    const auto rev = U32(a, NFTA_MATCH_REV);
-    const Attr* info = netfilter::FindAttr(a, NFTA_MATCH_INFO);
-    if (name == nullptr || !rev || info == nullptr) return false;
-    if (info->data.size() > kMaxXtInfo) return false;  // no extension of the layout
-    XtBlob blob{name->View(), *rev, {}, info->data.size()};
-    std::copy(info->data.begin(), info->data.end(), blob.storage.begin());
+  bool OnXt(std::string_view name, uint32_t revision, const Bytes& info, bool target) {
+    if (info.size() > kMaxXtInfo) return false;  // no extension of the layout
+    XtBlob blob{name, revision, {}, info.size()};
+    std::copy(info.begin(), info.end(), blob.storage.begin());
     if (target) {
       done_ = true;
       return DecodeTarget(blob, rule_.target);
@@ -825,7 +679,7 @@ Status AppendNftRuleAttrs(const Rule& rule, net::Family family, AttrWriter& out)
 
 std::optional<Rule> DecodeNftRule(std::span<const uint8_t> expressions, net::Family family,
                                   std::span<const uint8_t> userdata) {
-  const auto exprs = ParseExpressions(expressions);
+  const auto exprs = netfilter::DecodeExpressions(expressions);
   if (!exprs) return std::nullopt;
   Decoder decoder(family);
   for (const auto& e : *exprs) {
@@ -861,33 +715,14 @@ Rule CanonicalRule(const Rule& rule) {
 
 namespace {
 
-// An expression element's name and data, seen in place (no parse of the data).
-std::pair<std::string_view, netfilter::ByteView> NameAndData(const Attr& elem) {
-  std::string_view name;
-  netfilter::ByteView data;
-  netfilter::ForEachAttr(elem.data, [&](const Attr& a) {
-    if (a.type == NFTA_EXPR_NAME) name = a.View();
-    if (a.type == NFTA_EXPR_DATA) data = a.data;
-    return true;
-  });
-  return {name, data};
-}
-
 // Calls `fn(name, info)` for each xt match element of a rule in order, seen in place: the
 // match's name and its NFTA_MATCH_INFO (nullopt when absent). Stops when `fn` returns false.
 template <typename F>
 void ForEachXtMatch(std::span<const uint8_t> expressions, F&& fn) {
-  netfilter::ForEachAttr(expressions, [&](const Attr& elem) {
-    const auto [name, data] = NameAndData(elem);
+  netfilter::ForEachExpression(expressions, [&](std::string_view name, ByteView data) {
     if (name != "match") return true;
-    std::string_view match;
-    std::optional<ByteView> info;
-    netfilter::ForEachAttr(data, [&](const Attr& a) {
-      if (a.type == NFTA_MATCH_NAME) match = a.View();
-      if (a.type == NFTA_MATCH_INFO) info = a.data;
-      return true;
-    });
-    return fn(match, info);
+    const netfilter::XtView xt = netfilter::ReadXt(data);
+    return static_cast<bool>(fn(xt.name.value_or(""), xt.info));
   });
 }
 
@@ -895,22 +730,19 @@ void ForEachXtMatch(std::span<const uint8_t> expressions, F&& fn) {
 
 NftVerdict NftRuleVerdict(std::span<const uint8_t> expressions) {
   NftVerdict out;
-  // Only element names are read, and only verdict-like elements are parsed further: this runs
+  // Only element names are read, and only verdict-like elements are read further: this runs
   // over every rule of a chain.
-  netfilter::ForEachAttr(expressions, [&](const Attr& elem) {
-    const auto [name, data] = NameAndData(elem);
+  netfilter::ForEachExpression(expressions, [&](std::string_view name, ByteView data) {
     if (name == "immediate") {
-      const auto attrs = netfilter::ParseAttrs(data);
-      const auto verdict = attrs ? ImmediateVerdict(*attrs) : std::nullopt;
+      const auto verdict = netfilter::ReadVerdict(data);
       if (verdict && (verdict->code == NFT_JUMP || verdict->code == NFT_GOTO)) {
         out = {verdict->chain, ""};
       } else if (verdict && verdict->code == NF_ACCEPT) {
         out = {"", kAcceptTarget};
       }
     } else if (name == "target") {
-      auto attrs = netfilter::ParseAttrs(data);
-      const Attr* target = attrs ? netfilter::FindAttr(*attrs, NFTA_TARGET_NAME) : nullptr;
-      if (target != nullptr) out = {"", target->String()};
+      const netfilter::XtView xt = netfilter::ReadXt(data);
+      if (xt.name) out = {"", std::string(*xt.name)};
     }
     return true;
   });
@@ -953,14 +785,18 @@ std::optional<MultiportPorts> NftRuleMultiportPorts(std::span<const uint8_t> exp
 }
 
 std::string NftExpressionsToString(std::span<const uint8_t> expressions) {
-  const auto exprs = ParseExpressions(expressions);
-  if (!exprs) return "(malformed expressions " + Hex(expressions) + ")\n";
   std::string out;
-  for (const auto& e : *exprs) {
-    out += e.name;
-    for (const auto& a : e.attrs) out += " " + std::to_string(a.type) + "=" + Hex(a.data);
-    out += "\n";
-  }
+  const bool well_formed =
+      netfilter::ForEachExpression(expressions, [&](std::string_view name, ByteView data) {
+        std::string line(name);
+        const bool ok = netfilter::ForEachAttr(data, [&](const Attr& a) {
+          line += " " + std::to_string(a.type) + "=" + Hex(a.data);
+          return true;
+        });
+        out += line + "\n";
+        return ok;
+      });
+  if (!well_formed) return "(malformed expressions " + Hex(expressions) + ")\n";
   return out;
 }
 

@@ -9,10 +9,8 @@
 #include <linux/netlink.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstring>
 #include <functional>
@@ -32,8 +30,6 @@ using netfilter::AttrWriter;
 using netfilter::ByteView;
 using Bytes = std::vector<uint8_t>;
 
-constexpr char kStaleDetails[] = "nf_tables ruleset changed since it was read (ERESTART)";
-constexpr size_t kReceiveBuffer = 64 * 1024;
 // Room for a NEWRULE's attributes besides the chain name: a layout rule is at most about 800
 // bytes (an entry rule: comment 256, multiport 48 and their headers).
 constexpr size_t kRuleMessageBytes = 1024;
@@ -66,6 +62,11 @@ uint8_t NfFamily(net::Family family) {
 using netfilter::ExtAckMessage;
 using netfilter::NfnlMessage;
 using netfilter::NfnlMessageLength;
+using netfilter::NftMessageType;
+using netfilter::ReadGeneration;
+using netfilter::SingleGet;
+using netfilter::Transact;
+using netfilter::TransactSingles;
 using netfilter::WriteNfnlMessage;
 
 // The verdict a rule with `target` ends in (what NftRuleVerdict reads back).
@@ -78,8 +79,6 @@ NftVerdict VerdictOf(const Target& target) {
   if (std::holds_alternative<MasqueradeTarget>(target)) return {"", "MASQUERADE"};
   return {"", "DNAT"};
 }
-
-uint16_t NftType(int msg) { return static_cast<uint16_t>((NFNL_SUBSYS_NFTABLES << 8) | msg); }
 
 // The attributes after a reply's nfgenmsg.
 std::optional<netfilter::AttrList> ReplyAttrs(const nlmsghdr* h) {
@@ -136,180 +135,6 @@ void KeepSpare(sys::UniqueFd fd) {
   spare.fd = std::move(fd);
 }
 
-// A netlink send must fit the socket's send buffer: grow it for a large batch.
-void FitSendBuffer(int fd, size_t bytes) {
-  int current = 0;
-  socklen_t len = sizeof(current);
-  if (::getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &current, &len) == 0 &&
-      static_cast<size_t>(current) > bytes + 4096) {
-    return;
-  }
-  const int wanted = static_cast<int>(bytes + 65536);
-  if (::setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &wanted, sizeof(wanted)) != 0) {
-    (void)::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &wanted, sizeof(wanted));
-  }
-}
-
-// Sends `parts` as one datagram (a batch must reach the kernel in one sendmsg).
-Status SendAll(int fd, const std::vector<ByteView>& parts, const std::string& what) {
-  sockaddr_nl kernel{};
-  kernel.nl_family = AF_NETLINK;
-  std::vector<iovec> iov;
-  size_t total = 0;
-  for (const ByteView part : parts) {
-    iov.push_back({const_cast<uint8_t*>(part.data()), part.size()});
-    total += part.size();
-  }
-  msghdr msg{};
-  msg.msg_name = &kernel;
-  msg.msg_namelen = sizeof(kernel);
-  msg.msg_iov = iov.data();
-  msg.msg_iovlen = iov.size();
-  const ssize_t n = ::sendmsg(fd, &msg, 0);
-  if (n < 0) return Error(kErrKernel, what + ": " + std::strerror(errno));
-  if (static_cast<size_t>(n) != total) return Error(kErrKernel, what + ": short send");
-  return OkStatus();
-}
-
-Status SendAll(int fd, const Bytes& data, const std::string& what) {
-  return SendAll(fd, std::vector<ByteView>{ByteView(data)}, what);
-}
-
-// The errno of an NLMSG_ERROR message (0 for an ack).
-int ErrnoOf(const nlmsghdr* h) {
-  if (h->nlmsg_len < NLMSG_LENGTH(sizeof(nlmsgerr))) return EBADMSG;
-  return -static_cast<const nlmsgerr*>(NLMSG_DATA(h))->error;
-}
-
-// One receive of up to two datagrams (the second only if already queued); calls `on` for every
-// message in them. A dump's last data and its NLMSG_DONE are two datagrams, the second queued
-// while the first is read, so a short dump costs one receive instead of two. False when a
-// non-blocking read found nothing.
-Result<bool> ReceiveOnce(int fd, bool block, const std::string& what,
-                         const std::function<void(const nlmsghdr*)>& on) {
-  constexpr unsigned kDatagrams = 2;
-  // Not zeroed: zeroing would touch (fault in) every page of them on every call, where most
-  // answers fill less than one.
-  static thread_local const std::unique_ptr<uint8_t[]> buffer =
-      std::make_unique_for_overwrite<uint8_t[]>(kDatagrams * kReceiveBuffer);
-  std::array<iovec, kDatagrams> iov{};
-  std::array<mmsghdr, kDatagrams> messages{};
-  for (unsigned i = 0; i < kDatagrams; ++i) {
-    iov[i] = {buffer.get() + i * kReceiveBuffer, kReceiveBuffer};
-    messages[i].msg_hdr.msg_iov = &iov[i];
-    messages[i].msg_hdr.msg_iovlen = 1;
-  }
-  int received;
-  do {
-    received = ::recvmmsg(fd, messages.data(), kDatagrams,
-                          (block ? MSG_WAITFORONE : MSG_DONTWAIT) | MSG_TRUNC, nullptr);
-  } while (received < 0 && errno == EINTR);
-  if (received < 0) {
-    if (!block && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
-    return Error(kErrKernel, what + ": receive: " + std::strerror(errno));
-  }
-  for (int i = 0; i < received; ++i) {
-    if (messages[i].msg_len > kReceiveBuffer) return Error(kErrKernel, what + ": reply truncated");
-  }
-  for (int i = 0; i < received; ++i) {
-    int len = static_cast<int>(messages[i].msg_len);  // signed: NLMSG_NEXT may step past the end
-    for (const auto* h = reinterpret_cast<const nlmsghdr*>(iov[i].iov_base); NLMSG_OK(h, len);
-         h = NLMSG_NEXT(h, len)) {
-      on(h);
-    }
-  }
-  return received > 0;
-}
-
-// Sends `request` (sequence `seq`) and reads its replies: for a dump until NLMSG_DONE, for a
-// request with NLM_F_ACK until the ack, else until its one answer (a GET of one object is
-// answered by the object or an error; an ack after it would cost one more receive). An errno
-// in `ok_errnos` ends it successfully. A dump the kernel flags as
-// interrupted (the ruleset changed during it) is a stale-generation error.
-Status Transact(int fd, const Bytes& request, uint32_t seq, const std::string& what,
-                const std::function<void(const nlmsghdr*)>& on_reply,
-                std::initializer_list<int> ok_errnos = {}) {
-  NG_RETURN_IF_ERROR(SendAll(fd, request, what));
-  const auto* sent = reinterpret_cast<const nlmsghdr*>(request.data());
-  const bool single_answer = (sent->nlmsg_flags & (NLM_F_DUMP | NLM_F_ACK)) == 0;
-  bool done = false, interrupted = false;
-  int error = 0;
-  std::string ext_ack;
-  while (!done) {
-    NG_RETURN_IF_ERROR(ReceiveOnce(fd, true, what, [&](const nlmsghdr* h) {
-      if (h->nlmsg_seq != seq || done) return;
-      interrupted |= (h->nlmsg_flags & NLM_F_DUMP_INTR) != 0;
-      if (h->nlmsg_type == NLMSG_DONE) {
-        done = true;
-      } else if (h->nlmsg_type == NLMSG_ERROR) {
-        error = ErrnoOf(h);
-        ext_ack = ExtAckMessage(h);
-        done = true;
-      } else {
-        on_reply(h);
-        done = single_answer;
-      }
-    }));
-  }
-  if (interrupted) return NftNatTable::StaleGeneration(what);
-  if (error != 0 && std::find(ok_errnos.begin(), ok_errnos.end(), error) == ok_errnos.end()) {
-    return Error(kErrKernel, what + ": " + ErrnoText(error, ext_ack));
-  }
-  return OkStatus();
-}
-
-// A request answered by one message (the object asked for, or an error): no dump, no ack.
-struct SingleGet {
-  Bytes message;
-  std::string what;                             // for errors: "get chain CNI-HOSTPORT-DNAT"
-  std::function<void(const nlmsghdr*)> answer;  // the object's message
-};
-
-// Sends every request in one sendmsg and reads until each is answered: the kernel handles
-// the messages of one send in order and queues every answer, so this is one round trip
-// instead of one per request. ENOENT answers are no error (absent objects).
-Status TransactSingles(int fd, uint32_t first_seq, const std::vector<SingleGet>& gets) {
-  std::vector<ByteView> parts;
-  for (const auto& get : gets) parts.emplace_back(get.message);
-  NG_RETURN_IF_ERROR(SendAll(fd, parts, gets.empty() ? "get" : gets.front().what));
-  size_t open = gets.size();
-  std::vector<bool> answered(gets.size(), false);
-  std::optional<Error> failed;
-  while (open > 0) {
-    NG_RETURN_IF_ERROR(ReceiveOnce(fd, true, gets.front().what, [&](const nlmsghdr* h) {
-      const uint32_t index = h->nlmsg_seq - first_seq;
-      if (h->nlmsg_seq < first_seq || index >= gets.size() || answered[index]) return;
-      answered[index] = true;
-      --open;
-      if (h->nlmsg_type != NLMSG_ERROR) {
-        gets[index].answer(h);
-      } else if (const int error = ErrnoOf(h); error != 0 && error != ENOENT && !failed) {
-        failed = Error(kErrKernel, gets[index].what + ": " + ErrnoText(error, ExtAckMessage(h)));
-      }
-    }));
-  }
-  if (failed) return *failed;
-  return OkStatus();
-}
-
-// GETGEN, as one of several requests: `generation` is set by its answer.
-SingleGet GenerationGet(uint32_t seq, const std::string& name,
-                        std::optional<uint32_t>& generation) {
-  return SingleGet{NfnlMessage(NftType(NFT_MSG_GETGEN), 0, seq, AF_UNSPEC, 0, {}),
-                   name + ": get nf_tables generation", [&generation](const nlmsghdr* h) {
-                     auto attrs = ReplyAttrs(h);
-                     const Attr* id = attrs ? netfilter::FindAttr(*attrs, NFTA_GEN_ID) : nullptr;
-                     if (id != nullptr) generation = id->Be32();
-                   }};
-}
-
-Result<uint32_t> ReadGeneration(int fd, uint32_t seq, const std::string& name) {
-  std::optional<uint32_t> generation;
-  NG_RETURN_IF_ERROR(TransactSingles(fd, seq, {GenerationGet(seq, name, generation)}));
-  if (!generation) return Error(kErrKernel, name + ": get nf_tables generation: no answer");
-  return *generation;
-}
-
 // A GETRULE answer as a record, when it is a rule of `chain`.
 // `keep` sees the rule's expressions before anything is copied (an empty view when it has none).
 std::optional<NftRuleRecord> RuleRecordOf(
@@ -350,11 +175,11 @@ std::string NftNatTable::name() const {
 }
 
 bool NftNatTable::IsStaleGeneration(const Error& error) {
-  return error.code == kErrKernel && error.details == kStaleDetails;
+  return netfilter::IsStaleGeneration(error);
 }
 
 Error NftNatTable::StaleGeneration(const std::string& what) {
-  return Error(kErrKernel, what + ": " + kStaleDetails, kStaleDetails);
+  return netfilter::StaleGeneration(what);
 }
 
 Status NftNatTable::Usable(net::Family family) {
@@ -378,7 +203,8 @@ std::vector<uint8_t> NftNatTable::ChainRequest(const std::string& chain, uint32_
   AttrWriter by_name;
   by_name.PutString(NFTA_CHAIN_TABLE, kTable);
   by_name.PutString(NFTA_CHAIN_NAME, chain);
-  return NfnlMessage(NftType(NFT_MSG_GETCHAIN), 0, seq, NfFamily(family_), 0, by_name.bytes());
+  return NfnlMessage(NftMessageType(NFT_MSG_GETCHAIN), 0, seq, NfFamily(family_), 0,
+                     by_name.bytes());
 }
 
 void NftNatTable::RecordChain(const std::string& chain, const nlmsghdr* answer) {
@@ -398,13 +224,14 @@ Status NftNatTable::ReadTableState(const std::vector<std::string>& chains_to_rea
   const uint32_t first_seq = seq_ + 1;
   std::optional<uint32_t> generation;
   std::vector<SingleGet> gets;
-  gets.push_back(GenerationGet(++seq_, name(), generation));
+  gets.push_back(netfilter::GenerationGet(++seq_, name(), generation));
   AttrWriter by_name;
   by_name.PutString(NFTA_TABLE_NAME, kTable);
   table_exists_ = false;
-  gets.push_back(SingleGet{
-      NfnlMessage(NftType(NFT_MSG_GETTABLE), 0, ++seq_, NfFamily(family_), 0, by_name.bytes()),
-      name() + ": get table nat", [this](const nlmsghdr*) { table_exists_ = true; }});
+  gets.push_back(SingleGet{NfnlMessage(NftMessageType(NFT_MSG_GETTABLE), 0, ++seq_,
+                                       NfFamily(family_), 0, by_name.bytes()),
+                           name() + ": get table nat",
+                           [this](const nlmsghdr*) { table_exists_ = true; }});
   for (const auto& chain : chains_to_read) {
     if (chains_.count(chain) != 0) continue;
     chains_[chain] = std::nullopt;  // until its answer says otherwise
@@ -456,14 +283,15 @@ Result<std::vector<NftRuleRecord>> NftNatTable::RulesWhere(
   filter.PutString(NFTA_RULE_TABLE, kTable);
   filter.PutString(NFTA_RULE_CHAIN, chain);
   const uint32_t seq = ++seq_;
-  NG_RETURN_IF_ERROR(Transact(
-      fd_.get(),
-      NfnlMessage(NftType(NFT_MSG_GETRULE), NLM_F_DUMP, seq, NfFamily(family_), 0, filter.bytes()),
-      seq, name() + ": list rules of chain " + chain,
-      [&](const nlmsghdr* h) {
-        if (auto r = RuleRecordOf(h, chain, keep)) rules.push_back(std::move(*r));
-      },
-      {ENOENT}));
+  NG_RETURN_IF_ERROR(Transact(fd_.get(),
+                              NfnlMessage(NftMessageType(NFT_MSG_GETRULE), NLM_F_DUMP, seq,
+                                          NfFamily(family_), 0, filter.bytes()),
+                              name() + ": list rules of chain " + chain,
+                              [&](const nlmsghdr* h) {
+                                if (auto r = RuleRecordOf(h, chain, keep))
+                                  rules.push_back(std::move(*r));
+                              },
+                              {ENOENT}));
   reads_unconfirmed_ = true;
   return rules;
 }
@@ -478,8 +306,9 @@ Result<std::optional<NftRuleRecord>> NftNatTable::GetRule(const std::string& cha
   key.PutBe64(NFTA_RULE_HANDLE, handle);
   const uint32_t seq = ++seq_;
   NG_RETURN_IF_ERROR(Transact(
-      fd_.get(), NfnlMessage(NftType(NFT_MSG_GETRULE), 0, seq, NfFamily(family_), 0, key.bytes()),
-      seq, name() + ": get rule " + std::to_string(handle) + " of chain " + chain,
+      fd_.get(),
+      NfnlMessage(NftMessageType(NFT_MSG_GETRULE), 0, seq, NfFamily(family_), 0, key.bytes()),
+      name() + ": get rule " + std::to_string(handle) + " of chain " + chain,
       [&](const nlmsghdr* h) { rule = RuleRecordOf(h, chain); }, {ENOENT}));
   return rule;
 }
@@ -530,20 +359,21 @@ Result<std::vector<std::string>> NftNatTable::ListChains() {
   AttrWriter filter;
   filter.PutString(NFTA_CHAIN_TABLE, kTable);
   const uint32_t seq = ++seq_;
-  NG_RETURN_IF_ERROR(Transact(
-      fd_.get(),
-      NfnlMessage(NftType(NFT_MSG_GETCHAIN), NLM_F_DUMP, seq, NfFamily(family_), 0, filter.bytes()),
-      seq, name() + ": list chains of table nat",
-      [&](const nlmsghdr* h) {
-        auto attrs = ReplyAttrs(h);
-        if (!attrs) return;
-        const Attr* table = netfilter::FindAttr(*attrs, NFTA_CHAIN_TABLE);
-        const Attr* chain = netfilter::FindAttr(*attrs, NFTA_CHAIN_NAME);
-        if (table != nullptr && chain != nullptr && table->String() == kTable) {
-          out.push_back(chain->String());
-        }
-      },
-      {ENOENT}));
+  NG_RETURN_IF_ERROR(Transact(fd_.get(),
+                              NfnlMessage(NftMessageType(NFT_MSG_GETCHAIN), NLM_F_DUMP, seq,
+                                          NfFamily(family_), 0, filter.bytes()),
+                              name() + ": list chains of table nat",
+                              [&](const nlmsghdr* h) {
+                                auto attrs = ReplyAttrs(h);
+                                if (!attrs) return;
+                                const Attr* table = netfilter::FindAttr(*attrs, NFTA_CHAIN_TABLE);
+                                const Attr* chain = netfilter::FindAttr(*attrs, NFTA_CHAIN_NAME);
+                                if (table != nullptr && chain != nullptr &&
+                                    table->String() == kTable) {
+                                  out.push_back(chain->String());
+                                }
+                              },
+                              {ENOENT}));
   reads_unconfirmed_ = true;
   std::sort(out.begin(), out.end());
   return out;
@@ -786,61 +616,37 @@ std::string NftNatTable::Describe(const Op& op) const {
 
 void NftNatTable::Queue(uint16_t type, uint16_t flags, const Bytes& attrs, std::string what) {
   uint8_t* message = pending_.Append(NfnlMessageLength(attrs.size()));
-  WriteNfnlMessage(message, NftType(type), flags, 0, NfFamily(family_), 0, attrs);
+  WriteNfnlMessage(message, NftMessageType(type), flags, 0, NfFamily(family_), 0, attrs);
   ops_.push_back({message, std::move(what)});
 }
 
-// BATCH_BEGIN carrying the generation the batch was built on (NFNL_BATCH_GENID, Linux 4.11:
-// the kernel refuses the whole batch with ERESTART if anything committed since), the
-// buffered messages, BATCH_END. Failures are always answered; the last message also asks for
-// an ack, so a batch that went through to its end is confirmed.
-NftNatTable::Batch NftNatTable::BuildBatch(const std::vector<Op>& ops) {
-  Batch batch;
-  AttrWriter genid;
-  genid.PutBe32(NFNL_BATCH_GENID, generation_);
-  batch.begin_seq = ++seq_;
-  batch.begin = NfnlMessage(NFNL_MSG_BATCH_BEGIN, 0, batch.begin_seq, AF_UNSPEC,
-                            NFNL_SUBSYS_NFTABLES, genid.bytes());
-  batch.first_seq = seq_ + 1;
+// Numbers the buffered messages after BATCH_BEGIN's sequence number. Failures are always
+// answered; the last message also asks for an ack, so a batch that went through to its end
+// is confirmed.
+uint32_t NftNatTable::NumberMessages(const std::vector<Op>& ops) {
+  const uint32_t begin_seq = ++seq_;
   for (size_t i = 0; i < ops.size(); ++i) {
     auto* header = reinterpret_cast<nlmsghdr*>(ops[i].message);
     header->nlmsg_seq = ++seq_;
     if (i + 1 == ops.size()) header->nlmsg_flags |= NLM_F_ACK;
   }
-  batch.last_seq = seq_;
-  batch.end = NfnlMessage(NFNL_MSG_BATCH_END, 0, ++seq_, AF_UNSPEC, NFNL_SUBSYS_NFTABLES, {});
-  return batch;
+  ++seq_;  // BATCH_END's
+  return begin_seq;
 }
 
-// The kernel handles a batch inside the sendmsg that carries it, so every answer is queued
-// when the send returns: read until the socket is empty.
-Status NftNatTable::ReadBatchAnswers(const Batch& batch, const std::vector<Op>& ops) {
+// The first refusal names its change; without one, the last message's ack confirms the batch.
+Status NftNatTable::CheckBatchAnswers(uint32_t begin_seq, const std::vector<Op>& ops,
+                                      const std::vector<netfilter::BatchAnswer>& answers) const {
   const std::string what = name() + ": commit table nat";
-  bool acked = false, stale = false;
-  std::optional<std::pair<uint32_t, int>> failed;  // the first failure: (seq, errno)
-  std::string ext_ack;
-  auto on_answer = [&](const nlmsghdr* h) {
-    if (h->nlmsg_type != NLMSG_ERROR) return;
-    const int err = ErrnoOf(h);
-    if (err == 0) {
-      acked |= h->nlmsg_seq == batch.last_seq;
-    } else if (h->nlmsg_seq == batch.begin_seq && err == ERESTART) {
-      stale = true;
-    } else if (!failed) {
-      failed = {h->nlmsg_seq, err};
-      ext_ack = ExtAckMessage(h);
+  const uint32_t last_seq = begin_seq + static_cast<uint32_t>(ops.size());
+  bool acked = false;
+  for (const auto& answer : answers) {
+    if (answer.error != 0) {
+      const std::string object = Describe(ops[answer.seq - begin_seq - 1]);
+      return Error(kErrKernel,
+                   what + ": " + object + ": " + ErrnoText(answer.error, answer.ext_ack));
     }
-  };
-  for (;;) {
-    NG_ASSIGN_OR_RETURN(const bool got, ReceiveOnce(fd_.get(), false, what, on_answer));
-    if (!got) break;
-  }
-  if (stale) return StaleGeneration(what);
-  if (failed) {
-    const auto [seq, err] = *failed;
-    const bool is_op = seq >= batch.first_seq && seq <= batch.last_seq;
-    const std::string object = is_op ? Describe(ops[seq - batch.first_seq]) : "batch";
-    return Error(kErrKernel, what + ": " + object + ": " + ErrnoText(err, ext_ack));
+    acked |= answer.seq == last_seq;
   }
   if (!acked) return Error(kErrKernel, what + ": the kernel did not acknowledge the batch");
   return OkStatus();
@@ -859,13 +665,16 @@ Status NftNatTable::Commit() {
   const std::vector<Op> ops = std::move(ops_);
   const netfilter::MessageChunks messages = std::move(pending_);
   ops_.clear();
-  const Batch batch = BuildBatch(ops);
-  std::vector<ByteView> parts = messages.Views();
-  parts.insert(parts.begin(), batch.begin);
-  parts.push_back(batch.end);
-  FitSendBuffer(fd_.get(), batch.begin.size() + messages.size() + batch.end.size());
-  NG_RETURN_IF_ERROR(SendAll(fd_.get(), parts, name() + ": commit table nat"));
-  return ReadBatchAnswers(batch, ops);
+  const uint32_t begin_seq = NumberMessages(ops);
+  // BATCH_BEGIN carries the generation the batch was built on (NFNL_BATCH_GENID, Linux 4.11):
+  // the kernel refuses the whole batch with ERESTART if anything committed since.
+  const std::vector<ByteView> views = messages.Views();
+  NG_ASSIGN_OR_RETURN(
+      const std::vector<netfilter::BatchAnswer> answers,
+      netfilter::SendBatch(fd_.get(),
+                           netfilter::NfnlBatch{begin_seq, generation_, views, ops.size()},
+                           name() + ": commit table nat"));
+  return CheckBatchAnswers(begin_seq, ops, answers);
 }
 
 // Each attempt is one generation-checked batch; only a commit by another writer between our

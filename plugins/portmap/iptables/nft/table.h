@@ -48,6 +48,7 @@
 #include "lib/base/result.h"
 #include "lib/net/ip.h"
 #include "lib/netfilter/message_chunks.h"
+#include "lib/netfilter/nfnl.h"
 #include "lib/netfilter/nlattr.h"
 #include "lib/sys/fd.h"
 #include "plugins/portmap/iptables/nat_table.h"
@@ -129,12 +130,6 @@ class NftNatTable final : public NatTable {
   };
   std::string Describe(const Op& op) const;
 
-  // What wraps the buffered messages at commit, and the sequence numbers answers refer to.
-  struct Batch {
-    std::vector<uint8_t> begin, end;  // BATCH_BEGIN (with the generation) and BATCH_END
-    uint32_t begin_seq = 0, first_seq = 0, last_seq = 0;
-  };
-
   NftNatTable(net::Family family, sys::UniqueFd fd);
   Status ReadTableState(const std::vector<std::string>& chains_to_read);
   // GETCHAIN of `chain` by name, and what its answer (the chain's message) records in chains_.
@@ -163,9 +158,10 @@ class NftNatTable final : public NatTable {
   Status AddRule(const std::string& chain, const Rule& rule, bool append);
   // Buffers one message (flags: NLM_F_* besides NLM_F_REQUEST).
   void Queue(uint16_t type, uint16_t flags, const std::vector<uint8_t>& attrs, std::string what);
-  // Numbers the buffered messages and wraps them in BATCH_BEGIN/END.
-  Batch BuildBatch(const std::vector<Op>& ops);
-  Status ReadBatchAnswers(const Batch& batch, const std::vector<Op>& ops);
+  // Numbers the buffered messages for one batch: BATCH_BEGIN's sequence number.
+  uint32_t NumberMessages(const std::vector<Op>& ops);
+  Status CheckBatchAnswers(uint32_t begin_seq, const std::vector<Op>& ops,
+                           const std::vector<netfilter::BatchAnswer>& answers) const;
 
   net::Family family_;
   sys::UniqueFd fd_;
