@@ -1,8 +1,9 @@
 #pragma once
 // The node's tables nat as the iptables layout reaches them: per family, in either mode
-// (mode.h), one transaction at a time (nat_table.h). The backend (backend.cc) reaches the kernel
-// only through this seam, so its rollback, refusal and DEL/GC paths also run against the
-// in-memory fake of plugins/portmap/testing/fake_nat_tables.h in the unit tier.
+// (mode.h), one transaction at a time (nat_table.h). The backend (backend.cc) and bridge's
+// ipMasq (plugins/bridge/masq.cc) reach the kernel's tables nat only through this seam, so
+// their rollback, refusal and DEL/GC paths also run against the in-memory fake of
+// plugins/portmap/testing/fake_nat_tables.h in the unit tier.
 //
 //   ipt::NatTables& tables = ipt::RealNatTables();
 //   NG_RETURN_IF_ERROR(tables.Transact(net::Family::kV4, IptablesMode::kNft, change, chains));
