@@ -22,8 +22,6 @@ namespace {
 using ipt::Plan;
 using ipt::Rule;
 
-using Change = ipt::NatTableChange;
-
 // The chains ApplyPlan and CheckPlan ask about.
 std::vector<std::string> ChainsRead(const Plan& plan) {
   std::vector<std::string> chains = plan.shared_chains;

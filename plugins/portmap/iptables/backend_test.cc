@@ -122,7 +122,7 @@ TEST_F(IptablesBackend, ConcurrentWriterMakesTheChangeRunAgain) {
   // The other writer is a second plugin adding container "other" at the same moment.
   FakeNatTables other_tables;
   ASSERT_TRUE(MakeIptablesMapper(std::nullopt, other_tables)->Forward(Parsed("", "other")).ok());
-  const FakeChains other_v4 = other_tables.Chains(kV4);
+  const FakeChains& other_v4 = other_tables.Chains(kV4);
   tables_.ConcurrentWrite(kV4, kNft, [&](FakeChains& chains) { chains = other_v4; });
 
   ASSERT_TRUE(mapper_->Forward(Parsed()).ok());
