@@ -444,4 +444,51 @@ Status DeleteFilters(netlink::Socket& sock, int ifindex, uint32_t parent, uint16
                       {ENOENT, EINVAL, ENODEV});
 }
 
+Result<std::optional<Qdisc>> NetlinkKernel::GetQdisc(int ifindex, uint32_t parent) {
+  return tc::GetQdisc(sock_, ifindex, parent);
+}
+Status NetlinkKernel::AddQdisc(int ifindex, const Qdisc& qdisc, bool replace) {
+  return tc::AddQdisc(sock_, ifindex, qdisc, replace);
+}
+Status NetlinkKernel::DeleteQdisc(int ifindex, const Qdisc& qdisc) {
+  return tc::DeleteQdisc(sock_, ifindex, qdisc);
+}
+Result<std::vector<HtbClass>> NetlinkKernel::ListHtbClasses(int ifindex) {
+  return tc::ListHtbClasses(sock_, ifindex);
+}
+Status NetlinkKernel::AddHtbClass(int ifindex, const HtbClass& cls) {
+  return tc::AddHtbClass(sock_, ifindex, cls);
+}
+Result<std::vector<Filter>> NetlinkKernel::ListFilters(int ifindex, uint32_t parent) {
+  return tc::ListFilters(sock_, ifindex, parent);
+}
+Status NetlinkKernel::AddFilter(int ifindex, const Filter& filter) {
+  return tc::AddFilter(sock_, ifindex, filter);
+}
+Status NetlinkKernel::DeleteFilters(int ifindex, uint32_t parent, uint16_t pref,
+                                    uint16_t protocol) {
+  return tc::DeleteFilters(sock_, ifindex, parent, pref, protocol);
+}
+
+Result<std::optional<netlink::LinkInfo>> NetlinkKernel::CreateIfb(
+    const netlink::IfbSpec& spec,
+    const std::function<Status(const netlink::LinkInfo&)>& while_down) {
+  return netlink::CreateIfb(sock_, spec, while_down);
+}
+Result<std::optional<netlink::LinkInfo>> NetlinkKernel::GetLinkByName(const std::string& name) {
+  return netlink::GetLinkByName(sock_, name);
+}
+Status NetlinkKernel::UpdateLink(const netlink::LinkInfo& current, const netlink::IfbSpec& spec) {
+  return netlink::UpdateLink(sock_, current, spec);
+}
+Status NetlinkKernel::DeleteLink(const std::string& name) {
+  return netlink::DeleteLink(sock_, name);
+}
+Status NetlinkKernel::DeleteLinkByIndex(int index) {
+  return netlink::DeleteLinkByIndex(sock_, index);
+}
+Status NetlinkKernel::RetireLink(const netlink::LinkInfo& link, const std::string& new_name) {
+  return netlink::RetireLink(sock_, link, new_name);
+}
+
 }  // namespace nodegate::tc

@@ -6,12 +6,21 @@
 //
 // Every call is O(objects on one device): a GET for a qdisc, a per-device dump for filters.
 // Only ListAllQdiscs walks the whole namespace (for GC).
+//
+// Kernel is the same operations (and the ifb devices a shaper redirects to) behind an
+// interface, so that a shaper's logic runs against lib/tc/testing/fake_kernel.h in unit tests:
+//
+//   tc::NetlinkKernel kernel(sock);
+//   NG_ASSIGN_OR_RETURN(std::optional<tc::Qdisc> root, kernel.GetQdisc(index, tc::kRootParent));
 
+#include <functional>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "lib/base/result.h"
+#include "lib/netlink/link.h"
 #include "lib/netlink/socket.h"
 #include "lib/tc/objects.h"
 
@@ -47,5 +56,58 @@ Status AddFilter(netlink::Socket& sock, int ifindex, const Filter& filter);
 // Deletes every filter at (parent, pref, protocol). Already gone: success.
 Status DeleteFilters(netlink::Socket& sock, int ifindex, uint32_t parent, uint16_t pref,
                      uint16_t protocol);
+
+// The calls of a shaper: the functions above on one device at a time, and the devices of
+// lib/netlink/link.h an egress shaper makes (ifbs). Each has the semantics of the function of
+// the same name.
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+
+  virtual Result<std::optional<Qdisc>> GetQdisc(int ifindex, uint32_t parent) = 0;
+  virtual Status AddQdisc(int ifindex, const Qdisc& qdisc, bool replace) = 0;
+  virtual Status DeleteQdisc(int ifindex, const Qdisc& qdisc) = 0;
+  virtual Result<std::vector<HtbClass>> ListHtbClasses(int ifindex) = 0;
+  virtual Status AddHtbClass(int ifindex, const HtbClass& cls) = 0;
+  virtual Result<std::vector<Filter>> ListFilters(int ifindex, uint32_t parent) = 0;
+  virtual Status AddFilter(int ifindex, const Filter& filter) = 0;
+  virtual Status DeleteFilters(int ifindex, uint32_t parent, uint16_t pref, uint16_t protocol) = 0;
+
+  virtual Result<std::optional<netlink::LinkInfo>> CreateIfb(
+      const netlink::IfbSpec& spec,
+      const std::function<Status(const netlink::LinkInfo&)>& while_down) = 0;
+  virtual Result<std::optional<netlink::LinkInfo>> GetLinkByName(const std::string& name) = 0;
+  virtual Status UpdateLink(const netlink::LinkInfo& current, const netlink::IfbSpec& spec) = 0;
+  virtual Status DeleteLink(const std::string& name) = 0;
+  virtual Status DeleteLinkByIndex(int index) = 0;
+  virtual Status RetireLink(const netlink::LinkInfo& link, const std::string& new_name) = 0;
+};
+
+// The kernel's, through rtnetlink on `sock` (which outlives it).
+class NetlinkKernel final : public Kernel {
+ public:
+  explicit NetlinkKernel(netlink::Socket& sock) : sock_(sock) {}
+
+  Result<std::optional<Qdisc>> GetQdisc(int ifindex, uint32_t parent) override;
+  Status AddQdisc(int ifindex, const Qdisc& qdisc, bool replace) override;
+  Status DeleteQdisc(int ifindex, const Qdisc& qdisc) override;
+  Result<std::vector<HtbClass>> ListHtbClasses(int ifindex) override;
+  Status AddHtbClass(int ifindex, const HtbClass& cls) override;
+  Result<std::vector<Filter>> ListFilters(int ifindex, uint32_t parent) override;
+  Status AddFilter(int ifindex, const Filter& filter) override;
+  Status DeleteFilters(int ifindex, uint32_t parent, uint16_t pref, uint16_t protocol) override;
+
+  Result<std::optional<netlink::LinkInfo>> CreateIfb(
+      const netlink::IfbSpec& spec,
+      const std::function<Status(const netlink::LinkInfo&)>& while_down) override;
+  Result<std::optional<netlink::LinkInfo>> GetLinkByName(const std::string& name) override;
+  Status UpdateLink(const netlink::LinkInfo& current, const netlink::IfbSpec& spec) override;
+  Status DeleteLink(const std::string& name) override;
+  Status DeleteLinkByIndex(int index) override;
+  Status RetireLink(const netlink::LinkInfo& link, const std::string& new_name) override;
+
+ private:
+  netlink::Socket& sock_;
+};
 
 }  // namespace nodegate::tc

@@ -117,12 +117,13 @@ Result<cni::CniResult> CmdAdd(const cni::CmdArgs& args) {
   NG_ASSIGN_OR_RETURN(netlink::Socket sock, netlink::Socket::Open());
   NG_ASSIGN_OR_RETURN(netlink::LinkInfo veth,
                       FindHostVeth(sock, args.netns, args.ifname, result.interfaces));
-  NG_ASSIGN_OR_RETURN(std::optional<netlink::LinkInfo> ifb, ApplyPlan(sock, plan, veth));
+  tc::NetlinkKernel kernel(sock);
+  NG_ASSIGN_OR_RETURN(std::optional<netlink::LinkInfo> ifb, ApplyPlan(kernel, plan, veth));
   if (ifb) {
     result.interfaces.push_back(cni::Interface{.name = ifb->name, .mac = ifb->mac});
   } else {
     // Egress shaping is off (perhaps turned off by this repeated ADD): no ifb may remain.
-    NG_RETURN_IF_ERROR(RemoveIfb(sock, IfbName(attachment.network, attachment.container_id)));
+    NG_RETURN_IF_ERROR(RemoveIfb(kernel, IfbName(attachment.network, attachment.container_id)));
   }
   return result;
 }
@@ -136,10 +137,11 @@ Status CmdDel(const cni::CmdArgs& args) {
                  valid.error().msg, args.container_id);
   }
   NG_ASSIGN_OR_RETURN(netlink::Socket sock, netlink::Socket::Open());
+  tc::NetlinkKernel kernel(sock);
   if (std::optional<netlink::LinkInfo> veth = FindHostVethForDel(sock, args)) {
-    NG_RETURN_IF_ERROR(RemoveHostObjects(sock, veth->index));
+    NG_RETURN_IF_ERROR(RemoveHostObjects(kernel, veth->index));
   }
-  return RetireIfb(sock, IfbName(args.conf.name, args.container_id));
+  return RetireIfb(kernel, IfbName(args.conf.name, args.container_id));
 }
 
 Status CmdCheck(const cni::CmdArgs& args) {
@@ -155,7 +157,8 @@ Status CmdCheck(const cni::CmdArgs& args) {
   NG_ASSIGN_OR_RETURN(netlink::Socket sock, netlink::Socket::Open());
   NG_ASSIGN_OR_RETURN(netlink::LinkInfo veth, FindHostVeth(sock, args.netns, args.ifname,
                                                            args.conf.prev_result->interfaces));
-  return CheckPlan(sock, plan, veth);
+  tc::NetlinkKernel kernel(sock);
+  return CheckPlan(kernel, plan, veth);
 }
 
 Status CmdGc(const cni::CmdArgs& args) {
@@ -164,6 +167,7 @@ Status CmdGc(const cni::CmdArgs& args) {
                       cni::ParseValidAttachments(args.conf.raw));
   NG_ASSIGN_OR_RETURN(netlink::Socket sock, netlink::Socket::Open());
   NG_ASSIGN_OR_RETURN(std::vector<netlink::LinkInfo> links, netlink::ListLinks(sock));
+  tc::NetlinkKernel kernel(sock);
 
   std::set<std::string> valid_names;
   for (const cni::Attachment& a : valid) {
@@ -202,7 +206,7 @@ Status CmdGc(const cni::CmdArgs& args) {
       continue;
     }
     cni::LogInfo("GC: deleting stale ifb {} (alias \"{}\")", link.name, link.alias);
-    if (Status s = RemoveIfb(sock, link.name); !s.ok()) {
+    if (Status s = RemoveIfb(kernel, link.name); !s.ok()) {
       errors.push_back(s.error().msg);  // keep going: GC is best effort per object
     }
   }

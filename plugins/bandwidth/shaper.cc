@@ -34,34 +34,34 @@ struct IngressState {
 
 bool IsPluginPref(uint16_t pref) { return pref >= kPrefIpv4 && pref <= kPrefCatchAll; }
 
-Result<RootState> ReadRoot(netlink::Socket& sock, int ifindex) {
+Result<RootState> ReadRoot(tc::Kernel& kernel, int ifindex) {
   RootState state;
-  NG_ASSIGN_OR_RETURN(std::optional<tc::Qdisc> root, tc::GetQdisc(sock, ifindex, tc::kRootParent));
+  NG_ASSIGN_OR_RETURN(std::optional<tc::Qdisc> root, kernel.GetQdisc(ifindex, tc::kRootParent));
   if (!root || root->handle == 0) {
     return state;
   }
   state.qdiscs.push_back(*root);
   if (root->kind == "htb") {
-    NG_ASSIGN_OR_RETURN(state.classes, tc::ListHtbClasses(sock, ifindex));
+    NG_ASSIGN_OR_RETURN(state.classes, kernel.ListHtbClasses(ifindex));
     for (const tc::HtbClass& c : state.classes) {
-      NG_ASSIGN_OR_RETURN(std::optional<tc::Qdisc> leaf, tc::GetQdisc(sock, ifindex, c.classid));
+      NG_ASSIGN_OR_RETURN(std::optional<tc::Qdisc> leaf, kernel.GetQdisc(ifindex, c.classid));
       if (leaf && leaf->handle != 0) {
         state.qdiscs.push_back(*leaf);
       }
     }
-    NG_ASSIGN_OR_RETURN(state.filters, tc::ListFilters(sock, ifindex, root->handle));
+    NG_ASSIGN_OR_RETURN(state.filters, kernel.ListFilters(ifindex, root->handle));
   }
   return state;
 }
 
-Result<IngressState> ReadIngress(netlink::Socket& sock, int ifindex) {
+Result<IngressState> ReadIngress(tc::Kernel& kernel, int ifindex) {
   IngressState state;
-  NG_ASSIGN_OR_RETURN(state.qdisc, tc::GetQdisc(sock, ifindex, tc::kIngressParent));
+  NG_ASSIGN_OR_RETURN(state.qdisc, kernel.GetQdisc(ifindex, tc::kIngressParent));
   if (!state.qdisc || state.qdisc->kind != "ingress") {
     return state;
   }
   NG_ASSIGN_OR_RETURN(std::vector<tc::Filter> filters,
-                      tc::ListFilters(sock, ifindex, tc::kIngressHandle));
+                      kernel.ListFilters(ifindex, tc::kIngressHandle));
   for (tc::Filter& f : filters) {
     (IsPluginPref(f.pref) ? state.ours : state.others).push_back(std::move(f));
   }
@@ -108,7 +108,7 @@ std::set<std::pair<uint16_t, uint16_t>> FilterGroups(const std::vector<tc::Filte
 }
 
 // Brings a device's root to `want` (qdiscs parent-first, filters on the root).
-Status ApplyRoot(netlink::Socket& sock, int ifindex, const RootState& want, const RootState& have) {
+Status ApplyRoot(tc::Kernel& kernel, int ifindex, const RootState& want, const RootState& have) {
   if (SameQdiscs(want.qdiscs, have.qdiscs) && want.classes == have.classes &&
       SameFilters(want.filters, have.filters)) {
     return OkStatus();
@@ -117,28 +117,28 @@ Status ApplyRoot(netlink::Socket& sock, int ifindex, const RootState& want, cons
   if (want.qdiscs.size() == 1 && have.qdiscs.size() == 1 && want.filters.empty() &&
       have.filters.empty() && want.qdiscs[0].kind == "tbf" && have.qdiscs[0].kind == "tbf" &&
       want.qdiscs[0].handle == have.qdiscs[0].handle) {
-    return tc::AddQdisc(sock, ifindex, want.qdiscs[0], /*replace=*/true);
+    return kernel.AddQdisc(ifindex, want.qdiscs[0], /*replace=*/true);
   }
   if (!have.qdiscs.empty()) {
-    NG_RETURN_IF_ERROR(tc::DeleteQdisc(sock, ifindex, have.qdiscs[0]));
+    NG_RETURN_IF_ERROR(kernel.DeleteQdisc(ifindex, have.qdiscs[0]));
   }
   if (!want.qdiscs.empty()) {
-    NG_RETURN_IF_ERROR(tc::AddQdisc(sock, ifindex, want.qdiscs[0], /*replace=*/false));
+    NG_RETURN_IF_ERROR(kernel.AddQdisc(ifindex, want.qdiscs[0], /*replace=*/false));
   }
   for (const tc::HtbClass& c : want.classes) {
-    NG_RETURN_IF_ERROR(tc::AddHtbClass(sock, ifindex, c));
+    NG_RETURN_IF_ERROR(kernel.AddHtbClass(ifindex, c));
   }
   for (size_t i = 1; i < want.qdiscs.size(); ++i) {
-    NG_RETURN_IF_ERROR(tc::AddQdisc(sock, ifindex, want.qdiscs[i], /*replace=*/false));
+    NG_RETURN_IF_ERROR(kernel.AddQdisc(ifindex, want.qdiscs[i], /*replace=*/false));
   }
   for (const tc::Filter& f : want.filters) {
-    NG_RETURN_IF_ERROR(tc::AddFilter(sock, ifindex, f));
+    NG_RETURN_IF_ERROR(kernel.AddFilter(ifindex, f));
   }
   return OkStatus();
 }
 
 // Brings the plugin's filters on the host veth's ingress hook to `want`.
-Status ApplyIngress(netlink::Socket& sock, int ifindex, const std::string& dev,
+Status ApplyIngress(tc::Kernel& kernel, int ifindex, const std::string& dev,
                     const std::vector<tc::Filter>& want, const IngressState& have) {
   if (have.qdisc && have.qdisc->kind != "ingress") {
     return Error(kErrKernel, "host veth " + dev + " has a " + have.qdisc->kind +
@@ -152,11 +152,11 @@ Status ApplyIngress(netlink::Socket& sock, int ifindex, const std::string& dev,
     return OkStatus();
   }
   for (const auto& [pref, protocol] : FilterGroups(have.ours)) {
-    NG_RETURN_IF_ERROR(tc::DeleteFilters(sock, ifindex, tc::kIngressHandle, pref, protocol));
+    NG_RETURN_IF_ERROR(kernel.DeleteFilters(ifindex, tc::kIngressHandle, pref, protocol));
   }
   if (want.empty()) {
     if (have.others.empty()) {
-      NG_RETURN_IF_ERROR(tc::DeleteQdisc(sock, ifindex, *have.qdisc));
+      NG_RETURN_IF_ERROR(kernel.DeleteQdisc(ifindex, *have.qdisc));
     }
     return OkStatus();
   }
@@ -165,41 +165,41 @@ Status ApplyIngress(netlink::Socket& sock, int ifindex, const std::string& dev,
     ingress.kind = "ingress";
     ingress.handle = tc::kIngressHandle;
     ingress.parent = tc::kIngressParent;
-    NG_RETURN_IF_ERROR(tc::AddQdisc(sock, ifindex, ingress, /*replace=*/false));
+    NG_RETURN_IF_ERROR(kernel.AddQdisc(ifindex, ingress, /*replace=*/false));
   }
   for (const tc::Filter& f : want) {
-    NG_RETURN_IF_ERROR(tc::AddFilter(sock, ifindex, f));
+    NG_RETURN_IF_ERROR(kernel.AddFilter(ifindex, f));
   }
   return OkStatus();
 }
 
 // Puts back an ingress hook as read before a failed ADD (best effort).
-void RestoreIngress(netlink::Socket& sock, int ifindex, const IngressState& before) {
-  auto now = ReadIngress(sock, ifindex);
+void RestoreIngress(tc::Kernel& kernel, int ifindex, const IngressState& before) {
+  auto now = ReadIngress(kernel, ifindex);
   if (!now.ok()) {
     return;
   }
   if (!before.qdisc) {
     if (now->qdisc && now->qdisc->kind == "ingress" && now->others.empty()) {
-      (void)tc::DeleteQdisc(sock, ifindex, *now->qdisc);
+      (void)kernel.DeleteQdisc(ifindex, *now->qdisc);
     }
     return;
   }
-  (void)ApplyIngress(sock, ifindex, "", before.ours, *now);
+  (void)ApplyIngress(kernel, ifindex, "", before.ours, *now);
 }
 
-void RestoreRoot(netlink::Socket& sock, int ifindex, const RootState& before) {
-  auto now = ReadRoot(sock, ifindex);
+void RestoreRoot(tc::Kernel& kernel, int ifindex, const RootState& before) {
+  auto now = ReadRoot(kernel, ifindex);
   if (!now.ok()) {
     return;
   }
   if (before.qdiscs.empty()) {
     if (!now->qdiscs.empty()) {
-      (void)tc::DeleteQdisc(sock, ifindex, now->qdiscs[0]);
+      (void)kernel.DeleteQdisc(ifindex, now->qdiscs[0]);
     }
     return;
   }
-  (void)ApplyRoot(sock, ifindex, before, *now);
+  (void)ApplyRoot(kernel, ifindex, before, *now);
 }
 
 // The reference installs the redirect twice (stolen, then an unreachable pass): for CHECK,
@@ -301,11 +301,11 @@ Status CheckFilters(const std::vector<tc::Filter>& want, std::vector<tc::Filter>
 
 }  // namespace
 
-Result<std::optional<netlink::LinkInfo>> ApplyPlan(netlink::Socket& sock, const ShapingPlan& plan,
+Result<std::optional<netlink::LinkInfo>> ApplyPlan(tc::Kernel& kernel, const ShapingPlan& plan,
                                                    const netlink::LinkInfo& veth) {
   // What was there before, to put back if a later step fails.
-  NG_ASSIGN_OR_RETURN(RootState veth_root_before, ReadRoot(sock, veth.index));
-  NG_ASSIGN_OR_RETURN(IngressState ingress_before, ReadIngress(sock, veth.index));
+  NG_ASSIGN_OR_RETURN(RootState veth_root_before, ReadRoot(kernel, veth.index));
+  NG_ASSIGN_OR_RETURN(IngressState ingress_before, ReadIngress(kernel, veth.index));
   bool failed = true;
 
   std::optional<netlink::LinkInfo> ifb;
@@ -316,9 +316,9 @@ Result<std::optional<netlink::LinkInfo>> ApplyPlan(netlink::Socket& sock, const 
       return;
     }
     if (created_ifb) {
-      (void)RemoveIfb(sock, plan.ifb->name);
+      (void)RemoveIfb(kernel, plan.ifb->name);
     } else if (ifb) {
-      RestoreRoot(sock, ifb->index, ifb_root_before);
+      RestoreRoot(kernel, ifb->index, ifb_root_before);
     }
   });
 
@@ -330,12 +330,12 @@ Result<std::optional<netlink::LinkInfo>> ApplyPlan(netlink::Socket& sock, const 
     // when it is taken (a repeated ADD, or someone else's device). A new ifb gets its root
     // while still down (no RCU wait, netlink::CreateIfb); before, its root was the kernel's
     // default, which ReadRoot reports as nothing.
-    NG_ASSIGN_OR_RETURN(ifb, netlink::CreateIfb(sock, spec, [&](const netlink::LinkInfo& down) {
-                          return ApplyRoot(sock, down.index, want_ifb_root, RootState{});
-                        }));
+    NG_ASSIGN_OR_RETURN(ifb, kernel.CreateIfb(spec, [&](const netlink::LinkInfo& down) {
+      return ApplyRoot(kernel, down.index, want_ifb_root, RootState{});
+    }));
     created_ifb = ifb.has_value();
     if (!created_ifb) {
-      NG_ASSIGN_OR_RETURN(ifb, netlink::GetLinkByName(sock, plan.ifb->name));
+      NG_ASSIGN_OR_RETURN(ifb, kernel.GetLinkByName(plan.ifb->name));
       if (!ifb) {
         return Error(kErrKernel, "ifb " + plan.ifb->name + " vanished while being taken over");
       }
@@ -344,33 +344,33 @@ Result<std::optional<netlink::LinkInfo>> ApplyPlan(netlink::Socket& sock, const 
                                      (ifb->kind.empty() ? "device without kind" : ifb->kind) +
                                      ", not an ifb");
       }
-      NG_RETURN_IF_ERROR(netlink::UpdateLink(sock, *ifb, spec));
-      NG_ASSIGN_OR_RETURN(ifb_root_before, ReadRoot(sock, ifb->index));
-      NG_RETURN_IF_ERROR(ApplyRoot(sock, ifb->index, want_ifb_root, ifb_root_before));
+      NG_RETURN_IF_ERROR(kernel.UpdateLink(*ifb, spec));
+      NG_ASSIGN_OR_RETURN(ifb_root_before, ReadRoot(kernel, ifb->index));
+      NG_RETURN_IF_ERROR(ApplyRoot(kernel, ifb->index, want_ifb_root, ifb_root_before));
     }
   }
 
   ScopeGuard undo_ingress([&] {
     if (failed) {
-      RestoreIngress(sock, veth.index, ingress_before);
+      RestoreIngress(kernel, veth.index, ingress_before);
     }
   });
   const std::vector<tc::Filter> ingress_filters =
       ResolveRedirects(plan.host_ingress_filters, ifb ? ifb->index : 0);
-  NG_RETURN_IF_ERROR(ApplyIngress(sock, veth.index, veth.name, ingress_filters, ingress_before));
+  NG_RETURN_IF_ERROR(ApplyIngress(kernel, veth.index, veth.name, ingress_filters, ingress_before));
 
   ScopeGuard undo_root([&] {
     if (failed) {
-      RestoreRoot(sock, veth.index, veth_root_before);
+      RestoreRoot(kernel, veth.index, veth_root_before);
     }
   });
   const RootState want_root{plan.host_root, plan.host_root_classes, plan.host_root_filters};
   if (!plan.host_root.empty()) {
-    NG_RETURN_IF_ERROR(ApplyRoot(sock, veth.index, want_root, veth_root_before));
+    NG_RETURN_IF_ERROR(ApplyRoot(kernel, veth.index, want_root, veth_root_before));
   } else if (!veth_root_before.qdiscs.empty()) {
     // Ingress shaping turned off by a repeated ADD: drop our old root, leave others alone.
     if (IsPluginRoot(veth_root_before.qdiscs[0])) {
-      NG_RETURN_IF_ERROR(tc::DeleteQdisc(sock, veth.index, veth_root_before.qdiscs[0]));
+      NG_RETURN_IF_ERROR(kernel.DeleteQdisc(veth.index, veth_root_before.qdiscs[0]));
     }
   }
 
@@ -378,9 +378,9 @@ Result<std::optional<netlink::LinkInfo>> ApplyPlan(netlink::Socket& sock, const 
   return ifb;
 }
 
-Status CheckPlan(netlink::Socket& sock, const ShapingPlan& plan, const netlink::LinkInfo& veth) {
+Status CheckPlan(tc::Kernel& kernel, const ShapingPlan& plan, const netlink::LinkInfo& veth) {
   if (!plan.host_root.empty()) {
-    NG_ASSIGN_OR_RETURN(RootState root, ReadRoot(sock, veth.index));
+    NG_ASSIGN_OR_RETURN(RootState root, ReadRoot(kernel, veth.index));
     NG_RETURN_IF_ERROR(CheckQdiscs(plan.host_root, root.qdiscs, veth.name));
     NG_RETURN_IF_ERROR(CheckClasses(plan.host_root_classes, root.classes, veth.name));
     if (!plan.host_root_filters.empty() || !root.filters.empty()) {
@@ -390,7 +390,7 @@ Status CheckPlan(netlink::Socket& sock, const ShapingPlan& plan, const netlink::
   }
   if (plan.ifb) {
     const std::string& name = plan.ifb->name;
-    NG_ASSIGN_OR_RETURN(std::optional<netlink::LinkInfo> ifb, netlink::GetLinkByName(sock, name));
+    NG_ASSIGN_OR_RETURN(std::optional<netlink::LinkInfo> ifb, kernel.GetLinkByName(name));
     if (!ifb) {
       return CheckFailed("get ifb device: Link not found (" + name + ")");
     }
@@ -409,10 +409,10 @@ Status CheckPlan(netlink::Socket& sock, const ShapingPlan& plan, const netlink::
       return CheckFailed("ifb " + name + " belongs to another attachment (alias \"" + ifb->alias +
                          "\", want \"" + plan.ifb->alias + "\")");
     }
-    NG_ASSIGN_OR_RETURN(RootState ifb_root, ReadRoot(sock, ifb->index));
+    NG_ASSIGN_OR_RETURN(RootState ifb_root, ReadRoot(kernel, ifb->index));
     NG_RETURN_IF_ERROR(CheckQdiscs({plan.ifb->root}, ifb_root.qdiscs, name));
 
-    NG_ASSIGN_OR_RETURN(IngressState ingress, ReadIngress(sock, veth.index));
+    NG_ASSIGN_OR_RETURN(IngressState ingress, ReadIngress(kernel, veth.index));
     if (!ingress.qdisc || ingress.qdisc->kind != "ingress") {
       return CheckFailed("Failed to find ingress qdisc on " + veth.name);
     }
@@ -422,43 +422,40 @@ Status CheckPlan(netlink::Socket& sock, const ShapingPlan& plan, const netlink::
   return OkStatus();
 }
 
-Status RemoveHostObjects(netlink::Socket& sock, int veth_index) {
-  NG_ASSIGN_OR_RETURN(RootState root, ReadRoot(sock, veth_index));
+Status RemoveHostObjects(tc::Kernel& kernel, int veth_index) {
+  NG_ASSIGN_OR_RETURN(RootState root, ReadRoot(kernel, veth_index));
   if (!root.qdiscs.empty()) {
     if (IsPluginRoot(root.qdiscs[0])) {
-      NG_RETURN_IF_ERROR(tc::DeleteQdisc(sock, veth_index, root.qdiscs[0]));
+      NG_RETURN_IF_ERROR(kernel.DeleteQdisc(veth_index, root.qdiscs[0]));
     }
   }
-  NG_ASSIGN_OR_RETURN(IngressState ingress, ReadIngress(sock, veth_index));
+  NG_ASSIGN_OR_RETURN(IngressState ingress, ReadIngress(kernel, veth_index));
   if (ingress.qdisc && ingress.qdisc->kind == "ingress") {
-    return ApplyIngress(sock, veth_index, "", {}, ingress);
+    return ApplyIngress(kernel, veth_index, "", {}, ingress);
   }
   return OkStatus();
 }
 
-Status RemoveIfb(netlink::Socket& sock, const std::string& name) {
-  return netlink::DeleteLink(sock, name);
-}
+Status RemoveIfb(tc::Kernel& kernel, const std::string& name) { return kernel.DeleteLink(name); }
 
-Status RetireIfb(netlink::Socket& sock, const std::string& name) {
+Status RetireIfb(tc::Kernel& kernel, const std::string& name) {
   // A DEL killed after retiring this container's ifb and before its helper started left it
   // under the retired name: delete it now (also frees that name for this retirement).
   const std::string retired = RetiredIfbName(name);
-  NG_ASSIGN_OR_RETURN(std::optional<netlink::LinkInfo> left, netlink::GetLinkByName(sock, retired));
-  if (left && left->kind == "ifb")
-    NG_RETURN_IF_ERROR(netlink::DeleteLinkByIndex(sock, left->index));
-  if (!sys::DetachedWorkAllowed()) return RemoveIfb(sock, name);
-  NG_ASSIGN_OR_RETURN(std::optional<netlink::LinkInfo> ifb, netlink::GetLinkByName(sock, name));
+  NG_ASSIGN_OR_RETURN(std::optional<netlink::LinkInfo> left, kernel.GetLinkByName(retired));
+  if (left && left->kind == "ifb") NG_RETURN_IF_ERROR(kernel.DeleteLinkByIndex(left->index));
+  if (!sys::DetachedWorkAllowed()) return RemoveIfb(kernel, name);
+  NG_ASSIGN_OR_RETURN(std::optional<netlink::LinkInfo> ifb, kernel.GetLinkByName(name));
   if (!ifb) return OkStatus();
-  if (ifb->kind != "ifb") return RemoveIfb(sock, name);
-  NG_RETURN_IF_ERROR(netlink::RetireLink(sock, *ifb, retired));
+  if (ifb->kind != "ifb") return RemoveIfb(kernel, name);
+  NG_RETURN_IF_ERROR(kernel.RetireLink(*ifb, retired));
   const int index = ifb->index;
   const bool detached = sys::SpawnDetached([index] {
     if (auto helper = netlink::Socket::Open(); helper.ok()) {
       (void)netlink::DeleteLinkByIndex(*helper, index);  // GC deletes it if this fails
     }
   });
-  return detached ? OkStatus() : netlink::DeleteLinkByIndex(sock, index);
+  return detached ? OkStatus() : kernel.DeleteLinkByIndex(index);
 }
 
 }  // namespace nodegate::bandwidth

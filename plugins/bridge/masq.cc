@@ -12,10 +12,9 @@
 #include "lib/cni/logging.h"
 #include "lib/netfilter/nft_batch.h"
 #include "lib/netfilter/query.h"
-#include "plugins/portmap/iptables/legacy/table.h"
 #include "plugins/portmap/iptables/mode.h"
 #include "plugins/portmap/iptables/nat_table.h"
-#include "plugins/portmap/iptables/nft/table.h"
+#include "plugins/portmap/iptables/nat_tables.h"
 #include "plugins/portmap/iptables/rules.h"
 
 namespace nodegate::bridge {
@@ -70,14 +69,8 @@ FamilyRules RulesOf(const MasqPlan& plan, net::Family family) {
   return out;
 }
 
-Status Transact(net::Family family, IptablesMode mode, const ipt::NatTableChange& change,
-                const std::vector<std::string>& chains_read) {
-  return mode == IptablesMode::kNft ? ipt::TransactNft(family, change, chains_read)
-                                    : ipt::TransactLegacy(family, change);
-}
-
-IptablesMode ModeOf(net::Family family) {
-  return portmap::ChooseMode(family, std::nullopt, portmap::NodeView::Real()).mode;
+IptablesMode ModeOf(ipt::NatTables& tables, net::Family family) {
+  return tables.ChooseMode(family, std::nullopt).mode;
 }
 
 // The rules of `rules` in `table`, each added when missing (AppendUnique). A chain created now
@@ -119,10 +112,12 @@ Result<bool> RemoveChains(ipt::NatTable& table, const std::set<std::string>& cha
 
 // The modes whose table nat may hold rules of ours: nf_tables when it answers, the legacy
 // tables when loaded (reading unloaded ones would load them).
-std::vector<IptablesMode> ModesPresent(net::Family family) {
+std::vector<IptablesMode> ModesPresent(ipt::NatTables& tables, net::Family family) {
   std::vector<IptablesMode> modes;
-  if (ipt::NftNatTable::Usable(family).ok()) modes.push_back(IptablesMode::kNft);
-  if (portmap::LegacyTableLoaded(family, ipt::kTable)) modes.push_back(IptablesMode::kLegacy);
+  if (tables.Usable(family, IptablesMode::kNft)) modes.push_back(IptablesMode::kNft);
+  if (tables.MayHoldChain(family, IptablesMode::kLegacy, kPostrouting)) {
+    modes.push_back(IptablesMode::kLegacy);
+  }
   return modes;
 }
 
@@ -355,13 +350,17 @@ std::string NftMasqNetworkPrefix(const std::string& network) { return Hash16(net
 
 Status SetupMasq(MasqBackend backend, const MasqAttachment& a, const MasqPlan& plan) {
   if (backend == MasqBackend::kNftables) return SetupNft(a, plan);
+  return SetupIptablesMasq(ipt::RealNatTables(), plan);
+}
+
+Status SetupIptablesMasq(ipt::NatTables& tables, const MasqPlan& plan) {
   for (const net::Family family : kFamilies) {
     const FamilyRules rules = RulesOf(plan, family);
     if (rules.chain.empty()) continue;
-    const IptablesMode mode = ModeOf(family);
-    Status s = Transact(family, mode,
-                        [&](ipt::NatTable& table) { return ApplyFamily(table, plan.chain, rules); },
-                        {plan.chain, kPostrouting});
+    const IptablesMode mode = ModeOf(tables, family);
+    Status s = tables.Transact(
+        family, mode, [&](ipt::NatTable& table) { return ApplyFamily(table, plan.chain, rules); },
+        {plan.chain, kPostrouting});
     if (!s.ok()) {
       return s.error().WithContext("ipMasq (IPv" + Digit(family) + ", iptables " +
                                    std::string(portmap::IptablesModeName(mode)) + ")");
@@ -370,17 +369,22 @@ Status SetupMasq(MasqBackend backend, const MasqAttachment& a, const MasqPlan& p
   return OkStatus();
 }
 
-Status TeardownMasq(const MasqAttachment& a) {
+std::vector<std::string> TeardownIptablesMasq(ipt::NatTables& tables, const MasqAttachment& a) {
   const std::string chain = MasqChainName(a.network, a.container_id);
   std::vector<std::string> errors;
   for (const net::Family family : kFamilies) {
-    for (const IptablesMode mode : ModesPresent(family)) {
-      Status s =
-          Transact(family, mode, [&](ipt::NatTable& table) { return RemoveChains(table, {chain}); },
-                   {chain, kPostrouting});
+    for (const IptablesMode mode : ModesPresent(tables, family)) {
+      Status s = tables.Transact(family, mode,
+                                 [&](ipt::NatTable& table) { return RemoveChains(table, {chain}); },
+                                 {chain, kPostrouting});
       if (!s.ok()) errors.push_back(s.error().msg);
     }
   }
+  return errors;
+}
+
+Status TeardownMasq(const MasqAttachment& a) {
+  std::vector<std::string> errors = TeardownIptablesMasq(ipt::RealNatTables(), a);
   if (Status s = TeardownNft(a); !s.ok()) errors.push_back(s.error().msg);
   if (!errors.empty()) {
     std::string details;
@@ -392,12 +396,16 @@ Status TeardownMasq(const MasqAttachment& a) {
 
 Status CheckMasq(MasqBackend backend, const MasqAttachment& a, const MasqPlan& plan) {
   if (backend == MasqBackend::kNftables) return CheckNft(a, plan);
+  return CheckIptablesMasq(ipt::RealNatTables(), plan);
+}
+
+Status CheckIptablesMasq(ipt::NatTables& tables, const MasqPlan& plan) {
   for (const net::Family family : kFamilies) {
     const FamilyRules rules = RulesOf(plan, family);
     if (rules.chain.empty()) continue;
-    const IptablesMode mode = ModeOf(family);
+    const IptablesMode mode = ModeOf(tables, family);
     Status found = OkStatus();
-    NG_RETURN_IF_ERROR(Transact(
+    NG_RETURN_IF_ERROR(tables.Transact(
         family, mode,
         [&](ipt::NatTable& table) -> Result<bool> {
           auto missing = [&](const std::string& what) {
@@ -434,18 +442,12 @@ Status CheckMasq(MasqBackend backend, const MasqAttachment& a, const MasqPlan& p
   return OkStatus();
 }
 
-Status GcMasq(const std::string& network, const std::vector<cni::Attachment>& valid) {
-  std::set<std::string> valid_ids;
-  std::set<std::string> valid_comments;
-  for (const cni::Attachment& v : valid) {
-    valid_ids.insert(v.container_id);
-    valid_comments.insert(
-        NftMasqComment({.network = network, .ifname = v.ifname, .container_id = v.container_id}));
-  }
+std::vector<std::string> GcIptablesMasq(ipt::NatTables& tables, const std::string& network,
+                                        const std::set<std::string>& valid_ids) {
   std::vector<std::string> errors;
   for (const net::Family family : kFamilies) {
-    for (const IptablesMode mode : ModesPresent(family)) {
-      Status s = Transact(
+    for (const IptablesMode mode : ModesPresent(tables, family)) {
+      Status s = tables.Transact(
           family, mode,
           [&](ipt::NatTable& table) -> Result<bool> {
             NG_ASSIGN_OR_RETURN(auto jumps, table.JumpComments(kPostrouting, "CNI-"));
@@ -468,6 +470,18 @@ Status GcMasq(const std::string& network, const std::vector<cni::Attachment>& va
       if (!s.ok()) errors.push_back(s.error().msg);
     }
   }
+  return errors;
+}
+
+Status GcMasq(const std::string& network, const std::vector<cni::Attachment>& valid) {
+  std::set<std::string> valid_ids;
+  std::set<std::string> valid_comments;
+  for (const cni::Attachment& v : valid) {
+    valid_ids.insert(v.container_id);
+    valid_comments.insert(
+        NftMasqComment({.network = network, .ifname = v.ifname, .container_id = v.container_id}));
+  }
+  std::vector<std::string> errors = GcIptablesMasq(ipt::RealNatTables(), network, valid_ids);
   Status nft = OkStatus();
   if (auto exists = NftTableExists(); exists.ok() && *exists) {
     const std::string prefix = NftMasqNetworkPrefix(network) + "-";

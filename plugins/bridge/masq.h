@@ -27,6 +27,7 @@
 #include "lib/net/ip.h"
 #include "plugins/bridge/config.h"
 #include "plugins/bridge/plan.h"
+#include "plugins/portmap/iptables/nat_tables.h"
 
 namespace nodegate::bridge {
 
@@ -58,5 +59,15 @@ Status CheckMasq(MasqBackend backend, const MasqAttachment& a, const MasqPlan& p
 // GC: removes the rules of `network` whose attachment is not in `valid` (container IDs for
 // iptables, whose comment has no ifname; (ID, ifname) for nftables). Keeps going, reports all.
 Status GcMasq(const std::string& network, const std::vector<cni::Attachment>& valid);
+
+// The iptables backend's part of each verb above, on `tables` (the verbs pass
+// portmap::ipt::RealNatTables(); unit tests an in-memory fake). Teardown and GC go on past a
+// failing table and return every table's error message.
+Status SetupIptablesMasq(portmap::ipt::NatTables& tables, const MasqPlan& plan);
+std::vector<std::string> TeardownIptablesMasq(portmap::ipt::NatTables& tables,
+                                              const MasqAttachment& a);
+Status CheckIptablesMasq(portmap::ipt::NatTables& tables, const MasqPlan& plan);
+std::vector<std::string> GcIptablesMasq(portmap::ipt::NatTables& tables, const std::string& network,
+                                        const std::set<std::string>& valid_ids);
 
 }  // namespace nodegate::bridge

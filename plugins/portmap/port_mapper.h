@@ -13,6 +13,10 @@
 
 namespace nodegate::portmap {
 
+namespace ipt {
+class NatTables;  // iptables/nat_tables.h
+}
+
 class PortMapper {
  public:
   virtual ~PortMapper() = default;
@@ -33,6 +37,9 @@ class PortMapper {
 
 // `mode`: the config's "iptablesMode"; nullopt chooses the node's (iptables/mode.h).
 std::unique_ptr<PortMapper> MakeIptablesMapper(std::optional<IptablesMode> mode = std::nullopt);
+// The same on `tables` instead of the kernel's (a fake in unit tests); `tables` outlives it.
+std::unique_ptr<PortMapper> MakeIptablesMapper(std::optional<IptablesMode> mode,
+                                               ipt::NatTables& tables);
 std::unique_ptr<PortMapper> MakeNftablesMapper();
 
 }  // namespace nodegate::portmap

@@ -2,49 +2,25 @@
 // (mode.h), written once against NatTable (nat_table.h) for its two writers: x_tables through
 // libiptc under the xtables lock the iptables tools take (legacy/), or nf_tables in
 // iptables-nft's encoding through generation-checked netlink batches (nft/). One transaction per
-// family per call; concurrent iptables users lose nothing in either mode.
-extern "C" {  // libip6tc.h lacks its own C linkage block
-#include <libiptc/libip6tc.h>
-}
-#include <libiptc/libiptc.h>
-#include <sys/socket.h>
-
-#include <cerrno>
-#include <cstring>
+// family per call; concurrent iptables users lose nothing in either mode. The kernel is reached
+// only through NatTables (nat_tables.h), which unit tests replace with an in-memory fake.
 #include <map>
 #include <memory>
 #include <vector>
 
 #include "lib/base/scope_guard.h"
 #include "lib/cni/logging.h"
-#include "lib/netfilter/query.h"
-#include "lib/sys/fd.h"
-#include "lib/sys/file_lock.h"
-#include "plugins/portmap/iptables/legacy/encode.h"
-#include "plugins/portmap/iptables/legacy/ops.h"
-#include "plugins/portmap/iptables/legacy/table.h"
 #include "plugins/portmap/iptables/mode.h"
 #include "plugins/portmap/iptables/nat_table.h"
-#include "plugins/portmap/iptables/nft/table.h"
+#include "plugins/portmap/iptables/nat_tables.h"
 #include "plugins/portmap/iptables/rules.h"
 #include "plugins/portmap/port_mapper.h"
 
 namespace nodegate::portmap {
 namespace {
 
-using ipt::NftNatTable;
 using ipt::Plan;
 using ipt::Rule;
-
-using Change = ipt::NatTableChange;
-
-// `chains_read`: the chains `change` asks about (nf_tables reads them all in one round trip
-// when the transaction opens; the legacy table is one snapshot anyway).
-Status Transact(net::Family family, IptablesMode mode, const Change& change,
-                const std::vector<std::string>& chains_read = {}) {
-  return mode == IptablesMode::kNft ? ipt::TransactNft(family, change, chains_read)
-                                    : ipt::TransactLegacy(family, change);
-}
 
 // The chains ApplyPlan and CheckPlan ask about.
 std::vector<std::string> ChainsRead(const Plan& plan) {
@@ -102,11 +78,11 @@ Result<bool> RemoveChains(ipt::NatTable& table, const std::string& parent,
 
 // Removes the container's chains in one family and mode, in one transaction that commits
 // only when there is something to remove.
-Status TeardownFamily(net::Family family, IptablesMode mode, const std::string& network,
-                      const std::string& id) {
+Status TeardownFamily(ipt::NatTables& tables, net::Family family, IptablesMode mode,
+                      const std::string& network, const std::string& id) {
   const std::string dnat_chain = ipt::ContainerChainName(network, id);
   const std::string snat_chain = ipt::LegacySnatChainName(network, id);
-  return Transact(
+  return tables.Transact(
       family, mode,
       [&](ipt::NatTable& table) -> Result<bool> {
         NG_ASSIGN_OR_RETURN(bool dnat, RemoveChains(table, ipt::kDnatChain, {dnat_chain}));
@@ -117,51 +93,20 @@ Status TeardownFamily(net::Family family, IptablesMode mode, const std::string& 
       {dnat_chain, snat_chain});
 }
 
-// Whether table nat of the family answers, from its header alone (IPT_SO_GET_INFO, a few
-// hundred bytes; opening a snapshot copies the whole table, about 6 ms per 1,000 mappings).
-// The kernel loads iptable_nat for this request when needed, as it does for libiptc's.
-template <typename Info>
-bool TableAnswers(int domain, int level, int option) {
-  sys::UniqueFd fd(::socket(domain, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW));
-  if (!fd.valid()) return false;
-  Info info{};
-  std::strncpy(info.name, ipt::kTable, sizeof(info.name) - 1);
-  socklen_t len = sizeof(info);
-  return ::getsockopt(fd.get(), level, option, &info, &len) == 0;
-}
-
-bool LegacyUsable(net::Family family) {
-  return family == net::Family::kV4
-             ? TableAnswers<ipt_getinfo>(AF_INET, IPPROTO_IP, IPT_SO_GET_INFO)
-             : TableAnswers<ip6t_getinfo>(AF_INET6, IPPROTO_IPV6, IP6T_SO_GET_INFO);
-}
-
-bool ModeUsable(net::Family family, IptablesMode mode) {
-  return mode == IptablesMode::kNft ? NftNatTable::Usable(family).ok() : LegacyUsable(family);
-}
-
-// Whether table nat of the other mode may hold this layout's rules, without creating it: a
-// node that switched modes keeps the old mode's rules until they are removed.
-bool ModeHasLayout(net::Family family, IptablesMode mode) {
-  if (mode == IptablesMode::kLegacy) return LegacyTableLoaded(family, ipt::kTable);
-  auto present =
-      netfilter::HasChain(family == net::Family::kV4 ? 2 : 10, ipt::kTable, ipt::kDnatChain);
-  return present.ok() && *present;
-}
-
 IptablesMode Other(IptablesMode mode) {
   return mode == IptablesMode::kNft ? IptablesMode::kLegacy : IptablesMode::kNft;
 }
 
 class IptablesMapper : public PortMapper {
  public:
-  explicit IptablesMapper(std::optional<IptablesMode> configured) : configured_(configured) {}
+  IptablesMapper(std::optional<IptablesMode> configured, ipt::NatTables& tables)
+      : configured_(configured), tables_(tables) {}
 
   // The mode of each family, chosen once per call (mode.h).
   IptablesMode ModeOf(net::Family family) {
     auto& slot = family == net::Family::kV4 ? mode4_ : mode6_;
     if (!slot) {
-      const ModeChoice choice = ChooseMode(family, configured_, NodeView::Real());
+      const ModeChoice choice = tables_.ChooseMode(family, configured_);
       cni::LogDebug("portmap: IPv{} iptables layout in {} mode ({})", Digit(family),
                     IptablesModeName(choice.mode), choice.reason);
       slot = choice.mode;
@@ -174,7 +119,8 @@ class IptablesMapper : public PortMapper {
     // A later family failing must not leave the earlier family's rules behind.
     ScopeGuard rollback([&] {
       for (auto family : done) {
-        Status s = TeardownFamily(family, ModeOf(family), config.network_name, config.container_id);
+        Status s = TeardownFamily(tables_, family, ModeOf(family), config.network_name,
+                                  config.container_id);
         if (!s.ok())
           cni::LogWarn("rollback of the IPv{} rules failed: {}", Digit(family), s.error().msg);
       }
@@ -182,7 +128,7 @@ class IptablesMapper : public PortMapper {
     for (const auto family : {net::Family::kV4, net::Family::kV6}) {
       if (!config.container(family)) continue;
       const Plan plan = ipt::BuildPlan(config, family);
-      NG_RETURN_IF_ERROR(Transact(
+      NG_RETURN_IF_ERROR(tables_.Transact(
           family, ModeOf(family), [&](ipt::NatTable& table) { return ApplyPlan(table, plan); },
           ChainsRead(plan)));
       done.push_back(family);
@@ -197,7 +143,7 @@ class IptablesMapper : public PortMapper {
       const Plan plan = ipt::BuildPlan(config, family);
       // A read-only transaction: the change reports nothing to commit.
       Status found = OkStatus();
-      NG_RETURN_IF_ERROR(Transact(
+      NG_RETURN_IF_ERROR(tables_.Transact(
           family, ModeOf(family),
           [&](ipt::NatTable& table) -> Result<bool> {
             found = CheckPlan(table, plan);
@@ -213,17 +159,18 @@ class IptablesMapper : public PortMapper {
     int usable = 0;
     for (const auto family : {net::Family::kV4, net::Family::kV6}) {
       const IptablesMode mode = ModeOf(family);
-      if (ModeUsable(family, mode)) {
-        NG_RETURN_IF_ERROR(TeardownFamily(family, mode, config.network_name, config.container_id));
+      if (tables_.Usable(family, mode)) {
+        NG_RETURN_IF_ERROR(
+            TeardownFamily(tables_, family, mode, config.network_name, config.container_id));
         ++usable;
       } else {
         cni::LogInfo("IPv{} table nat ({}) unavailable, nothing to remove", Digit(family),
                      IptablesModeName(mode));
       }
       // The other mode's rules of this container (a node that switched modes).
-      if (ModeHasLayout(family, Other(mode))) {
+      if (HasLayout(family, Other(mode))) {
         NG_RETURN_IF_ERROR(
-            TeardownFamily(family, Other(mode), config.network_name, config.container_id));
+            TeardownFamily(tables_, family, Other(mode), config.network_name, config.container_id));
         ++usable;
       }
     }
@@ -237,8 +184,8 @@ class IptablesMapper : public PortMapper {
     std::string errors;
     for (const auto family : {net::Family::kV4, net::Family::kV6}) {
       for (const auto mode : {IptablesMode::kNft, IptablesMode::kLegacy}) {
-        if (!ModeHasLayout(family, mode)) continue;
-        Status s = Transact(family, mode, [&](ipt::NatTable& table) -> Result<bool> {
+        if (!HasLayout(family, mode)) continue;
+        const auto remove_stale = [&](ipt::NatTable& table) -> Result<bool> {
           NG_ASSIGN_OR_RETURN(auto owners, table.EntryOwners());
           std::set<std::string> stale;
           for (const auto& [chain, owner] : owners) {
@@ -249,7 +196,8 @@ class IptablesMapper : public PortMapper {
             }
           }
           return RemoveChains(table, ipt::kDnatChain, stale);
-        });
+        };
+        Status s = tables_.Transact(family, mode, remove_stale, {});
         if (!s.ok()) errors += (errors.empty() ? "" : "; ") + s.error().msg;
       }
     }
@@ -259,7 +207,7 @@ class IptablesMapper : public PortMapper {
 
   Status Usable() override {
     const IptablesMode mode = ModeOf(net::Family::kV4);
-    if (!ModeUsable(net::Family::kV4, mode)) {
+    if (!tables_.Usable(net::Family::kV4, mode)) {
       return Error(kErrPluginNotAvailable, "iptables (" + std::string(IptablesModeName(mode)) +
                                                "): table nat is not usable");
     }
@@ -307,14 +255,26 @@ class IptablesMapper : public PortMapper {
     return OkStatus();
   }
 
+  // Whether table nat of the other mode may hold this layout's rules, without creating it: a
+  // node that switched modes keeps the old mode's rules until they are removed.
+  bool HasLayout(net::Family family, IptablesMode mode) {
+    return tables_.MayHoldChain(family, mode, ipt::kDnatChain);
+  }
+
   std::optional<IptablesMode> configured_;  // "iptablesMode"
+  ipt::NatTables& tables_;
   std::optional<IptablesMode> mode4_, mode6_;
 };
 
 }  // namespace
 
 std::unique_ptr<PortMapper> MakeIptablesMapper(std::optional<IptablesMode> mode) {
-  return std::make_unique<IptablesMapper>(mode);
+  return std::make_unique<IptablesMapper>(mode, ipt::RealNatTables());
+}
+
+std::unique_ptr<PortMapper> MakeIptablesMapper(std::optional<IptablesMode> mode,
+                                               ipt::NatTables& tables) {
+  return std::make_unique<IptablesMapper>(mode, tables);
 }
 
 }  // namespace nodegate::portmap
