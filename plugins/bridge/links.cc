@@ -15,6 +15,11 @@ constexpr int kVethNameAttempts = 10;
 // The reference's pairs (vishvananda/netlink with a zero TxQLen) have a transmit queue length
 // of 0 at both ends, not the kernel's 1000.
 constexpr uint32_t kVethTxQueueLen = 0;
+// One transmit and one receive queue from the start: the kernel's default (one per possible
+// CPU, cut to one in use after registration) waits for two RCU grace periods per pair
+// (lib/netlink/link.h). The reference's pairs differ only in `ip -d link`'s numtxqueues and
+// numrxqueues (README).
+constexpr uint32_t kVethQueues = 1;
 
 // Best effort, as the reference: a kernel without IPv6 has no accept_ra to turn off.
 void AcceptRaOff(const std::string& link) {
@@ -73,7 +78,8 @@ Result<VethPair> CreateVethPair(netlink::Socket& node, netlink::Socket& containe
                                                        .peer_netns_fd = container_netns_fd,
                                                        .mtu = config.mtu,
                                                        .peer_mac = config.mac,
-                                                       .tx_queue_len = kVethTxQueueLen}));
+                                                       .tx_queue_len = kVethTxQueueLen,
+                                                       .queues = kVethQueues}));
     if (!created) {
       // Which name was taken: the container's is an error, the node's random one a retry.
       NG_ASSIGN_OR_RETURN(auto existing, netlink::GetLinkByName(container, ifname));
@@ -134,11 +140,12 @@ Result<netlink::LinkInfo> EnsureVlanGateway(netlink::Socket& node, const netlink
   const std::string what = "failed to create vlan interface \"" + name + "\"";
   for (int attempt = 0; attempt < kVethNameAttempts; ++attempt) {
     const std::string peer = RandomVethName();
-    NG_ASSIGN_OR_RETURN(
-        const bool created,
-        netlink::CreateVethPair(
-            node,
-            {.name = peer, .peer_name = name, .mtu = bridge.mtu, .tx_queue_len = kVethTxQueueLen}));
+    NG_ASSIGN_OR_RETURN(const bool created,
+                        netlink::CreateVethPair(node, {.name = peer,
+                                                       .peer_name = name,
+                                                       .mtu = bridge.mtu,
+                                                       .tx_queue_len = kVethTxQueueLen,
+                                                       .queues = kVethQueues}));
     if (!created) {
       NG_ASSIGN_OR_RETURN(auto raced, netlink::GetLinkByName(node, name));
       if (raced) return *raced;  // a concurrent ADD made it
