@@ -3,8 +3,10 @@
 #include <cctype>
 #include <cerrno>
 
+#include "lib/base/hash.h"
 #include "lib/netlink/address.h"
 #include "lib/netlink/bridge_port.h"
+#include "lib/sys/detached.h"
 #include "lib/sys/sysctl.h"
 #include "plugins/bridge/plan.h"
 
@@ -196,6 +198,30 @@ Status EnsureGatewayAddress(netlink::Socket& node, const netlink::LinkInfo& link
 Status EnableForwarding(net::Family family) {
   return sys::EnsureSysctl(
       family == net::Family::kV4 ? "net/ipv4/ip_forward" : "net/ipv6/conf/all/forwarding", "1");
+}
+
+std::string RetiredInterfaceName(const std::string& ifname) {
+  return "ngdel" + Sha512Hex(ifname).substr(0, 10);
+}
+
+Status RemoveContainerInterface(netlink::Socket& container, const std::string& ifname) {
+  const std::string retired = RetiredInterfaceName(ifname);
+  NG_ASSIGN_OR_RETURN(auto left, netlink::GetLinkByName(container, retired));
+  if (left) NG_RETURN_IF_ERROR(netlink::DeleteLinkByIndex(container, left->index));
+  NG_ASSIGN_OR_RETURN(auto link, netlink::GetLinkByName(container, ifname));
+  if (!link) return OkStatus();
+  if (!sys::DetachedWorkAllowed() || link->kind != "veth") {
+    return netlink::DeleteLinkByIndex(container, link->index);
+  }
+  NG_RETURN_IF_ERROR(netlink::RetireLink(container, *link, retired));
+  // The child deletes it through this socket (this process does not use it again): the
+  // container's namespace needs no entering, and a namespace removed meanwhile took the pair
+  // with it (already gone is success).
+  const int index = link->index;
+  const bool detached = sys::SpawnDetached(
+      [&container, index] { (void)netlink::DeleteLinkByIndex(container, index); },
+      {nl_socket_get_fd(container.get())});
+  return detached ? OkStatus() : netlink::DeleteLinkByIndex(container, index);
 }
 
 }  // namespace nodegate::bridge

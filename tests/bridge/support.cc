@@ -99,6 +99,9 @@ PluginOutput BridgeNode::Run(const std::string& binary, const std::string& comma
   call.path = cni_path;
   call.stdin_data = conf;
   call.run_in_netns = node_.path();
+  // Our DEL leaves the deletion of the pair to a detached child (plugins/bridge/links.h): the
+  // states are compared once it is done.
+  call.wait_for_detached = true;
   const char* path = std::getenv("PATH");
   call.extra_env["PATH"] =
       ModeBinDir(mode_) + ":" + (path != nullptr ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
