@@ -92,10 +92,10 @@ def main():
                 if not rows:
                     continue
                 f = fig[(s, n, rhythm)] = figures(rows)
-                print("%-6s %-12s %-9s | %s" % (n, rhythm, s, " | ".join(cell(f[k], len(c)) for k, c in zip(
-                    ("add_chain", "del_chain", "pair", "add-bridge", "add-portmap",
-                     "add-bandwidth", "del-bridge", "del-portmap", "del-bandwidth", "noop"),
-                    cols))))
+                keys = ("add_chain", "del_chain", "pair", "add-bridge", "add-portmap",
+                        "add-bandwidth", "del-bridge", "del-portmap", "del-bandwidth", "noop")
+                cells = " | ".join(cell(f[k], len(c)) for k, c in zip(keys, cols))
+                print("%-6s %-12s %-9s | %s" % (n, rhythm, s, cells))
     print()
     for n in others.split():
         pair_add = median(floors.get(n, ([], []))[0])

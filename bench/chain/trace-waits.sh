@@ -44,7 +44,9 @@ sed "s|\"type\": \"host-local\",|\"type\": \"host-local\", \"dataDir\": \"$T/ipa
 ip netns add "$NODE"
 ip netns exec "$NODE" ip link set lo up
 for i in $(seq 0 $((PODS - 1))); do ip netns add "${NODE}-c$i"; done
-[ "$OTHERS" = 0 ] || iptables_population "$OTHERS" nodegate | ip netns exec "$NODE" iptables-nft-restore
+if [ "$OTHERS" != 0 ]; then
+  iptables_population "$OTHERS" nodegate | ip netns exec "$NODE" iptables-nft-restore
+fi
 
 # perf reads the tracepoints' formats from tracefs: mounted in a mount namespace of its own.
 unshare -m --propagation private sh -c '

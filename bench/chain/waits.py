@@ -10,8 +10,9 @@ of the driver and its children: each sched_switch sample
 carries the stack a task left the CPU with, and the task's next PERF_RECORD_SWITCH IN ends
 the wait. A wait of a plugin's helper (a process of the same name that did not exec:
 portmap's and bridge's socket release, bandwidth's ifb and bridge's pair deletion, the child
-that execs host-local until it does) is marked "(helper)": it is not part of the call's time. A wait is charged to the plugin (the task's comm), to ADD or DEL by the chain's
-windows in CHAIN_JSON, and to the first frames of its stack that say why (the scheduler's
+that execs host-local until it does) is marked "(helper)": it is not part of the call's time.
+A wait is charged to the plugin (the task's comm), to ADD or DEL by the chain's windows in
+CHAIN_JSON, and to the first frames of its stack that say why (the scheduler's
 own and the generic wait helpers are skipped). A preemption (the task was runnable) is
 "preempted", the CPU's load, not a wait of the call's.
 
@@ -105,11 +106,12 @@ def main():
             key = (command, p)
             if key not in total:
                 continue
-            walls = sorted(r["add" if command == "ADD" else "del"].get(p, 0) for r in rows)
-            wall = walls[len(walls) // 2] if walls else 0
+            verb = "add" if command == "ADD" else "del"
+            # host-local is exec'd by bridge: the driver does not time it
+            walls = sorted(r[verb][p] for r in rows if p in r[verb])
+            wall = "median %.1f ms" % walls[len(walls) // 2] if walls else "run by bridge"
             off = sum(total[key].values()) / n
-            print("%s %s: %d calls, median %.1f ms, off-CPU %.1f ms per call" % (
-                command, p, n, wall, off))
+            print("%s %s: %d calls, %s, off-CPU %.1f ms per call" % (command, p, n, wall, off))
             for why, ms in total[key].most_common(top):
                 print("   %6.2f ms/call %4d waits  %s" % (ms / n, count[key][why], why))
 

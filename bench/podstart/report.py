@@ -226,15 +226,17 @@ def main():
                   r["del-bridge"]))
         if veth_add and pair_add == pair_add and pair_del == pair_del:
             floor_add, floor_del = b["floor"] + pair_add, b["floor"] + pair_del
-            print("target: bridge ADD within 2 ms of the floor (static exec %.2f + a veth pair's "
+            # issue 53's bridge targets are judged back to back (bench/chain); shown here under
+            # containerd's rhythm
+            print("bridge ADD against the floor (static exec %.2f + a veth pair's "
                   "%.2f = %.2f) at %s others: own %.1f to %.1f ms, %+.1f to %+.1f: %s" % (
                       b["floor"], pair_add, floor_add, n, b["bridge-own"], b["bridge"],
                       b["bridge-own"] - floor_add, b["bridge"] - floor_add,
-                      "met" if b["bridge-own"] - floor_add <= 2 else "MISSED"))
-            print("target: bridge DEL within 2 ms of the floor (static exec + deleting a pair "
+                      "within 2 ms" if b["bridge-own"] - floor_add <= 2 else "over 2 ms"))
+            print("bridge DEL against the floor (static exec + deleting a pair "
                   "%.2f = %.2f) at %s others: %.1f ms with its host-local DEL, %+.1f: %s" % (
                       pair_del, floor_del, n, b["del-bridge"], b["del-bridge"] - floor_del,
-                      "met" if b["del-bridge"] - floor_del <= 2 else "MISSED"))
+                      "within 2 ms" if b["del-bridge"] - floor_del <= 2 else "over 2 ms"))
         record("podstart", "RunPodSandbox p50, whole chain ours (our bridge), %s other mappings"
                % n, b["run"], r["run"])
         record("podstart", "CNI ADD chain, whole chain ours, %s other mappings" % n, b["chain"],
