@@ -110,7 +110,12 @@ for others in $OTHERS; do
   # Nothing of the pods may be left: no rule naming a bench port, no pod veth on the bridge.
   rules="$(in_node iptables-nft-save -t nat | grep -c -E 'dport (3[0-9]{4})' || true)"
   [ "$rules" = 0 ] || { echo "chain: $rules rules of bench ports left" >&2; exit 1; }
-  veths="$(in_node ip -o link show type veth | grep -c . || true)"
+  # (our bridge's DEL leaves the pair's deletion to a detached child: give it 2 s)
+  for _ in $(seq 20); do
+    veths="$(in_node ip -o link show type veth | grep -c . || true)"
+    [ "$veths" = 0 ] && break
+    sleep 0.1
+  done
   [ "$veths" = 0 ] || { echo "chain: $veths veths left on the node" >&2; exit 1; }
 done
 
