@@ -195,7 +195,24 @@ std::string BridgeNode::IpamState() const {
   return out.str();
 }
 
+namespace {
+
+// A link's carrier reaches its bridge port's state and IPv6 (its link-local address) through
+// the kernel's linkwatch, a work queue, a moment after the link goes up: the plugin run last
+// would be compared unsettled. Reading a link's carrier in sysfs makes the kernel apply its
+// pending change first (ip netns exec mounts the namespace's own sysfs).
+void SettleCarrier(const TestNetns& ns) {
+  RunCommand("ip netns exec " + ns.name() +
+             " sh -c 'cat /sys/class/net/*/carrier' >/dev/null 2>&1");
+}
+
+}  // namespace
+
 std::string BridgeNode::State(const std::vector<std::string>& containers) {
+  SettleCarrier(node_);
+  for (const auto& id : containers) {
+    if (removed_.count(id) == 0) SettleCarrier(Container(id));
+  }
   std::string s = "# node\n" + NodeState() + "# ipam\n" + IpamState();
   for (const auto& id : containers) {
     if (removed_.count(id) != 0) continue;
