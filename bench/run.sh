@@ -13,7 +13,7 @@ BUILD_DIR="$(cd "${1:-build}" && pwd)"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 SRC="$(cd "$HERE/.." && pwd)"
 OUT_MD="${NODEGATE_PERFORMANCE_MD:-$SRC/docs/performance.md}"
-ALL="podstart startup ipam cluster-ipam portmap bandwidth admit ports webhook explain"
+ALL="podstart chain startup ipam cluster-ipam portmap bandwidth admit ports webhook explain"
 SECTIONS="${BENCH_SECTIONS:-$ALL}"
 QUICK="${BENCH_QUICK:-0}"
 status=0
@@ -45,6 +45,7 @@ load() { cut -d' ' -f1 /proc/loadavg; }
 quick_env() {
   case "$1" in
     podstart) echo "SET=6 ROUNDS=1" ;;
+    chain) echo "PODS=8 ROUNDS=1" ;;
     startup) echo "ROUNDS=300" ;;
     ipam) echo "IPAM_BENCH_REPS=30 IPAM_BENCH_FIRST_REPS=2" ;;
     cluster-ipam) echo "CLUSTER_IPAM_BENCH_REPS=30" ;;

@@ -23,6 +23,7 @@ import sys
 
 TITLES = {
     "podstart": "Pod start under containerd (RunPodSandbox)",
+    "chain": "The CNI chain, back to back and paused",
     "startup": "Start-up: a bare VERSION exec",
     "ipam": "host-local",
     "cluster-ipam": "cluster-ipam",

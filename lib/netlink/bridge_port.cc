@@ -9,18 +9,13 @@
 #include <cerrno>
 #include <string>
 
+#include "lib/netlink/link.h"
+
 namespace nodegate::netlink {
 namespace {
 
 Result<MsgPtr> BridgeMessage(int type, int flags, int index, const std::string& what) {
-  MsgPtr msg = NewMessage(type, flags);
-  ifinfomsg ifi{};
-  ifi.ifi_family = AF_BRIDGE;
-  ifi.ifi_index = index;
-  if (!msg || nlmsg_append(msg.get(), &ifi, sizeof(ifi), NLMSG_ALIGNTO) < 0) {
-    return Error(kErrKernel, what + ": out of memory");
-  }
-  return msg;
+  return NewLinkMessage(type, flags, AF_BRIDGE, index, what);
 }
 
 // IFLA_AF_SPEC {IFLA_BRIDGE_FLAGS = master, IFLA_BRIDGE_VLAN_INFO...}: the bridge's VLAN table

@@ -273,18 +273,27 @@ Status RetireLink(Socket& sock, const LinkInfo& link, const std::string& new_nam
   return OkStatus();
 }
 
-namespace {
-
-// An RTM_NEWLINK/RTM_SETLINK message with its ifinfomsg.
-Result<MsgPtr> LinkMessage(int type, int flags, int index, const std::string& what) {
+Result<MsgPtr> NewLinkMessage(int type, int flags, int family, int index, const std::string& what) {
   MsgPtr msg = NewMessage(type, flags);
   ifinfomsg ifi{};
-  ifi.ifi_family = AF_UNSPEC;
+  ifi.ifi_family = static_cast<unsigned char>(family);
   ifi.ifi_index = index;
   if (!msg || nlmsg_append(msg.get(), &ifi, sizeof(ifi), NLMSG_ALIGNTO) < 0) {
     return Error(kErrKernel, what + ": out of memory");
   }
   return msg;
+}
+
+namespace {
+
+Result<MsgPtr> LinkMessage(int type, int flags, int index, const std::string& what) {
+  return NewLinkMessage(type, flags, AF_UNSPEC, index, what);
+}
+
+int PutQueues(nl_msg* msg, std::optional<uint32_t> queues) {
+  if (!queues) return 0;
+  return nla_put_u32(msg, IFLA_NUM_TX_QUEUES, *queues) |
+         nla_put_u32(msg, IFLA_NUM_RX_QUEUES, *queues);
 }
 
 Status PutMac(nl_msg* msg, int attr, const std::string& text, const std::string& what) {
@@ -325,6 +334,7 @@ Result<bool> CreateVethPair(Socket& sock, const VethPairSpec& spec) {
   int r = nla_put_string(m, IFLA_IFNAME, spec.name.c_str());
   if (spec.mtu != 0) r |= nla_put_u32(m, IFLA_MTU, spec.mtu);
   if (spec.tx_queue_len) r |= nla_put_u32(m, IFLA_TXQLEN, *spec.tx_queue_len);
+  r |= PutQueues(m, spec.queues);
   nlattr* info = nla_nest_start(m, IFLA_LINKINFO);
   r |= info == nullptr ? -1 : nla_put_string(m, IFLA_INFO_KIND, "veth");
   nlattr* data = info == nullptr ? nullptr : nla_nest_start(m, IFLA_INFO_DATA);
@@ -337,6 +347,7 @@ Result<bool> CreateVethPair(Socket& sock, const VethPairSpec& spec) {
   r |= nla_put_string(m, IFLA_IFNAME, spec.peer_name.c_str());
   if (spec.mtu != 0) r |= nla_put_u32(m, IFLA_MTU, spec.mtu);
   if (spec.tx_queue_len) r |= nla_put_u32(m, IFLA_TXQLEN, *spec.tx_queue_len);
+  r |= PutQueues(m, spec.queues);
   if (!spec.peer_mac.empty()) NG_RETURN_IF_ERROR(PutMac(m, IFLA_ADDRESS, spec.peer_mac, what));
   if (spec.peer_netns_fd >= 0) r |= nla_put_u32(m, IFLA_NET_NS_FD, spec.peer_netns_fd);
   nla_nest_end(m, peer);

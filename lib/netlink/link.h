@@ -80,6 +80,11 @@ Result<bool> CreateBridge(Socket& sock, const BridgeSpec& spec);
 // A veth pair whose first end is created in the socket's namespace and whose peer is created
 // directly in the namespace `peer_netns_fd` names (neither end moves afterwards). Both ends get
 // `mtu` (0: the kernel's default); `peer_mac`, when given, is the peer's address.
+// An RTM_*LINK message of `type` with its ifinfomsg: `family` AF_UNSPEC for the link itself,
+// AF_BRIDGE for its attributes as a bridge port; `index` names the link (0: none, as in a dump
+// or a request by name).
+Result<MsgPtr> NewLinkMessage(int type, int flags, int family, int index, const std::string& what);
+
 struct VethPairSpec {
   std::string name;
   std::string peer_name;
@@ -89,6 +94,11 @@ struct VethPairSpec {
   // IFLA_TXQLEN of both ends when set (the reference bridge's pairs have 0; the kernel's
   // default is 1000).
   std::optional<uint32_t> tx_queue_len;
+  // IFLA_NUM_TX_QUEUES and IFLA_NUM_RX_QUEUES of both ends when set. Unset, the kernel gives a
+  // veth one queue per possible CPU and, once it is registered, cuts the queues in use to one:
+  // each cut waits for an RCU grace period under the RTNL (synchronize_net in
+  // netif_set_real_num_tx_queues), two per pair. Asking for one queue skips both.
+  std::optional<uint32_t> queues;
 };
 // False (nothing created) when either name is taken in its namespace (EEXIST).
 Result<bool> CreateVethPair(Socket& sock, const VethPairSpec& spec);

@@ -14,6 +14,14 @@ namespace {
 struct Problems {
   std::vector<std::string> list;
   void Add(std::string text) { list.push_back(std::move(text)); }
+  // The first problem as the message, all of them as the details when there are several.
+  Error AsError() const {
+    std::string details;
+    if (list.size() > 1) {
+      for (size_t i = 0; i < list.size(); ++i) details += (i ? "; " : "") + list[i];
+    }
+    return Error(kErrInvalidConfig, list.front(), details);
+  }
 };
 
 std::string KeyMustBe(const json_field::FieldMismatch& m) {
@@ -116,6 +124,100 @@ cni::Dns ReadDns(const cni::Json& raw, bool& given) {
   return dns;
 }
 
+void ReadBridgeName(const cni::Json& raw, BridgeConfig& c, Problems& problems) {
+  const auto bridge = json_field::ReadString(raw, "bridge");
+  if (bridge.mismatched()) problems.Add(KeyMustBe(bridge.mismatch()));
+  if (bridge.given()) c.bridge = *bridge.value();
+  if (auto bad = BadInterfaceName(c.bridge)) {
+    problems.Add("invalid bridge name \"" + c.bridge + "\": " + *bad);
+  }
+}
+
+void ReadFlags(const cni::Json& raw, BridgeConfig& c, Problems& problems) {
+  c.is_default_gateway = ReadFlag(raw, "isDefaultGateway", problems);
+  c.is_gateway = ReadFlag(raw, "isGateway", problems) || c.is_default_gateway;
+  c.force_address = ReadFlag(raw, "forceAddress", problems);
+  c.ip_masq = ReadFlag(raw, "ipMasq", problems);
+  c.hairpin = ReadFlag(raw, "hairpinMode", problems);
+  c.promisc = ReadFlag(raw, "promiscMode", problems);
+  c.preserve_default_vlan = ReadFlag(raw, "preserveDefaultVlan", problems);
+  c.mac_spoof_check = ReadFlag(raw, "macspoofchk", problems);
+  c.enable_dad = ReadFlag(raw, "enabledad", problems);
+  c.disable_container_interface = ReadFlag(raw, "disableContainerInterface", problems);
+  c.port_isolation = ReadFlag(raw, "portIsolation", problems);
+}
+
+void ReadMasqBackend(const cni::Json& raw, BridgeConfig& c, Problems& problems) {
+  const auto backend = json_field::ReadString(raw, "ipMasqBackend");
+  if (backend.mismatched()) problems.Add(KeyMustBe(backend.mismatch()));
+  if (!backend.given()) return;
+  if (*backend.value() == "iptables") {
+    c.masq_backend = MasqBackend::kIptables;
+  } else if (*backend.value() == "nftables") {
+    c.masq_backend = MasqBackend::kNftables;
+  } else {
+    problems.Add("unknown ipmasq backend \"" + *backend.value() + "\"");
+  }
+}
+
+void ReadMtuAndVlans(const cni::Json& raw, BridgeConfig& c, Problems& problems) {
+  if (const auto mtu = ReadInt(raw, "mtu", problems)) {
+    // The kernel's bounds for a bridge and a veth (ETH_MIN_MTU, ETH_MAX_MTU).
+    if (*mtu != 0 && (*mtu < 68 || *mtu > 65535)) {
+      problems.Add("invalid MTU " + std::to_string(*mtu) + " (must be 0 or between 68 and 65535)");
+    } else {
+      c.mtu = static_cast<uint32_t>(*mtu);
+    }
+  }
+  if (const auto vlan = ReadInt(raw, "vlan", problems)) {
+    if (*vlan < 0 || *vlan > 4094) {
+      problems.Add("invalid VLAN ID " + std::to_string(*vlan) + " (must be between 0 and 4094)");
+    } else {
+      c.vlan = static_cast<uint16_t>(*vlan);
+    }
+  }
+  const auto trunk = json_field::ReadList(raw, "vlanTrunk");
+  if (trunk.mismatched()) problems.Add(KeyMustBe(trunk.mismatch()));
+  if (trunk.given()) {
+    c.vlan_trunk_given = true;
+    c.trunk = CollectTrunk(**trunk.value(), problems);
+  }
+}
+
+// Keys that are each valid alone but not together.
+void CheckCombinations(const BridgeConfig& c, Problems& problems) {
+  if (c.layer3() && c.disable_container_interface) {
+    problems.Add("cannot use IPAM when DisableContainerInterface flag is set");
+  }
+  if (c.hairpin && c.promisc) {
+    problems.Add("cannot set hairpin mode and promiscuous mode at the same time.");
+  }
+  if (c.is_gateway && c.vlan != 0 && c.layer3()) {
+    if (auto bad = BadInterfaceName(c.VlanGatewayName())) {
+      problems.Add("the VLAN gateway interface \"" + c.VlanGatewayName() +
+                   "\" cannot be made: " + *bad);
+    }
+  }
+}
+
+// The container's MAC: CNI_ARGS MAC, then args.cni.mac, then runtimeConfig.mac (the last one
+// given wins, as in the reference). CNI_ARGS that cannot be read at all is the error returned.
+Status ReadContainerMac(const cni::NetConf& conf, const std::string& cni_args, BridgeConfig& c,
+                        Problems& problems) {
+  auto parsed_args = cni::CniArgs::Parse(cni_args, {"MAC"});
+  if (!parsed_args.ok()) return parsed_args.error();
+  if (auto mac = parsed_args->Get("MAC")) ReadMac(*mac, "CNI_ARGS MAC", c.mac, problems);
+  if (const cni::Json* cni_obj = json_field::GivenField(conf.args, "cni")) {
+    const auto mac = json_field::ReadString(*cni_obj, "mac");
+    if (mac.mismatched()) problems.Add("args.cni.mac must be a string");
+    ReadMac(mac.value_or(""), "args.cni.mac", c.mac, problems);
+  }
+  const auto runtime_mac = json_field::ReadString(conf.runtime_config, "mac");
+  if (runtime_mac.mismatched()) problems.Add("runtimeConfig.mac must be a string");
+  ReadMac(runtime_mac.value_or(""), "runtimeConfig.mac", c.mac, problems);
+  return OkStatus();
+}
+
 }  // namespace
 
 std::string BridgeConfig::VlanGatewayName() const { return bridge + "." + std::to_string(vlan); }
@@ -158,102 +260,18 @@ const cni::gojson::Shape& ConfigShape() {
 }
 
 Result<BridgeConfig> ParseBridgeConfig(const cni::NetConf& conf, const std::string& cni_args) {
-  const cni::Json& raw = conf.raw;
   Problems problems;
   BridgeConfig c;
   c.network = conf.name;
-
-  const auto bridge = json_field::ReadString(raw, "bridge");
-  if (bridge.mismatched()) problems.Add(KeyMustBe(bridge.mismatch()));
-  if (bridge.given()) c.bridge = *bridge.value();
-  if (auto bad = BadInterfaceName(c.bridge)) {
-    problems.Add("invalid bridge name \"" + c.bridge + "\": " + *bad);
-  }
-  c.is_default_gateway = ReadFlag(raw, "isDefaultGateway", problems);
-  c.is_gateway = ReadFlag(raw, "isGateway", problems) || c.is_default_gateway;
-  c.force_address = ReadFlag(raw, "forceAddress", problems);
-  c.ip_masq = ReadFlag(raw, "ipMasq", problems);
-  c.hairpin = ReadFlag(raw, "hairpinMode", problems);
-  c.promisc = ReadFlag(raw, "promiscMode", problems);
-  c.preserve_default_vlan = ReadFlag(raw, "preserveDefaultVlan", problems);
-  c.mac_spoof_check = ReadFlag(raw, "macspoofchk", problems);
-  c.enable_dad = ReadFlag(raw, "enabledad", problems);
-  c.disable_container_interface = ReadFlag(raw, "disableContainerInterface", problems);
-  c.port_isolation = ReadFlag(raw, "portIsolation", problems);
-
-  const auto backend = json_field::ReadString(raw, "ipMasqBackend");
-  if (backend.mismatched()) problems.Add(KeyMustBe(backend.mismatch()));
-  if (backend.given()) {
-    if (*backend.value() == "iptables") {
-      c.masq_backend = MasqBackend::kIptables;
-    } else if (*backend.value() == "nftables") {
-      c.masq_backend = MasqBackend::kNftables;
-    } else {
-      problems.Add("unknown ipmasq backend \"" + *backend.value() + "\"");
-    }
-  }
-
-  if (const auto mtu = ReadInt(raw, "mtu", problems)) {
-    // The kernel's bounds for a bridge and a veth (ETH_MIN_MTU, ETH_MAX_MTU).
-    if (*mtu != 0 && (*mtu < 68 || *mtu > 65535)) {
-      problems.Add("invalid MTU " + std::to_string(*mtu) + " (must be 0 or between 68 and 65535)");
-    } else {
-      c.mtu = static_cast<uint32_t>(*mtu);
-    }
-  }
-  if (const auto vlan = ReadInt(raw, "vlan", problems)) {
-    if (*vlan < 0 || *vlan > 4094) {
-      problems.Add("invalid VLAN ID " + std::to_string(*vlan) + " (must be between 0 and 4094)");
-    } else {
-      c.vlan = static_cast<uint16_t>(*vlan);
-    }
-  }
-  const auto trunk = json_field::ReadList(raw, "vlanTrunk");
-  if (trunk.mismatched()) problems.Add(KeyMustBe(trunk.mismatch()));
-  if (trunk.given()) {
-    c.vlan_trunk_given = true;
-    c.trunk = CollectTrunk(**trunk.value(), problems);
-  }
-
+  ReadBridgeName(conf.raw, c, problems);
+  ReadFlags(conf.raw, c, problems);
+  ReadMasqBackend(conf.raw, c, problems);
+  ReadMtuAndVlans(conf.raw, c, problems);
   c.ipam_type = json_field::StringOrEmpty(conf.ipam, "type");
-  if (c.layer3() && c.disable_container_interface) {
-    problems.Add("cannot use IPAM when DisableContainerInterface flag is set");
-  }
-  if (c.hairpin && c.promisc) {
-    problems.Add("cannot set hairpin mode and promiscuous mode at the same time.");
-  }
-  if (c.is_gateway && c.vlan != 0 && c.layer3()) {
-    if (auto bad = BadInterfaceName(c.VlanGatewayName())) {
-      problems.Add("the VLAN gateway interface \"" + c.VlanGatewayName() +
-                   "\" cannot be made: " + *bad);
-    }
-  }
-
-  // The container's MAC: CNI_ARGS MAC, then args.cni.mac, then runtimeConfig.mac (the last
-  // one given wins, as in the reference).
-  auto parsed_args = cni::CniArgs::Parse(cni_args, {"MAC"});
-  if (!parsed_args.ok()) return parsed_args.error();
-  if (auto mac = parsed_args->Get("MAC")) ReadMac(*mac, "CNI_ARGS MAC", c.mac, problems);
-  if (const cni::Json* cni_obj = json_field::GivenField(conf.args, "cni")) {
-    const auto mac = json_field::ReadString(*cni_obj, "mac");
-    if (mac.mismatched()) problems.Add("args.cni.mac must be a string");
-    ReadMac(mac.value_or(""), "args.cni.mac", c.mac, problems);
-  }
-  const auto runtime_mac = json_field::ReadString(conf.runtime_config, "mac");
-  if (runtime_mac.mismatched()) problems.Add("runtimeConfig.mac must be a string");
-  ReadMac(runtime_mac.value_or(""), "runtimeConfig.mac", c.mac, problems);
-
-  c.dns = ReadDns(raw, c.dns_given);
-
-  if (!problems.list.empty()) {
-    std::string details;
-    if (problems.list.size() > 1) {
-      for (size_t i = 0; i < problems.list.size(); ++i) {
-        details += (i ? "; " : "") + problems.list[i];
-      }
-    }
-    return Error(kErrInvalidConfig, problems.list.front(), details);
-  }
+  CheckCombinations(c, problems);
+  NG_RETURN_IF_ERROR(ReadContainerMac(conf, cni_args, c, problems));
+  c.dns = ReadDns(conf.raw, c.dns_given);
+  if (!problems.list.empty()) return problems.AsError();
   return c;
 }
 

@@ -3,8 +3,10 @@
 #include <cctype>
 #include <cerrno>
 
+#include "lib/base/hash.h"
 #include "lib/netlink/address.h"
 #include "lib/netlink/bridge_port.h"
+#include "lib/sys/detached.h"
 #include "lib/sys/sysctl.h"
 #include "plugins/bridge/plan.h"
 
@@ -15,6 +17,11 @@ constexpr int kVethNameAttempts = 10;
 // The reference's pairs (vishvananda/netlink with a zero TxQLen) have a transmit queue length
 // of 0 at both ends, not the kernel's 1000.
 constexpr uint32_t kVethTxQueueLen = 0;
+// One transmit and one receive queue from the start: the kernel's default (one per possible
+// CPU, cut to one in use after registration) waits for two RCU grace periods per pair
+// (lib/netlink/link.h). The reference's pairs differ only in `ip -d link`'s numtxqueues and
+// numrxqueues (README).
+constexpr uint32_t kVethQueues = 1;
 
 // Best effort, as the reference: a kernel without IPv6 has no accept_ra to turn off.
 void AcceptRaOff(const std::string& link) {
@@ -73,7 +80,8 @@ Result<VethPair> CreateVethPair(netlink::Socket& node, netlink::Socket& containe
                                                        .peer_netns_fd = container_netns_fd,
                                                        .mtu = config.mtu,
                                                        .peer_mac = config.mac,
-                                                       .tx_queue_len = kVethTxQueueLen}));
+                                                       .tx_queue_len = kVethTxQueueLen,
+                                                       .queues = kVethQueues}));
     if (!created) {
       // Which name was taken: the container's is an error, the node's random one a retry.
       NG_ASSIGN_OR_RETURN(auto existing, netlink::GetLinkByName(container, ifname));
@@ -134,11 +142,12 @@ Result<netlink::LinkInfo> EnsureVlanGateway(netlink::Socket& node, const netlink
   const std::string what = "failed to create vlan interface \"" + name + "\"";
   for (int attempt = 0; attempt < kVethNameAttempts; ++attempt) {
     const std::string peer = RandomVethName();
-    NG_ASSIGN_OR_RETURN(
-        const bool created,
-        netlink::CreateVethPair(
-            node,
-            {.name = peer, .peer_name = name, .mtu = bridge.mtu, .tx_queue_len = kVethTxQueueLen}));
+    NG_ASSIGN_OR_RETURN(const bool created,
+                        netlink::CreateVethPair(node, {.name = peer,
+                                                       .peer_name = name,
+                                                       .mtu = bridge.mtu,
+                                                       .tx_queue_len = kVethTxQueueLen,
+                                                       .queues = kVethQueues}));
     if (!created) {
       NG_ASSIGN_OR_RETURN(auto raced, netlink::GetLinkByName(node, name));
       if (raced) return *raced;  // a concurrent ADD made it
@@ -189,6 +198,30 @@ Status EnsureGatewayAddress(netlink::Socket& node, const netlink::LinkInfo& link
 Status EnableForwarding(net::Family family) {
   return sys::EnsureSysctl(
       family == net::Family::kV4 ? "net/ipv4/ip_forward" : "net/ipv6/conf/all/forwarding", "1");
+}
+
+std::string RetiredInterfaceName(const std::string& ifname) {
+  return "ngdel" + Sha512Hex(ifname).substr(0, 10);
+}
+
+Status RemoveContainerInterface(netlink::Socket& container, const std::string& ifname) {
+  const std::string retired = RetiredInterfaceName(ifname);
+  NG_ASSIGN_OR_RETURN(auto left, netlink::GetLinkByName(container, retired));
+  if (left) NG_RETURN_IF_ERROR(netlink::DeleteLinkByIndex(container, left->index));
+  NG_ASSIGN_OR_RETURN(auto link, netlink::GetLinkByName(container, ifname));
+  if (!link) return OkStatus();
+  if (!sys::DetachedWorkAllowed() || link->kind != "veth") {
+    return netlink::DeleteLinkByIndex(container, link->index);
+  }
+  NG_RETURN_IF_ERROR(netlink::RetireLink(container, *link, retired));
+  // The child deletes it through this socket (this process does not use it again): the
+  // container's namespace needs no entering, and a namespace removed meanwhile took the pair
+  // with it (already gone is success).
+  const int index = link->index;
+  const bool detached = sys::SpawnDetached(
+      [&container, index] { (void)netlink::DeleteLinkByIndex(container, index); },
+      {nl_socket_get_fd(container.get())});
+  return detached ? OkStatus() : netlink::DeleteLinkByIndex(container, index);
 }
 
 }  // namespace nodegate::bridge

@@ -13,6 +13,8 @@
 //                       address of a VLAN, its peer a port of the VLAN
 //   EnsureGatewayAddress ensureAddr: the gateway on the bridge (forceAddress replacing other
 //                       addresses), and the bridge's MAC pinned as the reference pins it
+//   RemoveContainerInterface  DEL's ip.DelLinkByName in the container, the deletion itself
+//                       left to a detached child
 //
 // Sysctls are written in the calling thread's namespace: callers run these in the node's.
 
@@ -64,5 +66,20 @@ Status EnsureGatewayAddress(netlink::Socket& node, const netlink::LinkInfo& link
 
 // net.ipv4.ip_forward or net.ipv6.conf.all.forwarding to 1 (read first, as the reference).
 Status EnableForwarding(net::Family family);
+
+// The name DEL gives the container's interface `ifname` while its pair waits for deletion:
+// "ngdel" and the first 10 hex digits of sha512(ifname). It lives in the container's namespace,
+// so the interface's name alone makes it unique there.
+std::string RetiredInterfaceName(const std::string& ifname);
+
+// DEL: removes the container's interface `ifname` (`container` is a socket in its namespace),
+// and with it the pair, the port and the port's rules on the node. Deleting a net device
+// makes the caller wait for an RCU barrier, most of a DEL (longer while another deletion's
+// barrier runs, such as the ifb bandwidth's DEL leaves to its helper). So when detached work
+// is allowed the interface is taken out of service at once, down and renamed
+// RetiredInterfaceName (its name is free for a new ADD right away), and a detached child
+// deletes it a moment later; otherwise, or when it is no veth, it is deleted here. A pair a
+// killed DEL retired but did not hand off is deleted here. Already gone is success.
+Status RemoveContainerInterface(netlink::Socket& container, const std::string& ifname);
 
 }  // namespace nodegate::bridge

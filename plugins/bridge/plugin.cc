@@ -124,6 +124,116 @@ class Rollback {
   bool spoofcheck_ = false;
 };
 
+// A result without an address has no 0.1.0/0.2.0 form: refused before anything is made (the
+// reference finds out after making it all).
+Status RefuseResultWithoutAddress(const BridgeConfig& config, const std::string& version) {
+  NG_ASSIGN_OR_RETURN(const cni::ResultFamily family, cni::FamilyOf(version));
+  if (!config.layer3() && family == cni::ResultFamily::k020) {
+    return Error(kErrIncompatibleVersion,
+                 "cannot convert: no valid IP addresses (a bridge without IPAM has none, and "
+                 "version " +
+                     version + " results need one)");
+  }
+  return OkStatus();
+}
+
+// The links of one attachment, as ADD made or found them.
+struct Links {
+  netlink::LinkInfo bridge;
+  VethPair pair;
+};
+
+// The bridge, the pair (its container end made in the container directly), the port's
+// settings and the MAC spoof check: everything of layer 2.
+Result<Links> MakeLinks(netlink::Socket& node, netlink::Socket& container, int container_ns,
+                        const cni::CmdArgs& args, const BridgeConfig& config, Rollback& rollback) {
+  Links links;
+  NG_ASSIGN_OR_RETURN(links.bridge, EnsureBridge(node, config));
+  NG_ASSIGN_OR_RETURN(links.pair,
+                      CreateVethPair(node, container, container_ns, args.ifname, config));
+  rollback.Veth(node, links.pair.host.index);
+  NG_RETURN_IF_ERROR(AttachPort(node, links.pair.host, links.bridge.index, PortSettingsOf(config)));
+  if (config.mac_spoof_check) {
+    rollback.SpoofCheck();
+    NG_RETURN_IF_ERROR(SetupSpoofCheck({.host_veth = links.pair.host.name,
+                                        .container_mac = links.pair.container.mac,
+                                        .container_id = args.container_id,
+                                        .ifname = args.ifname}));
+  }
+  return links;
+}
+
+// isGateway: the plan's gateway addresses on the bridge, or on its VLAN interface (made here,
+// and added to the result's interfaces), and forwarding on for each family that has one.
+Status SetGateways(netlink::Socket& node, const netlink::LinkInfo& bridge,
+                   const BridgeConfig& config, const L3Plan& plan, cni::CniResult& result) {
+  std::optional<netlink::LinkInfo> vlan_gateway;
+  for (const auto* gateways : {&plan.gateways_v4, &plan.gateways_v6}) {
+    for (const net::IpPrefix& gateway : *gateways) {
+      if (config.vlan != 0) {
+        if (!vlan_gateway) {
+          NG_ASSIGN_OR_RETURN(vlan_gateway, EnsureVlanGateway(node, bridge, config));
+          result.interfaces.push_back({.name = vlan_gateway->name, .mac = vlan_gateway->mac});
+        }
+        NG_RETURN_IF_ERROR(EnsureGatewayAddress(node, *vlan_gateway, gateway, config.force_address,
+                                                vlan_gateway->mac));
+      } else if (Status s =
+                     EnsureGatewayAddress(node, bridge, gateway, config.force_address, bridge.mac);
+                 !s.ok()) {
+        return s.error().WithContext("failed to set bridge addr");  // the reference's words
+      }
+    }
+    if (!gateways->empty()) NG_RETURN_IF_ERROR(EnableForwarding(gateways->front().family()));
+  }
+  return OkStatus();
+}
+
+// Layer 3, once the IPAM's result is in: the container's addresses and routes, the gateways,
+// the masquerade rules; the result's ips, routes and dns.
+Status ConfigureLayer3(netlink::Socket& node, netlink::Socket& container, const Links& links,
+                       const cni::CmdArgs& args, const BridgeConfig& config, Rollback& rollback,
+                       cni::CniResult& result) {
+  NG_ASSIGN_OR_RETURN(const cni::CniResult ipam, rollback.IpamResult(args.conf.cni_version));
+  NG_ASSIGN_OR_RETURN(L3Plan plan, BuildL3Plan(config, ipam, args.ifname));
+  {
+    NG_ASSIGN_OR_RETURN(auto in_container, sys::NetnsScope::Enter(args.netns));
+    NG_RETURN_IF_ERROR(ConfigureContainer(container, links.pair.container, plan));
+  }
+  NG_RETURN_IF_ERROR(SetGateways(node, links.bridge, config, plan, result));
+  if (config.ip_masq) {
+    rollback.Masq();
+    NG_RETURN_IF_ERROR(
+        SetupMasq(ChooseMasqBackend(config.masq_backend), AttachmentOf(args),
+                  BuildMasqPlan(args.conf.name, args.container_id, AddressesOf(plan.result))));
+  }
+  result.ips = std::move(plan.result.ips);
+  result.routes = std::move(plan.result.routes);
+  result.dns = std::move(plan.result.dns);
+  return OkStatus();
+}
+
+// The MACs as they are now: the bridge's moves when its first port joins (unless pinned), and
+// the reference reports both as it finds them at the end.
+Status ReportMacsAsTheyAreNow(netlink::Socket& node, const Links& links, cni::CniResult& result) {
+  NG_ASSIGN_OR_RETURN(auto host_now, netlink::GetLinkByIndex(node, links.pair.host.index));
+  if (host_now) result.interfaces[1].mac = host_now->mac;
+  NG_ASSIGN_OR_RETURN(auto bridge_now, netlink::GetLinkByIndex(node, links.bridge.index));
+  if (bridge_now) result.interfaces[0].mac = bridge_now->mac;
+  return OkStatus();
+}
+
+// DEL's part in the container's namespace, when it is still there: its interface goes
+// (links.h). A namespace that cannot be entered any more is gone, with its interfaces.
+Status RemoveFromContainer(const cni::CmdArgs& args) {
+  struct stat st {};
+  if (args.netns.empty() || ::stat(args.netns.c_str(), &st) != 0) return OkStatus();
+  auto container = SocketIn(args.netns);
+  if (!container.ok()) {
+    return container.error().code == kErrInvalidNetns ? OkStatus() : container.error();
+  }
+  return RemoveContainerInterface(*container, args.ifname);
+}
+
 Status JoinErrors(const std::string& what, const std::vector<Error>& errors) {
   if (errors.empty()) return OkStatus();
   std::string details;
@@ -144,15 +254,7 @@ const std::vector<std::string>& SupportedVersions() {
 
 Result<cni::CniResult> CmdAdd(const cni::CmdArgs& args) {
   NG_ASSIGN_OR_RETURN(const BridgeConfig config, ParseBridgeConfig(args.conf, args.args));
-  // A result without an address has no 0.1.0/0.2.0 form: refused before anything is made
-  // (the reference finds out after making it all).
-  NG_ASSIGN_OR_RETURN(const cni::ResultFamily family, cni::FamilyOf(args.conf.cni_version));
-  if (!config.layer3() && family == cni::ResultFamily::k020) {
-    return Error(kErrIncompatibleVersion,
-                 "cannot convert: no valid IP addresses (a bridge without IPAM has none, and "
-                 "version " +
-                     args.conf.cni_version + " results need one)");
-  }
+  NG_RETURN_IF_ERROR(RefuseResultWithoutAddress(config, args.conf.cni_version));
   NG_RETURN_IF_ERROR(NotOwnNetns(args));
   NG_ASSIGN_OR_RETURN(sys::UniqueFd container_ns, OpenNetns(args.netns));
   NG_ASSIGN_OR_RETURN(netlink::Socket node, netlink::Socket::Open());
@@ -165,77 +267,26 @@ Result<cni::CniResult> CmdAdd(const cni::CmdArgs& args) {
                         DelegateCall::Start(config.ipam_type, Command::kAdd, args));
     rollback.Ipam(config.ipam_type, std::move(ipam));
   }
-
-  NG_ASSIGN_OR_RETURN(const netlink::LinkInfo bridge, EnsureBridge(node, config));
-  NG_ASSIGN_OR_RETURN(VethPair pair,
-                      CreateVethPair(node, container, container_ns.get(), args.ifname, config));
-  rollback.Veth(node, pair.host.index);
-  NG_RETURN_IF_ERROR(AttachPort(node, pair.host, bridge.index, PortSettingsOf(config)));
-
+  NG_ASSIGN_OR_RETURN(const Links links,
+                      MakeLinks(node, container, container_ns.get(), args, config, rollback));
   cni::CniResult result;
   result.interfaces = {
-      cni::Interface{.name = bridge.name, .mac = bridge.mac},
-      cni::Interface{.name = pair.host.name, .mac = pair.host.mac},
-      cni::Interface{.name = pair.container.name, .mac = pair.container.mac, .sandbox = args.netns},
+      cni::Interface{.name = links.bridge.name, .mac = links.bridge.mac},
+      cni::Interface{.name = links.pair.host.name, .mac = links.pair.host.mac},
+      cni::Interface{.name = links.pair.container.name,
+                     .mac = links.pair.container.mac,
+                     .sandbox = args.netns},
   };
-  if (config.mac_spoof_check) {
-    rollback.SpoofCheck();
-    NG_RETURN_IF_ERROR(SetupSpoofCheck({.host_veth = pair.host.name,
-                                        .container_mac = pair.container.mac,
-                                        .container_id = args.container_id,
-                                        .ifname = args.ifname}));
-  }
-
   if (config.layer3()) {
-    NG_ASSIGN_OR_RETURN(const cni::CniResult ipam, rollback.IpamResult(args.conf.cni_version));
-    NG_ASSIGN_OR_RETURN(L3Plan plan, BuildL3Plan(config, ipam, args.ifname));
-    {
-      NG_ASSIGN_OR_RETURN(auto in_container, sys::NetnsScope::Enter(args.netns));
-      NG_RETURN_IF_ERROR(ConfigureContainer(container, pair.container, plan));
-    }
-    std::optional<netlink::LinkInfo> vlan_gateway;
-    for (const auto* gateways : {&plan.gateways_v4, &plan.gateways_v6}) {
-      for (const net::IpPrefix& gateway : *gateways) {
-        if (config.vlan != 0) {
-          if (!vlan_gateway) {
-            NG_ASSIGN_OR_RETURN(vlan_gateway, EnsureVlanGateway(node, bridge, config));
-            result.interfaces.push_back({.name = vlan_gateway->name, .mac = vlan_gateway->mac});
-          }
-          NG_RETURN_IF_ERROR(EnsureGatewayAddress(node, *vlan_gateway, gateway,
-                                                  config.force_address, vlan_gateway->mac));
-        } else {
-          if (Status s =
-                  EnsureGatewayAddress(node, bridge, gateway, config.force_address, bridge.mac);
-              !s.ok()) {
-            return s.error().WithContext("failed to set bridge addr");  // the reference's words
-          }
-        }
-      }
-      if (!gateways->empty()) NG_RETURN_IF_ERROR(EnableForwarding(gateways->front().family()));
-    }
-    if (config.ip_masq) {
-      rollback.Masq();
-      NG_RETURN_IF_ERROR(
-          SetupMasq(ChooseMasqBackend(config.masq_backend), AttachmentOf(args),
-                    BuildMasqPlan(args.conf.name, args.container_id, AddressesOf(plan.result))));
-    }
-    result.ips = std::move(plan.result.ips);
-    result.routes = std::move(plan.result.routes);
-    result.dns = std::move(plan.result.dns);
+    NG_RETURN_IF_ERROR(ConfigureLayer3(node, container, links, args, config, rollback, result));
   } else {
     if (!config.disable_container_interface) {
-      NG_RETURN_IF_ERROR(netlink::ChangeLink(container, pair.container.index, {.up = true},
+      NG_RETURN_IF_ERROR(netlink::ChangeLink(container, links.pair.container.index, {.up = true},
                                              "failed to set \"" + args.ifname + "\" up"));
     }
     if (config.dns_given) result.dns = config.dns;
   }
-
-  // The MACs as they are now: the bridge's moves when its first port joins (unless pinned),
-  // and the reference reports both as it finds them at the end.
-  NG_ASSIGN_OR_RETURN(auto host_now, netlink::GetLinkByIndex(node, pair.host.index));
-  if (host_now) result.interfaces[1].mac = host_now->mac;
-  NG_ASSIGN_OR_RETURN(auto bridge_now, netlink::GetLinkByIndex(node, bridge.index));
-  if (bridge_now) result.interfaces[0].mac = bridge_now->mac;
+  NG_RETURN_IF_ERROR(ReportMacsAsTheyAreNow(node, links, result));
   result.cni_version = args.conf.cni_version;
   rollback.Dismiss();
   return result;
@@ -261,19 +312,7 @@ Status CmdDel(const cni::CmdArgs& args) {
       errors.push_back(started.error());
     }
   }
-  if (!args.netns.empty()) {
-    struct stat st {};
-    if (::stat(args.netns.c_str(), &st) == 0) {
-      auto container = SocketIn(args.netns);
-      if (container.ok()) {
-        // Deleting one end deletes the pair, and with it the port and its rules on the node.
-        if (Status s = netlink::DeleteLink(*container, args.ifname); !s.ok())
-          errors.push_back(s.error());
-      } else if (container.error().code != kErrInvalidNetns) {
-        errors.push_back(container.error());
-      }
-    }
-  }
+  if (Status s = RemoveFromContainer(args); !s.ok()) errors.push_back(s.error());
   if (Status s = TeardownMasq(AttachmentOf(args)); !s.ok()) errors.push_back(s.error());
   if (Status s = TeardownSpoofCheck(args.container_id, args.ifname); !s.ok()) {
     errors.push_back(s.error());

@@ -99,6 +99,9 @@ PluginOutput BridgeNode::Run(const std::string& binary, const std::string& comma
   call.path = cni_path;
   call.stdin_data = conf;
   call.run_in_netns = node_.path();
+  // Our DEL leaves the deletion of the pair to a detached child (plugins/bridge/links.h): the
+  // states are compared once it is done.
+  call.wait_for_detached = true;
   const char* path = std::getenv("PATH");
   call.extra_env["PATH"] =
       ModeBinDir(mode_) + ":" + (path != nullptr ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
@@ -121,6 +124,9 @@ std::string Normalise(std::string text) {
       // Carrier follows the ports (compared themselves), and the kernel updates it late.
       {std::regex(R"(NO-CARRIER,|,LOWER_UP| linkdown| state (UP|DOWN|UNKNOWN))"), ""},
       {std::regex(R"( +valid_lft \S+ preferred_lft \S+)"), " LFT"},
+      // Our veth pairs are made with one queue each way, the reference's with one per possible
+      // CPU of which one is used (plugins/bridge/README.md: it saves two grace periods).
+      {std::regex(R"(numtxqueues \d+ numrxqueues \d+)"), "numtxqueues Q numrxqueues Q"},
       // A bridge's MAC moves when its ports change unless pinned; timers of the ports too.
       {std::regex(R"(8000\.[0-9a-f:]+)"), "8000.MAC"},
   };
@@ -189,7 +195,24 @@ std::string BridgeNode::IpamState() const {
   return out.str();
 }
 
+namespace {
+
+// A link's carrier reaches its bridge port's state and IPv6 (its link-local address) through
+// the kernel's linkwatch, a work queue, a moment after the link goes up: the plugin run last
+// would be compared unsettled. Reading a link's carrier in sysfs makes the kernel apply its
+// pending change first (ip netns exec mounts the namespace's own sysfs).
+void SettleCarrier(const TestNetns& ns) {
+  RunCommand("ip netns exec " + ns.name() +
+             " sh -c 'cat /sys/class/net/*/carrier' >/dev/null 2>&1");
+}
+
+}  // namespace
+
 std::string BridgeNode::State(const std::vector<std::string>& containers) {
+  SettleCarrier(node_);
+  for (const auto& id : containers) {
+    if (removed_.count(id) == 0) SettleCarrier(Container(id));
+  }
   std::string s = "# node\n" + NodeState() + "# ipam\n" + IpamState();
   for (const auto& id : containers) {
     if (removed_.count(id) != 0) continue;

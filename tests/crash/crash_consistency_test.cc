@@ -311,6 +311,17 @@ TEST(CrashConsistency, Bridge) {
     return call;
   };
   subject.state = [&] {
+    // A DEL leaves the deletion of the pair to a detached child, the interface renamed
+    // ngdel<hash> meanwhile (plugins/bridge/links.h): wait (at most 5 s) until no such pair is
+    // left, so the veths are counted once the children are done.
+    for (int i = 0; i < 250; ++i) {
+      bool retired = false;
+      for (const auto& [id, ns] : containers) {
+        retired = retired || CountListed(*ns, "ip -o link show", "ngdel") > 0;
+      }
+      if (!retired) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     // ip's stderr is left out: while a killed run's container namespace is being freed, the
     // listing may add "Peer netns reference is invalid" about a veth it still counts.
     std::string out = node.MustRun(
