@@ -46,7 +46,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 # shellcheck source=../lib/node.sh
-source "$SRC/bench/lib/node.sh"  # settle, iptables_population
+source "$SRC/bench/lib/node.sh"  # settle, iptables_population, veth_pair_cost
 
 # Ours are copied in, as an installer copies them (bench/podstart/README.md: a file the linker
 # has just written execs slower); the reference's are Debian's files.
@@ -63,23 +63,8 @@ ip netns add "$NODE"
 in_node ip link set lo up
 for i in $(seq 0 $((PODS - 1))); do ip netns add "${NODE}-c$i"; done
 
-# The kernel's cost of a veth pair: 20 made, then deleted, by one `ip -batch` each in the node;
-# one line "ADD_NS DEL_NS" per set into $T/veth.floor (ip's exec is shared by the 20).
-veth_floor() {
-  local add="$T/veth-add.batch" del="$T/veth-del.batch" t0 t1 t2 i
-  : >"$add"
-  : >"$del"
-  for i in $(seq 20); do
-    echo "link add ngvf$i type veth peer name ngvp$i" >>"$add"
-    echo "link del ngvf$i" >>"$del"
-  done
-  t0=$(date +%s%N)
-  in_node ip -batch "$add"
-  t1=$(date +%s%N)
-  in_node ip -batch "$del"
-  t2=$(date +%s%N)
-  echo "$1 $(((t1 - t0) / 20)) $(((t2 - t1) / 20))" >>"$T/veth.floor"
-}
+# One line "OTHERS ADD_NS DEL_NS" per set into $T/veth.floor (bench/lib/node.sh).
+veth_floor() { echo "$1 $(veth_pair_cost "$T")" >>"$T/veth.floor"; }
 
 sets=(ours reference)
 port=30000

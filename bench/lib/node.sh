@@ -7,6 +7,9 @@
 #   iptables_population N NET    iptables-restore input: N other containers of network NET in
 #                                the reference portmap's iptables layout, one TCP mapping each
 #                                (host ports 10000.., chains CNI-DN-<n>)
+#   veth_pair_cost DIR           the kernel's cost of a veth pair in the node (in_node): 20 made,
+#                                then deleted, by one `ip -batch` each (ip's exec shared by the
+#                                20); prints "ADD_NS DEL_NS" per pair. DIR holds the batch files
 
 # settle: waits (at most 30 s) until the machine is idle again. A deleted namespace is torn down
 # by the kernel afterwards, in the background (thousands of chains take seconds of CPU), and a
@@ -59,3 +62,18 @@ iptables_population() {
   }'
 }
 
+veth_pair_cost() {
+  local add="$1/veth-add.batch" del="$1/veth-del.batch" t0 t1 t2 i
+  : >"$add"
+  : >"$del"
+  for i in $(seq 20); do
+    echo "link add ngvf$i type veth peer name ngvp$i" >>"$add"
+    echo "link del ngvf$i" >>"$del"
+  done
+  t0=$(date +%s%N)
+  in_node ip -batch "$add"
+  t1=$(date +%s%N)
+  in_node ip -batch "$del"
+  t2=$(date +%s%N)
+  echo "$(((t1 - t0) / 20)) $(((t2 - t1) / 20))"
+}

@@ -64,7 +64,7 @@ source "$SRC/scripts/lib/node.sh"      # in_node, node_busybox_rootfs, node_remo
 # shellcheck source=../../scripts/lib/containerd.sh
 source "$SRC/scripts/lib/containerd.sh"  # containerd_config, _start, _pause_image, _teardown
 # shellcheck source=../lib/node.sh
-source "$SRC/bench/lib/node.sh"        # settle, iptables_population
+source "$SRC/bench/lib/node.sh"        # settle, iptables_population, veth_pair_cost
 cri() { timeout 120 "$PY" "$SRC/tests/e2e/cri_client.py" "$SOCK" "$@"; }
 
 cleanup() {
@@ -129,24 +129,9 @@ noop_set() {
   in_node bash -c 'for i in $(seq 20); do "$1"; sleep 0.02; done' _ "$NOOP"
 }
 
-# The kernel's own cost of a veth pair (the rest of issue 53's floor for bridge): 20 pairs made
-# and then deleted by one `ip -batch` each in the node, per pair; one line per set in
-# $T/veth.floor (add ns, delete ns). ip's exec is shared by the 20.
-veth_floor() {
-  local add="$T/veth-add.batch" del="$T/veth-del.batch" t0 t1 t2 i
-  : >"$add"
-  : >"$del"
-  for i in $(seq 20); do
-    echo "link add ngvf$i type veth peer name ngvp$i" >>"$add"
-    echo "link del ngvf$i" >>"$del"
-  done
-  t0=$(date +%s%N)
-  in_node ip -batch "$add"
-  t1=$(date +%s%N)
-  in_node ip -batch "$del"
-  t2=$(date +%s%N)
-  echo "$(((t1 - t0) / 20)) $(((t2 - t1) / 20))" >>"$T/veth.floor"
-}
+# The rest of bridge's floor: one line "ADD_NS DEL_NS" per set into
+# $T/veth.floor (bench/lib/node.sh).
+veth_floor() { veth_pair_cost "$T" >>"$T/veth.floor"; }
 
 sets=(ours ourbridge reference)
 [ -z "$OTHER_PORTMAP" ] || sets+=(other)
