@@ -7,22 +7,14 @@
 #include "admit/predicates/taint_toleration/taint_toleration.h"
 #include "explain/scheduler/candidate.h"
 #include "lib/base/result.h"
+#include "lib/json/field.h"
 
 namespace nodegate::explain {
 namespace {
 
 using nlohmann::json;
 
-std::string Str(const json& object, std::initializer_list<const char*> path) {
-  const json* at = &object;
-  for (const char* key : path) {
-    if (!at->is_object() || !at->contains(key)) {
-      return "";
-    }
-    at = &(*at)[key];
-  }
-  return at->is_string() ? at->get<std::string>() : "";
-}
+using json_field::StringAt;
 
 // AddToleration: AddOrUpdateTolerationInPodSpec: appended unless an equal one is there.
 void AddToleration(json& spec, const std::string& key, const std::string& effect) {
@@ -31,8 +23,8 @@ void AddToleration(json& spec, const std::string& key, const std::string& effect
     list = json::array();
   }
   for (const json& t : list) {
-    if (t.is_object() && Str(t, {"key"}) == key && Str(t, {"operator"}) == "Exists" &&
-        Str(t, {"value"}).empty() && Str(t, {"effect"}) == effect) {
+    if (t.is_object() && StringAt(t, {"key"}) == key && StringAt(t, {"operator"}) == "Exists" &&
+        StringAt(t, {"value"}).empty() && StringAt(t, {"effect"}) == effect) {
       return;
     }
   }
@@ -50,10 +42,10 @@ std::string TolerationsAdded(bool host_network) {
 
 json DaemonPodFor(const json& daemonset, const std::string& node) {
   json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};
-  const std::string name = Str(daemonset, {"metadata", "name"});
+  const std::string name = StringAt(daemonset, {"metadata", "name"});
   json meta = json::object();
   meta["name"] = node.empty() ? name : name + "-" + node;
-  meta["namespace"] = Str(daemonset, {"metadata", "namespace"});
+  meta["namespace"] = StringAt(daemonset, {"metadata", "namespace"});
   const json tmpl = daemonset.contains("spec") && daemonset["spec"].is_object() &&
                             daemonset["spec"].contains("template")
                         ? daemonset["spec"]["template"]
@@ -68,7 +60,7 @@ json DaemonPodFor(const json& daemonset, const std::string& node) {
   meta["ownerReferences"] = json::array({{{"apiVersion", "apps/v1"},
                                           {"kind", "DaemonSet"},
                                           {"name", name},
-                                          {"uid", Str(daemonset, {"metadata", "uid"})},
+                                          {"uid", StringAt(daemonset, {"metadata", "uid"})},
                                           {"controller", true}}});
   pod["metadata"] = std::move(meta);
   json spec = tmpl.is_object() && tmpl.contains("spec") ? tmpl["spec"] : json::object();
@@ -219,11 +211,11 @@ Status PlaceMissing(const json& daemonset, const std::string& daemonset_key, con
 
 Result<DaemonSetExplanation> ExplainDaemonSet(const json& daemonset, const Cluster& cluster,
                                               const Scheduler& scheduler) {
-  if (!daemonset.is_object() || Str(daemonset, {"kind"}) != "DaemonSet") {
+  if (!daemonset.is_object() || StringAt(daemonset, {"kind"}) != "DaemonSet") {
     return Error(kErrDecode, "not a DaemonSet");
   }
-  const std::string ns = Str(daemonset, {"metadata", "namespace"});
-  const std::string name = Str(daemonset, {"metadata", "name"});
+  const std::string ns = StringAt(daemonset, {"metadata", "namespace"});
+  const std::string name = StringAt(daemonset, {"metadata", "name"});
   // The controller's own check: the template with its tolerations, its own affinity.
   NG_ASSIGN_OR_RETURN(auto would_be,
                       DecodeCandidate(DaemonPodFor(daemonset, ""), "daemonset " + ns + "/" + name));

@@ -5,31 +5,15 @@
 #include "admit/api/decode.h"
 #include "admit/api/priority.h"
 #include "lib/base/result.h"
+#include "lib/json/field.h"
 
 namespace nodegate::explain {
 namespace {
 
 using nlohmann::json;
 
-const json* At(const json& object, std::initializer_list<const char*> path) {
-  const json* at = &object;
-  for (const char* key : path) {
-    if (!at->is_object()) {
-      return nullptr;
-    }
-    auto it = at->find(key);
-    if (it == at->end()) {
-      return nullptr;
-    }
-    at = &*it;
-  }
-  return at;
-}
-
-std::string StringAt(const json& object, std::initializer_list<const char*> path) {
-  const json* at = At(object, path);
-  return at != nullptr && at->is_string() ? at->get<std::string>() : "";
-}
+using json_field::MemberAt;
+using json_field::StringAt;
 
 bool NonEmptyList(const json* at) { return at != nullptr && at->is_array() && !at->empty(); }
 
@@ -37,19 +21,19 @@ bool NonEmptyList(const json* at) { return at != nullptr && at->is_array() && !a
 // beyond nodegate's that this pod's own spec makes do something.
 std::vector<std::string> NotEvaluated(const json& spec) {
   std::vector<std::string> out;
-  if (NonEmptyList(At(
+  if (NonEmptyList(MemberAt(
           spec, {"affinity", "podAffinity", "requiredDuringSchedulingIgnoredDuringExecution"}))) {
     out.push_back(
         "InterPodAffinity: "
         "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution");
   }
-  if (NonEmptyList(At(spec, {"affinity", "podAntiAffinity",
-                             "requiredDuringSchedulingIgnoredDuringExecution"}))) {
+  if (NonEmptyList(MemberAt(spec, {"affinity", "podAntiAffinity",
+                                   "requiredDuringSchedulingIgnoredDuringExecution"}))) {
     out.push_back(
         "InterPodAffinity: "
         "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution");
   }
-  if (const json* spread = At(spec, {"topologySpreadConstraints"}); NonEmptyList(spread)) {
+  if (const json* spread = MemberAt(spec, {"topologySpreadConstraints"}); NonEmptyList(spread)) {
     for (const json& c : *spread) {
       // ScheduleAnyway only scores; DoNotSchedule (and anything else) filters.
       if (!c.is_object() || StringAt(c, {"whenUnsatisfiable"}) != "ScheduleAnyway") {
@@ -59,7 +43,7 @@ std::vector<std::string> NotEvaluated(const json& spec) {
       }
     }
   }
-  if (const json* volumes = At(spec, {"volumes"}); NonEmptyList(volumes)) {
+  if (const json* volumes = MemberAt(spec, {"volumes"}); NonEmptyList(volumes)) {
     std::set<std::string> kinds;
     std::string first;
     for (const json& v : *volumes) {
@@ -89,7 +73,7 @@ std::vector<std::string> NotEvaluated(const json& spec) {
           ", e.g. volume \"" + first + "\")");
     }
   }
-  if (NonEmptyList(At(spec, {"resourceClaims"}))) {
+  if (NonEmptyList(MemberAt(spec, {"resourceClaims"}))) {
     out.push_back("DynamicResources: spec.resourceClaims");
   }
   return out;
@@ -99,7 +83,7 @@ bool ExpressionMatches(const json& e, const std::map<std::string, std::string>& 
   const std::string key = StringAt(e, {"key"});
   const std::string op = StringAt(e, {"operator"});
   std::set<std::string> values;
-  if (const json* v = At(e, {"values"}); v != nullptr && v->is_array()) {
+  if (const json* v = MemberAt(e, {"values"}); v != nullptr && v->is_array()) {
     for (const json& s : *v) {
       if (s.is_string()) {
         values.insert(s.get<std::string>());
@@ -132,7 +116,8 @@ bool LabelSelectorMatches(const json& selector, const std::map<std::string, std:
   if (!selector.is_object()) {
     return false;
   }
-  if (const json* match = At(selector, {"matchLabels"}); match != nullptr && match->is_object()) {
+  if (const json* match = MemberAt(selector, {"matchLabels"});
+      match != nullptr && match->is_object()) {
     for (const auto& [k, v] : match->items()) {
       auto it = labels.find(k);
       if (!v.is_string() || it == labels.end() || it->second != v.get<std::string>()) {
@@ -140,7 +125,7 @@ bool LabelSelectorMatches(const json& selector, const std::map<std::string, std:
       }
     }
   }
-  if (const json* exprs = At(selector, {"matchExpressions"});
+  if (const json* exprs = MemberAt(selector, {"matchExpressions"});
       exprs != nullptr && exprs->is_array()) {
     for (const json& e : *exprs) {
       if (!e.is_object() || !ExpressionMatches(e, labels)) {
@@ -163,12 +148,12 @@ Result<CandidatePod> DecodeCandidate(const json& object, std::string_view where)
   CandidatePod c;
   c.pod = std::move(pod);
   static const json kEmpty = json::object();
-  const json* spec = At(object, {"spec"});
+  const json* spec = MemberAt(object, {"spec"});
   const json& s = spec != nullptr && spec->is_object() ? *spec : kEmpty;
   c.scheduler_name = StringAt(s, {"schedulerName"});
   c.preemption_policy = StringAt(s, {"preemptionPolicy"});
   c.nominated_node = StringAt(object, {"status", "nominatedNodeName"});
-  if (const json* gates = At(s, {"schedulingGates"}); gates != nullptr && gates->is_array()) {
+  if (const json* gates = MemberAt(s, {"schedulingGates"}); gates != nullptr && gates->is_array()) {
     for (const json& g : *gates) {
       c.scheduling_gates.push_back(g.is_object() ? StringAt(g, {"name"}) : "");
     }
@@ -206,14 +191,14 @@ std::vector<std::string> AntiAffinityThreats(const Cluster& cluster, const admit
         if (!term.is_object()) {
           continue;
         }
-        const json* selector = At(term, {"labelSelector"});
+        const json* selector = MemberAt(term, {"labelSelector"});
         if (selector == nullptr || !LabelSelectorMatches(*selector, pod.labels)) {
           continue;
         }
         // The namespaces the term covers: its list, else (no namespaceSelector) the holder's.
         bool covers = false;
-        const json* names = At(term, {"namespaces"});
-        const json* ns_selector = At(term, {"namespaceSelector"});
+        const json* names = MemberAt(term, {"namespaces"});
+        const json* ns_selector = MemberAt(term, {"namespaceSelector"});
         if (names != nullptr && names->is_array()) {
           for (const json& n : *names) {
             covers = covers || (n.is_string() && n.get<std::string>() == pod.namespace_name);

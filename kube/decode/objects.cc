@@ -12,6 +12,7 @@
 #include "admit/api/decode.h"
 #include "admit/check/pod_facts.h"
 #include "lib/base/result.h"
+#include "lib/json/field.h"
 
 namespace nodegate::kube {
 namespace {
@@ -223,37 +224,14 @@ simdjson::error_code Copy(od::value value, const Projection* projection, json& o
   return simdjson::INCORRECT_TYPE;
 }
 
-std::string StringAt(const json& j, std::initializer_list<const char*> path) {
-  const json* at = &j;
-  for (const char* key : path) {
-    if (!at->is_object()) {
-      return "";
-    }
-    auto it = at->find(key);
-    if (it == at->end()) {
-      return "";
-    }
-    at = &*it;
-  }
-  return at->is_string() ? at->get<std::string>() : "";
-}
+using json_field::StringAt;
 
 // RequiredAntiAffinity: spec.affinity.podAntiAffinity.requiredDuringScheduling... when it is a
 // non-empty list, else null.
 const json* RequiredAntiAffinity(const json& pod) {
-  const json* at = &pod;
-  for (const char* key :
-       {"spec", "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"}) {
-    if (!at->is_object()) {
-      return nullptr;
-    }
-    auto it = at->find(key);
-    if (it == at->end()) {
-      return nullptr;
-    }
-    at = &*it;
-  }
-  return at->is_array() && !at->empty() ? at : nullptr;
+  const json* at = json_field::MemberAt(pod, {"spec", "affinity", "podAntiAffinity",
+                                              "requiredDuringSchedulingIgnoredDuringExecution"});
+  return at != nullptr && at->is_array() && !at->empty() ? at : nullptr;
 }
 
 }  // namespace

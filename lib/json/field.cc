@@ -112,4 +112,20 @@ std::string StringOrEmpty(const Json& object, std::string_view key) {
   return ReadString(object, key).value_or("");
 }
 
+const Json* MemberAt(const Json& object, std::initializer_list<const char*> path) {
+  const Json* at = &object;
+  for (const char* key : path) {
+    if (!at->is_object()) return nullptr;
+    const auto it = at->find(key);
+    if (it == at->end()) return nullptr;
+    at = &*it;
+  }
+  return at;
+}
+
+std::string StringAt(const Json& object, std::initializer_list<const char*> path) {
+  const Json* at = MemberAt(object, path);
+  return at != nullptr && at->is_string() ? at->get<std::string>() : "";
+}
+
 }  // namespace nodegate::json_field

@@ -16,6 +16,7 @@
 
 #include <concepts>
 #include <cstdint>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -128,5 +129,12 @@ const Json* GivenField(const Json& object, std::string_view key);
 // The member at `key` when it is a string, else "": for data that may hold anything (a cache
 // file, a manifest) where a field of another type counts as unset.
 std::string StringOrEmpty(const Json& object, std::string_view key);
+
+// The member at `path`, each key inside the one before ({"spec", "nodeName"}), whatever its type
+// (null included); nullptr when a step is missing or not an object.
+const Json* MemberAt(const Json& object, std::initializer_list<const char*> path);
+
+// The member at `path` when it is a string, else "".
+std::string StringAt(const Json& object, std::initializer_list<const char*> path);
 
 }  // namespace nodegate::json_field

@@ -136,5 +136,21 @@ TEST(JsonField, StringOrEmpty) {
   EXPECT_EQ(StringOrEmpty(j, "missing"), "");
 }
 
+TEST(JsonField, MemberAtWalksObjectsOnly) {
+  const Json j = Parse(R"({"spec": {"nodeName": "n1", "list": [1], "z": null, "n": 3}})");
+  ASSERT_NE(MemberAt(j, {"spec", "nodeName"}), nullptr);
+  EXPECT_EQ(*MemberAt(j, {"spec", "nodeName"}), "n1");
+  ASSERT_NE(MemberAt(j, {"spec", "z"}), nullptr);  // a null member is there
+  EXPECT_TRUE(MemberAt(j, {"spec", "z"})->is_null());
+  EXPECT_EQ(MemberAt(j, {"spec", "missing"}), nullptr);
+  EXPECT_EQ(MemberAt(j, {"spec", "list", "0"}), nullptr);  // a list is not walked into
+  EXPECT_EQ(MemberAt(j, {"spec", "n", "x"}), nullptr);
+  EXPECT_EQ(MemberAt(j, {}), &j);
+  EXPECT_EQ(StringAt(j, {"spec", "nodeName"}), "n1");
+  EXPECT_EQ(StringAt(j, {"spec", "n"}), "");
+  EXPECT_EQ(StringAt(j, {"spec", "z"}), "");
+  EXPECT_EQ(StringAt(j, {"spec", "missing", "deeper"}), "");
+}
+
 }  // namespace
 }  // namespace nodegate::json_field
