@@ -51,8 +51,8 @@ bool IsWildcard(std::string_view host_ip);
 bool IsV6(std::string_view host_ip);
 
 // HostIpsOverlap: two claims on the same protocol and port collide when their host IPs are
-// equal or one of them is a wildcard of either family. Across families this is the scheduler's
-// rule (0.0.0.0 conflicts with every address) and the kernel's for dual-stack "::" sockets.
+// equal or one of them is a wildcard of either family (lib/net/host_address.h's kEveryFamily:
+// the scheduler's 0.0.0.0 conflicts with every address, a dual-stack "::" socket takes IPv4).
 bool HostIpsOverlap(std::string_view a, std::string_view b);
 
 // KeysOverlap: same protocol and port, and overlapping host IPs.

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "lib/cni/cache_pods.h"
+#include "lib/net/host_address.h"
 #include "lib/sys/atomic_file.h"
 #include "lib/sys/io.h"
 
@@ -34,12 +35,9 @@ std::vector<Claim> ClaimsOf(const Config& config) {
 }
 
 bool Overlaps(const InstalledMapping& installed, const Claim& claim) {
-  if (installed.family != claim.family || installed.protocol != claim.protocol ||
-      installed.host_port != claim.host_port) {
-    return false;
-  }
-  const bool installed_any = !installed.host_ip || installed.host_ip->IsZero();
-  return installed_any || !claim.host_ip || *installed.host_ip == *claim.host_ip;
+  return installed.protocol == claim.protocol && installed.host_port == claim.host_port &&
+         net::HostAddressesOverlap({installed.family, installed.host_ip},
+                                   {claim.family, claim.host_ip}, net::WildcardReach::kOwnFamily);
 }
 
 bool OwnedBy(const InstalledMapping& installed, const Config& config) {

@@ -40,7 +40,8 @@ struct Claim {
 };
 std::vector<Claim> ClaimsOf(const Config& config);
 
-// Same family, protocol and port, and host IPs equal or either one every address.
+// Same family, protocol and port, and host IPs equal or either one every address of the
+// family (a DNAT rule matches one family: lib/net/host_address.h's kOwnFamily).
 bool Overlaps(const InstalledMapping& installed, const Claim& claim);
 // The mapping belongs to this ADD's container (a re-ADD replaces its own mappings). A layout
 // that does not record the network (the reference's nftables) matches on the ID alone.
