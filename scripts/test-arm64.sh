@@ -26,10 +26,12 @@ SOURCE_CACHE="$(cd "$(dirname "$0")/.." && pwd)/build/cache"
 export NODEGATE_DEB_CACHE_DIR="${NODEGATE_DEB_CACHE_DIR:-${NODEGATE_CACHE_DIR:-$SOURCE_CACHE}/debs}"
 export NODEGATE_CACHE_DIR="${NODEGATE_CACHE_DIR:-$ARM64_DIR/cache}"
 # The checks of the Debian 11 tier, all of them: both iptables modes, both directions of a
-# switch between the reference and ours, the nftables backend, bandwidth's rates, nodegate.
-VM_CHECKS=(version host_local portmap_iptables:nft portmap_cross:nft portmap_iptables:legacy
-  portmap_cross:legacy portmap_conntrack portmap_nftables portmap_nftables_masqall bandwidth admit
-  ports)
+# switch between the reference and ours, the nftables backend, bandwidth's rates, bridge in both
+# modes and with VLANs, nodegate.
+# legacy_first_use first: it needs a kernel where nothing has loaded ip_tables yet.
+VM_CHECKS=(legacy_first_use version host_local portmap_iptables:nft portmap_cross:nft
+  portmap_iptables:legacy portmap_cross:legacy portmap_conntrack portmap_nftables
+  portmap_nftables_masqall bandwidth bridge:nft bridge:legacy bridge_vlan admit ports)
 
 # shellcheck source=lib/stages.sh
 source "$(dirname "$0")/lib/stages.sh"  # stage, ctest_stage, counted_stage, stages_verdict

@@ -36,8 +36,9 @@ case "$arch" in
 esac
 checks=("$@")
 if [ ${#checks[@]} -eq 0 ]; then
-  checks=(version host_local portmap_iptables:nft portmap_iptables:legacy portmap_conntrack
-    portmap_nftables portmap_nftables_masqall bandwidth bridge:nft bridge_vlan)
+  # legacy_first_use first: it needs a kernel where nothing has loaded ip_tables yet.
+  checks=(legacy_first_use version host_local portmap_iptables:nft portmap_iptables:legacy
+    portmap_conntrack portmap_nftables portmap_nftables_masqall bandwidth bridge:nft bridge_vlan)
 fi
 entry=$(debian_root --suite "$suite" --arch "$arch" --image)
 kernel=$(ls "$entry"/root/boot/vmlinuz-* | sort -V | tail -1)

@@ -12,6 +12,7 @@ extern "C" {  // libip6tc.h lacks its own C linkage block
 
 #include "lib/netfilter/query.h"
 #include "lib/sys/fd.h"
+#include "lib/sys/kernel_module.h"
 #include "plugins/portmap/iptables/legacy/table.h"
 #include "plugins/portmap/iptables/nft/table.h"
 #include "plugins/portmap/iptables/rules.h"
@@ -32,7 +33,22 @@ bool TableAnswers(int domain, int level, int option) {
   return ::getsockopt(fd.get(), level, option, &info, &len) == 0;
 }
 
+// The x_tables core of the family (ip_tables, ip6_tables): libiptc's socket options exist only
+// once it is in, and unlike nf_tables' parts the kernel does not load it on demand. The
+// iptables tools load it before their first call (xtables_load_ko), by the same test: on a
+// node where nothing used the legacy tables since boot, the first ADD does it here.
+Status EnsureXtablesLoaded(net::Family family) {
+  const bool v4 = family == net::Family::kV4;
+  if (sys::KernelModuleLoaded(v4 ? "/proc/net/ip_tables_names" : "/proc/net/ip6_tables_names")) {
+    return OkStatus();
+  }
+  Status loaded = sys::LoadKernelModule(v4 ? "ip_tables" : "ip6_tables");
+  if (!loaded.ok()) return loaded.error().WithContext(v4 ? "iptables" : "ip6tables");
+  return OkStatus();
+}
+
 bool LegacyUsable(net::Family family) {
+  if (!EnsureXtablesLoaded(family).ok()) return false;
   return family == net::Family::kV4
              ? TableAnswers<ipt_getinfo>(AF_INET, IPPROTO_IP, IPT_SO_GET_INFO)
              : TableAnswers<ip6t_getinfo>(AF_INET6, IPPROTO_IPV6, IP6T_SO_GET_INFO);
@@ -42,8 +58,9 @@ class KernelNatTables final : public NatTables {
  public:
   Status Transact(net::Family family, IptablesMode mode, const NatTableChange& change,
                   const std::vector<std::string>& chains_read) override {
-    return mode == IptablesMode::kNft ? TransactNft(family, change, chains_read)
-                                      : TransactLegacy(family, change);
+    if (mode == IptablesMode::kNft) return TransactNft(family, change, chains_read);
+    NG_RETURN_IF_ERROR(EnsureXtablesLoaded(family));
+    return TransactLegacy(family, change);
   }
 
   ModeChoice ChooseMode(net::Family family, std::optional<IptablesMode> configured) override {

@@ -598,6 +598,34 @@ check_bridge() {
   netns_del_all
 }
 
+# The first use of the legacy tables since boot, by ours (the VM's first check: nothing has
+# loaded ip_tables or ip6_tables yet). The kernel does not load them on demand; the iptables
+# tools run modprobe first, and so must ours: bridge's ipMasq and portmap in legacy mode share
+# the one transaction that does. Then the masquerade rules are there, and DEL removes them.
+check_legacy_first_use() {
+  local env conf
+  if [ -e /proc/net/ip_tables_names ] || [ -e /proc/net/ip6_tables_names ]; then
+    bad "ip_tables or ip6_tables was loaded before this check: it must run first on a fresh boot"
+    return
+  fi
+  env=$(mode_env legacy)
+  conf=$(bridge_conf bl "$WORK/ipam-l")
+  make_node bl && netns_add bl-c || { bad "namespaces"; return; }
+  expect_cni "ours: ADD, legacy mode, x_tables not loaded" bl "$BIN/bridge" ADD c1 "$conf" "$env" ||
+    return
+  expect "ip_tables and ip6_tables loaded" test -e /proc/net/ip_tables_names -a \
+    -e /proc/net/ip6_tables_names
+  expect "the ADD made masquerade rules in both families" contains "$(tables bl legacy)" "CNI-"
+  same "a POSTROUTING jump in each family" 2 "$(tables bl legacy | grep -c '^-A POSTROUTING .*CNI-')"
+  expect_cni "ours: DEL" bl "$BIN/bridge" DEL c1 "$conf" "$env"
+  if grep -q CNI- <<<"$(tables bl legacy)"; then
+    bad "masquerade rules left: $(tables bl legacy | grep CNI- | head -3)"
+  else
+    ok "no masquerade rule left"
+  fi
+  netns_del_all
+}
+
 # The bridge's VLAN keys on a kernel with VLAN filtering (Debian 11's 5.10 in the VM). "vlan"
 # as the node's reference 0.9.0 sets it, which keeps the bridge's default VLAN 1 on the port:
 # ours with "preserveDefaultVlan": true makes the same VLANs. Ours by default removes VLAN 1,
