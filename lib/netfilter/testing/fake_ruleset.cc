@@ -4,6 +4,7 @@
 #include <netinet/in.h>  // before the kernel headers, which then skip their own copies
 // clang-format on
 #include <linux/netfilter.h>
+#include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
@@ -190,8 +191,9 @@ class BatchApplier {
     FakeTable* table = Table(m, NFTA_SET_TABLE);
     if (table == nullptr) return Refuse(ENOENT, "no such table");
     FakeSet set = SetOf(m);
-    if (set.name.empty() || set.key_len == 0 || set.key_len > 64) {
-      return Refuse(EINVAL, "set without a name or key length");
+    // The kernel wants every new set's batch ID (NFTA_SET_ID), named or not.
+    if (set.name.empty() || set.key_len == 0 || set.key_len > 64 || !m.Find(NFTA_SET_ID)) {
+      return Refuse(EINVAL, "set without a name, key length or ID");
     }
     if ((set.flags & NFT_SET_MAP) && (set.data_len == 0 || set.data_len > 64)) {
       return Refuse(EINVAL, "map without a data length");
@@ -208,6 +210,7 @@ class BatchApplier {
       return same ? Answer{} : Refuse(EEXIST, "set exists with another type");
     }
     if (const uint32_t id = m.Be32(NFTA_SET_ID); id != 0) set_ids_[id] = set.name;
+    ++table->next_handle;  // sets take handles from the table's counter too
     table->sets.push_back(std::move(set));
     return Answer{};
   }
@@ -277,19 +280,25 @@ class BatchApplier {
   }
 
   // The sets a rule's lookups name, each of the table (by name, or by its ID in this batch);
-  // its jumps' chains, each of the table.
-  Answer Resolve(FakeTable& tbl, const std::vector<Expr>& exprs, FakeRule& rule) {
-    for (const Expr& e : exprs) {
+  // its jumps' chains, each of the table. The expressions are left as the kernel dumps them:
+  // a lookup names its set (an anonymous one by the name the kernel gave it), a nat
+  // expression has its max registers and range flags filled in.
+  Answer Resolve(FakeTable& tbl, std::vector<Expr>& exprs, FakeRule& rule) {
+    for (Expr& e : exprs) {
       if (std::holds_alternative<expr::Other>(e)) {
         return Refuse(EOPNOTSUPP, "expression " + std::get<expr::Other>(e).name);
       }
-      if (const auto* lookup = std::get_if<expr::Lookup>(&e)) {
-        std::string name = lookup->set;
-        if (lookup->set_id != 0 && set_ids_.count(lookup->set_id) > 0)
-          name = set_ids_[lookup->set_id];
-        if (FindIn(tbl.sets, name) == nullptr) return Refuse(ENOENT, "lookup of no such set");
-        rule.sets.push_back(name);
+      if (auto* lookup = std::get_if<expr::Lookup>(&e)) {
+        if (lookup->set_id != 0 && set_ids_.count(lookup->set_id) > 0) {
+          lookup->set = set_ids_[lookup->set_id];
+        }
+        lookup->set_id = 0;
+        if (FindIn(tbl.sets, lookup->set) == nullptr) {
+          return Refuse(ENOENT, "lookup of no such set");
+        }
+        rule.sets.push_back(lookup->set);
       }
+      if (auto* nat = std::get_if<expr::Nat>(&e)) AsDumped(*nat);
       const auto* verdict = std::get_if<expr::Verdict>(&e);
       if (verdict && (verdict->code == NFT_JUMP || verdict->code == NFT_GOTO) &&
           FindIn(tbl.chains, verdict->chain) == nullptr) {
@@ -299,6 +308,17 @@ class BatchApplier {
     return Answer{};
   }
 
+  static void AsDumped(expr::Nat& nat) {
+    if (nat.reg_addr_min != 0) {
+      if (nat.reg_addr_max == 0) nat.reg_addr_max = nat.reg_addr_min;
+      nat.flags |= NF_NAT_RANGE_MAP_IPS;
+    }
+    if (nat.reg_proto_min != 0) {
+      if (nat.reg_proto_max == 0) nat.reg_proto_max = nat.reg_proto_min;
+      nat.flags |= NF_NAT_RANGE_PROTO_SPECIFIED;
+    }
+  }
+
   Answer NewRule(const Message& m) {
     FakeTable* table = Table(m, NFTA_RULE_TABLE);
     if (table == nullptr) return Refuse(ENOENT, "no such table");
@@ -306,10 +326,11 @@ class BatchApplier {
     if (chain == nullptr) return Refuse(ENOENT, "no such chain");
     const auto payload = m.Find(NFTA_RULE_EXPRESSIONS);
     if (!payload) return Refuse(EINVAL, "rule without expressions");
-    const auto exprs = DecodeExpressions(payload->data);
+    auto exprs = DecodeExpressions(payload->data);
     if (!exprs || exprs->empty()) return Refuse(EINVAL, "expressions that do not decode");
-    FakeRule rule{.expressions = Bytes(payload->data.begin(), payload->data.end())};
+    FakeRule rule;
     if (Answer a = Resolve(*table, *exprs, rule); a.error != 0) return a;
+    rule.expressions = EncodeExpressions(*exprs);
     if (const auto ud = m.Find(NFTA_RULE_USERDATA))
       rule.userdata.assign(ud->data.begin(), ud->data.end());
     rule.handle = table->next_handle++;

@@ -10,9 +10,11 @@
 // the kernel does: ENOENT for what is missing (a table, chain, set, element or rule handle, a
 // set a lookup names, a chain a jump names), EEXIST for creating an element whose key is there
 // (kCreate) or adding one with other data, EBUSY for deleting a chain that holds rules or is
-// jumped to and a set a rule looks up, EINVAL for a key or data of the wrong length or an
-// expression it cannot decode, and the whole batch (StaleGeneration, nfnl.h) when it was built
-// on a generation that is no longer the current one.
+// jumped to and a set a rule looks up, EINVAL for a set without its batch ID, a key or data of
+// the wrong length or an expression it cannot decode, and the whole batch (StaleGeneration,
+// nfnl.h) when it was built on a generation that is no longer the current one. Rules read back
+// as the kernel dumps them (anonymous sets by their __setN names, nat ranges filled in).
+// tests/netfilter/fake_ruleset_netns_test.cc holds all this against the kernel.
 //
 // It can be told to fail an operation (a read, or a commit as a broken exchange) at its Nth
 // call, to refuse the Nth commit with an errno, to let another writer commit just before the
@@ -58,7 +60,7 @@ struct FakeSet {
 
 struct FakeRule {
   uint64_t handle = 0;
-  Bytes expressions;  // NFTA_RULE_EXPRESSIONS as sent (DecodeExpressions reads it)
+  Bytes expressions;  // NFTA_RULE_EXPRESSIONS as the kernel dumps it (DecodeExpressions)
   Bytes userdata;
   std::vector<std::string> sets;  // the sets its lookups name (anonymous ones by their name)
 };
@@ -74,7 +76,7 @@ struct FakeTable {
   Bytes userdata;
   std::vector<FakeChain> chains;  // in the order created, as the kernel lists them
   std::vector<FakeSet> sets;
-  uint64_t next_handle = 1;  // the table's handles (chains' and rules')
+  uint64_t next_handle = 1;  // the table's handles (its sets', chains' and rules')
 };
 
 // Every table by (family, name).

@@ -29,8 +29,8 @@ NftBatch Batch() { return NftBatch(kNfprotoInet, kTable); }
 NftBatch SetupBatch() {
   NftBatch b = Batch();
   b.AddTable({.comment = "fake"});
-  b.AddSet({.name = "m", .flags = NFT_SET_MAP, .key_len = 4, .data_len = 4});
-  b.AddSet({.name = "s", .key_len = 4});
+  b.AddSet({.name = "m", .id = 1, .flags = NFT_SET_MAP, .key_len = 4, .data_len = 4});
+  b.AddSet({.name = "s", .id = 2, .key_len = 4});
   b.AddChain({.name = "c"});
   return b;
 }
@@ -105,10 +105,12 @@ TEST_F(FakeRulesetTest, RefusesAsTheKernelDoesAndAppliesNothing) {
   b.DeleteRule(kNfprotoInet, kTable, "c", 99);                                      // 8: ENOENT
   b.AddRule({.chain = "c", .exprs = {expr::Verdict{NFT_JUMP, "nowhere"}}});         // 9: ENOENT
   b.DeleteSet("absent");                                                            // 10: ENOENT
-  EXPECT_THAT(Refusals(ruleset_.Commit(b)),
-              ElementsAre(Refused{2, EEXIST}, Refused{3, EEXIST}, Refused{4, ENOENT},
-                          Refused{5, ENOENT}, Refused{6, EINVAL}, Refused{7, EINVAL},
-                          Refused{8, ENOENT}, Refused{9, ENOENT}, Refused{10, ENOENT}));
+  b.AddSet({.name = "no-id", .key_len = 4});                                        // 11: EINVAL
+  EXPECT_THAT(
+      Refusals(ruleset_.Commit(b)),
+      ElementsAre(Refused{2, EEXIST}, Refused{3, EEXIST}, Refused{4, ENOENT}, Refused{5, ENOENT},
+                  Refused{6, EINVAL}, Refused{7, EINVAL}, Refused{8, ENOENT}, Refused{9, ENOENT},
+                  Refused{10, ENOENT}, Refused{11, EINVAL}));
   EXPECT_EQ(ruleset_.Dump(), before);
 }
 
