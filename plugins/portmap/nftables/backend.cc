@@ -3,7 +3,9 @@
 // plans and tells refusals apart by the roles of the refused changes. No libnftables, no nft.
 // The fast paths (the usual ADD and DEL) read nothing but the owner's markers; reading is for
 // the rarer paths: a network's first ADD or new config, re-ADD, a DEL whose mappings differ
-// from the ADD's, conflicts' messages, CHECK, GC and the reference's leftovers.
+// from the ADD's, conflicts' messages, CHECK, GC and the reference's leftovers. Reads and
+// batches go through netfilter::Ruleset (lib/netfilter/ruleset.h): the kernel's, or in the
+// unit tests (backend_test.cc) an in-memory one.
 
 #include <algorithm>
 #include <cerrno>
