@@ -221,22 +221,50 @@ TEST_F(NftablesBackend, DelIsIdempotentWhenAbsent) {
   EXPECT_EQ(ruleset_.Dump(), after);
 }
 
+// Removes the first element commented `id` from a set whose name holds `part`, behind the
+// plugin's back; false when there is none.
+bool RemoveOneElement(FakeRuleset& ruleset, const std::string& id, const std::string& part) {
+  for (auto& set : ruleset.tables().at({kInet, nft::kTable}).sets) {
+    if (set.name.find(part) == std::string::npos) continue;
+    auto it = std::find_if(set.elements.begin(), set.elements.end(), [&](const auto& e) {
+      return netfilter::UserDataComment(e.userdata) == nft::ElementComment(id);
+    });
+    if (it == set.elements.end()) continue;
+    set.elements.erase(it);
+    return true;
+  }
+  return false;
+}
+
 // A DEL whose elements are not all there (one went behind the plugin's back): the exact batch
 // is refused whole (ENOENT), and the listing path deletes what is left.
 TEST_F(NftablesBackend, DelOfPartlyMissingElementsFallsBackToTheListing) {
   ASSERT_TRUE(mapper_->Forward(Keep()).ok());
   const std::string before = ruleset_.Dump();
   ASSERT_TRUE(mapper_->Forward(Parsed()).ok());
-  const std::string map = nft::NamesFor("rnet").DnatAny(net::Family::kV6);
-  auto& sets = ruleset_.tables().at({kInet, nft::kTable}).sets;
-  auto it = std::find_if(sets.begin(), sets.end(), [&](const auto& s) { return s.name == map; });
-  ASSERT_NE(it, sets.end());
-  std::erase_if(it->elements, [](const auto& e) {
-    return netfilter::UserDataComment(e.userdata) == nft::ElementComment("ctr1");
-  });
+  ASSERT_TRUE(RemoveOneElement(ruleset_, "ctr1", "_dnat_any_v6"));
   const Status del = mapper_->Unforward(Parsed("ctr1", "", testing::kMappings, Purpose::kDel));
   ASSERT_TRUE(del.ok()) << del.error().msg;
   EXPECT_EQ(ruleset_.Dump(), before);
+}
+
+// DEL's listing path reads, then deletes what it read (no generation: a refusal tells); another
+// writer deletes one of those elements in between: the batch is refused (ENOENT), read again,
+// and applied.
+TEST_F(NftablesBackend, DelListingReadsAgainWhenAnElementGoesMeanwhile) {
+  ASSERT_TRUE(mapper_->Forward(Keep()).ok());
+  const std::string before = ruleset_.Dump();
+  ASSERT_TRUE(mapper_->Forward(Parsed()).ok());
+  ASSERT_TRUE(RemoveOneElement(ruleset_, "ctr1", "_dnat_any_v6"));  // the exact DEL fails
+  const int calls = ruleset_.commit_calls();
+  ruleset_.ConcurrentWrite([](FakeRuleset&) {});  // before the exact DEL's batch: nothing
+  ruleset_.ConcurrentWrite(
+      [](FakeRuleset& r) { ASSERT_TRUE(RemoveOneElement(r, "ctr1", "_hairpin_")); });
+  const Status del = mapper_->Unforward(Parsed("ctr1", "", testing::kMappings, Purpose::kDel));
+  ASSERT_TRUE(del.ok()) << del.error().msg;
+  EXPECT_EQ(ruleset_.Dump(), before);
+  // The exact batch, the listing's refused one, the listing's applied one.
+  EXPECT_EQ(ruleset_.commit_calls() - calls, 3);
 }
 
 // A read that fails, or a commit the kernel refuses for its own reasons: the verb fails with
