@@ -247,13 +247,18 @@ Result<std::vector<BatchRefusal>> NftBatch::Commit(std::optional<uint32_t> gener
       const std::vector<BatchAnswer> answers,
       SendBatch(fd.get(), NfnlBatch{kBeginSeq, generation, views, change_of_.size()},
                 "nftables: batch"));
+  return RefusalsOf(answers);
+}
+
+Result<std::vector<BatchRefusal>> NftBatch::RefusalsOf(
+    const std::vector<BatchAnswer>& answers) const {
   // Every message asked for an ack: each is answered (an ack, or its refusal).
   std::vector<BatchRefusal> refusals;
   std::vector<bool> answered(change_of_.size(), false);
   size_t open = change_of_.size();
   for (const BatchAnswer& answer : answers) {
     const size_t message = answer.seq - kBeginSeq - 1;
-    if (answered[message]) continue;
+    if (message >= change_of_.size() || answered[message]) continue;
     answered[message] = true;
     --open;
     const size_t change = change_of_[message];

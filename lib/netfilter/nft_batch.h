@@ -147,6 +147,13 @@ class NftBatch {
   // it applied is then unknown).
   Result<std::vector<BatchRefusal>> Commit(std::optional<uint32_t> generation = {}) const;
 
+  // For a kernel in memory (lib/netfilter/testing/fake_ruleset.h), which reads what Commit
+  // would send: the messages, back to back in chunks (a message never spans two), and the
+  // refusals its answers mean (Commit's own reading of the kernel's). Errors (code 100): a
+  // message was not answered.
+  std::vector<ByteView> MessageViews() const { return messages_.Views(); }
+  Result<std::vector<BatchRefusal>> RefusalsOf(const std::vector<BatchAnswer>& answers) const;
+
  private:
   void Queue(uint8_t family, uint16_t type, uint16_t flags, const AttrWriter& attrs, size_t change);
   size_t Next() { return changes_++; }

@@ -12,6 +12,7 @@
 #include "lib/cni/logging.h"
 #include "lib/netfilter/nft_batch.h"
 #include "lib/netfilter/query.h"
+#include "lib/netfilter/ruleset.h"
 #include "plugins/portmap/iptables/mode.h"
 #include "plugins/portmap/iptables/nat_table.h"
 #include "plugins/portmap/iptables/nat_tables.h"
@@ -218,7 +219,7 @@ std::string WithoutQuotes(std::string text) {
 
 // The rules of masq_checks whose comment starts with `prefix`; none when the table or chain is
 // missing.
-Result<std::vector<netfilter::RuleRecord>> RulesCommented(netfilter::TableReader& reader,
+Result<std::vector<netfilter::RuleRecord>> RulesCommented(netfilter::TableReads& reader,
                                                           const std::string& prefix) {
   NG_ASSIGN_OR_RETURN(auto rules, reader.Rules(kMasqChecksChain));
   std::vector<netfilter::RuleRecord> out;
@@ -228,20 +229,25 @@ Result<std::vector<netfilter::RuleRecord>> RulesCommented(netfilter::TableReader
   return out;
 }
 
-Result<bool> NftTableExists() { return netfilter::HasTable(netfilter::kNfprotoInet, kMasqTable); }
+Result<bool> NftTableExists(netfilter::Ruleset& ruleset) {
+  NG_ASSIGN_OR_RETURN(const auto present,
+                      ruleset.HasTables({{netfilter::kNfprotoInet, kMasqTable}}));
+  return present.front();
+}
+
+// What a batch of the masquerade table is built from: the table's reads, made after the
+// generation the batch goes with.
+using NftBuild = std::function<Result<std::optional<netfilter::NftBatch>>(netfilter::TableReads&)>;
 
 // Sends `build`'s batch on the generation read with it, again when another writer committed in
 // between. `build` returns nullopt when there is nothing to send.
-Status CommitNft(
-    const std::function<Result<std::optional<netfilter::NftBatch>>(netfilter::TableReader&)>&
-        build) {
+Status CommitNft(netfilter::Ruleset& ruleset, const NftBuild& build) {
   for (int attempt = 1;; ++attempt) {
-    NG_ASSIGN_OR_RETURN(auto reader,
-                        netfilter::TableReader::Open(netfilter::kNfprotoInet, kMasqTable));
-    NG_ASSIGN_OR_RETURN(const uint32_t generation, reader.Generation());
-    NG_ASSIGN_OR_RETURN(std::optional<netfilter::NftBatch> batch, build(reader));
+    NG_ASSIGN_OR_RETURN(const auto reader, ruleset.OpenTable(netfilter::kNfprotoInet, kMasqTable));
+    NG_ASSIGN_OR_RETURN(const uint32_t generation, reader->Generation());
+    NG_ASSIGN_OR_RETURN(std::optional<netfilter::NftBatch> batch, build(*reader));
     if (!batch || batch->empty()) return OkStatus();
-    auto sent = batch->Commit(generation);
+    auto sent = ruleset.Commit(*batch, generation);
     if (!sent.ok()) {
       if (netfilter::IsStaleGeneration(sent.error()) && attempt < kMasqStaleRetries) continue;
       return sent.error().WithContext("nftables " + std::string(kMasqTable));
@@ -257,48 +263,51 @@ Status CommitNft(
   }
 }
 
-Status SetupNft(const MasqAttachment& a, const MasqPlan& plan) {
+}  // namespace
+
+Status SetupNftMasq(netfilter::Ruleset& ruleset, const MasqAttachment& a, const MasqPlan& plan) {
   const std::string comment = NftMasqComment(a);
-  return CommitNft([&](netfilter::TableReader& reader)
-                       -> Result<std::optional<netfilter::NftBatch>> {
-    netfilter::NftBatch batch(netfilter::kNfprotoInet, kMasqTable);
-    batch.AddTable(
-        {.comment = "Masquerading for plugins from github.com/containernetworking/plugins"});
-    batch.AddChain({.name = kMasqChecksChain,
-                    .comment = "Masquerade traffic from certain IPs to any (non-multicast) IP "
-                               "outside their subnet"});
-    batch.AddChain(
-        {.name = kMasqPostroutingChain,
-         .hook = netfilter::NftHook{.num = NF_INET_POST_ROUTING, .priority = 100, .type = "nat"}});
-    // postrouting as upstream keeps it: rewritten only when it is not exactly its three rules.
-    NG_ASSIGN_OR_RETURN(auto current, reader.Rules(kMasqPostroutingChain));
-    const auto wanted = PostroutingRules();
-    bool same = current.size() == wanted.size();
-    for (size_t i = 0; same && i < current.size(); ++i) {
-      auto decoded = netfilter::DecodeExpressions(current[i].expressions);
-      same = decoded && *decoded == wanted[i];
-    }
-    if (!same) {
-      batch.FlushChain(kMasqPostroutingChain);
-      for (const auto& exprs : wanted)
-        batch.AddRule({.chain = kMasqPostroutingChain, .exprs = exprs});
-    }
-    NG_ASSIGN_OR_RETURN(auto stale, RulesCommented(reader, InstanceHash(a)));
-    for (const auto& r : stale) {
-      batch.DeleteRule(netfilter::kNfprotoInet, kMasqTable, kMasqChecksChain, r.handle);
-    }
-    for (const net::IpPrefix& address : plan.addresses) {
-      batch.AddRule({.chain = kMasqChecksChain, .exprs = MasqRule(address), .comment = comment});
-    }
-    return std::optional<netfilter::NftBatch>(std::move(batch));
-  });
+  return CommitNft(
+      ruleset, [&](netfilter::TableReads& reader) -> Result<std::optional<netfilter::NftBatch>> {
+        netfilter::NftBatch batch(netfilter::kNfprotoInet, kMasqTable);
+        batch.AddTable(
+            {.comment = "Masquerading for plugins from github.com/containernetworking/plugins"});
+        batch.AddChain({.name = kMasqChecksChain,
+                        .comment = "Masquerade traffic from certain IPs to any (non-multicast) IP "
+                                   "outside their subnet"});
+        batch.AddChain({.name = kMasqPostroutingChain,
+                        .hook = netfilter::NftHook{
+                            .num = NF_INET_POST_ROUTING, .priority = 100, .type = "nat"}});
+        // postrouting as upstream keeps it: rewritten only when it is not exactly its three rules.
+        NG_ASSIGN_OR_RETURN(auto current, reader.Rules(kMasqPostroutingChain));
+        const auto wanted = PostroutingRules();
+        bool same = current.size() == wanted.size();
+        for (size_t i = 0; same && i < current.size(); ++i) {
+          auto decoded = netfilter::DecodeExpressions(current[i].expressions);
+          same = decoded && *decoded == wanted[i];
+        }
+        if (!same) {
+          batch.FlushChain(kMasqPostroutingChain);
+          for (const auto& exprs : wanted)
+            batch.AddRule({.chain = kMasqPostroutingChain, .exprs = exprs});
+        }
+        NG_ASSIGN_OR_RETURN(auto stale, RulesCommented(reader, InstanceHash(a)));
+        for (const auto& r : stale) {
+          batch.DeleteRule(netfilter::kNfprotoInet, kMasqTable, kMasqChecksChain, r.handle);
+        }
+        for (const net::IpPrefix& address : plan.addresses) {
+          batch.AddRule(
+              {.chain = kMasqChecksChain, .exprs = MasqRule(address), .comment = comment});
+        }
+        return std::optional<netfilter::NftBatch>(std::move(batch));
+      });
 }
 
-Status TeardownNft(const MasqAttachment& a) {
-  NG_ASSIGN_OR_RETURN(const bool exists, NftTableExists());
+Status TeardownNftMasq(netfilter::Ruleset& ruleset, const MasqAttachment& a) {
+  NG_ASSIGN_OR_RETURN(const bool exists, NftTableExists(ruleset));
   if (!exists) return OkStatus();
   return CommitNft(
-      [&](netfilter::TableReader& reader) -> Result<std::optional<netfilter::NftBatch>> {
+      ruleset, [&](netfilter::TableReads& reader) -> Result<std::optional<netfilter::NftBatch>> {
         NG_ASSIGN_OR_RETURN(auto rules, RulesCommented(reader, InstanceHash(a)));
         if (rules.empty()) return std::optional<netfilter::NftBatch>();
         netfilter::NftBatch batch(netfilter::kNfprotoInet, kMasqTable);
@@ -309,10 +318,9 @@ Status TeardownNft(const MasqAttachment& a) {
       });
 }
 
-Status CheckNft(const MasqAttachment& a, const MasqPlan& plan) {
-  NG_ASSIGN_OR_RETURN(auto reader,
-                      netfilter::TableReader::Open(netfilter::kNfprotoInet, kMasqTable));
-  NG_ASSIGN_OR_RETURN(auto rules, RulesCommented(reader, InstanceHash(a)));
+Status CheckNftMasq(netfilter::Ruleset& ruleset, const MasqAttachment& a, const MasqPlan& plan) {
+  NG_ASSIGN_OR_RETURN(const auto reader, ruleset.OpenTable(netfilter::kNfprotoInet, kMasqTable));
+  NG_ASSIGN_OR_RETURN(auto rules, RulesCommented(*reader, InstanceHash(a)));
   for (const net::IpPrefix& address : plan.addresses) {
     const auto wanted = MasqRule(address);
     bool found = false;
@@ -328,8 +336,6 @@ Status CheckNft(const MasqAttachment& a, const MasqPlan& plan) {
   }
   return OkStatus();
 }
-
-}  // namespace
 
 MasqBackend ChooseMasqBackend(std::optional<MasqBackend> configured) {
   if (configured) return *configured;
@@ -349,7 +355,7 @@ std::string NftMasqComment(const MasqAttachment& a) {
 std::string NftMasqNetworkPrefix(const std::string& network) { return Hash16(network); }
 
 Status SetupMasq(MasqBackend backend, const MasqAttachment& a, const MasqPlan& plan) {
-  if (backend == MasqBackend::kNftables) return SetupNft(a, plan);
+  if (backend == MasqBackend::kNftables) return SetupNftMasq(netfilter::RealRuleset(), a, plan);
   return SetupIptablesMasq(ipt::RealNatTables(), plan);
 }
 
@@ -385,7 +391,9 @@ std::vector<std::string> TeardownIptablesMasq(ipt::NatTables& tables, const Masq
 
 Status TeardownMasq(const MasqAttachment& a) {
   std::vector<std::string> errors = TeardownIptablesMasq(ipt::RealNatTables(), a);
-  if (Status s = TeardownNft(a); !s.ok()) errors.push_back(s.error().msg);
+  if (Status s = TeardownNftMasq(netfilter::RealRuleset(), a); !s.ok()) {
+    errors.push_back(s.error().msg);
+  }
   if (!errors.empty()) {
     std::string details;
     for (size_t i = 1; i < errors.size(); ++i) details += (i > 1 ? "; " : "") + errors[i];
@@ -395,7 +403,7 @@ Status TeardownMasq(const MasqAttachment& a) {
 }
 
 Status CheckMasq(MasqBackend backend, const MasqAttachment& a, const MasqPlan& plan) {
-  if (backend == MasqBackend::kNftables) return CheckNft(a, plan);
+  if (backend == MasqBackend::kNftables) return CheckNftMasq(netfilter::RealRuleset(), a, plan);
   return CheckIptablesMasq(ipt::RealNatTables(), plan);
 }
 
@@ -473,33 +481,36 @@ std::vector<std::string> GcIptablesMasq(ipt::NatTables& tables, const std::strin
   return errors;
 }
 
-Status GcMasq(const std::string& network, const std::vector<cni::Attachment>& valid) {
-  std::set<std::string> valid_ids;
+Status GcNftMasq(netfilter::Ruleset& ruleset, const std::string& network,
+                 const std::vector<cni::Attachment>& valid) {
+  NG_ASSIGN_OR_RETURN(const bool exists, NftTableExists(ruleset));
+  if (!exists) return OkStatus();
   std::set<std::string> valid_comments;
   for (const cni::Attachment& v : valid) {
-    valid_ids.insert(v.container_id);
     valid_comments.insert(
         NftMasqComment({.network = network, .ifname = v.ifname, .container_id = v.container_id}));
   }
-  std::vector<std::string> errors = GcIptablesMasq(ipt::RealNatTables(), network, valid_ids);
-  Status nft = OkStatus();
-  if (auto exists = NftTableExists(); exists.ok() && *exists) {
-    const std::string prefix = NftMasqNetworkPrefix(network) + "-";
-    nft = CommitNft(
-        [&](netfilter::TableReader& reader) -> Result<std::optional<netfilter::NftBatch>> {
-          NG_ASSIGN_OR_RETURN(auto rules, RulesCommented(reader, prefix));
-          netfilter::NftBatch batch(netfilter::kNfprotoInet, kMasqTable);
-          for (const auto& r : rules) {
-            if (valid_comments.count(netfilter::UserDataComment(r.userdata)) == 0) {
-              batch.DeleteRule(netfilter::kNfprotoInet, kMasqTable, kMasqChecksChain, r.handle);
-            }
+  const std::string prefix = NftMasqNetworkPrefix(network) + "-";
+  return CommitNft(
+      ruleset, [&](netfilter::TableReads& reader) -> Result<std::optional<netfilter::NftBatch>> {
+        NG_ASSIGN_OR_RETURN(auto rules, RulesCommented(reader, prefix));
+        netfilter::NftBatch batch(netfilter::kNfprotoInet, kMasqTable);
+        for (const auto& r : rules) {
+          if (valid_comments.count(netfilter::UserDataComment(r.userdata)) == 0) {
+            batch.DeleteRule(netfilter::kNfprotoInet, kMasqTable, kMasqChecksChain, r.handle);
           }
-          return std::optional<netfilter::NftBatch>(std::move(batch));
-        });
-  } else if (!exists.ok()) {
-    nft = exists.error();
+        }
+        return std::optional<netfilter::NftBatch>(std::move(batch));
+      });
+}
+
+Status GcMasq(const std::string& network, const std::vector<cni::Attachment>& valid) {
+  std::set<std::string> valid_ids;
+  for (const cni::Attachment& v : valid) valid_ids.insert(v.container_id);
+  std::vector<std::string> errors = GcIptablesMasq(ipt::RealNatTables(), network, valid_ids);
+  if (Status nft = GcNftMasq(netfilter::RealRuleset(), network, valid); !nft.ok()) {
+    errors.push_back(nft.error().msg);
   }
-  if (!nft.ok()) errors.push_back(nft.error().msg);
   if (!errors.empty()) {
     std::string details;
     for (size_t i = 1; i < errors.size(); ++i) details += (i > 1 ? "; " : "") + errors[i];

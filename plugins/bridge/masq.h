@@ -29,6 +29,10 @@
 #include "plugins/bridge/plan.h"
 #include "plugins/portmap/iptables/nat_tables.h"
 
+namespace nodegate::netfilter {
+class Ruleset;  // lib/netfilter/ruleset.h
+}
+
 namespace nodegate::bridge {
 
 inline constexpr char kMasqTable[] = "cni_plugins_masquerade";
@@ -69,5 +73,14 @@ std::vector<std::string> TeardownIptablesMasq(portmap::ipt::NatTables& tables,
 Status CheckIptablesMasq(portmap::ipt::NatTables& tables, const MasqPlan& plan);
 std::vector<std::string> GcIptablesMasq(portmap::ipt::NatTables& tables, const std::string& network,
                                         const std::set<std::string>& valid_ids);
+
+// The nftables backend's part of each verb above, on `ruleset` (the verbs pass
+// netfilter::RealRuleset(); unit tests an in-memory fake). Each reads the table and commits on
+// the generation it read, again when another writer committed in between.
+Status SetupNftMasq(netfilter::Ruleset& ruleset, const MasqAttachment& a, const MasqPlan& plan);
+Status TeardownNftMasq(netfilter::Ruleset& ruleset, const MasqAttachment& a);
+Status CheckNftMasq(netfilter::Ruleset& ruleset, const MasqAttachment& a, const MasqPlan& plan);
+Status GcNftMasq(netfilter::Ruleset& ruleset, const std::string& network,
+                 const std::vector<cni::Attachment>& valid);
 
 }  // namespace nodegate::bridge

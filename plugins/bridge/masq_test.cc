@@ -1,7 +1,9 @@
 // ipMasq's iptables backend on the in-memory tables nat of plugins/portmap/testing/
 // fake_nat_tables.h: the rules per family, a half-done ADD taken back by the teardown the
 // plugin's rollback runs, the teardown in both modes and past a failing table, GC and CHECK's
-// gaps. The nftables backend and the kernel are tests/bridge/'s.
+// gaps. Its nftables backend on the in-memory ruleset of lib/netfilter/testing/fake_ruleset.h:
+// setup, check, teardown and GC, the batch read again after another writer's commit, and a
+// refused batch that applies nothing. Both on the kernel are tests/bridge/'s.
 #include "plugins/bridge/masq.h"
 
 #include <gmock/gmock.h>
@@ -11,11 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "lib/netfilter/nfnl.h"
+#include "lib/netfilter/testing/fake_ruleset.h"
 #include "plugins/portmap/testing/fake_nat_tables.h"
 
 namespace nodegate::bridge {
 namespace {
 
+using netfilter::testing::FakeRuleset;
 using portmap::IptablesMode;
 using portmap::testing::FakeChains;
 using portmap::testing::FakeNatTables;
@@ -156,6 +161,194 @@ TEST(IptablesMasq, CheckNamesTheFirstGap) {
     ASSERT_FALSE(check.ok());
     EXPECT_EQ(check.error().code, kErrCheckFailed);
     EXPECT_THAT(check.error().msg, HasSubstr(c.message));
+  }
+}
+
+// ---- nftables
+
+constexpr uint8_t kInet = netfilter::kNfprotoInet;
+
+// The comments of masq_checks' rules, in order; empty when the chain is missing.
+std::vector<std::string> MasqCheckComments(const FakeRuleset& ruleset) {
+  std::vector<std::string> out;
+  if (const auto* chain = ruleset.FindChain(kInet, kMasqTable, kMasqChecksChain)) {
+    for (const auto& rule : chain->rules) out.push_back(netfilter::UserDataComment(rule.userdata));
+  }
+  return out;
+}
+
+size_t PostroutingRules(const FakeRuleset& ruleset) {
+  const auto* chain = ruleset.FindChain(kInet, kMasqTable, kMasqPostroutingChain);
+  return chain == nullptr ? 0 : chain->rules.size();
+}
+
+TEST(NftMasq, SetupWritesTheTableOnceAndCheckFindsIt) {
+  FakeRuleset ruleset;
+  const MasqAttachment a = AttachmentOf("ctr1");
+  const Status setup = SetupNftMasq(ruleset, a, PlanOf("ctr1"));
+  ASSERT_TRUE(setup.ok()) << setup.error().msg;
+  const std::string comment = NftMasqComment(a);
+  // One rule per address (IPv4 and IPv6), and postrouting's three.
+  EXPECT_THAT(MasqCheckComments(ruleset), ElementsAre(comment, comment)) << ruleset.Dump();
+  EXPECT_EQ(PostroutingRules(ruleset), 3u);
+  EXPECT_THAT(ruleset.Dump(), HasSubstr("chain postrouting hook 4 priority 100 type nat"));
+  EXPECT_TRUE(CheckNftMasq(ruleset, a, PlanOf("ctr1")).ok());
+  // Again (a re-ADD): the attachment's rules are replaced, postrouting is left alone.
+  ASSERT_TRUE(SetupNftMasq(ruleset, a, PlanOf("ctr1")).ok());
+  EXPECT_THAT(MasqCheckComments(ruleset), ElementsAre(comment, comment)) << ruleset.Dump();
+  EXPECT_EQ(PostroutingRules(ruleset), 3u);
+  EXPECT_EQ(ruleset.commits(), 2);
+}
+
+TEST(NftMasq, CheckNamesTheMissingRule) {
+  FakeRuleset ruleset;
+  ASSERT_TRUE(SetupNftMasq(ruleset, AttachmentOf("ctr1"), PlanOf("ctr1")).ok());
+  auto& chains = ruleset.tables().at({kInet, kMasqTable}).chains;
+  for (auto& chain : chains) {
+    if (chain.name == kMasqChecksChain) chain.rules.pop_back();  // IPv6's
+  }
+  const Status check = CheckNftMasq(ruleset, AttachmentOf("ctr1"), PlanOf("ctr1"));
+  ASSERT_FALSE(check.ok());
+  EXPECT_EQ(check.error().code, kErrCheckFailed);
+  EXPECT_THAT(check.error().msg, HasSubstr("no masquerade rule for fd00:22::5/64"));
+}
+
+// Teardown removes the attachment's rules only; a second one, or one without the table,
+// commits nothing.
+TEST(NftMasq, TeardownIsIdempotentAndKeepsOthers) {
+  FakeRuleset ruleset;
+  EXPECT_TRUE(TeardownNftMasq(ruleset, AttachmentOf("ctr1")).ok());
+  EXPECT_EQ(ruleset.commit_calls(), 0);
+  ASSERT_TRUE(SetupNftMasq(ruleset, AttachmentOf("keep"), PlanOf("keep")).ok());
+  const std::string before = ruleset.Dump();
+  ASSERT_TRUE(SetupNftMasq(ruleset, AttachmentOf("ctr1"), PlanOf("ctr1")).ok());
+  ASSERT_TRUE(TeardownNftMasq(ruleset, AttachmentOf("ctr1")).ok());
+  EXPECT_EQ(ruleset.Dump(), before);
+  const int calls = ruleset.commit_calls();
+  EXPECT_TRUE(TeardownNftMasq(ruleset, AttachmentOf("ctr1")).ok());
+  EXPECT_EQ(ruleset.commit_calls(), calls);
+  EXPECT_EQ(ruleset.Dump(), before);
+}
+
+// GC removes its network's rules whose attachment is not valid, never another network's.
+TEST(NftMasq, GcRemovesOnlyStaleRulesOfItsNetwork) {
+  FakeRuleset ruleset;
+  for (const char* id : {"valid", "stale"}) {
+    ASSERT_TRUE(SetupNftMasq(ruleset, AttachmentOf(id), PlanOf(id)).ok());
+  }
+  ASSERT_TRUE(
+      SetupNftMasq(ruleset, AttachmentOf("stale", "other-net"), PlanOf("stale", "other-net")).ok());
+  const Status gc = GcNftMasq(ruleset, "mnet", {{.container_id = "valid", .ifname = "eth0"}});
+  ASSERT_TRUE(gc.ok()) << gc.error().msg;
+  const std::string valid = NftMasqComment(AttachmentOf("valid"));
+  const std::string elsewhere = NftMasqComment(AttachmentOf("stale", "other-net"));
+  EXPECT_THAT(MasqCheckComments(ruleset), ElementsAre(valid, valid, elsewhere, elsewhere));
+  // Nothing left to collect: no commit.
+  const int commits = ruleset.commits();
+  ASSERT_TRUE(GcNftMasq(ruleset, "mnet", {{.container_id = "valid", .ifname = "eth0"}}).ok());
+  EXPECT_EQ(ruleset.commits(), commits);
+}
+
+// Another writer (a second attachment's setup) commits between the read and the commit: the
+// batch is refused whole, built again on what is there now, and applied once.
+TEST(NftMasq, StaleGenerationIsReadAgainAndAppliedOnce) {
+  FakeRuleset ruleset;
+  ruleset.ConcurrentWrite([](FakeRuleset& r) {
+    ASSERT_TRUE(SetupNftMasq(r, AttachmentOf("other"), PlanOf("other")).ok());
+  });
+  const Status setup = SetupNftMasq(ruleset, AttachmentOf("ctr1"), PlanOf("ctr1"));
+  ASSERT_TRUE(setup.ok()) << setup.error().msg;
+  EXPECT_EQ(ruleset.commit_calls(), 3);  // ours stale, the other's, ours again
+  EXPECT_EQ(ruleset.commits(), 2);
+  const std::string ours = NftMasqComment(AttachmentOf("ctr1"));
+  const std::string other = NftMasqComment(AttachmentOf("other"));
+  EXPECT_THAT(MasqCheckComments(ruleset), ElementsAre(other, other, ours, ours));
+  EXPECT_EQ(PostroutingRules(ruleset), 3u);
+}
+
+TEST(NftMasq, EndlessStaleGenerationsFailWithNothingApplied) {
+  FakeRuleset ruleset;
+  ASSERT_TRUE(SetupNftMasq(ruleset, AttachmentOf("keep"), PlanOf("keep")).ok());
+  const std::string before = ruleset.Dump();
+  constexpr int kMany = 1000;
+  ruleset.ConcurrentWrite([](FakeRuleset&) {}, kMany);
+  for (const auto& verb : std::vector<std::function<Status()>>{
+           [&] { return SetupNftMasq(ruleset, AttachmentOf("ctr1"), PlanOf("ctr1")); },
+           [&] { return TeardownNftMasq(ruleset, AttachmentOf("keep")); },
+           [&] { return GcNftMasq(ruleset, "mnet", {}); }}) {
+    const int calls = ruleset.commit_calls();
+    const Status s = verb();
+    ASSERT_FALSE(s.ok());
+    EXPECT_TRUE(netfilter::IsStaleGeneration(s.error())) << s.error().msg;
+    EXPECT_THAT(s.error().msg, HasSubstr(kMasqTable));
+    EXPECT_GT(ruleset.commit_calls() - calls, 1);
+    EXPECT_EQ(ruleset.Dump(), before);
+  }
+  EXPECT_LT(ruleset.commit_calls(), kMany);
+}
+
+// A batch the kernel refuses (any change of it) applies nothing: the error names the refusal.
+TEST(NftMasq, RefusedBatchAppliesNothing) {
+  struct Case {
+    std::string name;
+    std::function<Status(FakeRuleset&)> verb;
+  };
+  const std::vector<Case> cases = {
+      {"setup",
+       [](FakeRuleset& r) { return SetupNftMasq(r, AttachmentOf("ctr1"), PlanOf("ctr1")); }},
+      {"teardown", [](FakeRuleset& r) { return TeardownNftMasq(r, AttachmentOf("keep")); }},
+      {"gc", [](FakeRuleset& r) { return GcNftMasq(r, "mnet", {}); }},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    FakeRuleset ruleset;
+    ASSERT_TRUE(SetupNftMasq(ruleset, AttachmentOf("keep"), PlanOf("keep")).ok());
+    const std::string before = ruleset.Dump();
+    ruleset.RefuseCommit(EPERM);
+    const Status s = c.verb(ruleset);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().code, kErrKernel);
+    EXPECT_THAT(s.error().msg, HasSubstr("refused: Operation not permitted"));
+    EXPECT_EQ(ruleset.Dump(), before);
+  }
+}
+
+// A read that fails fails the verb before any commit, whichever read it is.
+TEST(NftMasq, FailingReadFailsTheVerb) {
+  struct Case {
+    std::string name;
+    std::string operation;
+    int nth;
+    std::function<Status(FakeRuleset&)> verb;
+  };
+  const auto setup = [](FakeRuleset& r) {
+    return SetupNftMasq(r, AttachmentOf("ctr1"), PlanOf("ctr1"));
+  };
+  const auto teardown = [](FakeRuleset& r) { return TeardownNftMasq(r, AttachmentOf("keep")); };
+  const std::vector<Case> cases = {
+      {"setup: the generation", FakeRuleset::kGeneration, 1, setup},
+      {"setup: postrouting's rules", FakeRuleset::kRules, 1, setup},
+      {"setup: the attachment's rules", FakeRuleset::kRules, 2, setup},
+      {"teardown: the table", FakeRuleset::kHasTables, 1, teardown},
+      {"teardown: the attachment's rules", FakeRuleset::kRules, 1, teardown},
+      {"gc: the network's rules", FakeRuleset::kRules, 1,
+       [](FakeRuleset& r) { return GcNftMasq(r, "mnet", {}); }},
+      {"check: the attachment's rules", FakeRuleset::kRules, 1,
+       [](FakeRuleset& r) { return CheckNftMasq(r, AttachmentOf("keep"), PlanOf("keep")); }},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    FakeRuleset ruleset;
+    ASSERT_TRUE(SetupNftMasq(ruleset, AttachmentOf("keep"), PlanOf("keep")).ok());
+    const std::string before = ruleset.Dump();
+    const int calls = ruleset.commit_calls();
+    ruleset.FailOperation(c.operation, c.nth);
+    const Status s = c.verb(ruleset);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().code, kErrKernel);
+    EXPECT_THAT(s.error().msg, HasSubstr("injected fault"));
+    EXPECT_EQ(ruleset.commit_calls(), calls);
+    EXPECT_EQ(ruleset.Dump(), before);
   }
 }
 

@@ -16,6 +16,13 @@ namespace nodegate::portmap {
 namespace ipt {
 class NatTables;  // iptables/nat_tables.h
 }
+}  // namespace nodegate::portmap
+
+namespace nodegate::netfilter {
+class Ruleset;  // lib/netfilter/ruleset.h
+}
+
+namespace nodegate::portmap {
 
 class PortMapper {
  public:
@@ -41,5 +48,7 @@ std::unique_ptr<PortMapper> MakeIptablesMapper(std::optional<IptablesMode> mode 
 std::unique_ptr<PortMapper> MakeIptablesMapper(std::optional<IptablesMode> mode,
                                                ipt::NatTables& tables);
 std::unique_ptr<PortMapper> MakeNftablesMapper();
+// The same on `ruleset` instead of the kernel's (a fake in unit tests); `ruleset` outlives it.
+std::unique_ptr<PortMapper> MakeNftablesMapper(netfilter::Ruleset& ruleset);
 
 }  // namespace nodegate::portmap

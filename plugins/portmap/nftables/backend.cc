@@ -3,7 +3,9 @@
 // plans and tells refusals apart by the roles of the refused changes. No libnftables, no nft.
 // The fast paths (the usual ADD and DEL) read nothing but the owner's markers; reading is for
 // the rarer paths: a network's first ADD or new config, re-ADD, a DEL whose mappings differ
-// from the ADD's, conflicts' messages, CHECK, GC and the reference's leftovers.
+// from the ADD's, conflicts' messages, CHECK, GC and the reference's leftovers. Reads and
+// batches go through netfilter::Ruleset (lib/netfilter/ruleset.h): the kernel's, or in the
+// unit tests (backend_test.cc) an in-memory one.
 
 #include <algorithm>
 #include <cerrno>
@@ -13,6 +15,7 @@
 #include "lib/cni/logging.h"
 #include "lib/netfilter/nft_batch.h"
 #include "lib/netfilter/query.h"
+#include "lib/netfilter/ruleset.h"
 #include "plugins/portmap/nftables/rules.h"
 #include "plugins/portmap/port_mapper.h"
 
@@ -20,19 +23,23 @@ namespace nodegate::portmap {
 namespace {
 
 using netfilter::BatchRefusal;
-using netfilter::TableReader;
+using netfilter::Ruleset;
+using netfilter::TableReads;
 using nft::ListedElement;
 using nft::Plan;
 using nft::Role;
 
 constexpr int kStaleRetries = 20;
 
-Result<TableReader> OpenOurTable() {
-  return TableReader::Open(netfilter::kNfprotoInet, nft::kTable);
+Result<std::unique_ptr<TableReads>> OpenOurTable(Ruleset& ruleset) {
+  return ruleset.OpenTable(netfilter::kNfprotoInet, nft::kTable);
 }
 
 // Sends `plan`; the kernel's refusals (nothing applied) or an error.
-Result<std::vector<BatchRefusal>> Send(const Plan& plan) { return plan.ToBatch().Commit(); }
+Result<std::vector<BatchRefusal>> Send(Ruleset& ruleset, const Plan& plan,
+                                       std::optional<uint32_t> generation = {}) {
+  return ruleset.Commit(plan.ToBatch(), generation);
+}
 
 // What a refused ADD says, from the roles of what the kernel refused: nothing of it was
 // applied.
@@ -73,7 +80,7 @@ struct NetworkElements {
 
 // The network's hairpin sets (names only).
 Result<std::vector<std::pair<std::string, nft::HairpinSetShape>>> HairpinSets(
-    TableReader& reader, const std::string& network, bool* legacy = nullptr) {
+    TableReads& reader, const std::string& network, bool* legacy = nullptr) {
   const nft::NetworkNames names = nft::NamesFor(network);
   NG_ASSIGN_OR_RETURN(const auto sets, reader.SetNames());
   std::vector<std::pair<std::string, nft::HairpinSetShape>> out;
@@ -87,7 +94,7 @@ Result<std::vector<std::pair<std::string, nft::HairpinSetShape>>> HairpinSets(
 }
 
 // The elements of the network's maps and hairpin sets (missing ones are empty).
-Result<NetworkElements> ReadNetwork(TableReader& reader, const std::string& network) {
+Result<NetworkElements> ReadNetwork(TableReads& reader, const std::string& network) {
   const nft::NetworkNames names = nft::NamesFor(network);
   NetworkElements out;
   for (const auto f : {net::Family::kV4, net::Family::kV6}) {
@@ -107,8 +114,8 @@ Result<NetworkElements> ReadNetwork(TableReader& reader, const std::string& netw
 
 // The first of the ADD's keys that another container holds (one get-element each); empty when
 // none is (any more).
-std::string FirstTakenKey(const Config& config) {
-  auto reader = OpenOurTable();
+std::string FirstTakenKey(Ruleset& ruleset, const Config& config) {
+  auto reader = OpenOurTable(ruleset);
   if (!reader.ok()) return "";
   const std::string comment = nft::ElementComment(config.container_id);
   for (const auto f : {net::Family::kV4, net::Family::kV6}) {
@@ -116,7 +123,7 @@ std::string FirstTakenKey(const Config& config) {
     const auto mappings = config.MappingsFor(f);
     const auto elements = nft::ContainerElements(config, f);
     for (size_t i = 0; i < mappings.size(); ++i) {
-      const auto found = reader->Element(elements[i].map, nft::DnatKey(mappings[i]));
+      const auto found = (*reader)->Element(elements[i].map, nft::DnatKey(mappings[i]));
       if (found.ok() && *found && (*found)->comment != comment) return elements[i].key;
     }
   }
@@ -124,8 +131,8 @@ std::string FirstTakenKey(const Config& config) {
 }
 
 // The ADD failed because a host port of it maps to another container: code 102 naming it.
-Error Conflict(const Config& config, std::string taken) {
-  if (taken.empty()) taken = FirstTakenKey(config);
+Error Conflict(Ruleset& ruleset, const Config& config, std::string taken) {
+  if (taken.empty()) taken = FirstTakenKey(ruleset, config);
   return Error(kErrAddressInUse, "nftables: host port " +
                                      (taken.empty() ? std::string("of this pod") : taken) +
                                      " is already mapped to another container");
@@ -167,7 +174,7 @@ std::vector<ListedElement> Replaced(const Config& config, const NetworkElements&
 // (versions before per-mapping hairpin elements) replaced (its subnets become hairpin elements
 // of the mappings already there, except the re-ADDing owner's own), and the fixed sources of
 // those mappings made to follow the config. `replaced`: what the ADD deletes anyway.
-Status AppendSetupFromReads(TableReader& reader, const Config& config,
+Status AppendSetupFromReads(TableReads& reader, const Config& config,
                             const NetworkElements& network,
                             const std::vector<ListedElement>& replaced, Plan& plan) {
   const nft::NetworkNames names = nft::NamesFor(config.network_name);
@@ -218,9 +225,10 @@ Status AppendSetupFromReads(TableReader& reader, const Config& config,
 // ADD's slow path: the network's chains are missing or of another config (`need_setup`), the
 // owner has mappings already (`readd`, which replaces them), or hairpin elements of the ADD's
 // keys were left behind (`hairpin`).
-Status ForwardSlow(const Config& config, const AddRefusal& why) {
+Status ForwardSlow(Ruleset& ruleset, const Config& config, const AddRefusal& why) {
   for (int attempt = 1;; ++attempt) {
-    NG_ASSIGN_OR_RETURN(TableReader reader, OpenOurTable());
+    NG_ASSIGN_OR_RETURN(const auto opened, OpenOurTable(ruleset));
+    TableReads& reader = *opened;
     // The plan rests on what is read next (the network's hairpin lengths, its records, the
     // owner's elements): it is sent with the generation read first, and refused whole when
     // another writer committed in between.
@@ -241,7 +249,7 @@ Status ForwardSlow(const Config& config, const AddRefusal& why) {
     }
     nft::AppendForget(owner, old, tags, {}, plan);
     nft::AppendAdd(config, false, !why.readd, plan);
-    auto sent = plan.ToBatch().Commit(generation);
+    auto sent = Send(ruleset, plan, generation);
     if (!sent.ok()) {
       if (netfilter::IsStaleGeneration(sent.error()) && attempt < kStaleRetries) continue;
       return sent.error();
@@ -249,7 +257,7 @@ Status ForwardSlow(const Config& config, const AddRefusal& why) {
     const std::vector<BatchRefusal>& refusals = *sent;
     if (refusals.empty()) return OkStatus();
     const AddRefusal again = Classify(plan, refusals);
-    if (again.conflict) return Conflict(config, again.taken);
+    if (again.conflict) return Conflict(ruleset, config, again.taken);
     // Another writer changed the network between the reads and the batch (a concurrent ADD
     // of the same network wrote its chains, an element went): read again.
     if ((again.need_setup || again.readd || again.hairpin) && attempt < kStaleRetries) {
@@ -263,7 +271,7 @@ Status ForwardSlow(const Config& config, const AddRefusal& why) {
 
 // CHECK 1 and 2: every object ADD made is there (one get-element each), and each map element
 // maps to this container.
-Status CheckElements(TableReader& reader, const Config& config) {
+Status CheckElements(TableReads& reader, const Config& config) {
   for (const auto& expected : nft::ExpectedObjects(config)) {
     NG_ASSIGN_OR_RETURN(const auto found, reader.Element(expected.set, expected.key));
     if (!found) return Error(kErrCheckFailed, "nftables: missing " + expected.what);
@@ -275,7 +283,7 @@ Status CheckElements(TableReader& reader, const Config& config) {
 }
 
 // CHECK 3: the network's chains hold their rules.
-Status CheckChains(TableReader& reader, const Config& config) {
+Status CheckChains(TableReads& reader, const Config& config) {
   // Hairpin rules for each of the network's hairpin sets' prefix lengths.
   nft::HairpinLengths lengths;
   NG_ASSIGN_OR_RETURN(const auto hairpin, HairpinSets(reader, config.network_name));
@@ -295,7 +303,7 @@ Status CheckChains(TableReader& reader, const Config& config) {
 
 // The families `owner` has mappings in: its markers, read without a transaction (a refused
 // transaction would cost a grace period under the commit mutex).
-Result<std::vector<net::Family>> OwnedFamilies(TableReader& reader, const std::string& owner) {
+Result<std::vector<net::Family>> OwnedFamilies(TableReads& reader, const std::string& owner) {
   std::vector<net::Family> out;
   for (const auto f : {net::Family::kV4, net::Family::kV6}) {
     NG_ASSIGN_OR_RETURN(
@@ -342,7 +350,7 @@ std::vector<net::IpAddress> Addresses(const std::vector<ListedElement>& elements
 }
 
 // Legacy hairpin sources of the network nobody in `kept` needs any more.
-Status AppendLegacyCleanup(TableReader& reader, const std::string& network,
+Status AppendLegacyCleanup(TableReads& reader, const std::string& network,
                            const std::vector<net::IpAddress>& kept, Plan& plan) {
   const nft::NetworkNames names = nft::NamesFor(network);
   for (const auto f : {net::Family::kV4, net::Family::kV6}) {
@@ -354,11 +362,12 @@ Status AppendLegacyCleanup(TableReader& reader, const std::string& network,
 
 // DEL by listing: the owner's elements in the network's maps and hairpin sets (by comment),
 // their records and its markers in `families`.
-Status DeleteByListing(const Config& config, const std::string& owner,
+Status DeleteByListing(Ruleset& ruleset, const Config& config, const std::string& owner,
                        const std::vector<net::Family>& families) {
   cni::LogInfo("nftables: DEL of {} reads the network's elements", config.container_id);
   for (int attempt = 1;; ++attempt) {
-    NG_ASSIGN_OR_RETURN(TableReader reader, OpenOurTable());
+    NG_ASSIGN_OR_RETURN(const auto opened, OpenOurTable(ruleset));
+    TableReads& reader = *opened;
     NG_ASSIGN_OR_RETURN(const NetworkElements network, ReadNetwork(reader, config.network_name));
     const std::string comment = nft::ElementComment(config.container_id);
     std::vector<ListedElement> owned, others;
@@ -374,7 +383,7 @@ Status DeleteByListing(const Config& config, const std::string& owner,
     Plan plan;
     nft::AppendForget(owner, owned, tags, families, plan);
     NG_RETURN_IF_ERROR(AppendLegacyCleanup(reader, config.network_name, Addresses(others), plan));
-    NG_ASSIGN_OR_RETURN(const auto refusals, Send(plan));
+    NG_ASSIGN_OR_RETURN(const auto refusals, Send(ruleset, plan));
     if (refusals.empty()) return OkStatus();
     // An element went meanwhile (a concurrent DEL or GC): read again.
     if (attempt >= kStaleRetries) return nft::RefusalError(plan, refusals, "delete mappings");
@@ -383,18 +392,18 @@ Status DeleteByListing(const Config& config, const std::string& owner,
 
 // The reference nftables backend's rules for this container ID (tables ip/ip6 cni_hostport,
 // comment = the bare ID), deleted by handle in one transaction.
-Status RemoveReferenceLeftovers(const std::string& container_id) {
+Status RemoveReferenceLeftovers(Ruleset& ruleset, const std::string& container_id) {
   for (int attempt = 1;; ++attempt) {
     Plan plan;
     size_t count = 0;
     for (const uint8_t family : nft::kReferenceFamilies) {
-      NG_ASSIGN_OR_RETURN(TableReader reader, TableReader::Open(family, nft::kTable));
-      NG_ASSIGN_OR_RETURN(const auto rules, reader.Rules(""));
+      NG_ASSIGN_OR_RETURN(const auto reader, ruleset.OpenTable(family, nft::kTable));
+      NG_ASSIGN_OR_RETURN(const auto rules, reader->Rules(""));
       count += nft::AppendReferenceLeftovers(family, rules, container_id, plan);
     }
     if (count == 0) return OkStatus();
     cni::LogInfo("nftables: removing {} rules of the reference plugin for {}", count, container_id);
-    NG_ASSIGN_OR_RETURN(const auto refusals, Send(plan));
+    NG_ASSIGN_OR_RETURN(const auto refusals, Send(ruleset, plan));
     if (refusals.empty()) return OkStatus();
     // A rule went meanwhile (ENOENT): read again.
     if (attempt >= kStaleRetries)
@@ -404,47 +413,51 @@ Status RemoveReferenceLeftovers(const std::string& container_id) {
 
 class NftablesMapper : public PortMapper {
  public:
+  explicit NftablesMapper(Ruleset& ruleset) : ruleset_(ruleset) {}
+
   Status Forward(const Config& config) override {
     // Most ADDs: the network's chains are there and the container is new. A refusal applied
     // nothing and says by its roles which slower path applies.
     Plan fast;
     nft::AppendAdd(config, true, true, fast);
-    NG_ASSIGN_OR_RETURN(const auto refusals, Send(fast));
+    NG_ASSIGN_OR_RETURN(const auto refusals, Send(ruleset_, fast));
     if (refusals.empty()) return OkStatus();
     const AddRefusal refused = Classify(fast, refusals);
     cni::LogDebug("nftables: element batch refused ({})",
                   nft::RefusalError(fast, refusals, "add").msg);
     if (!refused.Understood(refusals)) return nft::RefusalError(fast, refusals, "add mappings");
-    if (refused.conflict && !refused.readd) return Conflict(config, refused.taken);
-    return ForwardSlow(config, refused);
+    if (refused.conflict && !refused.readd) return Conflict(ruleset_, config, refused.taken);
+    return ForwardSlow(ruleset_, config, refused);
   }
 
   Status Check(const Config& config) override {
-    NG_ASSIGN_OR_RETURN(TableReader reader, OpenOurTable());
-    NG_RETURN_IF_ERROR(CheckElements(reader, config));
-    return CheckChains(reader, config);
+    NG_ASSIGN_OR_RETURN(const auto reader, OpenOurTable(ruleset_));
+    NG_RETURN_IF_ERROR(CheckElements(*reader, config));
+    return CheckChains(*reader, config);
   }
 
   Status Unforward(const Config& config) override {
     const std::string owner = nft::OwnerTag(config.network_name, config.container_id);
-    NG_ASSIGN_OR_RETURN(TableReader reader, OpenOurTable());
-    NG_ASSIGN_OR_RETURN(const auto families, OwnedFamilies(reader, owner));
+    NG_ASSIGN_OR_RETURN(const auto reader, OpenOurTable(ruleset_));
+    NG_ASSIGN_OR_RETURN(const auto families, OwnedFamilies(*reader, owner));
     // The usual DEL names the ADD's mappings: their elements go in one batch, as ADD's do. A
     // refusal (some of them missing) applied nothing; the listing path follows.
     bool deleted = families.empty();
     if (!deleted) {
       Plan exact;
       if (nft::AppendDelete(config, families, exact)) {
-        NG_ASSIGN_OR_RETURN(const auto refusals, Send(exact));
+        NG_ASSIGN_OR_RETURN(const auto refusals, Send(ruleset_, exact));
         deleted = refusals.empty();
       }
     }
     // The reference's tables (`ip`/`ip6 cni_hostport`) are on few nodes: one GETTABLE each.
     NG_ASSIGN_OR_RETURN(const auto reference,
-                        netfilter::HasTables({{netfilter::kNfprotoIpv4, nft::kTable},
-                                              {netfilter::kNfprotoIpv6, nft::kTable}}));
-    if (!deleted) NG_RETURN_IF_ERROR(DeleteByListing(config, owner, families));
-    if (reference[0] || reference[1]) return RemoveReferenceLeftovers(config.container_id);
+                        ruleset_.HasTables({{netfilter::kNfprotoIpv4, nft::kTable},
+                                            {netfilter::kNfprotoIpv6, nft::kTable}}));
+    if (!deleted) NG_RETURN_IF_ERROR(DeleteByListing(ruleset_, config, owner, families));
+    if (reference[0] || reference[1]) {
+      return RemoveReferenceLeftovers(ruleset_, config.container_id);
+    }
     return OkStatus();
   }
 
@@ -452,7 +465,8 @@ class NftablesMapper : public PortMapper {
     std::set<std::string> kept_comments;
     for (const auto& id : valid) kept_comments.insert(nft::ElementComment(id));
     for (int attempt = 1;; ++attempt) {
-      NG_ASSIGN_OR_RETURN(TableReader reader, OpenOurTable());
+      NG_ASSIGN_OR_RETURN(const auto opened, OpenOurTable(ruleset_));
+      TableReads& reader = *opened;
       NG_ASSIGN_OR_RETURN(const NetworkElements network, ReadNetwork(reader, network_name));
       std::map<std::string, std::vector<ListedElement>> stale;  // comment -> elements
       std::vector<ListedElement> kept;
@@ -475,7 +489,7 @@ class NftablesMapper : public PortMapper {
       }
       NG_RETURN_IF_ERROR(AppendLegacyCleanup(reader, network_name, Addresses(kept), plan));
       if (plan.empty()) return OkStatus();
-      NG_ASSIGN_OR_RETURN(const auto refusals, Send(plan));
+      NG_ASSIGN_OR_RETURN(const auto refusals, Send(ruleset_, plan));
       if (refusals.empty()) return OkStatus();
       if (attempt >= kStaleRetries) return nft::RefusalError(plan, refusals, "gc");
     }
@@ -484,15 +498,24 @@ class NftablesMapper : public PortMapper {
   // nf_tables answers. A read, not a dry-run transaction: STATUS runs often, and an aborted
   // transaction holds the commit mutex for a grace period.
   Status Usable() override {
-    if (Status probe = netfilter::ProbeNfTables(); !probe.ok()) {
+    if (Status probe = ruleset_.Probe(); !probe.ok()) {
       return Error(kErrPluginNotAvailable, "nftables is not usable: " + probe.error().msg);
     }
     return OkStatus();
   }
+
+ private:
+  Ruleset& ruleset_;
 };
 
 }  // namespace
 
-std::unique_ptr<PortMapper> MakeNftablesMapper() { return std::make_unique<NftablesMapper>(); }
+std::unique_ptr<PortMapper> MakeNftablesMapper() {
+  return std::make_unique<NftablesMapper>(netfilter::RealRuleset());
+}
+
+std::unique_ptr<PortMapper> MakeNftablesMapper(netfilter::Ruleset& ruleset) {
+  return std::make_unique<NftablesMapper>(ruleset);
+}
 
 }  // namespace nodegate::portmap
