@@ -28,9 +28,8 @@ class KernelModuleTest : public ::testing::Test {
   // A stand-in modprobe: records its arguments and what it read, prints on stdout, exits `code`.
   std::string FakeModprobe(int code) {
     const std::string path = (dir_ / "modprobe").string();
-    std::ofstream(path) << "#!/bin/sh\necho \"$@\" > " << (dir_ / "args").string()
-                        << "\ncat > " << (dir_ / "stdin").string()
-                        << "\necho noise\nexit " << code << "\n";
+    std::ofstream(path) << "#!/bin/sh\necho \"$@\" > " << (dir_ / "args").string() << "\ncat > "
+                        << (dir_ / "stdin").string() << "\necho noise\nexit " << code << "\n";
     ::chmod(path.c_str(), 0755);
     return path;
   }

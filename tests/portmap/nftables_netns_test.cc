@@ -112,6 +112,16 @@ TEST(PortmapNftables, OwnershipIncludesTheNetworkAndConflictsChangeNothing) {
   // The runtime's DEL after the failed ADD must not take the other container's port.
   ASSERT_EQ(Portmap(node, "DEL", "intruder", conflict).exit_code, 0);
   EXPECT_EQ(Portmap(node, "CHECK", "same-id", b).exit_code, 0);
+
+  // The same mapping to the same address (reused while "same-id" is still there): refused as
+  // well, not shared: the kernel would keep "same-id"'s element, and its DEL would take it.
+  const auto reused = Portmap(node, "ADD", "reuser", b);
+  EXPECT_EQ(reused.exit_code, 1);
+  EXPECT_NE(reused.out.find("\"code\": 102"), std::string::npos) << reused.out;
+  EXPECT_EQ(Elements(node, "reuser"), 0) << NftRuleset(node);
+  ASSERT_EQ(Portmap(node, "DEL", "same-id", b).exit_code, 0);
+  ASSERT_EQ(Portmap(node, "ADD", "reuser", b).exit_code, 0);
+  EXPECT_EQ(Portmap(node, "CHECK", "reuser", b).exit_code, 0);
 }
 
 TEST(PortmapNftables, ConditionsStayWithTheirNetwork) {
@@ -621,7 +631,7 @@ TEST(PortmapNftables, WrittenTableListedAlikeByNft098) {
 }
 
 // A refused ADD applies nothing and is classified by the refused change's role: no chains yet
-// (ENOENT at the netcfg assertion), a re-ADD (EEXIST at the owner's marker only).
+// (ENOENT at the netcfg assertion), a re-ADD (EEXIST at the owner's marker and elements).
 TEST(PortmapNftables, RefusedBatchesApplyNothing) {
   NG_REQUIRE_ROOT();
   auto parsed = ParseAdd(Conf("nftables", kMappings, kPrev), "ctr1");
@@ -645,10 +655,15 @@ TEST(PortmapNftables, RefusedBatchesApplyNothing) {
   auto again = send(fast);
   ASSERT_TRUE(again.ok()) << again.error().msg;
   ASSERT_FALSE(again->empty());
+  // The markers and the map elements are created (NLM_F_EXCL): each refused as existing.
+  bool marker = false;
   for (const auto& refusal : *again) {
-    EXPECT_EQ(fast.steps()[refusal.change].role, nft::Role::kMarker) << refusal.change;
+    const nft::Role role = fast.steps()[refusal.change].role;
+    EXPECT_TRUE(role == nft::Role::kMarker || role == nft::Role::kElement) << refusal.change;
+    marker |= role == nft::Role::kMarker;
     EXPECT_EQ(refusal.error, EEXIST);
   }
+  EXPECT_TRUE(marker);
   EXPECT_EQ(NftRuleset(node), listing);
   // DEL's batch is refused whole when one element is missing.
   nft::Plan del;

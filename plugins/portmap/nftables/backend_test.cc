@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
 
@@ -54,6 +55,20 @@ int Count(const std::string& dump, const std::string& needle) {
     ++n;
   }
   return n;
+}
+
+// The dump's lines sorted: the same objects whatever order a set lists its elements in.
+std::string SortedLines(const std::string& dump) {
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < dump.size();) {
+    const size_t end = std::min(dump.find('\n', at), dump.size());
+    lines.push_back(dump.substr(at, end - at));
+    at = end + 1;
+  }
+  std::sort(lines.begin(), lines.end());
+  std::string out;
+  for (const auto& line : lines) out += line + "\n";
+  return out;
 }
 
 // Lines of the dump that carry `id`'s comment (its map and hairpin elements).
@@ -121,6 +136,33 @@ TEST_F(NftablesBackend, SameHostPortOfAnotherContainerIsRefusedWith102) {
   EXPECT_EQ(ruleset_.Dump(), before);
   EXPECT_EQ(ruleset_.commits(), commits);
   EXPECT_EQ(ElementsOf(ruleset_, "second"), 0);
+}
+
+// The same host port, container address and port as another container's (an address reused
+// while the first container's mappings are still there): 102 as well, never a silent share of
+// the first container's element, which its DEL would take away from the second.
+TEST_F(NftablesBackend, SameMappingOfAnotherContainerIsRefusedWith102) {
+  ASSERT_TRUE(mapper_->Forward(Parsed("first")).ok());
+  const std::string before = ruleset_.Dump();
+  const Status add = mapper_->Forward(Parsed("second"));
+  ASSERT_FALSE(add.ok());
+  EXPECT_EQ(add.error().code, kErrAddressInUse);
+  EXPECT_THAT(add.error().msg, HasSubstr("already mapped to another container"));
+  EXPECT_EQ(ruleset_.Dump(), before);
+  ASSERT_TRUE(mapper_->Unforward(Parsed("first", "", testing::kMappings, Purpose::kDel)).ok());
+  ASSERT_TRUE(mapper_->Forward(Parsed("second")).ok());
+  EXPECT_TRUE(mapper_->Check(Parsed("second")).ok());
+}
+
+// A re-ADD of the same container with the same mappings replaces its elements (the batch
+// deletes them before it creates them again).
+TEST_F(NftablesBackend, ReAddOfTheSameMappingsSucceeds) {
+  ASSERT_TRUE(mapper_->Forward(Parsed()).ok());
+  const std::string first = SortedLines(ruleset_.Dump());
+  const Status again = mapper_->Forward(Parsed());
+  ASSERT_TRUE(again.ok()) << again.error().msg;
+  EXPECT_EQ(SortedLines(ruleset_.Dump()), first);  // a set's elements in any order
+  EXPECT_TRUE(mapper_->Check(Parsed()).ok());
 }
 
 // Only the IPv6 part of the ADD is taken (another container maps udp 5353 in IPv6 alone): the

@@ -797,8 +797,11 @@ void AppendAdd(const Config& config, bool assert_netcfg, bool create_markers, Pl
       keys.push_back(e.key);
     }
     std::vector<std::string> first_keys;
+    // Created, not added: the kernel takes an add of a key that is there with the same data as
+    // no error, and the element would stay the other container's (its comment), for its DEL
+    // or GC to take away. A re-ADD deletes its own elements earlier in the same batch.
     auto changes = ChangesPerSet(
-        ElementVerb::kAdd, maps,
+        ElementVerb::kCreate, maps,
         [&](size_t i) {
           return ElementWrite{.key = DnatKey(mappings[i]),
                               .data = DnatValue(container->address(), mappings[i].container_port),

@@ -58,15 +58,15 @@ TEST(NftablesRules, AddPlanInRegisterLayout) {
       {ElementVerb::kAdd, "netcfg", Role::kOther},
       {ElementVerb::kCreate, "owned", Role::kMarker},
       {ElementVerb::kAdd, "owned", Role::kOther},
-      {ElementVerb::kAdd, names.DnatIp(F::kV4), Role::kElement},
-      {ElementVerb::kAdd, names.DnatAny(F::kV4), Role::kElement},
+      {ElementVerb::kCreate, names.DnatIp(F::kV4), Role::kElement},
+      {ElementVerb::kCreate, names.DnatAny(F::kV4), Role::kElement},
       {ElementVerb::kAdd, names.HairpinIp(F::kV4, 16), Role::kHairpin},
       {ElementVerb::kAdd, names.HairpinAny(F::kV4, 16), Role::kHairpin},
       {ElementVerb::kAdd, names.HairpinIp(F::kV4, 8), Role::kHairpin},
       {ElementVerb::kAdd, names.HairpinAny(F::kV4, 8), Role::kHairpin},
       {ElementVerb::kCreate, "owned", Role::kMarker},
       {ElementVerb::kAdd, "owned", Role::kOther},
-      {ElementVerb::kAdd, names.DnatAny(F::kV6), Role::kElement},
+      {ElementVerb::kCreate, names.DnatAny(F::kV6), Role::kElement},
       {ElementVerb::kAdd, names.HairpinAny(F::kV6, 64), Role::kHairpin},
   };
   EXPECT_EQ(order, expected);
