@@ -26,6 +26,7 @@
 
 #include "lib/base/result.h"
 #include "lib/net/ip.h"
+#include "plugins/portmap/iptables/legacy/table.h"
 #include "plugins/portmap/iptables/mode.h"
 #include "plugins/portmap/iptables/nat_table.h"
 #include "plugins/portmap/iptables/nat_tables.h"
@@ -47,8 +48,8 @@ class FakeNatTables final : public ipt::NatTables {
   static constexpr char kDeleteChain[] = "delete chain";
   static constexpr char kCommit[] = "commit";
   // How many times a transaction runs its change before a concurrent writer makes it fail:
-  // the legacy writer's bound (legacy/table.cc); nf_tables' is higher and behaves alike.
-  static constexpr int kAttempts = 3;
+  // the legacy writer's bound; nf_tables' (kNftCommitAttempts) is higher and behaves alike.
+  static constexpr int kAttempts = ipt::kLegacyCommitAttempts;
 
   FakeNatTables();
 

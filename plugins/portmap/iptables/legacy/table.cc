@@ -14,9 +14,6 @@
 namespace nodegate::portmap::ipt {
 namespace {
 
-constexpr char kXtablesLock[] = "/run/xtables.lock";
-constexpr int kCommitAttempts = 3;
-
 // One snapshot of a legacy table nat; changes are buffered until Commit().
 class LegacyNatTable final : public NatTable {
  public:
@@ -145,24 +142,25 @@ class LegacyNatTable final : public NatTable {
   int commit_errno_ = 0;
 };
 
-Status TransactWith(const LegacyOps& ops, const NatTableChange& change) {
-  NG_ASSIGN_OR_RETURN(auto lock, sys::FileLock::Acquire(kXtablesLock));
+}  // namespace
+
+Status TransactLegacyWith(const LegacyOps& ops, const std::string& lock_path,
+                          const NatTableChange& change) {
+  NG_ASSIGN_OR_RETURN(auto lock, sys::FileLock::Acquire(lock_path));
   for (int attempt = 1;; ++attempt) {
     NG_ASSIGN_OR_RETURN(auto table, LegacyNatTable::Open(ops));
     NG_ASSIGN_OR_RETURN(const bool changed, change(*table));
     if (!changed) return OkStatus();
     Status committed = table->Commit();
-    if (committed.ok() || table->commit_errno() != EAGAIN || attempt == kCommitAttempts) {
+    if (committed.ok() || table->commit_errno() != EAGAIN || attempt == kLegacyCommitAttempts) {
       return committed;
     }
     cni::LogInfo("{}: table nat changed during commit, retrying", ops.name);
   }
 }
 
-}  // namespace
-
 Status TransactLegacy(net::Family family, const NatTableChange& change) {
-  return TransactWith(LegacyOpsFor(family), change);
+  return TransactLegacyWith(LegacyOpsFor(family), kXtablesLock, change);
 }
 
 }  // namespace nodegate::portmap::ipt

@@ -677,18 +677,13 @@ Status NftNatTable::Commit() {
   return CheckBatchAnswers(begin_seq, ops, answers);
 }
 
-// Each attempt is one generation-checked batch; only a commit by another writer between our
-// read and our batch makes one fail, so under heavy churn this is still ample.
-constexpr int kNftCommitAttempts = 50;
-
-Status TransactNft(net::Family family, const NatTableChange& change,
-                   const std::vector<std::string>& chains_read) {
+Status TransactNftWith(const NftTableOpener& open, const NatTableChange& change) {
   for (int attempt = 1;; ++attempt) {
     // A read or the commit finding a newer generation means: start over on the new one.
     const auto stale = [&](const Error& e) {
       return NftNatTable::IsStaleGeneration(e) && attempt < kNftCommitAttempts;
     };
-    auto table = NftNatTable::Open(family, chains_read);
+    auto table = open();
     if (!table.ok()) {
       if (stale(table.error())) continue;
       return table.error();
@@ -708,6 +703,15 @@ Status TransactNft(net::Family family, const NatTableChange& change,
     if (committed.ok() || !stale(committed.error())) return committed;
     cni::LogDebug("{}: ruleset changed during the transaction, rebuilding", (*table)->name());
   }
+}
+
+Status TransactNft(net::Family family, const NatTableChange& change,
+                   const std::vector<std::string>& chains_read) {
+  const NftTableOpener open = [&]() -> Result<std::unique_ptr<NftTransactionTable>> {
+    NG_ASSIGN_OR_RETURN(auto table, NftNatTable::Open(family, chains_read));
+    return std::unique_ptr<NftTransactionTable>(std::move(table));
+  };
+  return TransactNftWith(open, change);
 }
 
 }  // namespace nodegate::portmap::ipt

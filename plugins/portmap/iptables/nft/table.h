@@ -67,7 +67,17 @@ struct NftRuleRecord {
   NftVerdict verdict;                // NftRuleVerdict(expressions)
 };
 
-class NftNatTable final : public NatTable {
+// What TransactNft's loop needs of one attempt's table besides reading and buffering: the
+// confirmation of a read-only answer and the commit, each failing with IsStaleGeneration when
+// another writer committed since the table was read. NftNatTable is the kernel's; the loop's
+// unit test (table_test.cc) scripts one.
+class NftTransactionTable : public NatTable {
+ public:
+  virtual Status ConfirmReads() = 0;
+  virtual Status Commit() = 0;
+};
+
+class NftNatTable final : public NftTransactionTable {
  public:
   // Reads the generation of `ip nat` / `ip6 nat` in the calling thread's network namespace,
   // and the chains in `chains_to_read` (those the caller will ask about: one round trip for
@@ -103,10 +113,10 @@ class NftNatTable final : public NatTable {
 
   // Whether everything read since Open (or the last confirmation) was of Open's generation.
   // Errors: code 100; IsStaleGeneration when the ruleset changed meanwhile.
-  Status ConfirmReads();
+  Status ConfirmReads() override;
   // Sends the buffered changes as one batch and reads the kernel's answers. Nothing buffered:
   // nothing sent. Errors: code 100, "<name>: commit table nat: <what failed>: <errno text>".
-  Status Commit();
+  Status Commit() override;
 
   // For tests and diagnostics: the generation read at Open, every chain of the table (one
   // dump, sorted), and a chain's rules (read once, then cached; empty for a chain that does not
@@ -190,5 +200,20 @@ class NftNatTable final : public NatTable {
 // of one generation.
 Status TransactNft(net::Family family, const NatTableChange& change,
                    const std::vector<std::string>& chains_read);
+
+// How many attempts (each on a table opened afresh) TransactNft makes before it returns the
+// stale-generation error: each attempt is one generation-checked batch, and only a commit by
+// another writer between its reads and its batch makes one fail, so under heavy churn this is
+// still ample.
+inline constexpr int kNftCommitAttempts = 50;
+
+// One attempt's table, read afresh (NftNatTable::Open for TransactNft).
+using NftTableOpener = std::function<Result<std::unique_ptr<NftTransactionTable>>()>;
+
+// TransactNft's loop over the tables `open` returns: an attempt whose open, reads (in `change`),
+// confirmation or commit finds a newer generation starts over on a new table, at most
+// kNftCommitAttempts times; any other error is returned at once. A change that buffers nothing
+// commits nothing and has its reads confirmed instead.
+Status TransactNftWith(const NftTableOpener& open, const NatTableChange& change);
 
 }  // namespace nodegate::portmap::ipt
