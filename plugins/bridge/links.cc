@@ -39,19 +39,27 @@ Result<netlink::LinkInfo> MustGet(netlink::Socket& sock, const std::string& name
 
 Result<netlink::LinkInfo> EnsureBridge(netlink::Socket& node, const BridgeConfig& config) {
   const std::string what = "failed to create bridge \"" + config.bridge + "\"";
-  auto created = netlink::CreateBridge(
-      node, {.name = config.bridge, .mtu = config.mtu, .vlan_filtering = config.vlan_filtering()});
-  if (!created.ok()) {
-    // The reference's words: `could not add "cni0": operation not supported` (Go's errno text).
-    std::string cause = created.error().msg;
-    const std::string prefix = "create bridge " + config.bridge + ": ";
-    if (cause.rfind(prefix, 0) == 0) cause.erase(0, prefix.size());
-    if (!cause.empty()) cause[0] = static_cast<char>(std::tolower(cause[0]));
-    return Error(created.error().code,
-                 what + ": could not add \"" + config.bridge + "\": " + cause);
-  }
+  // Looked up first: the bridge is there on every ADD but the node's first, and a create that
+  // finds it would cost a round trip more.
   NG_ASSIGN_OR_RETURN(auto found, netlink::GetLinkByName(node, config.bridge));
-  if (!found) return Error(kErrKernel, what + ": could not lookup \"" + config.bridge + "\"");
+  bool created = false;
+  if (!found) {
+    auto made = netlink::CreateBridge(
+        node,
+        {.name = config.bridge, .mtu = config.mtu, .vlan_filtering = config.vlan_filtering()});
+    if (!made.ok()) {
+      // The reference's words: `could not add "cni0": operation not supported` (Go's errno
+      // text).
+      std::string cause = made.error().msg;
+      const std::string prefix = "create bridge " + config.bridge + ": ";
+      if (cause.rfind(prefix, 0) == 0) cause.erase(0, prefix.size());
+      if (!cause.empty()) cause[0] = static_cast<char>(std::tolower(cause[0]));
+      return Error(made.error().code, what + ": could not add \"" + config.bridge + "\": " + cause);
+    }
+    created = *made;  // false: a concurrent ADD made it meanwhile
+    NG_ASSIGN_OR_RETURN(found, netlink::GetLinkByName(node, config.bridge));
+    if (!found) return Error(kErrKernel, what + ": could not lookup \"" + config.bridge + "\"");
+  }
   if (found->kind != "bridge") {
     return Error(kErrKernel,
                  what + ": \"" + config.bridge + "\" already exists but is not a bridge");
@@ -62,7 +70,7 @@ Result<netlink::LinkInfo> EnsureBridge(netlink::Socket& node, const BridgeConfig
   if (!found->up) change.up = true;
   // An MTU set again after creation is the user's (as the reference's bridges have it): the
   // bridge keeps it when its ports come and go.
-  if (*created && config.mtu != 0) change.mtu = config.mtu;
+  if (created && config.mtu != 0) change.mtu = config.mtu;
   if (change.promisc || change.up || change.mtu) {
     NG_RETURN_IF_ERROR(netlink::ChangeLink(node, found->index, change, what));
   }

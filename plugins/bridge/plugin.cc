@@ -193,6 +193,9 @@ Status SetGateways(netlink::Socket& node, const netlink::LinkInfo& bridge,
 Status ConfigureLayer3(netlink::Socket& node, netlink::Socket& container, const Links& links,
                        const cni::CmdArgs& args, const BridgeConfig& config, Rollback& rollback,
                        cni::CniResult& result) {
+  // Chosen while the IPAM plugin still runs (a PATH lookup).
+  const MasqBackend masq_backend =
+      config.ip_masq ? ChooseMasqBackend(config.masq_backend) : MasqBackend::kIptables;
   NG_ASSIGN_OR_RETURN(const cni::CniResult ipam, rollback.IpamResult(args.conf.cni_version));
   NG_ASSIGN_OR_RETURN(L3Plan plan, BuildL3Plan(config, ipam, args.ifname));
   {
@@ -203,7 +206,7 @@ Status ConfigureLayer3(netlink::Socket& node, netlink::Socket& container, const 
   if (config.ip_masq) {
     rollback.Masq();
     NG_RETURN_IF_ERROR(
-        SetupMasq(ChooseMasqBackend(config.masq_backend), AttachmentOf(args),
+        SetupMasq(masq_backend, AttachmentOf(args),
                   BuildMasqPlan(args.conf.name, args.container_id, AddressesOf(plan.result))));
   }
   result.ips = std::move(plan.result.ips);
@@ -257,18 +260,23 @@ Result<cni::CniResult> CmdAdd(const cni::CmdArgs& args) {
   NG_RETURN_IF_ERROR(RefuseResultWithoutAddress(config, args.conf.cni_version));
   NG_RETURN_IF_ERROR(NotOwnNetns(args));
   NG_ASSIGN_OR_RETURN(sys::UniqueFd container_ns, OpenNetns(args.netns));
-  NG_ASSIGN_OR_RETURN(netlink::Socket node, netlink::Socket::Open());
-  NG_ASSIGN_OR_RETURN(netlink::Socket container, SocketIn(args.netns));
 
-  Rollback rollback(args);  // after the sockets it uses: destroyed before them
-  // The IPAM plugin is a process of its own: it runs while the links are made.
+  // The sockets are opened after the IPAM plugin is started, but destroyed after `rollback`,
+  // which uses them.
+  std::optional<netlink::Socket> node;
+  std::optional<netlink::Socket> container;
+  Rollback rollback(args);
+  // The IPAM plugin is a process of its own: it runs while the sockets are opened and the
+  // links made (its exec is the longest part of an ADD: started first).
   if (config.layer3()) {
     NG_ASSIGN_OR_RETURN(DelegateCall ipam,
                         DelegateCall::Start(config.ipam_type, Command::kAdd, args));
     rollback.Ipam(config.ipam_type, std::move(ipam));
   }
+  NG_ASSIGN_OR_RETURN(node, netlink::Socket::Open());
+  NG_ASSIGN_OR_RETURN(container, SocketIn(args.netns));
   NG_ASSIGN_OR_RETURN(const Links links,
-                      MakeLinks(node, container, container_ns.get(), args, config, rollback));
+                      MakeLinks(*node, *container, container_ns.get(), args, config, rollback));
   cni::CniResult result;
   result.interfaces = {
       cni::Interface{.name = links.bridge.name, .mac = links.bridge.mac},
@@ -278,15 +286,15 @@ Result<cni::CniResult> CmdAdd(const cni::CmdArgs& args) {
                      .sandbox = args.netns},
   };
   if (config.layer3()) {
-    NG_RETURN_IF_ERROR(ConfigureLayer3(node, container, links, args, config, rollback, result));
+    NG_RETURN_IF_ERROR(ConfigureLayer3(*node, *container, links, args, config, rollback, result));
   } else {
     if (!config.disable_container_interface) {
-      NG_RETURN_IF_ERROR(netlink::ChangeLink(container, links.pair.container.index, {.up = true},
+      NG_RETURN_IF_ERROR(netlink::ChangeLink(*container, links.pair.container.index, {.up = true},
                                              "failed to set \"" + args.ifname + "\" up"));
     }
     if (config.dns_given) result.dns = config.dns;
   }
-  NG_RETURN_IF_ERROR(ReportMacsAsTheyAreNow(node, links, result));
+  NG_RETURN_IF_ERROR(ReportMacsAsTheyAreNow(*node, links, result));
   result.cni_version = args.conf.cni_version;
   rollback.Dismiss();
   return result;
