@@ -34,34 +34,18 @@ for f in "$BUILD_DIR"/bin/{bridge,host-local,portmap,bandwidth} "$BUILD_DIR/benc
   [ -x "$f" ] || { echo "missing $f (build first; containernetworking-plugins)" >&2; exit 1; }
 done
 
-T="$(mktemp -d /tmp/ng-chain.XXXXXX)"
-NODE="ng-ch-node-$$"
+# shellcheck source=lib.sh
+source "$SRC/bench/chain/lib.sh"  # chain_setup, stage_plugins, stage_chain
+chain_setup ch
 in_node() { nsenter --net="/run/netns/$NODE" "$@"; }
-cleanup() {
-  set +e
-  local ns
-  for ns in $(ip netns list | awk '{print $1}' | grep -- "^$NODE"); do ip netns del "$ns"; done
-  rm -rf "$T"
-}
-trap cleanup EXIT
 trap 'exit 130' INT TERM
 # shellcheck source=../lib/node.sh
 source "$SRC/bench/lib/node.sh"  # settle, iptables_population, veth_pair_cost
 
-# Ours are copied in, as an installer copies them (bench/podstart/README.md: a file the linker
-# has just written execs slower); the reference's are Debian's files.
-mkdir -p "$T"/{ours,reference,ipam,sets}
-for p in bridge host-local portmap bandwidth; do
-  install -m 0755 "$BUILD_DIR/bin/$p" "$T/ours/$p"
-  ln -s "/usr/lib/cni/$p" "$T/reference/$p"
-done
-install -m 0755 "$BUILD_DIR/bench/startup_noop" "$T/noop"
-sed "s|\"type\": \"host-local\",|\"type\": \"host-local\", \"dataDir\": \"$T/ipam\",|" \
-  "$SRC/conf/examples/10-standard.conflist" >"$T/chain.conflist"
-
-ip netns add "$NODE"
-in_node ip link set lo up
-for i in $(seq 0 $((PODS - 1))); do ip netns add "${NODE}-c$i"; done
+stage_plugins ours "$T/ours"
+stage_plugins reference "$T/reference"
+mkdir -p "$T/sets"
+stage_chain
 
 # One line "OTHERS ADD_NS DEL_NS" per set into $T/veth.floor (bench/lib/node.sh).
 veth_floor() { echo "$1 $(veth_pair_cost "$T")" >>"$T/veth.floor"; }

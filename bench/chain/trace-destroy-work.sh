@@ -25,30 +25,11 @@ case "$work" in
     ;;
 esac
 
-T="$(mktemp -d /tmp/ng-destroy.XXXXXX)"
-NODE="ng-dw-node-$$"
-cleanup() {
-  set +e
-  local ns
-  for ns in $(ip netns list | awk '{print $1}' | grep -- "^$NODE"); do ip netns del "$ns"; done
-  rm -rf "$T"
-}
-trap cleanup EXIT
-
-mkdir -p "$T/plugins" "$T/ipam"
-for p in bridge host-local portmap bandwidth; do
-  if [ "$SET" = reference ]; then
-    ln -s "/usr/lib/cni/$p" "$T/plugins/$p"
-  else
-    install -m 0755 "$BUILD_DIR/bin/$p" "$T/plugins/$p"
-  fi
-done
-install -m 0755 "$BUILD_DIR/bench/startup_noop" "$T/noop"
-sed "s|\"type\": \"host-local\",|\"type\": \"host-local\", \"dataDir\": \"$T/ipam\",|" \
-  "$SRC/conf/examples/10-standard.conflist" >"$T/chain.conflist"
-ip netns add "$NODE"
-ip netns exec "$NODE" ip link set lo up
-for i in $(seq 0 $((PODS - 1))); do ip netns add "${NODE}-c$i"; done
+# shellcheck source=lib.sh
+source "$SRC/bench/chain/lib.sh"  # chain_setup, stage_plugins, stage_chain
+chain_setup dw
+stage_plugins "$SET" "$T/plugins"
+stage_chain
 
 # perf reads the tracepoints' formats from tracefs: mounted in a mount namespace of its own.
 filter="function == $work"

@@ -18,32 +18,13 @@ PAUSE_MS="${PAUSE_MS:-0}"
 [ "$(id -u)" = 0 ] || { echo "trace-waits needs root (namespaces, perf)" >&2; exit 1; }
 command -v perf >/dev/null || { echo "missing perf (scripts/install-deps.sh)" >&2; exit 1; }
 
-T="$(mktemp -d /tmp/ng-waits.XXXXXX)"
-NODE="ng-tw-node-$$"
-cleanup() {
-  set +e
-  local ns
-  for ns in $(ip netns list | awk '{print $1}' | grep -- "^$NODE"); do ip netns del "$ns"; done
-  rm -rf "$T"
-}
-trap cleanup EXIT
+# shellcheck source=lib.sh
+source "$SRC/bench/chain/lib.sh"  # chain_setup, stage_plugins, stage_chain
 # shellcheck source=../lib/node.sh
 source "$SRC/bench/lib/node.sh"  # iptables_population
-
-mkdir -p "$T/plugins" "$T/ipam"
-for p in bridge host-local portmap bandwidth; do
-  if [ "$SET" = reference ]; then
-    ln -s "/usr/lib/cni/$p" "$T/plugins/$p"
-  else
-    install -m 0755 "$BUILD_DIR/bin/$p" "$T/plugins/$p"
-  fi
-done
-install -m 0755 "$BUILD_DIR/bench/startup_noop" "$T/noop"
-sed "s|\"type\": \"host-local\",|\"type\": \"host-local\", \"dataDir\": \"$T/ipam\",|" \
-  "$SRC/conf/examples/10-standard.conflist" >"$T/chain.conflist"
-ip netns add "$NODE"
-ip netns exec "$NODE" ip link set lo up
-for i in $(seq 0 $((PODS - 1))); do ip netns add "${NODE}-c$i"; done
+chain_setup tw
+stage_plugins "$SET" "$T/plugins"
+stage_chain
 if [ "$OTHERS" != 0 ]; then
   iptables_population "$OTHERS" nodegate | ip netns exec "$NODE" iptables-nft-restore
 fi
