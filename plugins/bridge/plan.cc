@@ -4,6 +4,7 @@
 #include <sys/random.h>
 
 #include "lib/base/hash.h"
+#include "lib/base/hex.h"
 
 namespace nodegate::bridge {
 namespace {
@@ -109,13 +110,7 @@ std::string RandomVethName() {
     const uint32_t mix = static_cast<uint32_t>(ts.tv_nsec) ^ static_cast<uint32_t>(::getpid());
     for (int i = 0; i < 4; ++i) entropy[i] = static_cast<uint8_t>(mix >> (8 * i));
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string name = "veth";
-  for (uint8_t b : entropy) {
-    name += kHex[b >> 4];
-    name += kHex[b & 0xf];
-  }
-  return name;
+  return "veth" + HexEncode(entropy);
 }
 
 }  // namespace nodegate::bridge

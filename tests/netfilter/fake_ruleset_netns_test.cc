@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/base/hex.h"
 #include "lib/cni/conf.h"
 #include "lib/netfilter/nfnl.h"
 #include "lib/netfilter/ruleset.h"
@@ -37,16 +38,6 @@ using testing::FakeRuleset;
 
 constexpr char kTable[] = "t";
 
-std::string Hex(ByteView bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (const uint8_t b : bytes) {
-    out += kDigits[b >> 4];
-    out += kDigits[b & 0xf];
-  }
-  return out;
-}
-
 // What the reads see of `family` `table`: each set (by name) with its elements (sorted), then
 // each rule in order with its chain, comment and expressions (lookups' set names left out:
 // the kernel names an anonymous set __setN where the batch said __set%d).
@@ -62,9 +53,10 @@ std::string ReadBack(Ruleset& ruleset, uint8_t family, const std::string& table)
     if (!elements.ok()) return "elements: " + elements.error().msg;
     std::vector<std::string> lines;
     for (const auto& e : *elements) {
-      lines.push_back("  " + Hex(e.key) + (e.key_end.empty() ? "" : "-" + Hex(e.key_end)) +
-                      ((e.flags & NFT_SET_ELEM_INTERVAL_END) ? " end" : "") +
-                      (e.data.empty() ? "" : " : " + Hex(e.data)) + " \"" + e.comment + "\"\n");
+      lines.push_back(
+          "  " + HexEncode(e.key) + (e.key_end.empty() ? "" : "-" + HexEncode(e.key_end)) +
+          ((e.flags & NFT_SET_ELEM_INTERVAL_END) ? " end" : "") +
+          (e.data.empty() ? "" : " : " + HexEncode(e.data)) + " \"" + e.comment + "\"\n");
     }
     std::sort(lines.begin(), lines.end());
     out += "set " + name + "\n";

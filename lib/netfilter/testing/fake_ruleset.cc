@@ -1,5 +1,7 @@
 #include "lib/netfilter/testing/fake_ruleset.h"
 
+#include "lib/base/hex.h"
+
 // clang-format off
 #include <netinet/in.h>  // before the kernel headers, which then skip their own copies
 // clang-format on
@@ -19,16 +21,6 @@
 
 namespace nodegate::netfilter::testing {
 namespace {
-
-std::string Hex(ByteView bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (const uint8_t b : bytes) {
-    out += kDigits[b >> 4];
-    out += kDigits[b & 0xf];
-  }
-  return out;
-}
 
 std::string FamilyName(uint8_t family) {
   switch (family) {
@@ -536,17 +528,17 @@ std::string CommentText(const Bytes& userdata) {
 
 void DumpSet(const FakeSet& s, std::string& out) {
   out += "  set " + s.name + " flags 0x" +
-         Hex(Bytes{static_cast<uint8_t>(s.flags >> 8), static_cast<uint8_t>(s.flags)}) + " key " +
-         std::to_string(s.key_type) + "/" + std::to_string(s.key_len);
+         HexEncode(Bytes{static_cast<uint8_t>(s.flags >> 8), static_cast<uint8_t>(s.flags)}) +
+         " key " + std::to_string(s.key_type) + "/" + std::to_string(s.key_len);
   if (s.flags & NFT_SET_MAP) {
     out += " data " + std::to_string(s.data_type) + "/" + std::to_string(s.data_len);
   }
   out += "\n";
   for (const FakeElement& e : s.elements) {
-    out += "    element " + Hex(e.key);
-    if (!e.key_end.empty()) out += "-" + Hex(e.key_end);
+    out += "    element " + HexEncode(e.key);
+    if (!e.key_end.empty()) out += "-" + HexEncode(e.key_end);
     if (e.flags & NFT_SET_ELEM_INTERVAL_END) out += " end";
-    if (!e.data.empty()) out += " : " + Hex(e.data);
+    if (!e.data.empty()) out += " : " + HexEncode(e.data);
     out += CommentText(e.userdata) + "\n";
   }
 }
