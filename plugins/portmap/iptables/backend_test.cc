@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "lib/cni/conf.h"
 #include "plugins/portmap/port_mapper.h"
 #include "plugins/portmap/testing/config_text.h"
 #include "plugins/portmap/testing/fake_nat_tables.h"
@@ -33,10 +32,7 @@ std::string ChainOf(const std::string& id) { return ipt::ContainerChainName("rne
 // ConfText(extra) parsed for container `id`, as the plugin parses it for ADD.
 Config Parsed(const std::string& extra = "", const std::string& id = "ctr1",
               const std::string& mappings = testing::kMappings) {
-  auto conf = cni::ParseNetConf(testing::ConfText(extra, mappings), ConfigShape());
-  EXPECT_TRUE(conf.ok()) << conf.error().msg;
-  auto config =
-      ParseConfig(*conf, {.container_id = id, .ifname = "eth0", .purpose = Purpose::kAdd});
+  auto config = testing::Parse(testing::ConfText(extra, mappings), Purpose::kAdd, id);
   EXPECT_TRUE(config.ok()) << config.error().msg;
   return *config;
 }

@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <string>
 
-#include "lib/cni/conf.h"
 #include "lib/netfilter/nfnl.h"
 #include "lib/netfilter/testing/fake_ruleset.h"
 #include "plugins/portmap/nftables/rules.h"
@@ -42,9 +41,7 @@ Config Parsed(const std::string& id = "ctr1", const std::string& prev = "",
               const std::string& mappings = testing::kMappings, Purpose purpose = Purpose::kAdd) {
   const std::string text =
       prev.empty() ? testing::ConfText("", mappings) : testing::ConfText(prev, mappings, false);
-  auto conf = cni::ParseNetConf(text, ConfigShape());
-  EXPECT_TRUE(conf.ok()) << conf.error().msg;
-  auto config = ParseConfig(*conf, {.container_id = id, .ifname = "eth0", .purpose = purpose});
+  auto config = testing::Parse(text, purpose, id);
   EXPECT_TRUE(config.ok()) << config.error().msg;
   return *config;
 }

@@ -25,11 +25,12 @@ inline std::string ConfText(const std::string& extra, const std::string& mapping
          (with_prev ? std::string(",") + kPrev : "") + "}";
 }
 
-// Parses as the plugin does for container "ctr1" on eth0.
-inline Result<Config> Parse(const std::string& text, Purpose purpose = Purpose::kAdd) {
+// Parses as the plugin does for container `id` on eth0.
+inline Result<Config> Parse(const std::string& text, Purpose purpose = Purpose::kAdd,
+                            const std::string& id = "ctr1") {
   auto conf = cni::ParseNetConf(text, ConfigShape());
   if (!conf.ok()) return conf.error();
-  return ParseConfig(*conf, {.container_id = "ctr1", .ifname = "eth0", .purpose = purpose});
+  return ParseConfig(*conf, {.container_id = id, .ifname = "eth0", .purpose = purpose});
 }
 
 }  // namespace nodegate::portmap::testing
