@@ -14,11 +14,7 @@ bool IsWildcard(std::string_view host_ip) { return host_ip == "0.0.0.0" || host_
 bool IsV6(std::string_view host_ip) { return host_ip.find(':') != std::string_view::npos; }
 
 bool HostIpsOverlap(std::string_view a, std::string_view b) {
-  const auto ip_a = net::IpAddress::Parse(a);
-  const auto ip_b = net::IpAddress::Parse(b);
-  if (!ip_a || !ip_b) return a == b || IsWildcard(a) || IsWildcard(b);
-  return net::HostAddressesOverlap({ip_a->family(), ip_a}, {ip_b->family(), ip_b},
-                                   net::WildcardReach::kEveryFamily);
+  return net::CanonicalHostIpsOverlap(a, b);
 }
 
 bool KeysOverlap(const PortKey& a, const PortKey& b) {

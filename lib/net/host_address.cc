@@ -8,4 +8,9 @@ bool HostAddressesOverlap(const HostAddress& a, const HostAddress& b, WildcardRe
   return *a.ip == *b.ip;
 }
 
+bool CanonicalHostIpsOverlap(std::string_view a, std::string_view b) {
+  const auto every = [](std::string_view ip) { return ip == "0.0.0.0" || ip == "::"; };
+  return a == b || every(a) || every(b);
+}
+
 }  // namespace nodegate::net

@@ -13,6 +13,7 @@
 //   net::HostAddressesOverlap(any4, {net::Family::kV6, ip6}, net::WildcardReach::kOwnFamily);
 
 #include <optional>
+#include <string_view>
 
 #include "lib/net/ip.h"
 
@@ -29,5 +30,10 @@ enum class WildcardReach { kOwnFamily, kEveryFamily };
 
 // Whether a port held on `a` and the same protocol and port held on `b` collide.
 bool HostAddressesOverlap(const HostAddress& a, const HostAddress& b, WildcardReach reach);
+
+// kEveryFamily on canonical address text (IpAddress::ToString(): "0.0.0.0", "::", "10.0.0.5"),
+// where equal text is the same address: what `nodegate ports` compares its many claims by,
+// without parsing them again.
+bool CanonicalHostIpsOverlap(std::string_view a, std::string_view b);
 
 }  // namespace nodegate::net

@@ -45,5 +45,16 @@ TEST(HostAddressesOverlap, EveryAddressOfOneFamily) {
   EXPECT_TRUE(HostAddressesOverlap(any4, any6, kEvery));
 }
 
+// The text form agrees with HostAddressesOverlap(kEveryFamily) on every pair of canonical texts.
+TEST(CanonicalHostIpsOverlap, AgreesWithTheAddressForm) {
+  const char* samples[] = {"0.0.0.0", "::", "10.0.0.1", "10.0.0.2", "fd00::1", "fd00::2"};
+  for (const char* a : samples) {
+    for (const char* b : samples) {
+      EXPECT_EQ(CanonicalHostIpsOverlap(a, b), HostAddressesOverlap(At(a), At(b), kEvery))
+          << a << " " << b;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace nodegate::net
