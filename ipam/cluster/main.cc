@@ -4,9 +4,11 @@
 #include <string_view>
 
 #include "ipam/cluster/agent.h"
+#include "lib/cni/sibling.h"
 #include "lib/sys/prefault.h"
 
 NODEGATE_PREFAULT_AT_START();
+NODEGATE_PLUGIN_NOTE("cluster-ipam");
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string_view(argv[1]) == "agent") {

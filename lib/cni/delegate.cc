@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "lib/cni/go_json.h"
+#include "lib/cni/logging.h"
+#include "lib/cni/sibling.h"
 #include "lib/cni/version.h"
 #include "lib/sys/io.h"
 
@@ -56,6 +58,37 @@ std::string TrimNewlines(std::string text) {
   return text;
 }
 
+// A linked sibling's run as its exec would be: this process's environment with CNI_COMMAND
+// replaced, the same stdin bytes, its stdout kept, its logs on our stderr under its own name
+// (and in the log file its config names). Returns the exit status its process would have had.
+int RunSibling(Plugin (*make_plugin)(), Command command, const CmdArgs& args, std::string& out) {
+  const Plugin plugin = make_plugin();
+  ScopedPluginLogging logging(plugin.name);
+  ProcessIo io;
+  io.getenv = [command](const std::string& name) -> std::optional<std::string> {
+    if (name == "CNI_COMMAND") return std::string(CommandName(command));
+    const char* value = std::getenv(name.c_str());
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  };
+  io.read_stdin = [&args]() -> std::optional<std::string> { return args.stdin_data; };
+  io.write_stdout = [&out](std::string_view text) { out.append(text); };
+  io.write_stderr = [](std::string_view text) { (void)sys::WriteAll(STDERR_FILENO, text); };
+  return PluginMain(plugin, io);
+}
+
+// What a delegate's run comes to (points 4 and 5): its stdout on success, else its error.
+Result<std::string> Outcome(int wait_status, std::string out, std::string err) {
+  if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0) return out;
+  if (auto error = DecodeError(out)) return *error;
+  err = TrimNewlines(std::move(err));
+  if (!err.empty()) return Error(kErrInternal, "netplugin failed: \"" + err + "\"");
+  const std::string how = WIFEXITED(wait_status)
+                              ? "exit status " + std::to_string(WEXITSTATUS(wait_status))
+                              : "signal: " + std::string(strsignal(WTERMSIG(wait_status)));
+  return Error(kErrInternal, "netplugin failed with no error message: " + how);
+}
+
 }  // namespace
 
 Result<std::string> FindPluginInPath(const std::string& type, const std::string& cni_path) {
@@ -85,6 +118,13 @@ Result<DelegateCall> DelegateCall::Start(const std::string& type, Command comman
                                          const CmdArgs& args) {
   DelegateCall call;
   NG_ASSIGN_OR_RETURN(call.binary_, FindPluginInPath(type, args.path));
+  if (Plugin(*sibling)() = LinkedSibling(type);
+      sibling != nullptr && IsSiblingBinary(call.binary_, type)) {
+    LogDebug("delegate {}: {} is this build's, run in this process", type, call.binary_);
+    // An exit status as waitpid reports it.
+    call.in_process_status_ = RunSibling(sibling, command, args, call.in_process_out_) << 8;
+    return call;
+  }
   // A delegate that exits without reading all of its stdin must not kill us.
   ::signal(SIGPIPE, SIG_IGN);
   const std::vector<std::string> env = DelegateEnvironment(command);
@@ -151,13 +191,19 @@ DelegateCall::DelegateCall(DelegateCall&& other) noexcept
       stdout_(std::move(other.stdout_)),
       stderr_(std::move(other.stderr_)),
       input_(std::move(other.input_)),
-      written_(other.written_) {}
+      written_(other.written_),
+      in_process_status_(std::exchange(other.in_process_status_, std::nullopt)),
+      in_process_out_(std::move(other.in_process_out_)) {}
 
 DelegateCall::~DelegateCall() {
   if (pid_ > 0) (void)Wait();
 }
 
 Result<std::string> DelegateCall::Wait() {
+  if (in_process_status_) {
+    return Outcome(*std::exchange(in_process_status_, std::nullopt), std::move(in_process_out_),
+                   "");
+  }
   if (pid_ <= 0) return Error(kErrInternal, "delegate " + binary_ + " already collected");
   std::string out, err;
   while (stdin_.valid() || stdout_.valid() || stderr_.valid()) {
@@ -198,13 +244,7 @@ Result<std::string> DelegateCall::Wait() {
     (void)sys::WriteAll(STDERR_FILENO, err);
     if (err.back() != '\n') (void)sys::WriteAll(STDERR_FILENO, "\n");
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return out;
-  if (auto error = DecodeError(out)) return *error;
-  err = TrimNewlines(std::move(err));
-  if (!err.empty()) return Error(kErrInternal, "netplugin failed: \"" + err + "\"");
-  const std::string how = WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
-                                            : "signal: " + std::string(strsignal(WTERMSIG(status)));
-  return Error(kErrInternal, "netplugin failed with no error message: " + how);
+  return Outcome(status, std::move(out), std::move(err));
 }
 
 Result<CniResult> DelegateCall::WaitForResult(const std::string& config_version) {

@@ -21,9 +21,14 @@
 //
 // The child is spawned with posix_spawn (glibc's clone with CLONE_VM|CLONE_VFORK: no copy of
 // this process's page tables, which a plugin that mapped its heap at start has many of).
+//
+// A delegate whose binary is this build's own plugin of that type, linked into this one
+// (sibling.h), runs in this process instead, within Start: the same environment and stdin,
+// its stdout and exit status taken through points 4 and 5 as a child's are.
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -57,6 +62,9 @@ class DelegateCall {
   sys::UniqueFd stdin_, stdout_, stderr_;
   std::string input_;  // what is left to write to the child's stdin
   size_t written_ = 0;
+  // A sibling run in-process and not collected yet: its exit status and stdout.
+  std::optional<int> in_process_status_;
+  std::string in_process_out_;
 };
 
 // "/opt/cni/bin:/usr/lib/cni" -> the binary `type` in the first folder that has it as a regular

@@ -60,6 +60,15 @@ void InitLogging(const std::string& plugin_name) {
   spdlog::set_default_logger(logger);
 }
 
+ScopedPluginLogging::ScopedPluginLogging(const std::string& plugin_name)
+    : saved_(spdlog::default_logger()) {
+  InitLogging(plugin_name);
+}
+
+ScopedPluginLogging::~ScopedPluginLogging() {
+  spdlog::set_default_logger(std::static_pointer_cast<spdlog::logger>(saved_));
+}
+
 void ConfigureFileLogging(const std::string& plugin_name, const std::string& log_file,
                           const std::string& log_level) {
   if (log_file.empty()) {

@@ -6,6 +6,7 @@
 
 #include <fmt/core.h>
 
+#include <memory>
 #include <string>
 
 namespace nodegate::cni {
@@ -17,6 +18,20 @@ void InitLogging(const std::string& plugin_name);
 // log file that cannot be opened is reported on stderr and ignored.
 void ConfigureFileLogging(const std::string& plugin_name, const std::string& log_file,
                           const std::string& log_level);
+
+// Logging of a plugin run inside another plugin's process (sibling.h): while it lives, records
+// go to stderr under `plugin_name`, as InitLogging sets up, and the log file the sibling's
+// config names is added to that logger alone; the previous logger is back after it.
+class ScopedPluginLogging {
+ public:
+  explicit ScopedPluginLogging(const std::string& plugin_name);
+  ~ScopedPluginLogging();
+  ScopedPluginLogging(const ScopedPluginLogging&) = delete;
+  ScopedPluginLogging& operator=(const ScopedPluginLogging&) = delete;
+
+ private:
+  std::shared_ptr<void> saved_;  // the spdlog::logger that was the default
+};
 
 enum class LogLevel { kDebug, kInfo, kWarn };
 

@@ -139,5 +139,27 @@ TEST_F(FileLoggingTest, UnwritableLogDirectoryIsReportedAndIgnored) {
   }
 }
 
+// A sibling run in-process (sibling.h) logs under its own name, its log file added to its own
+// logger; the outer plugin's logger, with its one file sink, is back after it.
+TEST_F(FileLoggingTest, ScopedPluginLoggingRestoresTheOuterLogger) {
+  ConfigureFileLogging("portmap", Path("outer.log"), "info");  // the fixture's logger
+  LogInfo("before");
+  {
+    ScopedPluginLogging sibling("host-local");
+    ConfigureFileLogging("host-local", Path("inner.log"), "info");
+    LogInfo("inside");
+  }
+  LogInfo("after");
+  const auto outer = Lines(Path("outer.log"));
+  const auto inner = Lines(Path("inner.log"));
+  ASSERT_EQ(outer.size(), 2u);
+  EXPECT_NE(outer[0].find(" portmap["), std::string::npos) << outer[0];
+  EXPECT_NE(outer[1].find(" portmap["), std::string::npos) << outer[1];
+  EXPECT_EQ(outer[1].substr(outer[1].rfind(' ') + 1), "after");
+  ASSERT_EQ(inner.size(), 1u);
+  EXPECT_NE(inner[0].find(" host-local["), std::string::npos) << inner[0];
+  EXPECT_EQ(inner[0].substr(inner[0].rfind(' ') + 1), "inside");
+}
+
 }  // namespace
 }  // namespace nodegate::cni

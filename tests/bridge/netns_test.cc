@@ -6,17 +6,23 @@
 // made by one plugin is removed by the other on one node, and what the reference cannot do
 // (its later keys) is checked against the kernel directly.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 
+#include "lib/cni/sibling.h"
 #include "tests/bridge/support.h"
 
 namespace nodegate::bridge::testing {
 namespace {
 
+namespace fs = std::filesystem;
 using nodegate::testing::CountListed;
 using nodegate::testing::RunCommand;
 
@@ -331,6 +337,58 @@ TEST_P(BridgeCrossCleanup, EachSideDeletesTheOthersPods) {
 INSTANTIATE_TEST_SUITE_P(IptablesModes, BridgeCrossCleanup,
                          ::testing::Values(Mode::kNft, Mode::kLegacy),
                          [](const auto& info) { return ModeName(info.param); });
+
+// This build's host-local runs inside bridge (lib/cni/sibling.h). The same host-local exec'd
+// (a copy whose note names another build, so bridge cannot take it for its own) gives the same
+// outputs, errors and state at every step: the in-process run is the exec's equal.
+TEST(BridgeSiblingIpam, InProcessHostLocalMatchesTheExecdOne) {
+  NG_REQUIRE_ROOT();
+  const std::string execd_dir = "/tmp/ng-bridge-execd-ipam-" + std::to_string(::getpid());
+  fs::create_directories(execd_dir);
+  const std::string execd_ipam = execd_dir + "/host-local";
+  fs::copy_file(nodegate::testing::BinPath("host-local"), execd_ipam);
+  {
+    std::fstream file(execd_ipam, std::ios::in | std::ios::out | std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    const std::string token = std::string("host-local") + '\0' + std::string(cni::kBuildToken);
+    const size_t at = bytes.find(token);
+    ASSERT_NE(at, std::string::npos) << "host-local carries its note";
+    file.seekp(static_cast<std::streamoff>(at + token.size() - 1));
+    file.put(token.back() == '0' ? '1' : '0');
+  }
+  BridgeNode inproc("si"), execd("se");
+  inproc.SetEnv("NODEGATE_LOG_LEVEL", "debug");
+  execd.SetEnv("NODEGATE_LOG_LEVEL", "debug");
+  // One address to give (a /30 less its gateway): the second ADD fails, STATUS reports it.
+  const char* kOne = R"([[{"subnet":"10.23.0.0/30"}]])";
+  const std::string in_conf =
+      BridgeConf("1.1.0", R"(,"isGateway":true,"ipMasq":true)", inproc.data_dir(), kOne);
+  const std::string ex_conf =
+      BridgeConf("1.1.0", R"(,"isGateway":true,"ipMasq":true)", execd.data_dir(), kOne);
+  auto step = [&](const std::string& command, const std::string& id, const std::string& in_c,
+                  const std::string& ex_c) {
+    SCOPED_TRACE(command + " " + id);
+    PluginOutput a = inproc.Run(Ours(), command, id, in_c, OurIpamPath());
+    PluginOutput b = execd.Run(Ours(), command, id, ex_c, execd_dir);
+    EXPECT_EQ(a.exit_code, b.exit_code) << a.out << a.err << "\n" << b.out << b.err;
+    EXPECT_EQ(LineDiff(Normalise(a.out), Normalise(b.out)), "");
+    EXPECT_NE(a.err.find("delegate host-local: " + OurIpamPath() + "/host-local is this build's"),
+              std::string::npos)
+        << a.err;
+    EXPECT_EQ(b.err.find("is this build's"), std::string::npos) << b.err;
+    EXPECT_EQ(LineDiff(inproc.State({"c1", "c2"}), execd.State({"c1", "c2"})), "");
+    return std::make_pair(a, b);
+  };
+  auto [add, add_execd] = step("ADD", "c1", in_conf, ex_conf);
+  ASSERT_TRUE(Succeeds(add)) << add.out << add.err;
+  step("CHECK", "c1", WithPrevResult(in_conf, add.out), WithPrevResult(ex_conf, add_execd.out));
+  EXPECT_NE(step("ADD", "c2", in_conf, ex_conf).first.exit_code, 0);
+  EXPECT_NE(step("STATUS", "c1", in_conf, ex_conf).first.exit_code, 0);
+  step("DEL", "c1", in_conf, ex_conf);
+  step("DEL", "c1", in_conf, ex_conf);
+  EXPECT_TRUE(Succeeds(step("STATUS", "c1", in_conf, ex_conf).first));
+  fs::remove_all(execd_dir);
+}
 
 // Keys Debian's 1.1.1 does not have (upstream's later ones): checked against the kernel.
 class BridgeLaterKeys : public ::testing::Test {

@@ -102,6 +102,7 @@ PluginOutput BridgeNode::Run(const std::string& binary, const std::string& comma
   // Our DEL leaves the deletion of the pair to a detached child (plugins/bridge/links.h): the
   // states are compared once it is done.
   call.wait_for_detached = true;
+  call.extra_env = extra_env_;
   const char* path = std::getenv("PATH");
   call.extra_env["PATH"] =
       ModeBinDir(mode_) + ":" + (path != nullptr ? path : "/usr/sbin:/usr/bin:/sbin:/bin");

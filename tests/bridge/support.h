@@ -49,6 +49,8 @@ class BridgeNode {
   std::string data_dir() const { return data_dir_; }
   Mode mode() const { return mode_; }
 
+  // An environment variable every later Run sets.
+  void SetEnv(const std::string& name, const std::string& value) { extra_env_[name] = value; }
   // Runs `binary` with CNI_COMMAND `command` for container `id` (ifname eth0 unless given).
   PluginOutput Run(const std::string& binary, const std::string& command, const std::string& id,
                    const std::string& conf, const std::string& cni_path,
@@ -72,6 +74,7 @@ class BridgeNode {
   std::map<std::string, std::unique_ptr<TestNetns>> containers_;
   std::set<std::string> removed_;
   std::string data_dir_;
+  std::map<std::string, std::string> extra_env_;
 };
 
 // A bridge conflist-less config: name net1, the given version, `extra` keys spliced in the top
