@@ -32,12 +32,25 @@ stage_plugins() {
 }
 
 # stage_chain: the floor's no-op ($T/noop), conf/examples/10-standard.conflist with its IPAM
-# store in $T/ipam ($T/chain.conflist), the node namespace with lo up and PODS pod namespaces.
+# store in $T/ipam ($T/chain.conflist) and its nftables variant ($T/chain-nft.conflist), the
+# node namespace with lo up and PODS pod namespaces.
 stage_chain() {
   mkdir -p "$T/ipam"
   install -m 0755 "$BUILD_DIR/bench/startup_noop" "$T/noop"
   sed "s|\"type\": \"host-local\",|\"type\": \"host-local\", \"dataDir\": \"$T/ipam\",|" \
     "$SRC/conf/examples/10-standard.conflist" >"$T/chain.conflist"
+  # The same chain with the nftables backends of bridge's ipMasq and of portmap (upstream's
+  # ipMasqBackend and backend keys): no rule in iptables-nft's encoding, so no xt extension.
+  /usr/bin/python3 -c '
+import json, sys
+chain = json.load(open(sys.argv[1]))
+for plugin in chain["plugins"]:
+    if plugin["type"] == "bridge":
+        plugin["ipMasqBackend"] = "nftables"
+    if plugin["type"] == "portmap":
+        plugin["backend"] = "nftables"
+json.dump(chain, open(sys.argv[2], "w"), indent=2)
+' "$T/chain.conflist" "$T/chain-nft.conflist"
   ip netns add "$NODE"
   ip netns exec "$NODE" ip link set lo up
   local i

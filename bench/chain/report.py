@@ -10,7 +10,10 @@ the ratios of the reference's to ours, and issue 53's targets, judged back to ba
   - our bandwidth's ADD within 1 ms of the reference bandwidth's in the same chain;
   - our bridge's ADD and DEL within 2 ms of the floor: a static no-op's exec (timed by the
     driver the same way as the plugins) plus the kernel's cost of making (deleting) a veth
-    pair. bridge's time is its whole process, with the host-local it runs.
+    pair. bridge's time is its whole process, with the host-local it runs. Judged for "ours"
+    (ipMasq in the node's iptables mode, as the reference writes it) and for "oursnft" (the
+    nftables backends), whose difference back to back is the kernel's wait of an xt
+    extension for the previous pod's deletions (docs/performance/chain.md).
 A median with no sample prints as "n/a" and nothing is judged or recorded from it.
 """
 
@@ -25,6 +28,7 @@ from results import record  # noqa: E402
 
 PLUGINS = ("bridge", "portmap", "bandwidth")
 RHYTHMS = ("back-to-back", "paused")
+SETS = ("ours", "reference", "oursnft")
 
 
 def median(values):
@@ -67,6 +71,24 @@ def figures(rows):
     return f
 
 
+def judge_bridge(n, label, o, pair_add, pair_del, variant):
+    """Prints (and records) bridge's ADD and DEL against the floor, for one set's figures."""
+    if not measured(o["noop"], pair_add, pair_del, o["add-bridge"], o["del-bridge"]):
+        print("%s other mappings%s: bridge's targets not judged (no floor measured)" % (
+            n, variant))
+        return
+    floor_add, floor_del = o["noop"] + pair_add, o["noop"] + pair_del
+    if not variant:
+        record("chain", "bridge's floor: no-op exec + a veth pair made, " + label, floor_add)
+        record("chain", "bridge's floor: no-op exec + a veth pair deleted, " + label, floor_del)
+    for verb, mine, floor, pair in (("ADD", o["add-bridge"], floor_add, pair_add),
+                                    ("DEL", o["del-bridge"], floor_del, pair_del)):
+        print("target: bridge %s within 2 ms of the floor at %s others%s (no-op %.2f + "
+              "veth pair %.2f = %.2f; bridge with its host-local %.1f, %+.1f): %s" % (
+                  verb, n, variant, o["noop"], pair, floor, mine, mine - floor,
+                  "met" if mine - floor <= 2 else "MISSED"))
+
+
 def main():
     sets_dir, veth_path, others = sys.argv[1:4]
     floors = {}
@@ -87,7 +109,7 @@ def main():
     fig = {}
     for n in others.split():
         for rhythm in RHYTHMS:
-            for s in ("ours", "reference"):
+            for s in SETS:
                 rows = groups.get((s, n, rhythm))
                 if not rows:
                     continue
@@ -120,6 +142,17 @@ def main():
                     record("chain", "%s ADD, %s" % (p, label), o["add-" + p], r["add-" + p])
                 if measured(o["del-" + p], r["del-" + p]):
                     record("chain", "%s DEL, %s" % (p, label), o["del-" + p], r["del-" + p])
+            nft = fig.get(("oursnft", n, rhythm))
+            if nft:
+                # Ours alone: the reference (Debian's 1.1.1) has no nftables backends.
+                record("chain", "CNI ADD chain, nftables backends, " + label, nft["add_chain"])
+                record("chain", "CNI DEL chain, nftables backends, " + label, nft["del_chain"])
+                for p in ("bridge", "portmap"):
+                    for verb in ("ADD", "DEL"):
+                        value = nft[verb.lower() + "-" + p]
+                        if measured(value):
+                            record("chain", "%s %s, nftables backends, %s" % (p, verb, label),
+                                   value)
             if rhythm != "back-to-back":
                 continue
             # issue 53's targets, judged back to back
@@ -129,20 +162,9 @@ def main():
                       "same chain at %s others (%.1f vs %.1f, %+.1f): %s" % (
                           n, o["add-bandwidth"], r["add-bandwidth"], over,
                           "met" if over <= 1 else "MISSED"))
-            if measured(o["noop"], pair_add, pair_del, o["add-bridge"], o["del-bridge"]):
-                floor_add, floor_del = o["noop"] + pair_add, o["noop"] + pair_del
-                record("chain", "bridge's floor: no-op exec + a veth pair made, " + label,
-                       floor_add)
-                record("chain", "bridge's floor: no-op exec + a veth pair deleted, " + label,
-                       floor_del)
-                for verb, mine, floor, pair in (("ADD", o["add-bridge"], floor_add, pair_add),
-                                                ("DEL", o["del-bridge"], floor_del, pair_del)):
-                    print("target: bridge %s within 2 ms of the floor at %s others (no-op %.2f + "
-                          "veth pair %.2f = %.2f; bridge with its host-local %.1f, %+.1f): %s" % (
-                              verb, n, o["noop"], pair, floor, mine, mine - floor,
-                              "met" if mine - floor <= 2 else "MISSED"))
-            else:
-                print("%s other mappings: bridge's targets not judged (no floor measured)" % n)
+            judge_bridge(n, label, o, pair_add, pair_del, "")
+            if nft:
+                judge_bridge(n, label, nft, pair_add, pair_del, ", nftables backends")
 
 
 if __name__ == "__main__":
