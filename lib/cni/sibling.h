@@ -70,6 +70,7 @@ Plugin (*LinkedSibling(std::string_view type))();
 
 // aligned(4): a note segment is 4-aligned, and without the attribute GCC aligns an object this
 // size to 32 bytes on x86-64, which readers of notes reject.
-#define NODEGATE_PLUGIN_NOTE(type)                                                     \
-  [[gnu::used, gnu::section(".note.nodegate"), gnu::aligned(4)]] static constexpr auto \
-      kNodegatePluginNote = ::nodegate::cni::MakePluginNote(type, NODEGATE_BUILD_TOKEN)
+#define NODEGATE_PLUGIN_NOTE(type)                                \
+  [[gnu::used, gnu::section(".note.nodegate"),                    \
+    gnu::aligned(4)]] static constexpr auto kNodegatePluginNote = \
+      ::nodegate::cni::MakePluginNote(type, NODEGATE_BUILD_TOKEN)

@@ -113,7 +113,8 @@ TEST_F(SiblingFileTest, ThisBuildsBinaryIsItsOwnType) {
 }
 
 TEST_F(SiblingFileTest, NoteWithThisTokenAnswersTrue) {
-  const auto path = Write("a", MakeElf(Note(kOwner, kPluginNoteType, NoteText("host-local", kBuildToken))));
+  const auto path =
+      Write("a", MakeElf(Note(kOwner, kPluginNoteType, NoteText("host-local", kBuildToken))));
   EXPECT_TRUE(IsSiblingBinary(path, "host-local"));
   EXPECT_FALSE(IsSiblingBinary(path, "bridge"));
 }
@@ -143,11 +144,11 @@ TEST_F(SiblingFileTest, AnotherBuildsTokenAnswersFalse) {
 
 TEST_F(SiblingFileTest, AnotherOwnerOrTypeAnswersFalse) {
   const std::string text = NoteText("host-local", kBuildToken);
-  EXPECT_FALSE(IsSiblingBinary(Write("a", MakeElf(Note(std::string("nodegatX") + '\0',
-                                                        kPluginNoteType, text))),
-                               "host-local"));
-  EXPECT_FALSE(IsSiblingBinary(Write("b", MakeElf(Note(kOwner, kPluginNoteType + 1, text))),
-                               "host-local"));
+  EXPECT_FALSE(IsSiblingBinary(
+      Write("a", MakeElf(Note(std::string("nodegatX") + '\0', kPluginNoteType, text))),
+      "host-local"));
+  EXPECT_FALSE(
+      IsSiblingBinary(Write("b", MakeElf(Note(kOwner, kPluginNoteType + 1, text))), "host-local"));
 }
 
 TEST_F(SiblingFileTest, NotAnElfOfThisMachineAnswersFalse) {
@@ -265,9 +266,10 @@ TEST_F(SiblingDelegateTest, VerbsWithoutResultRunInProcessToo) {
 
 TEST_F(SiblingDelegateTest, AnyOtherFileOfThatNameIsExeced) {
   // A wrapper script: not this build's binary, so exec'd; the sibling never runs.
-  const auto path = Write("sibling-test",
-                          "#!/bin/sh\ncat >/dev/null\n"
-                          "echo '{\"cniVersion\":\"1.0.0\",\"ips\":[{\"address\":\"10.9.9.9/24\"}]}'\n");
+  const auto path =
+      Write("sibling-test",
+            "#!/bin/sh\ncat >/dev/null\n"
+            "echo '{\"cniVersion\":\"1.0.0\",\"ips\":[{\"address\":\"10.9.9.9/24\"}]}'\n");
   ::chmod(path.c_str(), 0755);
   auto call = DelegateCall::Start("sibling-test", Command::kAdd, args_);
   ASSERT_TRUE(call.ok()) << call.error().msg;
