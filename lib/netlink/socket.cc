@@ -9,13 +9,19 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string>
+#include <vector>
 
 namespace nodegate::netlink {
 namespace {
 
-// What the receive callbacks learn about one transaction.
+// What the receive callbacks learn about one transaction. The replies are kept (each at a
+// 4-byte aligned offset of one buffer) and reach the caller only once the kernel said done
+// without interrupting the dump, so a dump asked again never shows a reply twice.
 struct Exchange {
-  const std::function<void(const nlmsghdr*)>* on_message = nullptr;
+  bool keep_replies = false;
+  std::vector<uint8_t> replies;
+  std::vector<size_t> reply_offsets;
   bool done = false;
   int error = 0;  // positive errno from an NLMSG_ERROR
   std::string ext_ack;
@@ -23,11 +29,19 @@ struct Exchange {
 
 int OnValid(nl_msg* msg, void* arg) {
   auto* ex = static_cast<Exchange*>(arg);
-  if (ex->on_message != nullptr && *ex->on_message) {
-    (*ex->on_message)(nlmsg_hdr(msg));
+  if (ex->keep_replies) {
+    const nlmsghdr* hdr = nlmsg_hdr(msg);
+    const size_t at = ex->replies.size();
+    ex->reply_offsets.push_back(at);
+    ex->replies.resize(at + NLMSG_ALIGN(hdr->nlmsg_len));
+    std::memcpy(ex->replies.data() + at, hdr, hdr->nlmsg_len);
   }
   return NL_OK;
 }
+
+// A dump the kernel interrupted (NLM_F_DUMP_INTR: the objects changed while it was dumped, say
+// an IPv6 address the kernel adds as a link comes up) is asked again, this many times in all.
+constexpr int kDumpAttempts = 10;
 
 int OnDone(nl_msg* /*msg*/, void* arg) {
   static_cast<Exchange*>(arg)->done = true;
@@ -65,6 +79,37 @@ int OnError(sockaddr_nl* /*who*/, nlmsgerr* err, void* arg) {
   ex->ext_ack = ExtAckMessage(err);
   ex->done = true;
   return NL_STOP;
+}
+
+// Sends `msg` (with a fresh sequence number) and reads every reply up to the kernel's done or
+// error; `interrupted` tells whether the kernel flagged the dump as interrupted.
+Status SendAndReceive(nl_sock* sock, nl_msg* msg, const std::string& what, Exchange& ex,
+                      bool& interrupted) {
+  std::unique_ptr<nl_cb, void (*)(nl_cb*)> cb(nl_cb_alloc(NL_CB_DEFAULT), nl_cb_put);
+  if (!cb) {
+    return Error(kErrKernel, what + ": cannot allocate netlink callbacks");
+  }
+  nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, OnValid, &ex);
+  nl_cb_set(cb.get(), NL_CB_FINISH, NL_CB_CUSTOM, OnDone, &ex);
+  nl_cb_set(cb.get(), NL_CB_ACK, NL_CB_CUSTOM, OnDone, &ex);
+  nl_cb_err(cb.get(), NL_CB_CUSTOM, OnError, &ex);
+
+  nlmsg_hdr(msg)->nlmsg_seq = NL_AUTO_SEQ;  // libnl numbers it; a repeat gets the next number
+  if (int r = nl_send_auto(sock, msg); r < 0) {
+    return LibnlError(r, what);
+  }
+  while (!ex.done) {
+    const int r = nl_recvmsgs(sock, cb.get());
+    if (r == -NLE_DUMP_INTR) {
+      // Read on to the end of this dump, so the socket holds nothing of it when asked again.
+      interrupted = true;
+      continue;
+    }
+    if (r < 0 && ex.error == 0) {
+      return LibnlError(r, what);
+    }
+  }
+  return OkStatus();
 }
 
 constexpr size_t kReceiveBufferBytes = 64 * 1024;
@@ -105,42 +150,35 @@ Result<Socket> Socket::Open(int protocol) {
 Status Socket::Transact(nl_msg* msg, const std::string& what,
                         const std::function<void(const nlmsghdr*)>* on_message,
                         std::initializer_list<int> ok_errnos, int* answered) {
-  Exchange ex;
-  ex.on_message = on_message;
-  std::unique_ptr<nl_cb, void (*)(nl_cb*)> cb(nl_cb_alloc(NL_CB_DEFAULT), nl_cb_put);
-  if (!cb) {
-    return Error(kErrKernel, what + ": cannot allocate netlink callbacks");
-  }
-  nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, OnValid, &ex);
-  nl_cb_set(cb.get(), NL_CB_FINISH, NL_CB_CUSTOM, OnDone, &ex);
-  nl_cb_set(cb.get(), NL_CB_ACK, NL_CB_CUSTOM, OnDone, &ex);
-  nl_cb_err(cb.get(), NL_CB_CUSTOM, OnError, &ex);
-
-  if (int r = nl_send_auto(sock_.get(), msg); r < 0) {
-    return LibnlError(r, what);
-  }
-  while (!ex.done) {
-    const int r = nl_recvmsgs(sock_.get(), cb.get());
-    if (r < 0 && ex.error == 0) {
-      if (r == -NLE_DUMP_INTR) {
-        // The kernel's object set changed during the dump; the caller may retry.
-        return Error(kErrTryAgainLater, what + ": dump interrupted, try again");
+  for (int attempt = 1;; ++attempt) {
+    Exchange ex;
+    ex.keep_replies = on_message != nullptr && *on_message;
+    bool interrupted = false;
+    NG_RETURN_IF_ERROR(SendAndReceive(sock_.get(), msg, what, ex, interrupted));
+    if (interrupted && ex.error == 0) {
+      if (attempt < kDumpAttempts) {
+        ++dumps_repeated_;
+        continue;
       }
-      return LibnlError(r, what);
+      return Error(kErrTryAgainLater, what + ": dump interrupted " + std::to_string(kDumpAttempts) +
+                                          " times, try again");
     }
+    for (size_t at : ex.reply_offsets) {
+      (*on_message)(reinterpret_cast<const nlmsghdr*>(ex.replies.data() + at));
+    }
+    if (ex.error != 0) {
+      if (std::find(ok_errnos.begin(), ok_errnos.end(), ex.error) != ok_errnos.end()) {
+        if (answered != nullptr) *answered = ex.error;
+        return OkStatus();
+      }
+      std::string text = what + ": " + std::strerror(ex.error);
+      if (!ex.ext_ack.empty()) {
+        text += " (" + ex.ext_ack + ")";
+      }
+      return Error(kErrKernel, text);
+    }
+    return OkStatus();
   }
-  if (ex.error != 0) {
-    if (std::find(ok_errnos.begin(), ok_errnos.end(), ex.error) != ok_errnos.end()) {
-      if (answered != nullptr) *answered = ex.error;
-      return OkStatus();
-    }
-    std::string text = what + ": " + std::strerror(ex.error);
-    if (!ex.ext_ack.empty()) {
-      text += " (" + ex.ext_ack + ")";
-    }
-    return Error(kErrKernel, text);
-  }
-  return OkStatus();
 }
 
 Status Socket::Request(nl_msg* msg, const std::string& what, std::initializer_list<int> ok_errnos) {

@@ -56,12 +56,17 @@ class Socket {
   Result<int> RequestErrno(nl_msg* msg, const std::string& what,
                            std::initializer_list<int> ok_errnos);
 
-  // Sends a GET or dump request and calls `on_message` for each reply until the kernel says
+  // Sends a GET or dump request and calls `on_message` for each reply once the kernel says
   // done. An errno in `ok_errnos` (say ENOENT for a GET of a missing object) ends the call
-  // successfully, with the messages received so far.
+  // successfully, with the messages received so far. A dump the kernel interrupted (its
+  // objects changed meanwhile) is asked again, up to 10 times in all, before code 11.
   Status Dump(nl_msg* msg, const std::string& what,
               const std::function<void(const nlmsghdr*)>& on_message,
               std::initializer_list<int> ok_errnos = {});
+
+  // How many dumps the kernel interrupted and this socket asked again (each Dump tries up to
+  // 10 times before code 11, "try again"; its callback sees only the complete answer).
+  int dumps_repeated() const { return dumps_repeated_; }
 
  private:
   struct SockDeleter {
@@ -73,6 +78,7 @@ class Socket {
                   std::initializer_list<int> ok_errnos, int* answered = nullptr);
 
   std::unique_ptr<nl_sock, SockDeleter> sock_;
+  int dumps_repeated_ = 0;
 };
 
 // Maps a negative libnl return code (from the rtnl_* object API) to an Error (code 100).
