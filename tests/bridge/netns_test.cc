@@ -16,6 +16,7 @@
 #include <optional>
 #include <sstream>
 
+#include "lib/base/scope_guard.h"
 #include "lib/cni/sibling.h"
 #include "tests/bridge/support.h"
 
@@ -345,6 +346,7 @@ TEST(BridgeSiblingIpam, InProcessHostLocalMatchesTheExecdOne) {
   NG_REQUIRE_ROOT();
   const std::string execd_dir = "/tmp/ng-bridge-execd-ipam-" + std::to_string(::getpid());
   fs::create_directories(execd_dir);
+  ScopeGuard remove_execd_dir([&] { fs::remove_all(execd_dir); });
   const std::string execd_ipam = execd_dir + "/host-local";
   fs::copy_file(nodegate::testing::BinPath("host-local"), execd_ipam);
   {
@@ -387,7 +389,6 @@ TEST(BridgeSiblingIpam, InProcessHostLocalMatchesTheExecdOne) {
   step("DEL", "c1", in_conf, ex_conf);
   step("DEL", "c1", in_conf, ex_conf);
   EXPECT_TRUE(Succeeds(step("STATUS", "c1", in_conf, ex_conf).first));
-  fs::remove_all(execd_dir);
 }
 
 // Keys Debian's 1.1.1 does not have (upstream's later ones): checked against the kernel.
